@@ -1,0 +1,32 @@
+# The README's two set-up commands: `make demo` and `make test`.
+# Each creates (or reuses) the local virtualenv .venv and installs what it needs.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
+
+.PHONY: demo test bench install clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+install: $(STAMP)
+
+## Run the main job on the embedded default: demo world, demo release, no-LLM agent.
+demo: $(STAMP)
+	$(BIN)/aether eval --out demo_out
+
+## Install and run the whole test suite.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## Run every benchmark (slow; prints ratios against each issue's reference).
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) demo_out .pytest_cache

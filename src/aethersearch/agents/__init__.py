@@ -1,0 +1,1 @@
+"""Agents and LLM endpoints. Never imports anything that reads gold answers."""

@@ -1,0 +1,1 @@
+"""Benchmark curation: official sources -> exclusion, selection, audit -> frozen release."""

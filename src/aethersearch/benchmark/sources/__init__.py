@@ -1,0 +1,1 @@
+"""One adapter per upstream file format; each module opens with its citation."""

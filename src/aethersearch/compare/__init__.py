@@ -1,0 +1,1 @@
+"""Paired checkpoint comparison (Base/SFT/DPO/RL) on one frozen contract."""

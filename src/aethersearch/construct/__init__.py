@@ -1,0 +1,1 @@
+"""Hint-free multi-hop question construction over a hyperlink graph."""

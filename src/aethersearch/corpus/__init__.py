@@ -1,0 +1,1 @@
+"""Corpus: document stores, importers, the hyperlink graph and the embedded demo world."""

@@ -1,0 +1,83 @@
+"""One error tree for the whole toolkit.
+
+Every error says what went wrong, where (file and line, or record id) and how to
+fix it, so the CLI can print it as one clean message instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class AetherError(Exception):
+    """Base of every error the toolkit raises on purpose."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        return self.message if not self.fix else f"{self.message}\n  fix: {self.fix}"
+
+
+class DataError(AetherError):
+    """A malformed input file: names the file, the one-based line/row and the field."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        message: str,
+        *,
+        line: int | None = None,
+        field: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        where = self.path if line is None else f"{self.path}:{line}"
+        if field is not None:
+            where += f" (field {field!r})"
+        super().__init__(f"{where}: {message}", fix=fix)
+
+
+class IntegrityError(AetherError):
+    """A hash, checksum or fingerprint does not match what was recorded."""
+
+
+class ConfigError(AetherError):
+    """A configuration value is missing, unknown or inconsistent."""
+
+
+class BudgetExhausted(AetherError):
+    """The tool budget (calls, turns or tokens) of an episode is spent."""
+
+    def __init__(self, which: str, limit: int, *, fix: str | None = None) -> None:
+        self.which = which
+        self.limit = limit
+        super().__init__(f"tool budget exhausted: {which} limit {limit} reached", fix=fix)
+
+
+class EndpointError(AetherError):
+    """An LLM or search endpoint failed in a way that retrying will not fix."""
+
+    def __init__(self, message: str, *, status: int | None = None, transient: bool = False,
+                 fix: str | None = None) -> None:
+        self.status = status
+        self.transient = transient
+        super().__init__(message, fix=fix)
+
+
+class ToolError(AetherError):
+    """A tool call was malformed or refused (charged to the budget, reported to the agent)."""
+
+
+class ShortageError(AetherError):
+    """A source has fewer eligible candidates than its quota."""
+
+
+class ReviewRequired(AetherError):
+    """Flagged near-duplicate pairs have no recorded review decision."""

@@ -1,0 +1,250 @@
+"""Versioned records written to disk or sent over HTTP.
+
+Every record is a frozen pydantic model. Files carry their schema version in the
+artefact that describes them (``manifest.json``, ``run.json``) or in each row
+(traces), so a reader can refuse a format it does not understand.
+
+The public row formats are deliberately minimal: ``EvalRow`` is exactly the
+release's public schema and ``RolloutQuestion`` is exactly ``{id, question}``;
+anything else about a question (supporting facts, paths, evidence pages) lives
+in ``DiagnosticsRow``, never in the eval rows.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Record(BaseModel):
+    """Base: frozen, strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ----------------------------------------------------------------------------- release rows
+
+
+class EvalRow(Record):
+    """One row of ``eval.jsonl``: the question, its gold aliases and its provenance."""
+
+    id: str
+    question: str
+    answers: list[str]
+    source_dataset: str
+    source_split: str
+    source_id: str | None
+    source_row_number: int = Field(ge=1)
+    source_file: str
+
+
+class RolloutQuestion(Record):
+    """One row of ``rollout_questions.jsonl``: all an agent may ever see of a question."""
+
+    id: str
+    question: str
+
+
+class DiagnosticsRow(Record):
+    """One row of ``diagnostics.jsonl``: what scorers and diagnostics may use, agents never.
+
+    * 7-source benchmark: ``supporting_pages``/``supporting_facts`` (HotpotQA,
+      2Wiki), ``decomposition`` (MuSiQue), upstream ``question_type``/``level``.
+    * hint-free construction: ``path`` (v0..vn page ids), ``hops``,
+      ``alternative_paths``, ``evidence`` (the evidence set E) and ``hop_questions``
+      (the single-hop sub-question of each hop, used by the Forget probe).
+    """
+
+    id: str
+    source_dataset: str
+    question_type: str | None = None
+    level: str | None = None
+    supporting_pages: list[str] = Field(default_factory=list)
+    supporting_facts: list[tuple[str, int]] = Field(default_factory=list)
+    decomposition: list[dict[str, Any]] = Field(default_factory=list)
+    path: list[str] = Field(default_factory=list)
+    hops: int | None = None
+    alternative_paths: list[list[str]] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+    hop_questions: list[dict[str, Any]] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- corpus
+
+
+class Document(Record):
+    """A passage or page of the corpus. ``links`` are ids of pages this one links to."""
+
+    id: str
+    title: str
+    text: str
+    links: list[str] = Field(default_factory=list)
+    url: str | None = None
+
+    @property
+    def contents(self) -> str:
+        """Search-R1 / FlashRAG ``contents``: ``"Title"\\nText``."""
+        return f'"{self.title}"\n{self.text}'
+
+
+class SearchHit(Record):
+    """One retrieved document id with its score."""
+
+    doc_id: str
+    score: float
+
+
+# ----------------------------------------------------------------------------- run contract
+
+
+class Budget(Record):
+    """Tool budget enforced by the runner, outside the agent. ``None`` = unlimited."""
+
+    max_tool_calls: int | None = 8
+    max_turns: int | None = 4
+    max_tokens: int | None = None
+
+
+class Decoding(Record):
+    """Decoding settings sent with every LLM call (explicit and recorded)."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int | None = 0
+    stop: list[str] = Field(default_factory=list)
+
+
+class RunFingerprint(Record):
+    """``run.json``: every setting that determines a run's predictions.
+
+    ``CONTRACT_FIELDS`` must be equal for two runs to be compared as checkpoints
+    (Base/SFT/DPO/RL); ``model`` and ``endpoint`` are what is allowed to differ.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    release_id: str
+    release_data_sha256: str
+    rollout_sha256: str
+    question_count: int
+    corpus_hash: str | None
+    index_hash: str | None
+    environment: Literal["search", "sandbox", "none"] = "search"
+    agent: str
+    agent_config: dict[str, Any] = Field(default_factory=dict)
+    prompt_template_hash: str | None
+    budget: Budget
+    endpoint: str | None
+    model: str | None
+    decoding: Decoding
+    retrieval_topk: int | None = None
+    software_version: str
+
+    CONTRACT_FIELDS: ClassVar[tuple[str, ...]] = (
+        "release_id",
+        "release_data_sha256",
+        "corpus_hash",
+        "index_hash",
+        "environment",
+        "agent",
+        "agent_config",
+        "prompt_template_hash",
+        "budget",
+        "decoding",
+        "retrieval_topk",
+    )
+
+
+# ----------------------------------------------------------------------------- traces
+
+
+class Outcome(StrEnum):
+    """How an episode ended. Only ``answered`` carries a prediction to score as right/wrong."""
+
+    ANSWERED = "answered"
+    ABSTAINED = "abstained"
+    NO_ANSWER_TAG = "no_answer_tag"
+    BUDGET = "budget"
+    ENDPOINT_ERROR = "endpoint_error"
+    TOOL_ERROR = "tool_error"
+
+
+ERROR_OUTCOMES = frozenset({Outcome.ENDPOINT_ERROR, Outcome.TOOL_ERROR})
+
+
+class ToolCall(Record):
+    """One tool invocation: what was asked, what came back, what the mask withheld."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    returned_ids: list[str] = Field(default_factory=list)
+    suppressed_ids: list[str] = Field(default_factory=list)
+    error: str | None = None
+    elapsed_s: float = 0.0
+
+
+class LLMCall(Record):
+    """One model call: its output text and token usage."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    elapsed_s: float = 0.0
+    tool_calls_raw: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Step(Record):
+    """One agent turn: an LLM call, the tool calls it made, and the observation fed back.
+
+    ``agent`` names the sub-agent for multi-agent loops (``solver-0``,
+    ``extractor``, ``verifier``...); ``notes`` holds agent-specific structure
+    (evidence ids, claims, verdicts) so diagnostics can read it.
+    """
+
+    index: int
+    agent: str = "main"
+    llm: LLMCall | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    observation: str | None = None
+    notes: dict[str, Any] = Field(default_factory=dict)
+
+
+class Usage(Record):
+    """Totals over an episode."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+
+
+class Trace(Record):
+    """One line of ``traces.jsonl``: a finished episode, complete enough to rescore and diagnose."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    question_seen: str
+    agent: str
+    steps: list[Step] = Field(default_factory=list)
+    response: str = ""
+    prediction: str | None = None
+    outcome: Outcome
+    stop_reason: str
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    elapsed_s: float = 0.0
+    attempt: int = 1
+
+
+class Prediction(Record):
+    """One line of ``predictions.jsonl``: what the scorer joins to gold by id."""
+
+    id: str
+    prediction: str | None
+    outcome: Outcome

@@ -1,0 +1,1 @@
+"""Static, self-contained HTML reports."""

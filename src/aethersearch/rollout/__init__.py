@@ -1,0 +1,1 @@
+"""Rollout runner: tool budget, resumable run store, settings fingerprint. Never reads gold."""

@@ -1,0 +1,1 @@
+"""Masked Wikipedia sandbox: per-episode masking, browse tools and their action log."""

@@ -1,0 +1,1 @@
+"""Scoring: the only code that reads gold answers."""

@@ -1,0 +1,1 @@
+"""Search: the SearchIndex protocol, its backends, the HTTP server and client."""

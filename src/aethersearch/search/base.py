@@ -1,0 +1,25 @@
+"""The SearchIndex protocol: batched retrieval returning ``(doc_id, score)`` per query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class SearchIndex(Protocol):
+    """A retrieval index over a fixed, hashed corpus."""
+
+    @property
+    def corpus_hash(self) -> str:
+        """Content hash of the corpus this index was built from."""
+        ...
+
+    @property
+    def index_hash(self) -> str:
+        """Hash identifying the index (config + corpus hash + build artefacts)."""
+        ...
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+        """Top-``k`` ``(doc_id, score)`` per query, best first; never more hits than documents."""
+        ...
