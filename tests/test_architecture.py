@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aethersearch"
 
 # Lower index = lower layer. A module may import its own layer or lower ones.
 LAYERS: list[set[str]] = [
-    {"errors", "records", "jsonl", "text", "registry", "__init__", "__version__"},
+    {"errors", "records", "jsonl", "text", "registry", "environment", "__init__", "__version__"},
     {"benchmark", "corpus"},
     {"search"},
     {"sandbox", "construct"},
@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"rollout"},
     {"scoring"},
     {"compare", "report"},
-    {"pipeline", "cli", "commands", "api"},
+    {"pipeline", "diagnose", "cli", "commands", "api"},
 ]
 GOLD_READERS = {"benchmark", "construct", "scoring", "compare", "report"}
 ROLLOUT_SIDE = {"agents", "rollout"}

@@ -1,4 +1,4 @@
-"""What an agent can act on: the tools of one episode.
+"""What an agent can act on: the tools of one episode (a base-layer protocol, so search/, sandbox/ and agents/ can all use it).
 
 An agent never talks to a search server or sandbox directly; it gets an
 ``Environment`` for its episode. Implementations: the Search-R1 search server
