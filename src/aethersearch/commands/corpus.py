@@ -1,9 +1,164 @@
-"""`aether` commands for this area (filled in by its issue)."""
+"""`aether corpus ...`, `aether index build`, `aether search`, `aether serve`: thin wrappers.
+
+Heavy imports (bm25s, numpy, uvicorn) stay inside the command functions so
+``aether --help`` stays fast.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+
+console = Console()
+
+
+def _settings(pairs: list[str] | None) -> dict[str, Any]:
+    """``key=value`` options; values are parsed as JSON when they can be (``k1=1.2``, ``stemmer=null``)."""
+    import orjson
+
+    from aethersearch.errors import ConfigError
+
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {pair!r} is not key=value", fix="e.g. --set k1=1.2 --set stemmer=null")
+        try:
+            out[key] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            out[key] = value
+    return out
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
+    """Add the corpus, index, search and serve commands to the CLI."""
+    corpus_app = typer.Typer(help="Import corpora into document stores; write the demo world.", no_args_is_help=True)
+    index_app = typer.Typer(help="Build search indexes.", no_args_is_help=True)
+    app.add_typer(corpus_app, name="corpus")
+    app.add_typer(index_app, name="index")
+
+    @corpus_app.command("import")
+    def corpus_import(
+        fmt: str = typer.Argument(..., metavar="FORMAT", help="jsonl | dpr | wikiextractor | wikispeedia | demo"),
+        source: Path = typer.Argument(..., help="corpus file or folder (ignored for demo)"),
+        out: Path = typer.Option(..., "--out", help="store directory to write"),
+        links: Path | None = typer.Option(None, "--links", help="links TSV (source<TAB>target)"),
+        chunk: str = typer.Option("none", "--chunk", help="none | paragraph | words"),
+        chunk_size: int = typer.Option(100, "--chunk-size", help="words per passage (--chunk words)"),
+        chunk_overlap: int = typer.Option(0, "--chunk-overlap", help="words shared by neighbours"),
+        pages_out: Path | None = typer.Option(None, "--pages-out", help="also write whole pages here"),
+        seed: int = typer.Option(0, "--seed", help="demo world seed"),
+        force: bool = typer.Option(False, "--force", help="replace an existing store"),
+    ) -> None:
+        """Import a corpus into an offset-indexed, hashed document store."""
+        from aethersearch.corpus.chunking import ChunkConfig
+        from aethersearch.corpus.importers import import_corpus
+
+        config = ChunkConfig(mode=chunk, size=chunk_size, overlap=chunk_overlap)  # type: ignore[arg-type]
+        with console.status("importing..."):
+            result = import_corpus(fmt, source, out, links=links, chunk=config, pages_out=pages_out,
+                                   seed=seed, overwrite=force)
+        console.print(f"[green]wrote[/] {len(result.store):,} documents to {escape(str(out))}")
+        console.print(f"corpus hash {result.store.content_hash}", soft_wrap=True)
+        stats = result.links
+        if stats.read:
+            console.print(f"links: {stats.kept:,} kept, {stats.dropped:,} dropped of {stats.read:,} read"
+                          + (f" (e.g. {stats.dropped_examples[:3]})" if stats.dropped else ""))
+
+    @corpus_app.command("demo")
+    def corpus_demo(
+        out: Path = typer.Option(..., "--out", help="folder for corpus.jsonl, links.tsv, facts.jsonl, ..."),
+        seed: int = typer.Option(0, "--seed"),
+    ) -> None:
+        """Write the embedded fictional demo world (corpus, links, single- and multi-hop questions)."""
+        from aethersearch.corpus.demo_world import generate_world, write_world
+
+        world = generate_world(seed=seed)
+        files = write_world(world, out)
+        console.print(f"[green]demo world[/] seed {seed}: {len(world.documents)} pages, {len(world.facts)} facts, "
+                      f"{len(world.multihop_questions)} multi-hop questions -> {escape(str(files.corpus.parent))}")
+
+    @corpus_app.command("info")
+    def corpus_info(store: Path = typer.Argument(..., help="store directory")) -> None:
+        """Print a store's manifest (count, content hash, source)."""
+        from aethersearch.corpus.store import open_store
+
+        console.print_json(open_store(store).describe().decode())
+
+    @index_app.command("build")
+    def index_build(
+        corpus: Path = typer.Argument(..., help="a store directory, or a corpus file to import first"),
+        backend: str = typer.Option("bm25", "--backend", help="bm25 | dense | hybrid"),
+        out: Path = typer.Option(..., "--out", help="index directory to write"),
+        fmt: str = typer.Option("jsonl", "--format", help="format of a raw corpus file"),
+        links: Path | None = typer.Option(None, "--links", help="links TSV for a raw corpus"),
+        settings: list[str] = typer.Option(None, "--set", help="backend setting key=value (repeatable)"),
+        force: bool = typer.Option(False, "--force", help="replace an existing index"),
+    ) -> None:
+        """Build an index directory (config, corpus hash, build stats, index hash)."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from aethersearch.search.index_dir import build_index
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=False) as progress:
+            tasks: dict[str, Any] = {}
+
+            def report(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = progress.add_task(phase, total=total or None)
+                if done % 256 == 0 or done == total:
+                    progress.update(tasks[phase], completed=done, total=total or None)
+
+            opened = build_index(corpus, backend, out, config=_settings(settings), corpus_format=fmt,
+                                 links=links, overwrite=force, on_document=report)
+            for task in tasks.values():
+                progress.update(task, completed=opened.manifest["corpus_size"], total=opened.manifest["corpus_size"])
+        stats = opened.manifest["build_stats"]
+        console.print(f"[green]built[/] {backend} index of {opened.manifest['corpus_size']:,} documents in "
+                      f"{stats['seconds']:.1f}s (peak RSS {stats['peak_rss_mb']:.0f} MB) -> {escape(str(out))}")
+        console.print(f"index hash {opened.manifest['index_hash']}", soft_wrap=True)
+
+    @app.command("search")
+    def search(
+        index: Path = typer.Argument(..., help="index directory"),
+        query: str = typer.Argument(..., help="the query"),
+        k: int = typer.Option(5, "-k", "--topk", help="how many results"),
+    ) -> None:
+        """Search an index and print the top results."""
+        from rich.table import Table
+
+        from aethersearch.search.index_dir import open_index
+
+        opened = open_index(index)
+        hits = opened.index.search([query], k)[0]
+        table = Table("rank", "score", "id", "title", "text")
+        for rank, (doc_id, score) in enumerate(hits, start=1):
+            doc = opened.store.get(doc_id)
+            table.add_row(str(rank), f"{score:.3f}", escape(doc_id), escape(doc.title), escape(doc.text[:120]))
+        console.print(table if hits else "[yellow]no results[/]")
+
+    @app.command("serve")
+    def serve(
+        index: Path = typer.Argument(..., help="index directory"),
+        port: int = typer.Option(8000, "--port"),
+        host: str = typer.Option("127.0.0.1", "--host", help="bind address (loopback by default)"),
+        max_topk: int = typer.Option(100, "--max-topk"),
+        max_batch: int = typer.Option(512, "--max-batch"),
+        max_query_chars: int = typer.Option(4096, "--max-query-chars"),
+        max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes"),
+        workers: int = typer.Option(1, "--workers", help="index calls running at once"),
+        micro_batch: bool = typer.Option(True, "--micro-batch/--no-micro-batch"),
+    ) -> None:
+        """Serve an index over HTTP with the Search-R1 /retrieve API (+ /access, /health)."""
+        from aethersearch.search.server import ServerLimits
+        from aethersearch.search.server import serve as run_server
+
+        limits = ServerLimits(max_topk=max_topk, max_batch=max_batch, max_query_chars=max_query_chars,
+                              max_body_bytes=max_body_bytes, workers=workers, micro_batch=micro_batch)
+        console.print(f"serving {escape(str(index))} on http://{host}:{port} (POST /retrieve, /access; GET /health)")
+        run_server(str(index), host=host, port=port, limits=limits)

@@ -1,9 +1,151 @@
-"""`aether` commands for this area (filled in by its issue)."""
+"""`aether factorise` and `aether probe forget|lead-astray`: WebDetective diagnostics of a run.
+
+Thin commands: parse options, call one public function of
+``aethersearch.scoring.probes`` (or ``aethersearch.diagnose``), print with rich.
+Heavy imports stay inside the functions so ``aether --help`` stays fast.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+
+ROWS = (
+    ("Pass@1", "pass_at_1"),
+    ("Knowledge sufficiency", "knowledge_sufficiency"),
+    ("Search score", "search_score"),
+    ("Good-refusal F1", "f1_good_refusal"),
+    ("Knowledge-utilisation F1", "f1_knowledge_utilisation"),
+    ("GenScore", "gen_score"),
+)
+
+
+def _fmt(value: Any) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def print_factorised(result: dict[str, Any]) -> None:
+    """The factorised table: overall, then one column per hop count and per source."""
+    from rich.console import Console
+    from rich.table import Table
+
+    groups = [("overall", result["overall"])]
+    groups += [(f"{k} hops", v) for k, v in result.get("by_hops", {}).items()]
+    groups += [(k, v) for k, v in result.get("by_source", {}).items()]
+    table = Table(title=f"Factorised metrics (n={result['n']}, %)")
+    table.add_column("metric")
+    for name, _ in groups:
+        table.add_column(name, justify="right")
+    for label, key in ROWS:
+        table.add_row(label, *(_fmt(values.get(key)) for _, values in groups))
+    table.add_row("n", *(str(values.get("n")) for _, values in groups))
+    Console().print(table)
+
+
+def _print_probe(title: str, summary: dict[str, Any], keys: tuple[str, ...]) -> None:
+    from rich.console import Console
+
+    console = Console()
+    if summary.get("applicable") is False:
+        console.print(f"[bold]{title}[/]: not applicable — {summary['reason']}")
+        return
+    parts = []
+    for key in keys:
+        value = summary.get(key)
+        parts.append(f"{key}={_fmt(value) + '%' if isinstance(value, float) else value}")
+    console.print(f"[bold]{title}[/]: " + ", ".join(parts))
+
+
+def _store(corpus: Path | None) -> Any:
+    if corpus is None:
+        return None
+    from aethersearch.corpus.store import open_store
+
+    return open_store(corpus)
+
+
+def _llm(endpoint: str | None, model: str | None, run: Path) -> Any:
+    """An LLM client for the probes: the given endpoint/model, else the run's own (None if it had none)."""
+    from aethersearch.errors import ConfigError
+    from aethersearch.scoring.probes import load_fingerprint
+
+    fingerprint = load_fingerprint(run)
+    endpoint = endpoint or fingerprint.endpoint
+    model = model or fingerprint.model
+    if endpoint is None and model is None:
+        return None
+    if endpoint is None or model is None:
+        raise ConfigError("pass both --endpoint and --model (the run.json has only one of them)",
+                          fix="e.g. --endpoint http://127.0.0.1:8000/v1 --model NAME")
+    from aethersearch.agents.llm import OpenAIClient
+
+    return OpenAIClient(endpoint, model)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
+    """Add ``factorise`` and the ``probe`` group to the CLI."""
+
+    @app.command("factorise")
+    def factorise_command(
+        run: Path = typer.Argument(..., help="Run directory (run.json + traces.jsonl)."),
+        release: Path = typer.Option(..., "--release", help="The release the run was rolled out on."),
+        corpus: Path | None = typer.Option(None, "--corpus",
+                                           help="Document store; needed for releases without evidence chains."),
+        count_search: bool = typer.Option(False, "--count-search",
+                                          help="Also count pages returned by search as gathered (default: visits)."),
+    ) -> None:
+        """Write factorised.json (Knowledge Sufficiency, Search Score, F1_GR, F1_KU, GenScore, Pass@1)."""
+        from aethersearch.scoring.probes import factorise_run
+
+        tools = ("search", "visit") if count_search else None
+        result = factorise_run(run, release, store=_store(corpus), gathering_tools=tools)
+        print_factorised(result)
+        typer.echo(f"wrote {run / 'factorised.json'}")
+
+    probe = typer.Typer(help="Knowledge-degradation probes (forget, lead-astray) of a run.",
+                        no_args_is_help=True)
+
+    @probe.command("forget")
+    def forget_command(
+        run: Path = typer.Argument(..., help="Run directory."),
+        release: Path = typer.Option(..., "--release", help="The hint-free release of the run."),
+        endpoint: str | None = typer.Option(None, "--endpoint", help="Model endpoint (default: the run's)."),
+        model: str | None = typer.Option(None, "--model", help="Model name (default: the run's)."),
+        concurrency: int = typer.Option(8, "--concurrency", min=1),
+    ) -> None:
+        """Ask each hop's sub-question without search; forget rate = known alone but lost in context."""
+        from aethersearch.scoring.probes import forget_probe
+
+        summary = forget_probe(run, release, llm=_llm(endpoint, model, run), concurrency=concurrency)
+        _print_probe("forget", summary, ("forget_rate", "n_known_in_isolation", "n_forgotten", "n_hops"))
+        typer.echo(f"wrote {run / 'probes.json'}")
+
+    @probe.command("lead-astray")
+    def lead_astray_command(
+        run: Path = typer.Argument(..., help="Run directory."),
+        release: Path = typer.Option(..., "--release", help="The release of the run."),
+        corpus: Path = typer.Option(..., "--corpus", help="Document store (distractors and pages)."),
+        index: Path | None = typer.Option(None, "--index", help="Search index directory of the corpus."),
+        ratio: float = typer.Option(0.5, "--ratio", min=0.0, max=0.95,
+                                    help="Share of every observation that is distractors."),
+        seed: int = typer.Option(0, "--seed"),
+        endpoint: str | None = typer.Option(None, "--endpoint", help="Model endpoint (default: the run's)."),
+        model: str | None = typer.Option(None, "--model", help="Model name (default: the run's)."),
+        concurrency: int = typer.Option(8, "--concurrency", min=1),
+    ) -> None:
+        """Rerun the run's agent with seeded corpus distractors; lead-astray rate on still-reached evidence."""
+        from aethersearch.diagnose import environment_factory_for
+        from aethersearch.scoring.probes import lead_astray_probe
+
+        store = _store(corpus)
+        factory = environment_factory_for(run, release, store, index)
+        summary = lead_astray_probe(run, release, environment_factory=factory, store=store,
+                                    llm=_llm(endpoint, model, run), ratio=ratio, seed=seed,
+                                    concurrency=concurrency)
+        _print_probe("lead-astray", summary, ("lead_astray_rate", "n_eligible", "n_led_astray",
+                                              "pass_at_1_clean", "pass_at_1_noisy"))
+        typer.echo(f"wrote {run / 'probes.json'}")
+
+    app.add_typer(probe, name="probe")

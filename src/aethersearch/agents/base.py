@@ -1,0 +1,168 @@
+"""The agent protocol, the per-episode context and the agent name map.
+
+Why this shape: the runner (``rollout/``) owns everything that must be the same
+for every agent — the tool budget, timing, error outcomes, the trace on disk —
+and hands an agent one :class:`Episode` per question. The episode's
+``env`` and ``llm`` are already wrapped by the runner's budget, so an agent
+cannot exceed it: a call past the limit raises ``BudgetExhausted``, the runner
+catches it and asks the agent for exactly one forced final answer
+(:meth:`Agent.final_answer`).
+
+An agent only ever sees the rollout projection (``id``, ``question``); this
+module imports nothing that can read gold (an architecture test enforces it).
+
+Writing a new agent (e.g. ``agents/evidenceloop.py``): subclass :class:`Agent`,
+set ``name``, implement :meth:`Agent.solve` (record each turn with
+:meth:`Episode.add_step`), optionally :meth:`Agent.final_answer`, and return
+:func:`finish`'s result. Register it in :data:`AGENTS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple
+
+from aethersearch.agents.prompts import extract_answer, is_abstention
+from aethersearch.environment import Environment
+from aethersearch.records import Decoding, LLMCall, Outcome, RolloutQuestion, Step, ToolCall
+from aethersearch.registry import resolve
+
+AGENTS: dict[str, str] = {
+    "search-r1": "aethersearch.agents.search_r1:SearchR1Agent",
+    "react": "aethersearch.agents.react:ReactAgent",
+    "direct": "aethersearch.agents.baselines:DirectAgent",
+    "naive-rag": "aethersearch.agents.baselines:NaiveRagAgent",
+    "lexical": "aethersearch.agents.lexical:LexicalAgent",
+    "evidenceloop": "aethersearch.agents.evidenceloop:EvidenceLoopAgent",
+}
+
+
+class AgentOutput(NamedTuple):
+    """How an episode ended, as the agent sees it (the runner adds timing, usage and ids)."""
+
+    response: str
+    prediction: str | None
+    outcome: Outcome
+    stop_reason: str
+
+
+@dataclass
+class Episode:
+    """Everything one agent needs for one question, plus the growing list of steps.
+
+    ``env`` and ``llm`` are budget-enforcing wrappers supplied by the runner;
+    ``state`` is the agent's scratch space (e.g. the rolling Search-R1 prompt)
+    so that :meth:`Agent.final_answer` can continue where :meth:`Agent.solve`
+    was interrupted.
+    """
+
+    question: RolloutQuestion
+    question_seen: str
+    env: Environment
+    llm: Any | None
+    decoding: Decoding
+    steps: list[Step] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    #: Budget hook set by the runner: charges one tool call that never reached the
+    #: environment (a malformed call). Raises ``BudgetExhausted`` when none is left.
+    charge: Callable[[str], None] | None = None
+
+    def charge_invalid_tool_call(self, tool: str) -> None:
+        """Charge a malformed tool call to the budget (it counts, though the tool never ran)."""
+        if self.charge is not None:
+            self.charge(tool)
+
+    def add_step(
+        self,
+        *,
+        llm: LLMCall | None = None,
+        tool_calls: list[ToolCall] | None = None,
+        observation: str | None = None,
+        agent: str = "main",
+        notes: dict[str, Any] | None = None,
+    ) -> int:
+        """Append a step and return its index (so tool results can be attached later)."""
+        index = len(self.steps)
+        self.steps.append(Step(index=index, agent=agent, llm=llm, tool_calls=tool_calls or [],
+                               observation=observation, notes=notes or {}))
+        return index
+
+    def update_step(self, index: int, **changes: Any) -> None:
+        """Replace fields of a recorded step (steps are frozen records; this swaps in a copy)."""
+        current = self.steps[index]
+        if "tool_calls" in changes:
+            changes["tool_calls"] = [*current.tool_calls, *changes["tool_calls"]]
+        if "notes" in changes:
+            changes["notes"] = {**current.notes, **changes["notes"]}
+        self.steps[index] = current.model_copy(update=changes)
+
+
+class Agent(ABC):
+    """An agent loop. Stateless across episodes: per-question state lives in the Episode."""
+
+    name: ClassVar[str]
+    #: False for agents that never call a model (``lexical``); the runner then needs no endpoint.
+    needs_llm: ClassVar[bool] = True
+    #: The environment kind the agent expects (recorded in the fingerprint).
+    environment: ClassVar[str] = "search"
+
+    def config(self) -> dict[str, Any]:
+        """Settings that determine predictions (recorded as ``agent_config`` in run.json)."""
+        return {}
+
+    def prompt_template(self) -> str | None:
+        """The prompt text(s) the agent uses, or None; hashed into the fingerprint."""
+        return None
+
+    def prompt_template_hash(self) -> str | None:
+        """sha256 of :meth:`prompt_template` (None for prompt-free agents)."""
+        template = self.prompt_template()
+        return None if template is None else hashlib.sha256(template.encode("utf-8")).hexdigest()
+
+    def question_seen(self, question: str) -> str:
+        """The exact question text the agent will put in front of the model (recorded in the trace)."""
+        return question
+
+    def effective_decoding(self, decoding: Decoding) -> Decoding:
+        """The decoding actually sent (e.g. with the agent's stop strings added); recorded in run.json."""
+        return decoding
+
+    @abstractmethod
+    async def solve(self, episode: Episode) -> AgentOutput:
+        """Answer ``episode.question`` using ``episode.env`` and ``episode.llm``.
+
+        May raise ``BudgetExhausted`` (from the wrappers) at any tool or model call;
+        the runner then calls :meth:`final_answer` once.
+        """
+
+    async def final_answer(self, episode: Episode) -> AgentOutput:
+        """The one forced final-answer request after the budget ran out.
+
+        The default gives up with ``Outcome.BUDGET``; LLM agents override it to make
+        exactly one more model call asking for the answer.
+        """
+        return AgentOutput("", None, Outcome.BUDGET, "budget")
+
+
+def finish(response: str, answer: str | None, stop_reason: str) -> AgentOutput:
+    """Classify a final answer: None → no answer tag, a refusal → abstained, else answered."""
+    if answer is None:
+        return AgentOutput(response, None, Outcome.NO_ANSWER_TAG, stop_reason)
+    answer = answer.strip()
+    if is_abstention(answer):
+        return AgentOutput(response, answer, Outcome.ABSTAINED, stop_reason)
+    return AgentOutput(response, answer, Outcome.ANSWERED, stop_reason)
+
+
+def finish_from_text(response: str, stop_reason: str) -> AgentOutput:
+    """:func:`finish` on the last ``<answer>…</answer>`` of ``response``."""
+    return finish(response, extract_answer(response), stop_reason)
+
+
+def make_agent(name: str, **config: Any) -> Agent:
+    """Build the agent registered as ``name`` (unknown names list the valid ones)."""
+    cls = resolve("agent", name, AGENTS)
+    return cls(**config)

@@ -1,0 +1,195 @@
+"""``lexical``: a no-LLM baseline that really searches and extracts a span — named as a baseline.
+
+Why it exists: it is the embedded default agent, so ``aether eval`` (and ``make
+demo``) runs end to end with no model server, and it gives every benchmark a
+floor that involves no parametric knowledge at all.
+
+How it answers (classic IR-QA, no learning):
+
+1. **Search** the question's content words (BM25 through the episode's ``search`` tool).
+2. **Candidates**: in each retrieved sentence, maximal runs of capitalised words,
+   numbers/years, and (for "what did … do"-style questions) single lower-case
+   content words — never spans made only of question words.
+3. **Score** each candidate occurrence by question-term proximity (Σ over question
+   terms present in its sentence of 1 / (1 + token distance)), times a rank
+   discount of its document and an answer-type prior from the wh-word (years for
+   "when"/"what year", numbers for "how many", names for "who"/"where"/"which");
+   candidates vote across occurrences.
+4. **Reformulate** (iterative BM25): if a best *bridge* candidate exists (a name in a
+   sentence that matches the question well) the next query is that name plus the
+   question words its sentence did not cover — this follows one hop of a multi-hop
+   question. Up to ``rounds`` searches, all charged to the budget.
+5. **Abstain** ("I don't know") when no candidate reaches ``min_score``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
+from aethersearch.records import Document
+
+STOPWORDS = frozenset("""a an the of in on at to for from by with and or is was were are be been being
+as that this these those which who whom whose what when where why how did do does done it its into
+than then there their they he she his her him them name named also has have had not no yes one
+year years city country institution""".split())
+WH_WORDS = frozenset("who whom whose what when where which how".split())
+_WORD = re.compile(r"[A-Za-z0-9][\w'’\-]*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_YEAR = re.compile(r"^(1\d{3}|20\d{2})$")
+_NUMBER = re.compile(r"^\d+([.,]\d+)?$")
+_CONNECTORS = frozenset({"of", "the", "de", "von", "van", "and"})
+
+
+class Candidate(NamedTuple):
+    """An answer span found in a sentence, with the question terms the sentence covered."""
+
+    text: str
+    score: float
+    covered: frozenset[str]
+
+
+def content_terms(text: str) -> list[str]:
+    """Lower-cased content words of ``text`` (stopwords and wh-words removed), in order."""
+    return [w.lower() for w in _WORD.findall(text) if w.lower() not in STOPWORDS]
+
+
+def answer_type(question: str) -> str:
+    """A coarse expected answer type from the wh-phrase: year, number, name or any."""
+    q = question.lower()
+    if re.search(r"\b(what|which) year\b|\bwhen\b|\bin what year\b", q):
+        return "year"
+    if re.search(r"\bhow (many|much|old|long)\b", q):
+        return "number"
+    if re.search(r"\bwhat did .* do\b|\b(occupation|profession|job)\b", q):
+        return "word"
+    if re.search(r"\b(who|whom|whose|where|which)\b", q):
+        return "name"
+    return "any"
+
+
+def _spans(tokens: list[str]) -> list[tuple[int, int]]:
+    """Candidate token spans: capitalised runs (with inner connectors), numbers, single words."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token[:1].isupper():
+            j = i + 1
+            while j < len(tokens) and (tokens[j][:1].isupper() or (
+                    tokens[j].lower() in _CONNECTORS and j + 1 < len(tokens) and tokens[j + 1][:1].isupper())):
+                j += 1
+            spans.append((i, j))
+            i = j
+            continue
+        spans.append((i, i + 1))
+        i += 1
+    return spans
+
+
+def _type_prior(span: str, kind: str) -> float:
+    first = span.split()[0]
+    is_year, is_number, is_name = bool(_YEAR.match(span)), bool(_NUMBER.match(span)), first[:1].isupper()
+    if kind == "year":
+        return 1.0 if is_year else 0.05
+    if kind == "number":
+        return 1.0 if is_number else 0.05
+    if kind == "name":
+        return 1.0 if is_name and not is_number else 0.05
+    if kind == "word":
+        return 1.0 if span.islower() and span.lower() not in STOPWORDS else 0.1
+    return 1.0 if (is_name or is_number) else 0.3
+
+
+def candidates(question: str, documents: list[Document], kind: str) -> list[Candidate]:
+    """Score every candidate span in ``documents`` by proximity to question terms (votes summed)."""
+    q_terms = set(content_terms(question))
+    q_lower = {w.lower() for w in _WORD.findall(question)}
+    scores: dict[str, float] = defaultdict(float)
+    covered: dict[str, frozenset[str]] = {}
+    surface: dict[str, str] = {}
+    for rank, doc in enumerate(documents):
+        discount = 1.0 / (1.0 + 0.5 * rank)
+        for sentence in _SENTENCE.split(f"{doc.title}. {doc.text}"):
+            tokens = _WORD.findall(sentence)
+            lowered = [t.lower() for t in tokens]
+            positions = defaultdict(list)
+            for index, token in enumerate(lowered):
+                if token in q_terms:
+                    positions[token].append(index)
+            if not positions:
+                continue
+            hit = frozenset(positions)
+            for start, end in _spans(tokens):
+                words = lowered[start:end]
+                if all(w in q_lower or w in STOPWORDS for w in words):
+                    continue
+                text = " ".join(tokens[start:end])
+                prior = _type_prior(text, kind)
+                proximity = sum(1.0 / (1.0 + min(min(abs(p - start), abs(p - (end - 1))) for p in pos))
+                                for pos in positions.values())
+                key = text.lower()
+                scores[key] += discount * prior * proximity
+                surface.setdefault(key, text)
+                if len(hit) > len(covered.get(key, frozenset())):
+                    covered[key] = hit
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [Candidate(surface[k], s, covered[k]) for k, s in ranked]
+
+
+class LexicalAgent(Agent):
+    """No-LLM baseline: iterative BM25 query reformulation plus proximity-scored span extraction."""
+
+    name = "lexical"
+    needs_llm = False
+
+    def __init__(self, topk: int = 5, rounds: int = 2, min_score: float = 0.3) -> None:
+        self.topk = topk
+        self.rounds = rounds
+        self.min_score = min_score
+
+    def config(self) -> dict[str, Any]:
+        """Documents per search, search rounds and the abstention threshold."""
+        return {"topk": self.topk, "rounds": self.rounds, "min_score": self.min_score}
+
+    async def solve(self, episode: Episode) -> AgentOutput:
+        """Search, extract, reformulate once per round; answer the best candidate or abstain."""
+        question = episode.question_seen
+        kind = answer_type(question)
+        terms = content_terms(question)
+        episode.state["documents"] = documents = []
+        query = " ".join(terms) or question
+        for round_number in range(self.rounds):
+            result = await episode.env.search(query, self.topk)
+            new = [d for d in result.documents if d.id not in {x.id for x in documents}]
+            documents.extend(new)
+            found = candidates(question, result.documents, kind)
+            episode.add_step(tool_calls=[result.call], notes={
+                "round": round_number, "query": query,
+                "top_candidates": [[c.text, round(c.score, 4)] for c in found[:3]]})
+            bridge = next((c for c in found if c.text[:1].isupper() and c.covered), None)
+            if bridge is None or round_number + 1 >= self.rounds:
+                break
+            missing = [t for t in terms if t not in bridge.covered]
+            if not missing:
+                break  # the best sentence already covers the whole question: single hop
+            query = " ".join([bridge.text, *missing])
+            episode.state["bridge"] = bridge.text
+        return self._decide(episode)
+
+    def _decide(self, episode: Episode) -> AgentOutput:
+        question = episode.question_seen
+        documents = episode.state.get("documents", [])
+        bridge = episode.state.get("bridge")
+        found = candidates(question, documents, answer_type(question))
+        found = [c for c in found if c.text != bridge] or found
+        if not found or found[0].score < self.min_score:
+            return finish("I don't know", "I don't know", "abstain")
+        best = found[0].text
+        return finish(best, best, "answer")
+
+    async def final_answer(self, episode: Episode) -> AgentOutput:
+        """Out of searches: answer from what was already retrieved (no further tool call)."""
+        return self._decide(episode)._replace(stop_reason="budget")

@@ -1,0 +1,207 @@
+"""The ``react`` agent: OpenAI function calling with ``search`` (and ``visit``/``access`` in the sandbox).
+
+Why tool calls are validated here: a model's tool call can be malformed — arguments
+that are not JSON, an unknown tool, a wrong argument type, or JSON cut off because
+the reply hit ``max_tokens``. Each becomes a *tool error*: it is charged to the
+budget like a real call (so a model cannot spin for free), the model is told what
+was wrong in the tool message, and the call is replayed to the server with empty
+arguments (``{}``) — never with the invalid text, which real servers reject and
+which would poison every later turn of the conversation.
+
+The tool descriptions are the docstrings of the functions below: they are written
+for the model.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
+from aethersearch.agents.prompts import (
+    FORCED_FINAL_PROMPT,
+    REACT_SYSTEM_PROMPT,
+    extract_answer,
+    render_search_r1_docs,
+)
+from aethersearch.agents.tokenizers import get_tokenizer
+from aethersearch.environment import ToolResult
+from aethersearch.records import Outcome, ToolCall
+
+
+def search(query: str) -> None:
+    """Search the document collection and return the most relevant passages, each with its title.
+
+    Use a short keyword query (a name, a title, a few distinctive words), not a whole
+    question. Search again with different words if the passages do not mention what you
+    need; each search costs one step of your budget.
+    """
+
+
+def visit(page: str) -> None:
+    """Open a page by its title or id and return its full text, including its links.
+
+    Use it on a title that appeared in search results or in a link of a page you read.
+    Some pages may be unavailable; you will then get an error message instead.
+    """
+
+
+def access(page: str) -> None:
+    """Open a page by its URL, title or id and return its text (the same as visit).
+
+    Use it on a URL or title that appeared in earlier results.
+    """
+
+
+TOOL_FUNCTIONS: dict[str, Callable[..., None]] = {"search": search, "visit": visit, "access": access}
+_ARGUMENT = {"search": "query", "visit": "page", "access": "page"}
+
+
+def tool_schema(name: str) -> dict[str, Any]:
+    """The OpenAI ``tools`` entry for ``name``, its description taken from the docstring."""
+    func = TOOL_FUNCTIONS[name]
+    doc = inspect.getdoc(func) or ""
+    argument = _ARGUMENT[name]
+    hint = "Keyword query." if argument == "query" else "Title, id or URL of the page."
+    return {"type": "function",
+            "function": {"name": name, "description": doc,
+                         "parameters": {"type": "object",
+                                        "properties": {argument: {"type": "string", "description": hint}},
+                                        "required": [argument], "additionalProperties": False}}}
+
+
+def validate_tool_call(raw: dict[str, Any], tools: tuple[str, ...], truncated: bool) -> tuple[str, str, str | None]:
+    """Check one raw tool call: (tool name, argument value, error message or None)."""
+    function = raw.get("function") if isinstance(raw, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(name, str) or name not in tools:
+        return str(name), "", f"unknown tool {name!r}; available tools: {', '.join(tools)}"
+    text = function.get("arguments")
+    if truncated:
+        return name, "", ("the tool call was cut off at the max_tokens limit; "
+                          "call the tool again with shorter arguments")
+    try:
+        arguments = orjson.loads(text) if isinstance(text, (str, bytes)) else text
+    except orjson.JSONDecodeError as exc:
+        return name, "", f"the arguments are not valid JSON ({exc}); send a JSON object"
+    argument = _ARGUMENT[name]
+    if not isinstance(arguments, dict):
+        return name, "", f"the arguments must be a JSON object with a string {argument!r}"
+    extra = sorted(set(arguments) - {argument})
+    if extra:
+        return name, "", f"unexpected argument(s) {extra}; {name} takes only {argument!r}"
+    value = arguments.get(argument)
+    if not isinstance(value, str) or not value.strip():
+        return name, "", f"argument {argument!r} must be a non-empty string, got {value!r}"
+    return name, value, None
+
+
+class ReactAgent(Agent):
+    """Function-calling loop: the model calls tools until it replies with an answer."""
+
+    name = "react"
+
+    def __init__(self, topk: int = 3, max_obs_tokens: int = 500, tokenizer: str = "regex",
+                 system_prompt: str = REACT_SYSTEM_PROMPT) -> None:
+        self.topk = topk
+        self.max_obs_tokens = max_obs_tokens
+        self.system_prompt = system_prompt
+        self._tokenizer = get_tokenizer(tokenizer)
+
+    def config(self) -> dict[str, Any]:
+        """Top-k, observation cut and tokenizer."""
+        return {"topk": self.topk, "max_obs_tokens": self.max_obs_tokens, "tokenizer": self._tokenizer.name}
+
+    def prompt_template(self) -> str:
+        """System prompt, tool descriptions and the forced-final message."""
+        tools = orjson.dumps([tool_schema(n) for n in TOOL_FUNCTIONS], option=orjson.OPT_SORT_KEYS)
+        return "\x00".join([self.system_prompt, tools.decode(), FORCED_FINAL_PROMPT])
+
+    def _tools(self, episode: Episode) -> tuple[str, ...]:
+        offered = tuple(episode.env.tools)
+        names = [n for n in ("search", "visit") if n in offered]
+        if "visit" in offered:
+            names.append("access")
+        return tuple(names)
+
+    async def _run_tool(self, episode: Episode, name: str, value: str) -> tuple[ToolCall, str]:
+        if name == "search":
+            result: ToolResult = await episode.env.search(value, self.topk)
+        else:
+            result = await episode.env.visit(value)
+        if result.call.error:
+            text = f"error: {result.call.error}"
+        elif not result.documents:
+            text = "no results"
+        else:
+            text = render_search_r1_docs(result.documents).strip()
+        return result.call, self._tokenizer.truncate(text, self.max_obs_tokens)
+
+    async def solve(self, episode: Episode) -> AgentOutput:
+        """Chat with tools until a reply without tool calls (the answer)."""
+        tools = self._tools(episode)
+        schemas = [tool_schema(n) for n in tools]
+        messages: list[dict[str, Any]] = episode.state.setdefault("messages", [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": f"Question: {episode.question_seen}\n"},
+        ])
+        while True:
+            completion = await episode.llm.chat(messages, episode.decoding, schemas)
+            index = episode.add_step(llm=completion.to_record())
+            if not completion.tool_calls:
+                return self._answer(episode, completion.text, "answer")
+            truncated = completion.finish_reason == "length"
+            calls = []
+            for number, raw in enumerate(completion.tool_calls):
+                call_id = raw.get("id") if isinstance(raw, dict) and raw.get("id") else f"call_{index}_{number}"
+                name, value, problem = validate_tool_call(raw, tools, truncated)
+                calls.append((call_id, name, value, problem, raw))
+            messages.append({"role": "assistant", "content": completion.text or None, "tool_calls": [
+                {"id": cid, "type": "function", "function": {
+                    "name": name, "arguments": "{}" if problem else orjson.dumps({_ARGUMENT[name]: value}).decode()}}
+                for cid, name, value, problem, _ in calls]})
+            pending = episode.state["pending"] = [cid for cid, *_ in calls]
+            for call_id, name, value, problem, raw in calls:
+                if problem is not None:
+                    episode.charge_invalid_tool_call(name)
+                    record = ToolCall(tool=name, arguments={"raw": _raw_arguments(raw)},
+                                      error=problem)
+                    text = f"error: {problem}"
+                else:
+                    record, text = await self._run_tool(episode, name, value)
+                episode.update_step(index, tool_calls=[record])
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+                pending.remove(call_id)
+
+    def _answer(self, episode: Episode, text: str, stop_reason: str) -> AgentOutput:
+        answer = extract_answer(text)
+        if answer is None and text.strip():
+            answer = text.strip()
+        return finish(text, answer, stop_reason)
+
+    async def final_answer(self, episode: Episode) -> AgentOutput:
+        """One chat call without tools asking for the final answer."""
+        messages = episode.state.setdefault("messages", [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": f"Question: {episode.question_seen}\n"}])
+        for call_id in episode.state.get("pending", []):
+            messages.append({"role": "tool", "tool_call_id": call_id,
+                             "content": "error: not run, the tool budget is spent"})
+        episode.state["pending"] = []
+        messages.append({"role": "user", "content": FORCED_FINAL_PROMPT})
+        completion = await episode.llm.chat(messages, episode.decoding, None)
+        episode.add_step(llm=completion.to_record(), notes={"forced_final": True})
+        output = self._answer(episode, completion.text, "budget")
+        if output.outcome == Outcome.NO_ANSWER_TAG:
+            return output._replace(outcome=Outcome.BUDGET)
+        return output
+
+
+def _raw_arguments(raw: Any) -> str:
+    """The model's argument text as it came (kept in the trace, never sent back)."""
+    function = raw.get("function") if isinstance(raw, dict) else None
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    return arguments if isinstance(arguments, str) else repr(arguments)

@@ -1,0 +1,344 @@
+"""A scripted OpenAI-compatible server on loopback: the test double for every LLM endpoint.
+
+Why a real HTTP server instead of a mocked client: the retry, timeout, connection
+reset and concurrency behaviour of :mod:`aethersearch.agents.llm` only shows up
+over real sockets. The server speaks ``POST /v1/completions`` and
+``POST /v1/chat/completions`` (plus ``GET /v1/models``), replays replies chosen by
+a *responder* (a function of the request: scripted lists or rules), and injects
+latency and faults — 429 with ``Retry-After``, 500, connection reset (TCP RST),
+and stalls — at a seeded rate. It applies ``stop`` strings the way vLLM does (the
+stop string is cut and reported as ``stop_reason``) and honours ``max_tokens``
+(whitespace tokens, ``finish_reason="length"``).
+
+Run it in a thread of the test process (:class:`ScriptedServer`, so the test can
+count calls per question) or as its own process (:func:`serve_in_process`, for
+benchmarks, so the server does not share the client's event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import orjson
+from aiohttp import web
+
+_TOKEN = re.compile(r"\S+\s*")
+_QUESTION = re.compile(r"Question: (.*?)\n", re.DOTALL)
+
+
+class ScriptedRequest(NamedTuple):
+    """What a responder sees: the endpoint kind, the parsed body and the prompt as one text."""
+
+    kind: str  # "completions" | "chat"
+    body: dict[str, Any]
+    text: str
+
+
+class Reply(NamedTuple):
+    """A scripted reply. ``finish_reason`` None → computed from stop strings / max_tokens."""
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] | None = None
+    finish_reason: str | None = None
+
+
+Responder = Callable[[ScriptedRequest], "Reply | str"]
+
+
+@dataclass
+class Faults:
+    """Seeded fault injection: each request fails with probability ``rate``, kind drawn from ``kinds``."""
+
+    rate: float = 0.0
+    kinds: Sequence[str] = ("429", "500", "reset", "stall")
+    retry_after_s: float = 0.05
+    stall_s: float = 30.0
+    seed: int = 0
+
+
+@dataclass
+class ServerStats:
+    """Counters the tests read: every request, per key (e.g. question), and faults by kind."""
+
+    requests: int = 0
+    by_key: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+
+
+def count_tokens(text: str) -> int:
+    """Whitespace token count (the scripted server's 'tokenizer')."""
+    return len(_TOKEN.findall(text))
+
+
+def request_text(kind: str, body: Mapping[str, Any]) -> str:
+    """The prompt text of a request: ``prompt`` for completions, all message contents for chat."""
+    if kind == "completions":
+        prompt = body.get("prompt", "")
+        return prompt if isinstance(prompt, str) else "".join(map(str, prompt))
+    parts = []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+    return "\n".join(parts)
+
+
+def question_of(request: ScriptedRequest) -> str | None:
+    """The ``Question: …`` line of a prompt (all built-in prompts carry one), or None."""
+    match = _QUESTION.search(request.text + "\n")
+    return match.group(1).strip() if match else None
+
+
+def apply_stop(text: str, stop: Sequence[str], max_tokens: int | None) -> tuple[str, str, str | None]:
+    """Cut ``text`` at the earliest stop string (excluded) or at ``max_tokens``: (text, finish, stop)."""
+    best: tuple[int, str] | None = None
+    for candidate in stop:
+        if candidate:
+            at = text.find(candidate)
+            if at >= 0 and (best is None or at < best[0]):
+                best = (at, candidate)
+    matched = None
+    if best is not None:
+        text, matched = text[: best[0]], best[1]
+    if max_tokens is not None:
+        tokens = _TOKEN.findall(text)
+        if len(tokens) > max_tokens:
+            return "".join(tokens[:max_tokens]), "length", None
+    return text, "stop", matched
+
+
+def search_r1_rule(answers: Mapping[str, str] | Callable[[str], str], searches: int = 1,
+                   query: Callable[[str, int], str] | None = None) -> Responder:
+    """A rule-based Search-R1 policy: ``searches`` searches, then ``<answer>`` from ``answers``.
+
+    The question is read from the prompt's ``Question: …`` line and the turn from the
+    number of ``<information>`` blocks already in the prompt.
+    """
+
+    def respond(request: ScriptedRequest) -> Reply:
+        question = question_of(request) or ""
+        done = request.text.count("<information>") - 1  # the prompt text mentions the tag once
+        if done < searches:
+            q = query(question, done) if query else question.rstrip("?")
+            return Reply(f"<think>I need to search (turn {done + 1}).</think>\n<search> {q} </search>")
+        answer = answers(question) if callable(answers) else answers.get(question, "I don't know")
+        return Reply(f"<think>I have enough information.</think>\n<answer> {answer} </answer>")
+
+    return respond
+
+
+class _App:
+    """The aiohttp handlers plus shared state (responder, latency, faults, stats)."""
+
+    def __init__(self, responder: Responder, latency_s: float, faults: Faults | None,
+                 key: Callable[[ScriptedRequest], str | None] | None, model: str) -> None:
+        self.responder = responder
+        self.latency_s = latency_s
+        self.faults = faults or Faults()
+        self.rng = random.Random(self.faults.seed)
+        self.key = key
+        self.model = model
+        self.stats = ServerStats()
+        self.lock = threading.Lock()
+
+    def build(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/completions", self.completions)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_get("/v1/models", self.models)
+        return app
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "completions")
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "chat")
+
+    async def _handle(self, request: web.Request, kind: str) -> web.StreamResponse:
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError:
+            return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        if kind == "chat":
+            bad = _invalid_tool_arguments(body)
+            if bad:
+                return web.json_response({"error": {"message": bad}}, status=400)
+        scripted = ScriptedRequest(kind, body, request_text(kind, body))
+        with self.lock:
+            self.stats.requests += 1
+            key = self.key(scripted) if self.key else None
+            if key is not None:
+                self.stats.by_key[key] += 1
+            fault = None
+            if self.faults.rate and self.rng.random() < self.faults.rate:
+                fault = self.rng.choice(list(self.faults.kinds))
+                self.stats.faults[fault] += 1
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if fault == "429":
+            return web.json_response({"error": {"message": "rate limited"}}, status=429,
+                                     headers={"Retry-After": f"{self.faults.retry_after_s:g}"})
+        if fault == "500":
+            return web.json_response({"error": {"message": "injected server error"}}, status=500)
+        if fault == "reset":
+            _reset(request)
+            raise asyncio.CancelledError
+        if fault == "stall":
+            await asyncio.sleep(self.faults.stall_s)
+        reply = self.responder(scripted)
+        if isinstance(reply, str):
+            reply = Reply(reply)
+        return web.Response(body=orjson.dumps(self._payload(kind, body, scripted.text, reply)),
+                            content_type="application/json")
+
+    def _payload(self, kind: str, body: dict[str, Any], prompt: str, reply: Reply) -> dict[str, Any]:
+        stop = body.get("stop") or []
+        stop = [stop] if isinstance(stop, str) else list(stop)
+        text, finish, matched = apply_stop(reply.text, stop, body.get("max_tokens"))
+        if reply.finish_reason is not None:
+            finish, matched = reply.finish_reason, None
+        elif reply.tool_calls:
+            finish = "tool_calls"
+        usage = {"prompt_tokens": count_tokens(prompt), "completion_tokens": count_tokens(text)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        created = int(time.time())
+        if kind == "completions":
+            choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": finish,
+                                      "stop_reason": matched, "logprobs": None}
+            return {"id": "cmpl-scripted", "object": "text_completion", "created": created,
+                    "model": self.model, "choices": [choice], "usage": usage}
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = reply.tool_calls
+        choice = {"index": 0, "message": message, "finish_reason": finish, "stop_reason": matched}
+        return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": created,
+                "model": self.model, "choices": [choice], "usage": usage}
+
+
+def _invalid_tool_arguments(body: Mapping[str, Any]) -> str | None:
+    """Like real servers, reject a conversation that replays a tool call with non-JSON arguments."""
+    for message in body.get("messages") or []:
+        for call in (message.get("tool_calls") or []) if isinstance(message, dict) else []:
+            arguments = (call.get("function") or {}).get("arguments")
+            try:
+                if not isinstance(orjson.loads(arguments), dict):
+                    raise ValueError
+            except (orjson.JSONDecodeError, TypeError, ValueError):
+                return f"invalid tool call arguments in the conversation: {arguments!r}"
+    return None
+
+
+def _reset(request: web.Request) -> None:
+    """Abort the connection with a TCP RST (SO_LINGER 0), as a crashed proxy would."""
+    transport = request.transport
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    transport.abort()
+
+
+class ScriptedServer:
+    """The scripted server running in a background thread of this process.
+
+    ``with ScriptedServer(responder, latency_s=0.01) as server: OpenAIClient(server.url, "m")``.
+    ``server.stats`` counts requests (``by_key`` groups them by ``key(request)``).
+    """
+
+    def __init__(self, responder: Responder, *, latency_s: float = 0.0, faults: Faults | None = None,
+                 key: Callable[[ScriptedRequest], str | None] | None = question_of,
+                 host: str = "127.0.0.1", port: int = 0, model: str = "scripted") -> None:
+        self._app = _App(responder, latency_s, faults, key, model)
+        self.host = host
+        self.port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def stats(self) -> ServerStats:
+        """Live request counters."""
+        return self._app.stats
+
+    @property
+    def url(self) -> str:
+        """Base URL (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> ScriptedServer:
+        """Start serving; returns once the port is bound."""
+        self._thread = threading.Thread(target=self._serve, name="scripted-llm", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._start_site())
+        except BaseException as exc:  # reported to start()
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        loop.run_forever()
+        loop.run_until_complete(self._runner.cleanup() if self._runner else asyncio.sleep(0))
+        loop.close()
+
+    async def _start_site(self) -> None:
+        self._runner = web.AppRunner(self._app.build(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    def stop(self) -> None:
+        """Stop serving and join the thread."""
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop = None
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_in_process(responder: Responder, port_queue: Any, latency_s: float = 0.0,
+                     faults: Faults | None = None, host: str = "127.0.0.1") -> None:
+    """Target for ``multiprocessing.Process``: serve forever, putting the bound port on ``port_queue``."""
+
+    async def main() -> None:
+        runner = web.AppRunner(_App(responder, latency_s, faults, None, "scripted").build(),
+                               access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, host, 0).start()
+        port_queue.put(runner.addresses[0][1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())

@@ -1,0 +1,321 @@
+"""The build loop: read sources, isolate from training, select (with audit rounds), write, verify.
+
+Why one loop with hooks: the near-duplicate audit (issue 3) must be able to drop
+pool candidates before sampling (``pool_filter``) and to exclude selected
+questions after sampling (``selection_audit``); an exclusion re-runs the *same*
+deterministic selection, and the loop repeats until an audit adds nothing new
+(capped by ``max_audit_rounds``). The release is written into a temporary
+sibling directory, verified, and only then moved into place, so a failed build
+never leaves a half-written release.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from time import perf_counter
+from typing import Any, NamedTuple
+
+from aethersearch import __version__
+from aethersearch.benchmark.config import LoadedConfig, SourceConfig, load_config
+from aethersearch.benchmark.release import (
+    SAMPLING_DESCRIPTION,
+    ExclusionRecord,
+    FileDigest,
+    FileRef,
+    Manifest,
+    PoolFilterRemoval,
+    SourceRecord,
+    TrainingFileRecord,
+    TrainingSummary,
+    attribution,
+    dataset_card,
+    encode_release_rows,
+    exclusion_audit_bytes,
+    manifest_bytes,
+    row_digests,
+    verifier_source,
+    write_release_files,
+)
+from aethersearch.benchmark.select import (
+    AuditDecision,
+    PlanEntry,
+    PoolFilter,
+    SelectionAudit,
+    compute_quotas,
+    sample,
+    sampling_order,
+)
+from aethersearch.benchmark.sources import PATH_OPTIONS, read_source
+from aethersearch.benchmark.sources.base import ROW_NUMBER_CONVENTION, Candidate, SourceRows
+from aethersearch.benchmark.training import (
+    ExclusionSets,
+    IsolationResult,
+    Removal,
+    build_exclusion_sets,
+    empty_exclusion_sets,
+    final_overlap,
+    isolate,
+    load_exclusion_list,
+    load_registry,
+)
+from aethersearch.benchmark.verify import VerifyReport, verify_release
+from aethersearch.errors import AetherError, ConfigError, IntegrityError
+from aethersearch.jsonl import sha256_bytes, sha256_file
+from aethersearch.records import DiagnosticsRow, EvalRow
+
+STAGES = ("read_sources", "exclusion_sets", "dedup", "select", "write", "verify")
+
+
+class BuildResult(NamedTuple):
+    """A finished build: where the release is, its manifest, stage timings (s) and verification."""
+
+    release_dir: Path
+    manifest: Manifest
+    timings: dict[str, float]
+    verify: VerifyReport
+
+
+class _Source(NamedTuple):
+    config: SourceConfig
+    rows: SourceRows
+    sha256: str
+    option_files: dict[str, FileRef]
+
+
+def _read_sources(loaded: LoadedConfig) -> dict[str, _Source]:
+    out = {}
+    for source in loaded.config.sources:
+        path = loaded.resolve(source.path)
+        options = dict(source.options)
+        option_files = {}
+        for name in PATH_OPTIONS & set(options):
+            option_path = loaded.resolve(str(options[name]))
+            option_files[name] = FileRef(path=str(options[name]), sha256=sha256_file(option_path))
+            options[name] = option_path
+        sha = sha256_file(path)
+        rows = read_source(source.format, path, dataset=source.dataset, split=source.split,
+                           source_file=source.source_file or Path(source.path).name, options=options)
+        out[source.dataset] = _Source(source, rows, sha, option_files)
+    return out
+
+
+def _removal_record(removal: Removal) -> dict[str, Any]:
+    c = removal.candidate
+    record = {"dataset": c.source_dataset, "source_row_number": c.source_row_number, "source_id": c.source_id,
+              "key": c.key, "kind": removal.kind, "reason": removal.reason, "stages": list(removal.stages)}
+    if removal.duplicate_of is not None:
+        record["duplicate_of"] = {"dataset": removal.duplicate_of[0], "source_row_number": removal.duplicate_of[1]}
+    return record
+
+
+def _apply_pool_filter(pool_filter: PoolFilter | None, isolation: IsolationResult
+                       ) -> tuple[dict[str, set[int]], list[PoolFilterRemoval]]:
+    eligible_rows = {d: {c.source_row_number for c in cands} for d, cands in isolation.eligible.items()}
+    if pool_filter is None:
+        return eligible_rows, []
+    pool = [c for cands in isolation.eligible.values() for c in cands]
+    drop = pool_filter(pool)
+    removals = []
+    for candidate in pool:
+        if candidate.key in drop:
+            eligible_rows[candidate.source_dataset].discard(candidate.source_row_number)
+            removals.append(PoolFilterRemoval(dataset=candidate.source_dataset,
+                                              source_row_number=candidate.source_row_number,
+                                              source_id=candidate.source_id, key=candidate.key,
+                                              reason=drop[candidate.key]))
+    return eligible_rows, removals
+
+
+def _select(loaded: LoadedConfig, sources: dict[str, _Source], eligible_rows: dict[str, set[int]],
+            selection_audit: SelectionAudit | None
+            ) -> tuple[dict[str, int], dict[str, list[Candidate]], dict[str, str], list[dict[str, Any]],
+                       AuditDecision | None]:
+    config = loaded.config
+    plan = [PlanEntry(s.dataset, config.planned_for(s), s.cap) for s in config.sources]
+    quotas = compute_quotas(plan)
+    orders = {d: sampling_order(src.rows.candidates, seed=config.seed, dataset=d) for d, src in sources.items()}
+    audit_excluded: dict[str, str] = {}
+    rounds: list[dict[str, Any]] = []
+    notes = {d: f"{src.rows.rows_read} rows read, {len(eligible_rows[d])} left after exclusion and de-duplication"
+             for d, src in sources.items()}
+    decision: AuditDecision | None = None
+    while True:
+        def eligible_for(dataset: str):  # noqa: ANN202 - small closure factory
+            rows = eligible_rows[dataset]
+            return lambda c: c.source_row_number in rows and c.key not in audit_excluded
+        selected = sample(orders, {d: eligible_for(d) for d in sources}, quotas, available_note=notes)
+        if selection_audit is None:
+            return quotas, selected, audit_excluded, rounds, None
+        decision = selection_audit([c for d in quotas for c in selected[d]])
+        new = {k: v for k, v in sorted(decision.exclude.items()) if k not in audit_excluded}
+        rounds.append({"round": len(rounds) + 1, "new_exclusions": len(new), "report": decision.report})
+        if not new:
+            return quotas, selected, audit_excluded, rounds, decision
+        if len(rounds) >= config.max_audit_rounds:
+            raise AetherError(f"the selection audit still excluded {len(new)} new question(s) after "
+                              f"{len(rounds)} rounds (max_audit_rounds {config.max_audit_rounds})",
+                              fix="review the audit's thresholds, or raise max_audit_rounds in the build config")
+        audit_excluded.update(new)
+
+
+def _training(loaded: LoadedConfig) -> tuple[ExclusionSets, TrainingSummary]:
+    config = loaded.config
+    if config.training_registry is None:
+        sets = empty_exclusion_sets()
+        return sets, TrainingSummary(registry_path=None, registry_sha256=None)
+    registry_path = loaded.resolve(config.training_registry)
+    registry = load_registry(registry_path)
+    sets = build_exclusion_sets(registry, registry_path.parent)
+    summary = TrainingSummary(
+        registry_path=config.training_registry, registry_sha256=sha256_file(registry_path),
+        files=[TrainingFileRecord(**row) for row in sets.file_rows],
+        unique_keys_by_stage={s: len(k) for s, k in sorted(sets.keys.items())},
+        unique_templates_by_stage={s: len(k) for s, k in sorted(sets.templates.items())},
+        union_size=len(sets.union), union_templates=len(sets.union_templates))
+    return sets, summary
+
+
+def _rows(name: str, quotas: dict[str, int], selected: dict[str, list[Candidate]]
+          ) -> tuple[list[EvalRow], list[DiagnosticsRow]]:
+    eval_rows, diagnostics = [], []
+    index = 0
+    for dataset in quotas:
+        for c in selected[dataset]:
+            index += 1
+            rid = f"{name}_{index:04d}"
+            eval_rows.append(EvalRow(id=rid, question=c.question, answers=c.answers, source_dataset=c.source_dataset,
+                                     source_split=c.source_split, source_id=c.source_id,
+                                     source_row_number=c.source_row_number, source_file=c.source_file))
+            diagnostics.append(DiagnosticsRow(id=rid, source_dataset=c.source_dataset, **c.diagnostics))
+    return eval_rows, diagnostics
+
+
+def _install(staging: Path, out_dir: Path) -> None:
+    """Move a verified staging directory into place, replacing an earlier release there."""
+    old = None
+    if out_dir.exists():
+        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "manifest.json").is_file()):
+            raise ConfigError(f"{out_dir} exists and is not a release directory; refusing to replace it",
+                              fix="choose a new --out directory or remove it")
+        old = out_dir.with_name(f".{out_dir.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        out_dir.rename(old)
+    staging.rename(out_dir)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: PoolFilter | None = None,
+                  selection_audit: SelectionAudit | None = None) -> BuildResult:
+    """Build, verify and install a release from a loaded config; returns the manifest and stage timings."""
+    config = loaded.config
+    out_dir = Path(out_dir).resolve()
+    timings: dict[str, float] = {}
+    clock = perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = perf_counter()
+        timings[stage] = now - clock
+        clock = now
+
+    sources = _read_sources(loaded)
+    lap("read_sources")
+    sets, training = _training(loaded)
+    lap("exclusion_sets")
+    reviewed = load_exclusion_list(loaded.resolve(config.exclusions)) if config.exclusions else []
+    isolation = isolate({d: s.rows.candidates for d, s in sources.items()}, sets, reviewed)
+    eligible_rows, pool_removals = _apply_pool_filter(pool_filter, isolation)
+    lap("dedup")
+    quotas, selected, audit_excluded, rounds, decision = _select(loaded, sources, eligible_rows, selection_audit)
+    chosen = [c for d in quotas for c in selected[d]]
+    overlap = final_overlap(chosen, sets)
+    if any(overlap.values()):
+        raise IntegrityError(f"final selection overlaps training: {overlap}", fix="report this as a bug")
+    lap("select")
+
+    eval_rows, diagnostics = _rows(config.name, quotas, selected)
+    files = encode_release_rows(eval_rows, diagnostics)
+    exclusions = [ExclusionRecord(key=e.key, dataset=e.dataset, source_id=e.source_id, reason=e.reason,
+                                  origin=e.origin) for e in reviewed]
+    exclusions += [ExclusionRecord(key=k, reason=r, origin="selection audit") for k, r in sorted(audit_excluded.items())]
+    counts = dict(isolation.counts)
+    counts.update(pool_filter_removed=len(pool_removals), audit_excluded=len(audit_excluded),
+                  final_exact_overlap_by_stage=overlap)
+    source_records = []
+    for source in config.sources:
+        src = sources[source.dataset]
+        source_records.append(SourceRecord(
+            dataset=source.dataset, format=source.format, path=source.path, split=source.split,
+            source_file=source.source_file or Path(source.path).name, sha256=src.sha256,
+            options=dict(source.options), option_files=src.option_files, rows_read=src.rows.rows_read,
+            candidates=len(src.rows.candidates), skipped=src.rows.skipped,
+            eligible=len(eligible_rows[source.dataset]), planned=config.planned_for(source), cap=source.cap,
+            quota=quotas[source.dataset], selected=len(selected[source.dataset])))
+    audit = None
+    if decision is not None:
+        audit = {"rounds": rounds, "report": decision.report, "retained": decision.retained}
+    manifest = Manifest(
+        name=config.name, revision=config.revision, description=config.description, software_version=__version__,
+        seed=config.seed, sampling=SAMPLING_DESCRIPTION, row_number_convention=ROW_NUMBER_CONVENTION,
+        question_count=len(eval_rows),
+        composition=[{"dataset": r.dataset, "split": r.split, "planned": r.planned, "cap": r.cap,
+                      "quota": r.quota, "selected": r.selected} for r in source_records],
+        sources=source_records, training=training, isolation=counts, exclusions=exclusions,
+        pool_filter_removals=pool_removals, audit=audit, config=config.model_dump(mode="json"),
+        config_path=loaded.path.name if loaded.path else None,
+        files={name: FileDigest(sha256=sha256_bytes(data), rows=data.count(b"\n")) for name, data in files.items()},
+        data_sha256=sha256_bytes(files["eval.jsonl"]), rollout_sha256=sha256_bytes(files["rollout_questions.jsonl"]),
+        row_sha256=row_digests(files["eval.jsonl"]))
+    files["manifest.json"] = manifest_bytes(manifest)
+    files["exclusion_audit.json"] = exclusion_audit_bytes({
+        "schema_version": manifest.schema_version, "name": config.name, "training": training.model_dump(mode="json"),
+        "isolation": counts, "exclusions": [e.model_dump(mode="json") for e in exclusions],
+        "removed": [_removal_record(r) for r in isolation.removals],
+        "pool_filter_removals": [r.model_dump(mode="json") for r in pool_removals],
+        "audit": audit, "retained": decision.retained if decision is not None else []})
+    files["verify_release.py"] = verifier_source()
+    files["README.md"] = dataset_card(manifest).encode("utf-8")
+    files["ATTRIBUTION.md"] = attribution(manifest, config.sources).encode("utf-8")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = out_dir.with_name(f".{out_dir.name}.staging")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    try:
+        write_release_files(staging, files)
+        lap("write")
+        report = verify_release(staging)
+        if not report.ok:
+            raise IntegrityError("the freshly written release failed verification:\n  "
+                                 + "\n  ".join(c.line() for c in report.failures), fix="report this as a bug")
+        _install(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    lap("verify")
+    return BuildResult(out_dir, manifest, timings, VerifyReport(out_dir, report.checks))
+
+
+def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filter: PoolFilter | None = None,
+                      selection_audit: SelectionAudit | None = None, auto_review: bool = False) -> BuildResult:
+    """Load a config file and build its release; an ``audit:`` section wires in ``benchmark.audit``'s hooks."""
+    loaded = load_config(config_path)
+    audit_config = loaded.config.audit
+    if audit_config is not None and pool_filter is None and selection_audit is None:
+        from aethersearch.benchmark.audit import make_audit_hooks  # lazy: owned by issue 3
+
+        sets, _ = _training(loaded)
+        reviews = audit_config.get("reviews")
+        pool_filter, selection_audit = make_audit_hooks(
+            dict(audit_config), sorted(sets.union),
+            reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review)
+    return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit)
+
+
+def plan_summary(result: BuildResult) -> Sequence[dict[str, Any]]:
+    """The composition table of a finished build (for the CLI)."""
+    return result.manifest.composition

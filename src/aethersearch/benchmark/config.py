@@ -1,0 +1,138 @@
+"""The build config: which official files, how many questions from each, which training data to exclude.
+
+Why a pydantic model: a typo in a key (``planed: 200``) must fail loudly with the
+file and field, not silently fall back to a default; and the resolved config is
+written verbatim into the manifest so a release says exactly how it was made.
+Paths are written as given and resolved against the config file's directory, so
+a config and its data can move together.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from aethersearch.errors import ConfigError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceConfig(_Strict):
+    """One official source file and its place in the plan."""
+
+    dataset: str = Field(description="source_dataset written into every row, e.g. 'nq'")
+    format: str = Field(description="adapter name, see aethersearch.benchmark.sources.FORMATS")
+    path: str = Field(description="the file, relative to the config file (or absolute)")
+    split: str = Field(description="the upstream split, e.g. 'dev', 'test', 'validation'")
+    planned: int | None = Field(default=None, ge=0, description="planned count; default planned_per_source")
+    cap: int | None = Field(default=None, ge=0, description="most this source can supply by plan "
+                            "(Bamboogle: 125); the rest of its planned count is redistributed")
+    source_file: str | None = Field(default=None, description="label for source_file; default the file name")
+    options: dict[str, Any] = Field(default_factory=dict, description="adapter options, e.g. aliases")
+    citation: str | None = None
+    license: str | None = None
+
+    @field_validator("dataset")
+    @classmethod
+    def _dataset_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"dataset name {value!r} must match {_NAME.pattern}")
+        return value
+
+
+class BuildConfig(_Strict):
+    """A whole release: name, seed, plan, sources, training registry and optional audit."""
+
+    schema_version: int = 1
+    name: str = Field(description="release name; row ids are <name>_0001, <name>_0002, ...")
+    revision: str = "1.0.0"
+    description: str = ""
+    seed: int = 42
+    planned_per_source: int = Field(default=200, ge=0)
+    sources: list[SourceConfig] = Field(min_length=1)
+    training_registry: str | None = Field(default=None, description="training registry file (YAML/JSON)")
+    exclusions: str | None = Field(default=None, description="reviewed exclusion list (YAML/JSON)")
+    audit: dict[str, Any] | None = Field(default=None, description="opaque section for benchmark.audit")
+    max_audit_rounds: int = Field(default=10, ge=1)
+    license: str = "other"
+
+    @field_validator("name")
+    @classmethod
+    def _release_name(cls, value: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]*$", value):
+            raise ValueError(f"release name {value!r} must be letters, digits, '_' or '-'")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_datasets(self) -> BuildConfig:
+        names = [source.dataset for source in self.sources]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"dataset names must be unique, repeated: {repeated}")
+        return self
+
+    def planned_for(self, source: SourceConfig) -> int:
+        """The planned count of ``source`` (its own, or the config default)."""
+        return self.planned_per_source if source.planned is None else source.planned
+
+
+class LoadedConfig(NamedTuple):
+    """A validated config and the directory its relative paths are resolved against."""
+
+    config: BuildConfig
+    path: Path | None
+    base_dir: Path
+
+    def resolve(self, relative: str) -> Path:
+        """An absolute path for a path written in the config."""
+        path = Path(relative)
+        return path if path.is_absolute() else self.base_dir / path
+
+
+def read_mapping(path: Path, *, what: str) -> dict[str, Any]:
+    """Parse a YAML (``.yaml``/``.yml``) or JSON file whose top level is a mapping."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror}", fix="check the path") from None
+    try:
+        data = yaml.safe_load(text)  # YAML is a superset of JSON, so one parser reads both
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: {what} is not valid YAML/JSON: {exc}", fix="fix the syntax") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: {what} must be a mapping at the top level, got {type(data).__name__}",
+                          fix="see the example config written by `aether build --demo`")
+    return data
+
+
+def validation_message(path: Path | str, exc: ValidationError, *, what: str) -> ConfigError:
+    """Turn the first pydantic error into a ConfigError naming file and field."""
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    return ConfigError(f"{path}: {what} field {field!r}: {first['msg']}",
+                       fix="see the field descriptions in aethersearch.benchmark.config")
+
+
+def parse_config(data: dict[str, Any], *, base_dir: Path, path: Path | None = None) -> LoadedConfig:
+    """Validate an in-memory config; relative paths resolve against ``base_dir``."""
+    try:
+        config = BuildConfig.model_validate(data)
+    except ValidationError as exc:
+        raise validation_message(path or "<config>", exc, what="build config") from None
+    return LoadedConfig(config, path, base_dir)
+
+
+def load_config(path: str | Path) -> LoadedConfig:
+    """Read and validate a build config file (YAML or JSON)."""
+    path = Path(path).resolve()
+    return parse_config(read_mapping(path, what="build config"), base_dir=path.parent, path=path)

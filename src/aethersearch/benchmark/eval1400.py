@@ -1,0 +1,116 @@
+"""The real benchmark's build config (``eval1400``) over the public files in ``../shared/data``.
+
+Why code and not a checked-in YAML: the data directory lives beside the
+checkout, so the config's relative paths depend on where it is written. This
+writes ``build.yaml`` and ``training_registry.yaml`` into a directory of your
+choice, with paths relative to it and every training file pinned by the sha256
+published in the data directory's ``SOURCES.json`` (not by hashing what is on
+disk now, so a changed file is refused).
+
+Sources (the card's seven): NQ-Open dev (official jsonl), TriviaQA unfiltered
+dev (DPR TSV), PopQA test (only slices are available: Search-R1-style parquet of
+200 or FlashRAG jsonl of 16), HotpotQA distractor dev, 2WikiMultiHopQA dev and
+MuSiQue-Ans dev (complete question/answer lists), Bamboogle (R1-Searcher jsonl,
+the recommended answer key). Plan: 200 per source, Bamboogle capped at 125.
+Training stages: SFT = the supervised training sets' question slices (DPR NQ and
+TriviaQA train slices, MuSiQue-Ans train, HotpotQA train-100, MuSiQue train-100);
+RL = the RL training questions (R1-Searcher stage 1/2, Search-R1 train parquet
+samples). No DPO training file is public here, so there is no DPO stage.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import yaml
+
+from aethersearch.errors import ConfigError
+from aethersearch.jsonl import atomic_write_bytes
+
+POPQA_FILES = {
+    "parquet200": ("search_r1_processed/graphrag_r2_popqa_test_200.parquet", "searchr1_parquet", {}),
+    "flashrag16": ("flashrag_format/from_searchr1_test_sample/popqa.jsonl", "flashrag_jsonl", {}),
+}
+
+SOURCES: list[tuple[str, str, str, str, dict[str, Any]]] = [
+    ("nq", "nq_open_jsonl", "qa/nq_open/NQ-open.dev.jsonl", "dev", {}),
+    ("triviaqa", "triviaqa_dpr_tsv", "qa/triviaqa/topics.dpr.trivia.test.txt", "dev", {}),
+    ("popqa", "", "", "test", {}),
+    ("hotpotqa", "qa_list_json", "qa/hotpotqa/hotpotqa_dev_questions_and_answers.json", "dev", {}),
+    ("2wikimultihopqa", "qa_list_json", "qa/2wikimultihopqa/dev_questions_and_answers.json", "dev", {}),
+    ("musique", "qa_list_json", "qa/musique/musique_ans_dev_questions_and_answers.json", "dev", {}),
+    ("bamboogle", "bamboogle_jsonl", "qa/bamboogle/r1searcher_bamboogle.jsonl", "test", {"cap": 125}),
+]
+
+TRAINING: list[tuple[str, str, str, str, str]] = [
+    ("SFT", "dpr-nq-train-slice", "canonical", "train/nq/topics.dpr.nq.dev.txt", "dpr_tsv"),
+    ("SFT", "dpr-trivia-train-slice", "canonical", "train/triviaqa/topics.dpr.trivia.dev.txt", "dpr_tsv"),
+    ("SFT", "musique-ans-train", "canonical", "train/musique/musique_ans_train_questions_and_answers.json",
+     "qa_list_json"),
+    ("SFT", "hotpotqa-train-100", "historical", "train/hotpotqa/hipporag_v1_hotpotqa_train100_official_format.json",
+     "hotpotqa_json"),
+    ("SFT", "musique-train-100", "historical", "train/musique/hipporag_v1_musique_train100_official_format.json",
+     "musique_jsonl"),
+    ("RL", "r1-searcher", "canonical", "train/r1searcher/stage_1.jsonl", "r1searcher_jsonl"),
+    ("RL", "r1-searcher", "canonical", "train/r1searcher/stage_2.jsonl", "r1searcher_jsonl"),
+    ("RL", "search-r1-nq-hotpotqa-train", "canonical",
+     "search_r1_processed/searchr1_train_sample_512_nq_hotpotqa.parquet", "searchr1_parquet"),
+    ("RL", "search-r1-nq-hotpotqa-train", "historical", "search_r1_processed/searchr1_train_sample_512_nq.parquet",
+     "searchr1_parquet"),
+]
+
+
+def _published(shared_data: Path) -> dict[str, dict[str, Any]]:
+    path = shared_data / "SOURCES.json"
+    try:
+        records = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the data directory's SOURCES.json ({exc})",
+                          fix="point shared_data at ../shared/data") from None
+    return {record["dest"]: record for record in records}
+
+
+def write_eval1400_config(shared_data: Path, out_dir: Path, *,
+                          popqa: Literal["parquet200", "flashrag16"] = "parquet200",
+                          popqa_plan: dict[str, int] | None = None) -> Path:
+    """Write ``build.yaml`` + ``training_registry.yaml`` for the real benchmark; returns the config path.
+
+    ``popqa_plan`` overrides PopQA's ``planned``/``cap`` (the public slices are
+    too small for the card's 213, which is a ShortageError by design).
+    """
+    shared_data = Path(shared_data).resolve()
+    out_dir = Path(out_dir).resolve()
+    published = _published(shared_data)
+
+    def rel(relative: str) -> str:
+        return os.path.relpath(shared_data / relative, out_dir)
+
+    sources = []
+    for dataset, fmt, path, split, extra in SOURCES:
+        options: dict[str, Any] = {}
+        if dataset == "popqa":
+            path, fmt, options = POPQA_FILES[popqa]
+            extra = dict(popqa_plan or {})
+        record = published.get(path, {})
+        sources.append({"dataset": dataset, "format": fmt, "path": rel(path), "split": split, **extra,
+                        **({"options": options} if options else {}),
+                        **({"license": record["license"]} if record.get("license") else {})})
+    files = []
+    for stage, release, role, path, fmt in TRAINING:
+        if path not in published:
+            raise ConfigError(f"{path} is not listed in {shared_data / 'SOURCES.json'}",
+                              fix="every training file must have a published sha256")
+        files.append({"stage": stage, "release": release, "role": role, "path": rel(path), "format": fmt,
+                      "sha256": published[path]["sha256"]})
+    atomic_write_bytes(out_dir / "training_registry.yaml",
+                       yaml.safe_dump({"schema_version": 1, "files": files}, sort_keys=False).encode())
+    config = {"name": "eval1400", "revision": "1.0.0", "seed": 42, "planned_per_source": 200,
+              "description": "Seven open-domain QA sources (NQ, TriviaQA, PopQA, HotpotQA, 2Wiki, MuSiQue, "
+                             "Bamboogle), isolated from the checkpoints' training questions.",
+              "training_registry": "training_registry.yaml", "sources": sources}
+    path = out_dir / "build.yaml"
+    atomic_write_bytes(path, yaml.safe_dump(config, sort_keys=False).encode())
+    return path

@@ -1,0 +1,301 @@
+"""The release: its manifest schema and the writer of every release file.
+
+Why a fixed schema: issue 3's independent replay re-reads the *original* source
+files with its own parsers and compares, so the manifest must carry everything
+that replay needs (paths as given, formats, splits, hashes, plan, quotas, seed,
+training registry, final exclusions, pool-filter removals, resolved config) and
+keep those names stable. Every file is canonical (sorted keys, ``\\n`` line
+ends, no timestamps, no floats), so identical inputs give identical bytes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from aethersearch.jsonl import atomic_write_bytes, dumps_pretty, encode_jsonl, sha256_bytes
+from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow, Record, RolloutQuestion
+
+MANIFEST_KIND = "aethersearch-benchmark-release"
+RELEASE_FILES = ("eval.jsonl", "rollout_questions.jsonl", "diagnostics.jsonl", "manifest.json",
+                 "exclusion_audit.json", "verify_release.py", "ATTRIBUTION.md", "README.md")
+CHECKSUMS = "checksums.sha256"
+
+
+class FileRef(Record):
+    """A file by the path written in the config (as given) and its sha256."""
+
+    path: str
+    sha256: str
+
+
+class SourceRecord(Record):
+    """One source: where it is, how it was read, its plan and what was taken."""
+
+    dataset: str
+    format: str
+    path: str
+    split: str
+    source_file: str
+    sha256: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    option_files: dict[str, FileRef] = Field(default_factory=dict)
+    rows_read: int
+    candidates: int
+    skipped: dict[str, int] = Field(default_factory=dict)
+    eligible: int
+    planned: int
+    cap: int | None
+    quota: int
+    selected: int
+
+
+class TrainingFileRecord(Record):
+    """One pinned training file and what it contributed."""
+
+    stage: str
+    release: str
+    role: str
+    path: str
+    format: str
+    sha256: str
+    rows: int
+    questions: int
+    unique_keys: int
+
+
+class TrainingSummary(Record):
+    """The training registry as used: file hashes and unique normalised keys per stage."""
+
+    registry_path: str | None
+    registry_sha256: str | None
+    files: list[TrainingFileRecord] = Field(default_factory=list)
+    unique_keys_by_stage: dict[str, int] = Field(default_factory=dict)
+    unique_templates_by_stage: dict[str, int] = Field(default_factory=dict)
+    union_size: int = 0
+    union_templates: int = 0
+
+
+class ExclusionRecord(Record):
+    """One entry of the final exclusion list: a normalised key (or source id) and its reason."""
+
+    key: str | None = None
+    dataset: str | None = None
+    source_id: str | None = None
+    reason: str
+    origin: str
+
+
+class PoolFilterRemoval(Record):
+    """A candidate the pool filter removed before sampling."""
+
+    dataset: str
+    source_row_number: int
+    source_id: str | None
+    key: str
+    reason: str
+
+
+class FileDigest(Record):
+    """A release data file: its sha256 and row count."""
+
+    sha256: str
+    rows: int
+
+
+class Manifest(Record):
+    """``manifest.json``: everything needed to verify and independently replay the release."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: str = MANIFEST_KIND
+    name: str
+    revision: str
+    description: str = ""
+    software_version: str
+    seed: int
+    sampling: str
+    row_number_convention: str
+    question_count: int
+    composition: list[dict[str, Any]]
+    sources: list[SourceRecord]
+    training: TrainingSummary
+    isolation: dict[str, Any]
+    exclusions: list[ExclusionRecord] = Field(default_factory=list)
+    pool_filter_removals: list[PoolFilterRemoval] = Field(default_factory=list)
+    audit: dict[str, Any] | None = None
+    config: dict[str, Any]
+    config_path: str | None = None
+    files: dict[str, FileDigest]
+    data_sha256: str
+    rollout_sha256: str
+    row_sha256: list[str]
+
+
+SAMPLING_DESCRIPTION = (
+    "per source: all candidates read, sorted by (source_id with null first, question_key, source_row_number), "
+    "shuffled with random.Random(f'{seed}:{dataset}') (CPython Mersenne Twister, string seed via SHA-512); "
+    "the first `quota` eligible candidates in that order are selected, kept in draw order; sources in config order"
+)
+
+
+def row_id(name: str, index: int) -> str:
+    """``<name>_0001`` ... (at least four digits)."""
+    return f"{name}_{index:04d}"
+
+
+def verifier_source() -> bytes:
+    """The standalone, standard-library-only verifier copied into every release."""
+    return resources.files("aethersearch.benchmark").joinpath("verify_release_template.py").read_bytes()
+
+
+def _yaml_str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dataset_card(manifest: Manifest) -> str:
+    """README.md as a Hugging Face dataset card; its YAML ``configs`` make eval.jsonl the validation split."""
+    n = manifest.question_count
+    size = ("n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "n>100K")
+    comp = "\n".join(f"| {c['dataset']} | {c['split']} | {c['planned']} | {c['quota']} | {c['selected']} |"
+                     for c in manifest.composition)
+    iso = manifest.isolation
+    overlap = ", ".join(f"{s}: {v}" for s, v in sorted(iso.get("final_exact_overlap_by_stage", {}).items())) or "none"
+    features = "\n".join(
+        f"  - name: {name}\n    dtype: {dtype}" for name, dtype in
+        (("id", "string"), ("question", "string"), ("source_dataset", "string"), ("source_split", "string"),
+         ("source_id", "string"), ("source_row_number", "int64"), ("source_file", "string")))
+    return f"""---
+pretty_name: {_yaml_str(manifest.name)}
+license: {manifest.config.get("license", "other")}
+language:
+- en
+task_categories:
+- question-answering
+size_categories:
+- {size}
+configs:
+- config_name: default
+  data_files:
+  - split: validation
+    path: eval.jsonl
+dataset_info:
+  features:
+{features}
+  - name: answers
+    sequence: string
+  splits:
+  - name: validation
+    num_examples: {n}
+---
+
+# {manifest.name} (revision {manifest.revision})
+
+{manifest.description or "A frozen, verifiable question-answering benchmark release built by aethersearch."}
+
+`eval.jsonl` holds {n} questions with their gold answer aliases and provenance
+(`source_dataset`, `source_split`, `source_id` — null where the source has none —
+one-based `source_row_number`, `source_file`). `rollout_questions.jsonl` is the
+same rows reduced to `id` and `question`: the only file an agent may see.
+Supporting facts, decompositions and question types are in `diagnostics.jsonl`.
+
+## Composition
+
+| source | split | planned | quota | selected |
+|---|---|---|---|---|
+{comp}
+
+Seed {manifest.seed}. Sampling: {manifest.sampling}.
+
+## Training isolation
+
+Questions are compared by their normalised key (Unicode NFKC, casefold, whitespace
+collapse, strip, removal of trailing `?`/`？`). Audited input rows: {iso.get("input_rows")};
+exact training overlaps removed: {iso.get("exact_overlaps_removed")}; punctuation/spacing
+equivalents removed: {iso.get("template_equivalents_removed")}; duplicates removed:
+{iso.get("duplicates_removed")}; final exact overlap per stage: {overlap}.
+Every exclusion and its reason is in `exclusion_audit.json`.
+
+## Verify
+
+```
+python verify_release.py .        # standard library only
+sha256sum -c checksums.sha256
+```
+
+Load with `datasets.load_dataset("<this directory>", split="validation")`.
+Canonical data sha256 of `eval.jsonl`: `{manifest.data_sha256}`.
+See `ATTRIBUTION.md` for the sources, their citations and licenses.
+"""
+
+
+def _citation(fmt: str) -> str:
+    """The ``Citation:`` paragraph of a source adapter's module docstring."""
+    from aethersearch.benchmark.sources import FORMATS
+
+    if fmt not in FORMATS:
+        return ""
+    text = importlib.import_module(FORMATS[fmt].partition(":")[0]).__doc__ or ""
+    match = re.search(r"Citation:(.*?)(?:\n\s*\n|$)", text, flags=re.S)
+    return " ".join(match.group(1).split()) if match else ""
+
+
+def attribution(manifest: Manifest, sources: Sequence[Any]) -> str:
+    """ATTRIBUTION.md: each source file, its citation and license, and the training files excluded."""
+    lines = [f"# Attribution for {manifest.name}", "",
+             "The questions and answers in this release are unedited copies from these public files:", ""]
+    for record, config in zip(manifest.sources, sources, strict=True):
+        citation = config.citation or _citation(record.format)
+        lines += [f"## {record.dataset} ({record.split})", "",
+                  f"- file: `{record.source_file}` (format `{record.format}`, sha256 `{record.sha256}`)",
+                  f"- citation: {citation or 'see the source'}",
+                  f"- license: {config.license or 'see the source'}", ""]
+    if manifest.training.files:
+        lines += ["## Training files used only for exclusion", ""]
+        lines += [f"- {f.stage} / {f.release} ({f.role}): `{f.path}` (format `{f.format}`, sha256 `{f.sha256}`)"
+                  for f in manifest.training.files]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def encode_release_rows(eval_rows: Sequence[EvalRow], diagnostics: Sequence[DiagnosticsRow]
+                        ) -> dict[str, bytes]:
+    """Canonical bytes of the three row files (the rollout file is the eval file's projection)."""
+    rollout = [RolloutQuestion(id=row.id, question=row.question) for row in eval_rows]
+    return {"eval.jsonl": encode_jsonl(eval_rows), "rollout_questions.jsonl": encode_jsonl(rollout),
+            "diagnostics.jsonl": encode_jsonl(diagnostics)}
+
+
+def row_digests(eval_bytes: bytes) -> list[str]:
+    """sha256 of each eval line (without its newline), in order: lets the verifier name a changed row."""
+    return [sha256_bytes(line) for line in eval_bytes.split(b"\n") if line]
+
+
+def checksums_text(files: dict[str, bytes]) -> str:
+    """``sha256sum -c`` compatible lines for every file, sorted by name."""
+    return "".join(f"{sha256_bytes(data)}  {name}\n" for name, data in sorted(files.items()))
+
+
+def write_release_files(directory: Path, files: dict[str, bytes]) -> None:
+    """Write every file atomically, then ``checksums.sha256`` last."""
+    for name, data in sorted(files.items()):
+        atomic_write_bytes(directory / name, data)
+    atomic_write_bytes(directory / CHECKSUMS, checksums_text(files).encode("utf-8"))
+    for name in [*files, CHECKSUMS]:
+        os.chmod(directory / name, 0o644)  # a published release is world-readable (mkstemp makes 0600)
+
+
+def manifest_bytes(manifest: Manifest) -> bytes:
+    """Canonical, indented manifest JSON."""
+    return dumps_pretty(manifest)
+
+
+def exclusion_audit_bytes(audit: dict[str, Any]) -> bytes:
+    """Canonical, indented exclusion_audit.json."""
+    return dumps_pretty(audit)

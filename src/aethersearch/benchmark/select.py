@@ -1,0 +1,120 @@
+"""Quotas with shortfall redistribution, seeded per-source sampling, and the audit hook types.
+
+The card's rule, as a general algorithm (``compute_quotas``): every source has a
+planned count (200) and, optionally, a plan-level cap (Bamboogle has 125). A
+capped source supplies its cap; the total shortfall is split evenly over the
+uncapped-or-still-open sources, the remainder going one each to the earliest
+of them in the fixed source order (NQ, TriviaQA, PopQA, ...). If a receiving
+source hits its own cap the new shortfall goes round again. 200 x 7 with
+Bamboogle capped at 125 gives 213/213/213/212/212/212/125.
+
+Sampling (``sample``): each source's *complete* candidate list (every row read)
+is sorted by ``training.sort_key`` (source id with nulls first, normalised
+question, row number) and shuffled with its own ``random.Random(f"{seed}:{dataset}")``
+(Python's string seeding hashes the string with SHA-512, so it is stable across
+processes and platforms). The selection walks that fixed order and takes the
+first ``quota`` eligible candidates. Because the order does not depend on what
+is eligible, a reviewed exclusion re-runs the same selection and only replaces
+the excluded question by the next one in line. Too few eligible candidates is a
+``ShortageError`` naming the source, the number needed and the number available.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
+
+from aethersearch.benchmark.sources.base import Candidate
+from aethersearch.benchmark.training import sort_key
+from aethersearch.errors import ConfigError, ShortageError
+
+__all__ = [
+    "AuditDecision", "Candidate", "PlanEntry", "PoolFilter", "SelectionAudit", "compute_quotas",
+    "sample", "sampling_order",
+]
+
+
+class AuditDecision(NamedTuple):
+    """What a selection audit decided about one selection."""
+
+    exclude: dict[str, str]   # normalised question key -> reason; triggers the deterministic reselection
+    retained: list[dict]      # reviewed flagged pairs kept, each with its reason (-> exclusion_audit.json)
+    report: dict              # counts and flagged pairs (-> manifest + exclusion_audit.json)
+
+
+SelectionAudit = Callable[[Sequence[Candidate]], AuditDecision]
+PoolFilter = Callable[[Sequence[Candidate]], dict[str, str]]   # near-duplicates to drop before sampling
+
+
+class PlanEntry(NamedTuple):
+    """One source in the plan: name, planned count, and optional plan-level cap."""
+
+    dataset: str
+    planned: int
+    cap: int | None = None
+
+
+def compute_quotas(plan: Sequence[PlanEntry]) -> dict[str, int]:
+    """Per-source quotas (in plan order) from planned counts and caps, redistributing shortfalls.
+
+    The total always equals the sum of planned counts; if the caps cannot supply
+    it a ConfigError says by how much.
+    """
+    names = [entry.dataset for entry in plan]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"duplicate source names in the plan: {names}", fix="give each source a unique name")
+    quota = {e.dataset: e.planned if e.cap is None else min(e.planned, e.cap) for e in plan}
+    cap = {e.dataset: e.cap for e in plan}
+    shortfall = sum(e.planned for e in plan) - sum(quota.values())
+    short = {e.dataset for e in plan if e.cap is not None and e.cap < e.planned}
+    open_sources = [n for n in names if n not in short and (cap[n] is None or quota[n] < cap[n])]
+    while shortfall > 0 and open_sources:
+        share, remainder = divmod(shortfall, len(open_sources))
+        shortfall = 0
+        for position, name in enumerate(open_sources):
+            wanted = share + (1 if position < remainder else 0)
+            room = wanted if cap[name] is None else min(wanted, cap[name] - quota[name])
+            quota[name] += room
+            shortfall += wanted - room
+        open_sources = [n for n in open_sources if cap[n] is None or quota[n] < cap[n]]
+    if shortfall > 0:
+        raise ConfigError(f"the plan needs {sum(e.planned for e in plan)} questions but the caps allow only "
+                          f"{sum(quota.values())} ({shortfall} short)",
+                          fix="lower the planned counts or raise a cap")
+    return quota
+
+
+def sampling_order(candidates: Sequence[Candidate], *, seed: int, dataset: str) -> list[Candidate]:
+    """A source's fixed draw order: sorted deterministically, then shuffled with its own seeded RNG."""
+    ordered = sorted(candidates, key=sort_key)
+    random.Random(f"{seed}:{dataset}").shuffle(ordered)
+    return ordered
+
+
+def sample(orders: Mapping[str, Sequence[Candidate]], eligible: Mapping[str, Callable[[Candidate], bool]],
+           quotas: Mapping[str, int], *, available_note: Mapping[str, str] | None = None
+           ) -> dict[str, list[Candidate]]:
+    """Take the first ``quota`` eligible candidates of each source's draw order.
+
+    Raises ShortageError for the first source (in plan order) without enough.
+    """
+    selected: dict[str, list[Candidate]] = {}
+    for dataset, quota in quotas.items():
+        is_eligible = eligible[dataset]
+        chosen: list[Candidate] = []
+        for candidate in orders[dataset]:
+            if len(chosen) == quota:
+                break
+            if is_eligible(candidate):
+                chosen.append(candidate)
+        if len(chosen) < quota:
+            available = sum(1 for c in orders[dataset] if is_eligible(c))
+            note = (available_note or {}).get(dataset, "")
+            raise ShortageError(
+                f"source {dataset!r} is short: needed {quota} eligible questions, available {available}"
+                + (f" ({note})" if note else ""),
+                fix=f"give {dataset!r} a smaller plan (planned: {available}, or cap: {available} to "
+                    "redistribute its shortfall) or use a larger source file")
+        selected[dataset] = chosen
+    return selected

@@ -1,0 +1,152 @@
+"""``compare_runs``: checkpoints side by side (e.g. Base, SFT, DPO, RL) on one frozen contract.
+
+Why this shape: every run after the first is compared, question by question,
+with the first (the reference, normally Base). Runs must share their contract
+fields (``run.json``) and must have been scored against the same release
+(``scores.json``); otherwise the comparison is refused with the differing field
+named, unless the caller allowed it explicitly, in which case the result
+records the override so nobody reads an apples-to-oranges table unawares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aethersearch.compare.fingerprints import check_contract, load_fingerprint
+from aethersearch.compare.paired import (
+    DEFAULT_ALPHA,
+    flips,
+    holm,
+    mcnemar,
+    mde_binary,
+    mde_continuous,
+    paired_bootstrap,
+)
+from aethersearch.errors import ConfigError, IntegrityError
+from aethersearch.jsonl import atomic_write_json
+from aethersearch.scoring.api import read_scores
+from aethersearch.scoring.metrics import BINARY_METRICS
+
+DEFAULT_METRICS: tuple[str, ...] = ("em", "f1")
+OVERALL = "overall"
+
+
+def _run_names(run_dirs: Sequence[Path]) -> list[str]:
+    names = [Path(d).name for d in run_dirs]
+    if len(set(names)) != len(names):
+        names = [str(d) for d in run_dirs]
+    return names
+
+
+def _vectors(scores: dict[str, Any], metric: str) -> dict[str, tuple[str, float]]:
+    if metric not in scores["metrics"]:
+        raise ConfigError(f"{scores['run_dir']} has no {metric!r} scores",
+                          fix=f"use one of: {', '.join(scores['metrics'])}, or rescore the run")
+    return {row["id"]: (row["source"], float(row[metric])) for row in scores["per_question"]}
+
+
+def _check_same_questions(names: list[str], all_scores: list[dict[str, Any]]) -> None:
+    ref = all_scores[0]
+    ref_ids = [row["id"] for row in ref["per_question"]]
+    for name, scores in zip(names[1:], all_scores[1:], strict=True):
+        if scores["release_eval_sha256"] != ref["release_eval_sha256"]:
+            raise IntegrityError(
+                f"{name} was scored against a different release than {names[0]} "
+                f"(eval.jsonl sha256 {scores['release_eval_sha256'][:12]} vs {ref['release_eval_sha256'][:12]})",
+                fix="rescore both runs with the same --release")
+        if scores.get("compat") != ref.get("compat"):
+            raise IntegrityError(f"{name} was scored with compat={scores.get('compat')!r} but {names[0]} with "
+                                 f"compat={ref.get('compat')!r}", fix="rescore both runs the same way")
+        if [row["id"] for row in scores["per_question"]] != ref_ids:
+            raise IntegrityError(f"{name} and {names[0]} do not cover the same questions",
+                                 fix="rescore both runs against the same release")
+
+
+def _compare_metric(ids: list[str], a: np.ndarray, b: np.ndarray, metric: str, *, resamples: int,
+                    seed: int, name: str) -> dict[str, Any]:
+    n = len(ids)
+    out: dict[str, Any] = {"n": n, "a_mean": float(a.mean()) if n else None,
+                           "b_mean": float(b.mean()) if n else None,
+                           "delta": float((b - a).mean()) if n else None}
+    if metric in BINARY_METRICS:
+        test = mcnemar(a, b)
+        discordance = (test.wrong_to_right + test.right_to_wrong) / n if n else 0.0
+        out.update(method=f"mcnemar-{test.method}", statistic=test.statistic, p_value=test.p_value,
+                   wrong_to_right=test.wrong_to_right, right_to_wrong=test.right_to_wrong,
+                   mde=mde_binary(n, discordance))
+    else:
+        boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, name=name)
+        out.update(method="paired-bootstrap", ci_low=boot.ci_low, ci_high=boot.ci_high, p_value=boot.p_value,
+                   mde=mde_continuous(b - a))
+    return out
+
+
+def compare_pair(a_scores: dict[str, Any], b_scores: dict[str, Any], metrics: Sequence[str], *,
+                 alpha: float = DEFAULT_ALPHA, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Per-source and overall paired tests of run b against run a, Holm-corrected over sources x metrics."""
+    results: dict[str, dict[str, Any]] = {}
+    flip_tables: dict[str, Any] = {}
+    for metric in metrics:
+        va, vb = _vectors(a_scores, metric), _vectors(b_scores, metric)
+        ids = list(va)
+        scopes: dict[str, list[str]] = {OVERALL: ids}
+        for qid in ids:
+            scopes.setdefault(va[qid][0], []).append(qid)
+        for scope in [OVERALL, *sorted(s for s in scopes if s != OVERALL)]:
+            scope_ids = scopes[scope]
+            a = np.array([va[q][1] for q in scope_ids])
+            b = np.array([vb[q][1] for q in scope_ids])
+            results.setdefault(scope, {})[metric] = _compare_metric(
+                scope_ids, a, b, metric, resamples=resamples, seed=seed, name=f"{metric}/{scope}")
+            if metric in BINARY_METRICS and scope == OVERALL:
+                table = flips(scope_ids, a, b)
+                flip_tables[metric] = {
+                    direction: [{"id": q, "source": va[q][0]} for q in found]
+                    for direction, found in table.items()}
+    adjusted = holm({(scope, metric): entry["p_value"] for scope, by_metric in results.items()
+                     for metric, entry in by_metric.items()})
+    for (scope, metric), p in adjusted.items():
+        entry = results[scope][metric]
+        entry["p_holm"] = p
+        entry["significant"] = bool(p < alpha)
+    return {"results": results, "flips": flip_tables, "tests_corrected": len(adjusted)}
+
+
+def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
+                 metrics: Sequence[str] = DEFAULT_METRICS, alpha: float = DEFAULT_ALPHA,
+                 resamples: int = 2000, seed: int = 0, out_path: Path | None = None) -> dict[str, Any]:
+    """Compare scored runs against the first one; refuses contract mismatches unless ``allow``-ed.
+
+    Each run must already have ``scores.json`` (``aether score``). Writes
+    ``out_path`` atomically when given and returns the comparison dict.
+    """
+    if len(run_dirs) < 2:
+        raise ConfigError("compare needs at least two runs", fix="pass the reference run first, then the others")
+    run_dirs = [Path(d) for d in run_dirs]
+    names = _run_names(run_dirs)
+    fingerprints = [load_fingerprint(d) for d in run_dirs]
+    check = check_contract(list(zip(names, fingerprints, strict=True)), allow)
+    all_scores = [read_scores(d) for d in run_dirs]
+    _check_same_questions(names, all_scores)
+    pairs = []
+    for name, scores in zip(names[1:], all_scores[1:], strict=True):
+        pair = compare_pair(all_scores[0], scores, metrics, alpha=alpha, resamples=resamples, seed=seed)
+        pairs.append({"a": names[0], "b": name, **pair})
+    result = {
+        "runs": [{"name": n, "run_dir": str(d), "model": fp.model, "endpoint": fp.endpoint}
+                 for n, d, fp in zip(names, run_dirs, fingerprints, strict=True)],
+        "reference": names[0],
+        "metrics": list(metrics),
+        "alpha": alpha,
+        "correction": "holm across sources x metrics, per pair",
+        "allowed_overrides": check.allowed,
+        "contract_differences": [d._asdict() for d in check.differences],
+        "pairs": pairs,
+    }
+    if out_path is not None:
+        atomic_write_json(out_path, result)
+    return result

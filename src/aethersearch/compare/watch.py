@@ -1,0 +1,173 @@
+"""Training-time evaluation: evaluate each new checkpoint on the frozen split as it appears.
+
+Why: the card's periodic SFT_eval. A training job drops checkpoints into a
+directory (``checkpoint-500/``, ``global_step_100/``) or a serving job lists
+endpoints in a file; ``watch`` polls, evaluates every checkpoint it has not
+evaluated yet with the caller's ``evaluate`` function (``aethersearch.api.evaluate``
+from the CLI), appends one durable row per checkpoint to a history JSONL and
+re-plots the curve. The history is the state: restart ``watch`` and it carries
+on with the checkpoints it has not seen, never re-evaluating one.
+
+Targets:
+
+* a directory: each non-hidden subdirectory is a checkpoint once nothing in it
+  has changed for ``settle_s`` seconds (so a half-written checkpoint is not
+  evaluated); its step is the trailing number of its name.
+* a file: an endpoint list, one checkpoint per line, ``name url [step]`` or just
+  ``url``; ``#`` starts a comment. Appending a line adds a checkpoint.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from aethersearch.errors import AetherError, ConfigError, DataError
+from aethersearch.jsonl import DurableAppender, atomic_write_text, read_jsonl_tolerant, truncate_to
+
+_STEP = re.compile(r"(\d+)$")
+
+
+class Checkpoint(NamedTuple):
+    """One checkpoint to evaluate: a directory path or a served endpoint URL."""
+
+    name: str
+    location: str
+    step: int | None
+    kind: str
+
+
+Evaluator = Callable[[Checkpoint], Mapping[str, Any]]
+
+
+def _step(name: str) -> int | None:
+    found = _STEP.search(name)
+    return int(found.group(1)) if found else None
+
+
+def _settled(path: Path, settle_s: float, now: float) -> bool:
+    newest = path.stat().st_mtime
+    for child in path.rglob("*"):
+        try:
+            newest = max(newest, child.stat().st_mtime)
+        except FileNotFoundError:
+            return False
+    return now - newest >= settle_s
+
+
+def _endpoint_list(path: Path) -> list[Checkpoint]:
+    found = []
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) == 1:
+            name, url, step = parts[0], parts[0], None
+        elif len(parts) in (2, 3):
+            name, url = parts[0], parts[1]
+            step = _step(name)
+            if len(parts) == 3:
+                if not parts[2].isdigit():
+                    raise DataError(path, f"step {parts[2]!r} is not a whole number", line=number,
+                                    fix="write `name url step` with an integer step")
+                step = int(parts[2])
+        else:
+            raise DataError(path, f"expected `name url [step]` or `url`, got {len(parts)} fields", line=number,
+                            fix="one checkpoint per line: `name url [step]`")
+        if not url.startswith(("http://", "https://")):
+            raise DataError(path, f"{url!r} is not an http(s) endpoint URL", line=number,
+                            fix="give the OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+        found.append(Checkpoint(name, url, step, "endpoint"))
+    return found
+
+
+def discover(target: Path, *, settle_s: float = 30.0, now: float | None = None) -> list[Checkpoint]:
+    """Checkpoints currently available under ``target``, ordered by (step, name)."""
+    target = Path(target)
+    now = time.time() if now is None else now
+    if target.is_dir():
+        found = [Checkpoint(child.name, str(child), _step(child.name), "directory")
+                 for child in target.iterdir()
+                 if child.is_dir() and not child.name.startswith(".") and not child.name.endswith(".tmp")
+                 and _settled(child, settle_s, now)]
+    elif target.is_file():
+        found = _endpoint_list(target)
+    else:
+        raise ConfigError(f"watch target {target} does not exist",
+                          fix="pass a checkpoint directory or a file listing endpoints (`name url [step]`)")
+    return sorted(found, key=lambda c: (c.step if c.step is not None else -1, c.name))
+
+
+def read_history(path: Path) -> list[dict[str, Any]]:
+    """Rows of a history JSONL, oldest first (a torn last line from a crash is ignored)."""
+    return [row for row in read_jsonl_tolerant(path).rows if isinstance(row, dict)]
+
+
+def plot_history(history: Path, out_path: Path) -> Path:
+    """Write the training curve of ``history`` as an SVG file (atomically)."""
+    from aethersearch.report.charts import training_curve
+
+    rows = read_history(history)
+    keys = sorted({k for row in rows for k, v in row.get("metrics", {}).items() if isinstance(v, int | float)})
+    atomic_write_text(out_path, training_curve(rows, keys))
+    return out_path
+
+
+class WatchResult(NamedTuple):
+    """What one ``watch`` call did: rows appended this call, checkpoints that failed, polls made."""
+
+    evaluated: list[dict[str, Any]]
+    failed: list[dict[str, Any]]
+    polls: int
+
+
+def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None = None,
+          poll_s: float = 60.0, settle_s: float = 30.0, max_polls: int | None = None,
+          stop_after: int | None = None, sleep: Callable[[float], None] = time.sleep) -> WatchResult:
+    """Poll ``target`` and evaluate each checkpoint not yet in ``history``, appending one row each.
+
+    ``max_polls=1`` evaluates what is there now and returns (``--once``);
+    ``stop_after`` returns after that many new evaluations. A checkpoint whose
+    evaluation raises a toolkit error is recorded in ``failed`` (with the
+    message) and retried on the next poll, so one bad checkpoint never stops
+    the watcher.
+    """
+    history = Path(history)
+    existing = read_jsonl_tolerant(history)
+    if existing.torn_tail is not None:
+        truncate_to(history, existing.valid_bytes)  # a crash mid-append: drop the torn row, keep the rest
+    done = {row.get("location") for row in existing.rows if isinstance(row, dict)}
+    evaluated: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    polls = 0
+    while True:
+        polls += 1
+        for checkpoint in discover(target, settle_s=settle_s):
+            if checkpoint.location in done:
+                continue
+            started = time.monotonic()
+            try:
+                metrics = dict(evaluate(checkpoint))
+            except AetherError as exc:
+                failed.append({"checkpoint": checkpoint.name, "location": checkpoint.location, "error": str(exc)})
+                continue
+            row = {"checkpoint": checkpoint.name, "location": checkpoint.location, "kind": checkpoint.kind,
+                   "step": checkpoint.step, "metrics": metrics,
+                   "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                   "elapsed_s": round(time.monotonic() - started, 3)}
+            with DurableAppender(history) as appender:
+                appender.append(row)
+            done.add(checkpoint.location)
+            evaluated.append(row)
+            if plot is not None:
+                plot_history(history, plot)
+            if stop_after is not None and len(evaluated) >= stop_after:
+                return WatchResult(evaluated, failed, polls)
+        if max_polls is not None and polls >= max_polls:
+            return WatchResult(evaluated, failed, polls)
+        sleep(poll_s)

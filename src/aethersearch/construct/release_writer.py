@@ -1,0 +1,102 @@
+"""Write a hint-free construction as a release in the benchmark's own format.
+
+Files (same formats as ``aethersearch.benchmark.release``, whose row encoder
+and checksum writer are reused): ``eval.jsonl`` (``records.EvalRow``: the
+single-hop question text, gold aliases, provenance of the triple),
+``rollout_questions.jsonl`` (exactly ``id``, ``question``), ``diagnostics.jsonl``
+(``records.DiagnosticsRow``: ``path``, ``hops``, ``alternative_paths``,
+``evidence``, ``hop_questions``; ``extra["mask"]`` is what the sandbox
+enforces), ``manifest.json`` and ``checksums.sha256`` (``sha256sum -c``
+compatible). No timestamps go into any file, so identical inputs give
+byte-identical releases. The directory is assembled beside ``out_dir`` and
+renamed into place: a reader sees the old release, none, or the new one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aethersearch.benchmark.release import encode_release_rows, write_release_files
+from aethersearch.construct.hintfree import ConstructionConfig, ConstructionResult
+from aethersearch.corpus.graph import LinkGraph
+from aethersearch.errors import ConfigError, ShortageError
+from aethersearch.jsonl import dumps_pretty, sha256_bytes
+from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow
+
+MANIFEST_KIND = "aethersearch-hintfree-release"
+
+
+def graph_hash(graph: LinkGraph) -> str:
+    """sha256 of the graph's ids and CSR arrays (identifies the exact link structure used)."""
+    body = b"\n".join(str(i).encode("utf-8") for i in graph.ids) + b"\x00"
+    return "sha256:" + sha256_bytes(body + graph.indptr.astype("<i8").tobytes() + graph.indices.astype("<i4").tobytes())
+
+
+def release_rows(result: ConstructionResult, *, name: str, source_dataset: str
+                 ) -> tuple[list[EvalRow], list[DiagnosticsRow]]:
+    """Eval and diagnostics rows, ids ``<name>_0001...`` in construction order."""
+    eval_rows: list[EvalRow] = []
+    diagnostics: list[DiagnosticsRow] = []
+    for number, q in enumerate(result.questions, start=1):
+        qid = f"{name}_{number:04d}"
+        t = q.triple
+        eval_rows.append(EvalRow(
+            id=qid, question=t.question, answers=list(t.answers), source_dataset=source_dataset,
+            source_split=t.source_split, source_id=t.source_id, source_row_number=t.source_row_number,
+            source_file=t.source_file,
+        ))
+        diagnostics.append(DiagnosticsRow(
+            id=qid, source_dataset=source_dataset, question_type=t.relation, path=list(q.path),
+            hops=len(q.path) - 1, alternative_paths=[list(p) for p in q.alternatives], evidence=list(q.path),
+            hop_questions=q.hop_questions,
+            extra={"mask": q.mask.to_json(), "triple_id": t.id, "direct_link": [q.path[0], q.path[-1]],
+                   "direct_evidence": t.evidence, "alternative_paths_truncated": q.alternatives_truncated,
+                   "validators": result.validators},
+        ))
+    return eval_rows, diagnostics
+
+
+def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, name: str, source_dataset: str,
+                           config: ConstructionConfig, corpus: dict[str, Any], graph: LinkGraph,
+                           triple_stats: dict[str, int] | None = None, overwrite: bool = False) -> Path:
+    """Write the release for ``result`` into ``out_dir`` (refusing a non-empty one unless ``overwrite``)."""
+    out = Path(out_dir)
+    if not result.questions:
+        raise ShortageError(f"construction accepted no questions (rejected: {result.rejected})",
+                            fix="relax --min-hops/--max-hops or check the triples and graph")
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
+    eval_rows, diagnostics = release_rows(result, name=name, source_dataset=source_dataset)
+    files = encode_release_rows(eval_rows, diagnostics)
+    data_sha = sha256_bytes(files["eval.jsonl"])
+    manifest = {
+        "kind": MANIFEST_KIND, "schema_version": SCHEMA_VERSION, "name": name,
+        "release_id": f"{name}-{data_sha[:12]}", "source_dataset": source_dataset,
+        "question_count": len(eval_rows), "eval_sha256": data_sha,
+        "construction": {**config.model_dump(mode="json"), "validators": result.validators,
+                         "considered": result.considered, "rejected": result.rejected,
+                         "hop_distribution": {str(k): v for k, v in result.hop_distribution.items()},
+                         "triples": triple_stats or {}},
+        "corpus": corpus,
+        "graph": {"nodes": graph.n_nodes, "edges": graph.n_edges, "graph_hash": graph_hash(graph)},
+        "files": {fname: sha256_bytes(data) for fname, data in sorted(files.items())},
+        "sandbox": "each question's chain mask is diagnostics.jsonl extra.mask; open with "
+                   "aethersearch.sandbox.episode.open_sandbox(release_dir, index, store)",
+    }
+    files["manifest.json"] = dumps_pretty(manifest)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        write_release_files(tmp, files)
+        tmp.chmod(0o755)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

@@ -1,0 +1,143 @@
+"""Chain-necessity validators: is the reasoning chain the only way to the answer?
+
+A validator sees a :class:`Candidate` (the triple, its chosen path, the other
+shortest paths, and the chain mask the sandbox will apply) and returns a
+:class:`Verdict`. The construction keeps a candidate only if every validator
+accepts it, and counts rejections by ``reason``.
+
+``ChainValidator`` is the plug-in point (e.g. an LLM judge reading the chain
+pages through an OpenAI-compatible endpoint); :class:`RuleBasedValidator` is
+the default and needs nothing but the pages.
+
+Definitions used by the rule-based check (all on the text *as the sandbox
+serves it*, i.e. after :meth:`ChainMask.render`, titles included):
+
+* **The answer appears on a page**: some gold alias, normalised with
+  ``text.normalize_answer`` (lower-case, no punctuation, no articles), occurs
+  as a whole-token sequence in the page's normalised title + text.
+* **Pages reachable without the chain**: every page of the corpus except the
+  chain nodes ``v1..vn``. An agent can open any of them without visiting a
+  single chain node: unmasked pages are searchable and visitable from the
+  start, while ``v1`` is reached by visiting ``v0`` (that *is* the first chain
+  step) and ``v_(i+1)`` only through ``v_i``. ``v0`` itself is in this set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import NamedTuple, Protocol, runtime_checkable
+
+from aethersearch.construct.triples import QATriple
+from aethersearch.records import Document
+from aethersearch.sandbox.mask import ChainMask
+from aethersearch.text import normalize_answer
+
+
+class Candidate(NamedTuple):
+    """A triple with its chosen shortest path (page ids ``v0..vn``) and the mask built for it."""
+
+    triple: QATriple
+    path: list[str]
+    alternatives: list[list[str]]
+    mask: ChainMask
+
+
+class Verdict(NamedTuple):
+    """``ok``; otherwise a short machine ``reason`` (counted in the summary) and a human ``detail``."""
+
+    ok: bool
+    reason: str | None = None
+    detail: str = ""
+
+
+ACCEPT = Verdict(True)
+
+
+@runtime_checkable
+class ChainValidator(Protocol):
+    """Decides whether a candidate's chain is necessary (and usable) for its answer."""
+
+    name: str
+
+    def validate(self, candidate: Candidate) -> Verdict:
+        """Accept, or reject with a reason key such as ``answer_on_subject_page``."""
+        ...
+
+
+def _norm(text: str) -> str:
+    return f" {normalize_answer(text)} "
+
+
+class RuleBasedValidator:
+    """The default validator: answer hidden off-chain, chain followable, chain grounded.
+
+    Rejection reasons, checked in this order:
+
+    * ``answer_in_question`` -- a gold alias occurs in the question itself.
+    * ``answer_on_subject_page`` -- a gold alias survives on ``v0``'s served page.
+    * ``answer_reachable_without_chain`` -- a gold alias survives on some other
+      page reachable without the chain (see the module docstring).
+    * ``chain_broken`` -- some ``v_(i-1)``'s served page does not both link to
+      and mention ``v_i``, so the chain could not be followed in the sandbox.
+    * ``ungrounded_chain`` (when ``require_grounding``) -- no chain page after
+      ``v0`` mentions ``v0`` by title, so nothing along the chain ties the
+      answer back to the question's subject.
+    """
+
+    name = "rule-based"
+
+    def __init__(self, pages: Mapping[str, Document], *, require_grounding: bool = True) -> None:
+        self.pages = pages
+        self.require_grounding = require_grounding
+        self._normalised: dict[str, str] | None = None
+        self._containing: dict[str, list[str]] = {}
+
+    def _normalised_pages(self) -> dict[str, str]:
+        if self._normalised is None:
+            self._normalised = {pid: _norm(f"{doc.title}\n{doc.text}") for pid, doc in self.pages.items()}
+        return self._normalised
+
+    def _pages_containing(self, alias: str) -> list[str]:
+        """Pages whose *raw* text contains ``alias`` (cached: many questions share an answer)."""
+        if alias not in self._containing:
+            needle = _norm(alias)
+            self._containing[alias] = [pid for pid, text in self._normalised_pages().items() if needle in text]
+        return self._containing[alias]
+
+    def _served_contains(self, mask: ChainMask, page: str, needles: list[str]) -> bool:
+        served = mask.render(self.pages[page])
+        text = _norm(f"{served.title}\n{served.text}")
+        return any(needle in text for needle in needles)
+
+    def validate(self, candidate: Candidate) -> Verdict:
+        """Apply the checks listed in the class docstring."""
+        triple, path, mask = candidate.triple, candidate.path, candidate.mask
+        aliases = [a for a in triple.answers if normalize_answer(a)]
+        needles = [_norm(a) for a in aliases]
+        question = _norm(triple.question)
+        if any(needle in question for needle in needles):
+            return Verdict(False, "answer_in_question", f"the question {triple.question!r} contains the answer")
+        v0 = path[0]
+        if self._served_contains(mask, v0, needles):
+            return Verdict(False, "answer_on_subject_page", f"answer still visible on the subject page {v0!r}")
+        chain = set(path[1:])
+        for alias in aliases:
+            for page in self._pages_containing(alias):
+                if page in chain or page == v0:
+                    continue
+                if self._served_contains(mask, page, needles):
+                    return Verdict(False, "answer_reachable_without_chain",
+                                   f"answer {alias!r} visible on page {page!r} outside the chain")
+        for source, target in zip(path, path[1:]):
+            served = mask.render(self.pages[source])
+            terms = mask.hidden_terms[target]
+            pattern = re.compile("|".join(rf"(?<!\w){re.escape(t)}(?!\w)" for t in terms), re.IGNORECASE)
+            if target not in served.links or not pattern.search(f"{served.title}\n{served.text}"):
+                return Verdict(False, "chain_broken", f"page {source!r} does not show the link to {target!r}")
+        if self.require_grounding:
+            subject = self.pages[v0].title
+            pattern = re.compile(rf"(?<!\w){re.escape(subject)}(?!\w)", re.IGNORECASE)
+            if not any(pattern.search(mask.render(self.pages[p]).text) for p in path[1:]):
+                return Verdict(False, "ungrounded_chain", f"no chain page mentions the subject {subject!r}")
+        return ACCEPT

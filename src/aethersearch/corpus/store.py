@@ -1,0 +1,227 @@
+"""Offset-indexed JSONL document store: O(1)-ish random access without loading the corpus.
+
+Why this layout: Search-R1's wiki-18 has 21M passages; holding them as Python
+objects costs tens of GB. The store keeps one canonical JSON line per document
+in ``documents.jsonl`` and only small numpy arrays beside it, all memory-mapped:
+
+* ``offsets.npy`` (int64, n+1): byte offset of each line, so row -> document is one slice;
+* ``ids.bin`` + ``id_offsets.npy``: the ids concatenated, so row -> id needs no JSON parse;
+* ``id_hashes.npy`` (uint64, sorted) + ``id_rows.npy``: a stable 64-bit hash of every
+  id (blake2b, see ``hashing.id_hash64``) for id -> row by binary search over a
+  memory-mapped array (a few page touches; collisions are resolved by comparing ids);
+* ``store.json``: count, content hash and provenance, written last, so a store whose
+  build died is never opened.
+
+The content hash is the sha256 of ``documents.jsonl`` itself, which is the
+canonical lines in store order (see ``hashing``): stable across runs and machines.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from aethersearch.corpus.hashing import HASH_SCHEME, CorpusHasher, canonical_document_bytes, id_hash64
+from aethersearch.errors import AetherError, ConfigError, DataError, IntegrityError
+from aethersearch.jsonl import atomic_write_json, dumps_pretty, sha256_file
+from aethersearch.records import SCHEMA_VERSION, Document
+
+STORE_KIND = "aethersearch-document-store"
+MANIFEST = "store.json"
+
+
+class DocumentNotFound(AetherError, LookupError):
+    """A document id that the store does not hold."""
+
+
+def _np_save(path: Path, values: np.ndarray) -> None:
+    with path.open("wb") as handle:
+        np.save(handle, values, allow_pickle=False)
+
+
+def build_store(documents: Iterable[Document], out_dir: str | Path, *, source: str = "<iterable>",
+                overwrite: bool = False, on_document: Callable[[int], None] | None = None) -> JsonlStore:
+    """Write ``documents`` (in this order) as a store at ``out_dir`` and open it.
+
+    The store is built in a temporary sibling directory and renamed into place,
+    so ``out_dir`` is either the complete old store, absent, or the complete new one.
+    Duplicate ids are a ``DataError`` naming both rows.
+    """
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise ConfigError(f"{out} already exists and is not empty",
+                              fix="choose another --out directory or pass overwrite/--force")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        offsets, id_offsets, hashes = array("q", [0]), array("q", [0]), array("Q")
+        hasher = CorpusHasher()
+        position = id_position = 0
+        with (tmp / "documents.jsonl").open("wb") as docs_file, (tmp / "ids.bin").open("wb") as ids_file:
+            for doc in documents:
+                line = canonical_document_bytes(doc)
+                docs_file.write(line)
+                hasher.update_line(line)
+                position += len(line)
+                offsets.append(position)
+                raw_id = doc.id.encode("utf-8")
+                ids_file.write(raw_id)
+                id_position += len(raw_id)
+                id_offsets.append(id_position)
+                hashes.append(id_hash64(doc.id))
+                if on_document is not None:
+                    on_document(hasher.count)
+            docs_file.flush()
+            os.fsync(docs_file.fileno())
+        hash_array = np.frombuffer(hashes, dtype=np.uint64) if len(hashes) else np.zeros(0, np.uint64)
+        order = np.argsort(hash_array, kind="stable")
+        _np_save(tmp / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
+        _np_save(tmp / "id_offsets.npy", np.frombuffer(id_offsets, dtype=np.int64))
+        _np_save(tmp / "id_hashes.npy", hash_array[order])
+        _np_save(tmp / "id_rows.npy", order.astype(np.int64))
+        _check_unique(tmp, hash_array[order], order, source)
+        atomic_write_json(tmp / MANIFEST, {
+            "kind": STORE_KIND, "schema_version": SCHEMA_VERSION, "count": hasher.count,
+            "content_hash": hasher.hexdigest(), "hash_scheme": HASH_SCHEME, "source": source,
+        })
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return JsonlStore(out)
+
+
+def _check_unique(tmp: Path, sorted_hashes: np.ndarray, order: np.ndarray, source: str) -> None:
+    if len(sorted_hashes) < 2:
+        return
+    same = np.flatnonzero(sorted_hashes[1:] == sorted_hashes[:-1])
+    if not len(same):
+        return
+    ids = (tmp / "ids.bin").read_bytes()
+    id_offsets = np.load(tmp / "id_offsets.npy")
+    for position in same.tolist():
+        a, b = sorted(int(order[position]), int(order[position + 1]))
+        id_a = ids[id_offsets[a]:id_offsets[a + 1]]
+        if id_a == ids[id_offsets[b]:id_offsets[b + 1]]:
+            raise DataError(source, f"duplicate document id {id_a.decode()!r} (documents {a + 1} and {b + 1})",
+                            fix="document ids must be unique; deduplicate the corpus before importing")
+
+
+class JsonlStore:
+    """A read-only, memory-mapped document store (satisfies ``corpus.base.DocumentStore``)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        manifest_path = self.directory / MANIFEST
+        if not manifest_path.is_file():
+            raise DataError(manifest_path, "not a document store (store.json missing)",
+                            fix="build one with `aether corpus import ...` or pass the store directory")
+        manifest = orjson.loads(manifest_path.read_bytes())
+        if manifest.get("kind") != STORE_KIND:
+            raise DataError(manifest_path, f"kind is {manifest.get('kind')!r}, expected {STORE_KIND!r}",
+                            fix="pass a directory written by build_store")
+        self.manifest: dict[str, Any] = manifest
+        self._count = int(manifest["count"])
+        self._offsets = np.load(self.directory / "offsets.npy", mmap_mode="r")
+        self._id_offsets = np.load(self.directory / "id_offsets.npy", mmap_mode="r")
+        self._hashes = np.load(self.directory / "id_hashes.npy", mmap_mode="r")
+        self._rows = np.load(self.directory / "id_rows.npy", mmap_mode="r")
+        self._docs = self._map(self.directory / "documents.jsonl")
+        self._ids = self._map(self.directory / "ids.bin")
+        if len(self._offsets) != self._count + 1:
+            raise IntegrityError(f"{self.directory}: offsets.npy has {len(self._offsets) - 1} rows, "
+                                 f"store.json says {self._count}", fix="rebuild the store")
+
+    @staticmethod
+    def _map(path: Path) -> mmap.mmap | bytes:
+        if path.stat().st_size == 0:
+            return b""
+        with path.open("rb") as handle:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+    # ------------------------------------------------------------------ protocol
+    @property
+    def content_hash(self) -> str:
+        """The corpus hash recorded at build time (``verify()`` recomputes it)."""
+        return str(self.manifest["content_hash"])
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and self.row_of(doc_id) is not None
+
+    def get(self, doc_id: str) -> Document:
+        """The document with this id; ``DocumentNotFound`` (a LookupError) names the id otherwise."""
+        row = self.row_of(doc_id)
+        if row is None:
+            raise DocumentNotFound(f"document {doc_id!r} is not in the store {self.directory} "
+                                   f"({self._count} documents)", fix="check the id (ids are case-sensitive)")
+        return self.doc_at(row)
+
+    def ids(self) -> Iterator[str]:
+        """All ids in store order."""
+        for row in range(self._count):
+            yield self.id_at(row)
+
+    def __iter__(self) -> Iterator[Document]:
+        for row in range(self._count):
+            yield self.doc_at(row)
+
+    # ------------------------------------------------------------------ rows
+    def doc_at(self, row: int) -> Document:
+        """The document in row ``row`` (0-based store order)."""
+        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        return Document.model_validate(orjson.loads(self._docs[start:end]))
+
+    def raw_at(self, row: int) -> dict[str, Any]:
+        """Row ``row`` as a plain dict (cheaper than a validated ``Document`` on hot paths)."""
+        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        value: dict[str, Any] = orjson.loads(self._docs[start:end])
+        return value
+
+    def id_at(self, row: int) -> str:
+        """The id in row ``row`` without parsing its JSON."""
+        start, end = int(self._id_offsets[row]), int(self._id_offsets[row + 1])
+        return bytes(self._ids[start:end]).decode("utf-8")
+
+    def row_of(self, doc_id: str) -> int | None:
+        """Row of ``doc_id`` or None: binary search of its 64-bit hash, then compare ids."""
+        if not self._count:
+            return None
+        key = np.uint64(id_hash64(doc_id))
+        position = int(np.searchsorted(self._hashes, key))
+        while position < self._count and self._hashes[position] == key:
+            row = int(self._rows[position])
+            if self.id_at(row) == doc_id:
+                return row
+            position += 1
+        return None
+
+    def verify(self) -> None:
+        """Recompute the content hash from ``documents.jsonl``; IntegrityError if it changed."""
+        actual = f"{HASH_SCHEME}:{sha256_file(self.directory / 'documents.jsonl')}"
+        if actual != self.content_hash:
+            raise IntegrityError(f"{self.directory}: content hash {actual} != recorded {self.content_hash}",
+                                 fix="the store was modified after it was built; rebuild it")
+
+    def describe(self) -> bytes:
+        """The manifest as pretty JSON (for ``aether corpus info``)."""
+        return dumps_pretty(self.manifest)
+
+
+def open_store(directory: str | Path) -> JsonlStore:
+    """Open a store directory written by :func:`build_store`."""
+    return JsonlStore(directory)

@@ -1,0 +1,251 @@
+"""``write_report``: one static, self-contained HTML file for one or more scored runs.
+
+Why static and inlined: a report is evidence attached to a paper or a PR; it
+must open from disk, offline, with no server, and show the same thing forever.
+Charts are inline SVG (``charts.py``), styles and the one small self-check
+script are inline, nothing is fetched. The page records any script error into
+``#console-errors`` so a headless browser can verify it rendered cleanly.
+
+Sections: runs, per-source tables with CIs, bar chart per source, outcome and
+budget-usage charts, checkpoint comparison (paired deltas, Holm-corrected
+significance marks, flip tables linking to the flipped questions' traces), the
+training curve from an ``aether watch`` history, and any ``factorised.json`` /
+``probes.json`` the diagnostics wrote into a run directory (rendered
+generically as tables of numbers).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from aethersearch import __version__
+from aethersearch.compare.checkpoints import compare_runs
+from aethersearch.compare.watch import read_history
+from aethersearch.errors import AetherError, DataError
+from aethersearch.jsonl import atomic_write_text, iter_jsonl, loads
+from aethersearch.report import charts
+from aethersearch.scoring.aggregate import OUTCOME_LABELS
+from aethersearch.scoring.api import read_fingerprint, read_scores, score_run
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+EXTRA_FILES: tuple[tuple[str, str], ...] = (("factorised.json", "Factorised metrics"),
+                                            ("probes.json", "Probes (Forget / Lead-astray)"))
+TABLE_METRICS: tuple[str, ...] = ("em", "subem", "f1", "cover_em", "squad_em", "popqa_acc", "judge")
+CHART_METRICS: tuple[str, ...] = ("em", "f1")
+
+
+class Table(NamedTuple):
+    """A rendered table: a caption, column headers and rows of display strings."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """Display form of a number (``—`` for missing or NaN)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return "—" if value != value else f"{value:.{digits}f}"
+    return str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def nested_tables(obj: Any, title: str) -> list[Table]:
+    """Turn nested dicts of numbers into tables: ``{k: number}`` -> one 2-column table,
+    ``{row: {col: number}}`` -> a matrix, deeper nesting -> one table per branch."""
+    if not isinstance(obj, Mapping):
+        return [Table(title, ["value"], [[fmt(obj)]])]
+    scalars = {k: v for k, v in obj.items() if not isinstance(v, Mapping | list)}
+    branches = {k: v for k, v in obj.items() if isinstance(v, Mapping)}
+    tables: list[Table] = []
+    if scalars:
+        tables.append(Table(title, ["name", "value"], [[str(k), fmt(v)] for k, v in scalars.items()]))
+    flat = {k: v for k, v in branches.items() if all(_is_number(x) for x in v.values())}
+    if flat:
+        columns = sorted({c for v in flat.values() for c in v}, key=str)
+        tables.append(Table(title, ["", *map(str, columns)],
+                            [[str(k), *(fmt(v.get(c)) for c in columns)] for k, v in flat.items()]))
+    for key, value in branches.items():
+        if key not in flat:
+            tables.extend(nested_tables(value, f"{title} / {key}"))
+    return tables
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
+
+
+def _anchor(run_index: int, qid: str) -> str:
+    return f"trace-{run_index}-{_slug(qid)}"
+
+
+def _score_table(scores: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    metrics = [m for m in TABLE_METRICS if m in scores["metrics"]]
+
+    def cells(block: Mapping[str, Any]) -> list[dict[str, str]]:
+        return [{"mean": fmt(block[m]["mean"]), "low": fmt(block[m]["ci_low"]), "high": fmt(block[m]["ci_high"])}
+                for m in metrics]
+
+    rows = [{"label": source, "n": entry["n"], "cells": cells(entry["metrics"])}
+            for source, entry in scores["by_source"].items()]
+    rows.append({"label": "overall (micro)", "n": scores["overall"]["micro"]["n"],
+                 "cells": cells(scores["overall"]["micro"]["metrics"])})
+    rows.append({"label": "overall (macro)", "n": f"{scores['overall']['macro']['sources']} sources",
+                 "cells": cells(scores["overall"]["macro"]["metrics"])})
+    return metrics, rows
+
+
+def _judge_block(scores: Mapping[str, Any]) -> dict[str, Any] | None:
+    judge = scores.get("judge")
+    if not judge:
+        return None
+    table = judge["disagreement"]["em_vs_verdict"]
+    verdicts = list(next(iter(table.values())).keys())
+    return {"model": judge["model"], "agreement": fmt(judge["disagreement"]["agreement"]),
+            "verdicts": verdicts, "table": [(k, [v[x] for x in verdicts]) for k, v in table.items()]}
+
+
+def _extras(run_dir: Path) -> list[dict[str, Any]]:
+    found = []
+    for filename, title in EXTRA_FILES:
+        path = run_dir / filename
+        if path.is_file():
+            try:
+                data = loads(path.read_bytes())
+            except ValueError as exc:
+                raise DataError(path, f"invalid JSON: {exc}", fix=f"regenerate {filename}") from None
+            found.append({"title": title, "tables": nested_tables(data, filename)})
+    return found
+
+
+def _load_traces(run_dir: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    path = run_dir / "traces.jsonl"
+    if not wanted or not path.is_file():
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for _, row in iter_jsonl(path):
+        if isinstance(row, dict) and row.get("id") in wanted:
+            found[row["id"]] = row
+    return found
+
+
+def _pair_view(pair: Mapping[str, Any], index_of: Mapping[str, int],
+               have_trace: Mapping[int, set[str]]) -> dict[str, Any]:
+    rows = []
+    for scope, by_metric in pair["results"].items():
+        for metric, r in by_metric.items():
+            rows.append({"scope": scope, "metric": metric, "a": fmt(r["a_mean"]), "b": fmt(r["b_mean"]),
+                         "delta": f"{r['delta']:+.3f}" if r["delta"] is not None else "—",
+                         "negative": (r["delta"] or 0) < 0, "significant": r["significant"],
+                         "method": r["method"], "p": fmt(r["p_value"], 4), "p_holm": fmt(r["p_holm"], 4),
+                         "mde": fmt(r["mde"])})
+    b_index = index_of[pair["b"]]
+    flips = []
+    for metric, table in pair["flips"].items():
+        for direction, items in table.items():
+            flips.append((f"{metric} {direction.replace('_', ' ')}", [
+                {"id": item["id"], "source": item["source"],
+                 "anchor_b": _anchor(b_index, item["id"]) if item["id"] in have_trace[b_index] else None}
+                for item in items]))
+    return {"a": pair["a"], "b": pair["b"], "rows": rows, "flips": flips,
+            "chart": charts.delta_chart(pair, "em")}
+
+
+def _history_view(history: Path | None) -> dict[str, Any] | None:
+    if history is None:
+        return None
+    rows = read_history(history)
+    if not rows:
+        return None
+    keys = sorted({k for row in rows for k in row.get("metrics", {})})
+    return {"chart": charts.training_curve(rows, keys), "columns": keys,
+            "rows": [{"name": row.get("checkpoint"), "step": row.get("step"),
+                      "cells": [fmt(row.get("metrics", {}).get(k)) for k in keys]} for row in rows]}
+
+
+def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | None = None,
+                 history: Path | None = None, allow: Sequence[str] = ()) -> Path:
+    """Render the report for ``run_dirs`` (first = comparison reference) into ``out_path`` atomically.
+
+    Unscored runs are scored first when ``release_dir`` is given. With two or
+    more runs the checkpoint comparison is included; a contract mismatch that
+    was not ``allow``-ed is shown as a refusal instead of a table.
+    """
+    run_dirs = [Path(d) for d in run_dirs]
+    if not run_dirs and history is None:
+        raise DataError(out_path, "nothing to report", fix="pass at least one run directory or --history")
+    all_scores = []
+    for run_dir in run_dirs:
+        if not (run_dir / "scores.json").is_file() and release_dir is not None:
+            score_run(run_dir, release_dir)
+        all_scores.append(read_scores(run_dir))
+    names = [d.name for d in run_dirs]
+    if len(set(names)) != len(names):
+        names = [str(d) for d in run_dirs]
+    index_of = {name: i for i, name in enumerate(names)}
+
+    comparison, refused = None, None
+    if len(run_dirs) >= 2:
+        try:
+            comparison = compare_runs(run_dirs, allow=allow)
+        except AetherError as exc:
+            refused = str(exc)
+    flipped: set[str] = set()
+    if comparison:
+        for pair in comparison["pairs"]:
+            for table in pair["flips"].values():
+                flipped.update(item["id"] for items in table.values() for item in items)
+    traces = {i: _load_traces(d, flipped) for i, d in enumerate(run_dirs)}
+    have_trace = {i: set(t) for i, t in traces.items()}
+
+    runs_view = []
+    for i, (name, run_dir, scores) in enumerate(zip(names, run_dirs, all_scores, strict=True)):
+        fingerprint = read_fingerprint(run_dir)
+        metrics, table = _score_table(scores)
+        runs_view.append({"index": i, "name": name, "scores": scores, "metrics": metrics, "table": table,
+                          "model": fingerprint.model if fingerprint else None,
+                          "agent": fingerprint.agent if fingerprint else None,
+                          "judge": _judge_block(scores), "extras": _extras(run_dir)})
+    trace_view = []
+    for i, found in traces.items():
+        for qid in sorted(found):
+            row = found[qid]
+            trace_view.append({"anchor": _anchor(i, qid), "id": qid, "run": names[i], "outcome": row.get("outcome"),
+                               "prediction": row.get("prediction"), "question": row.get("question_seen"),
+                               "response": row.get("response", ""),
+                               "links": [{"anchor": _anchor(j, qid), "run": names[j]}
+                                         for j in traces if j != i and qid in have_trace[j]]})
+    by_name = dict(zip(names, all_scores, strict=True))
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    html = env.get_template("report.html.j2").render(
+        title="aethersearch report: " + ", ".join(names) if names else "aethersearch training curve",
+        version=__version__,
+        release_label=(all_scores[0]["release_dir"] if all_scores else "—"),
+        runs=runs_view,
+        bar_charts=[charts.bars_by_source(by_name, m) for m in CHART_METRICS] if by_name else [],
+        outcome_chart=charts.outcome_chart(by_name) if by_name else "",
+        usage_chart=charts.usage_chart(by_name) if by_name else "",
+        outcome_labels=OUTCOME_LABELS,
+        comparison=comparison,
+        comparison_refused=refused,
+        pairs=[_pair_view(p, index_of, have_trace) for p in comparison["pairs"]] if comparison else [],
+        history=_history_view(history),
+        traces=trace_view,
+    )
+    atomic_write_text(out_path, html)
+    return Path(out_path)

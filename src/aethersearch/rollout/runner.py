@@ -1,0 +1,244 @@
+"""The resumable async rollout runner: questions in, one durable trace per question out.
+
+Why it is built like this:
+
+* it only ever receives ``RolloutQuestion`` rows (``id``, ``question``): gold is
+  out of reach by construction (and by an import-boundary test);
+* every episode runs under its own :class:`~aethersearch.rollout.budget.BudgetTracker`,
+  with the agent holding only budget-wrapped tools and model; ``BudgetExhausted``
+  ends the episode with one forced final-answer request and ``stop_reason="budget"``;
+* every failure becomes a recorded outcome — ``endpoint_error`` for the model or a
+  per-question deadline, ``tool_error`` for tools or agent faults — never a crash of
+  the run; errored ids are retried when the same command is run again, finished ids
+  never are;
+* a question counts as done only once its trace is fsynced, so ``kill -9`` at any
+  point loses at most in-flight work, which the next run redoes.
+
+Programmatic use (also by diagnostics probes)::
+
+    summary = run_questions(questions, make_agent("search-r1"), env_factory, Budget(),
+                            run_dir, fingerprint, llm=OpenAIClient(url, model), concurrency=64)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from aethersearch.agents.base import Agent, AgentOutput, Episode
+from aethersearch.environment import Environment
+from aethersearch.errors import AetherError, BudgetExhausted, DataError, EndpointError
+from aethersearch.records import (
+    ERROR_OUTCOMES,
+    Budget,
+    Decoding,
+    Outcome,
+    RolloutQuestion,
+    RunFingerprint,
+    Trace,
+    Usage,
+)
+from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
+from aethersearch.rollout.store import RunStore
+
+EnvironmentFactory = Callable[[RolloutQuestion], "Environment | Awaitable[Environment]"]
+
+
+class Progress(NamedTuple):
+    """A progress event after each finished question (for the CLI's progress bar)."""
+
+    done: int
+    errored: int
+    total: int
+    skipped: int
+    elapsed_s: float
+
+
+class RunSummary(NamedTuple):
+    """What a run did: counts per outcome, what it skipped, where it wrote."""
+
+    run_dir: Path
+    total: int
+    skipped: int
+    attempted: int
+    errored: int
+    outcomes: dict[str, int]
+    elapsed_s: float
+    predictions_path: Path
+    torn_tail_path: Path | None
+
+
+class NoEnvironment:
+    """The environment of the ``direct`` baseline: no tools at all."""
+
+    tools: tuple[str, ...] = ()
+
+    async def search(self, query: str, k: int) -> Any:
+        """Refused: this environment has no search tool."""
+        raise AetherError("this environment offers no tools (agent 'direct')")
+
+    async def visit(self, page: str) -> Any:
+        """Refused: this environment has no visit tool."""
+        raise AetherError("this environment offers no tools (agent 'direct')")
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+def _usage(episode: Episode) -> Usage:
+    prompt = completion = tools = turns = 0
+    for step in episode.steps:
+        if step.llm is not None:
+            turns += 1
+            prompt += step.llm.prompt_tokens
+            completion += step.llm.completion_tokens
+        tools += len(step.tool_calls)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, turns=turns, tool_calls=tools)
+
+
+async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment, llm: Any | None,
+                      budget: Budget, decoding: Decoding, *, attempt: int = 1,
+                      timeout_s: float | None = None) -> Trace:
+    """Run one question to a Trace; every failure becomes an outcome, never an exception."""
+    start = time.monotonic()
+    tracker = BudgetTracker(budget)
+    episode = Episode(question=question, question_seen=agent.question_seen(question.question),
+                      env=BudgetedEnvironment(env, tracker),
+                      llm=BudgetedLLM(llm, tracker) if llm is not None else None,
+                      decoding=agent.effective_decoding(decoding), charge=tracker.charge_tool)
+    error: str | None = None
+
+    async def solve() -> AgentOutput:
+        try:
+            return await agent.solve(episode)
+        except BudgetExhausted:
+            tracker.grant_final()
+            return await agent.final_answer(episode)
+
+    try:
+        output = await asyncio.wait_for(solve(), timeout_s) if timeout_s else await solve()
+        if tracker.final_granted:
+            output = output._replace(stop_reason="budget")
+    except EndpointError as exc:
+        output, error = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "endpoint_error"), str(exc)
+    except TimeoutError:
+        output = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "deadline")
+        error = f"question {question.id!r} passed its {timeout_s:g}s deadline"
+    except BudgetExhausted as exc:  # the forced final answer itself tried to overrun
+        output, error = AgentOutput("", None, Outcome.BUDGET, "budget"), str(exc)
+    except Exception as exc:  # noqa: BLE001 — a tool or agent fault is this question's outcome
+        output = AgentOutput("", None, Outcome.TOOL_ERROR, "tool_error")
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        try:
+            await env.close()
+        except Exception:  # noqa: BLE001 — closing must not turn a result into a crash
+            pass
+    if error is not None and tracker.exhausted and output.outcome not in ERROR_OUTCOMES:
+        error = f"budget: {tracker.exhausted}; {error}"
+    return Trace(id=question.id, question_seen=episode.question_seen, agent=agent.name,
+                 steps=episode.steps, response=output.response, prediction=output.prediction,
+                 outcome=output.outcome, stop_reason=output.stop_reason, error=error,
+                 usage=_usage(episode), elapsed_s=round(time.monotonic() - start, 6), attempt=attempt)
+
+
+async def _make_env(factory: EnvironmentFactory, question: RolloutQuestion) -> Environment:
+    env = factory(question)
+    if inspect.isawaitable(env):
+        env = await env
+    return env  # type: ignore[return-value]
+
+
+async def run_questions_async(
+    questions: Sequence[RolloutQuestion],
+    agent: Agent,
+    environment_factory: EnvironmentFactory,
+    budget: Budget,
+    run_dir: str | Path,
+    fingerprint: RunFingerprint,
+    *,
+    llm: Any | None = None,
+    decoding: Decoding | None = None,
+    concurrency: int = 16,
+    question_timeout_s: float | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> RunSummary:
+    """Run every unfinished question of ``questions`` into ``run_dir`` (resuming if it exists).
+
+    ``environment_factory(question)`` returns (or awaits to) a fresh Environment per
+    episode; ``llm`` is an :class:`~aethersearch.agents.llm.LLM` (None for no-LLM agents).
+    The fingerprint is checked against an existing ``run.json`` and the run refused
+    if they differ.
+    """
+    start = time.monotonic()
+    seen: set[str] = set()
+    for row, question in enumerate(questions, start=1):
+        if question.id in seen:
+            raise DataError("<questions>", f"duplicate question id {question.id!r}", line=row,
+                            fix="ids must be unique")
+        seen.add(question.id)
+    if agent.needs_llm and llm is None:
+        raise AetherError(f"agent {agent.name!r} needs an LLM endpoint",
+                          fix="pass --endpoint URL --model NAME, or use the 'lexical' agent")
+    decoding = decoding or fingerprint.decoding
+    store = RunStore.open(run_dir, fingerprint)
+    finished = store.finished_ids()
+    todo = [q for q in questions if q.id not in finished]
+    skipped = len(questions) - len(todo)
+    counts: Counter[str] = Counter()
+    done = errored = 0
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    writer = store.writer()
+
+    async def one(question: RolloutQuestion) -> None:
+        nonlocal done, errored
+        async with semaphore:
+            try:
+                env = await _make_env(environment_factory, question)
+            except Exception as exc:  # noqa: BLE001 — an environment that fails to open is a tool error
+                trace = Trace(id=question.id, question_seen=question.question, agent=agent.name,
+                              outcome=Outcome.TOOL_ERROR, stop_reason="tool_error",
+                              error=f"environment: {type(exc).__name__}: {exc}",
+                              attempt=store.next_attempt(question.id))
+            else:
+                trace = await run_episode(question, agent, env, llm, budget, decoding,
+                                          attempt=store.next_attempt(question.id),
+                                          timeout_s=question_timeout_s)
+            await writer.append(trace)
+            store.record(trace)
+        counts[trace.outcome.value] += 1
+        done += 1
+        errored += trace.outcome in ERROR_OUTCOMES
+        if progress is not None:
+            progress(Progress(done, errored, len(todo), skipped, time.monotonic() - start))
+
+    try:
+        await asyncio.gather(*(one(q) for q in todo))
+    finally:
+        await asyncio.to_thread(writer.close)
+    predictions = store.export_predictions(q.id for q in questions)
+    return RunSummary(run_dir=Path(run_dir), total=len(questions), skipped=skipped, attempted=len(todo),
+                      errored=errored, outcomes=dict(counts), elapsed_s=time.monotonic() - start,
+                      predictions_path=predictions, torn_tail_path=store.torn_tail_path)
+
+
+def run_questions(questions: Sequence[RolloutQuestion], agent: Agent,
+                  environment_factory: EnvironmentFactory, budget: Budget, run_dir: str | Path,
+                  fingerprint: RunFingerprint, **options: Any) -> RunSummary:
+    """Synchronous wrapper of :func:`run_questions_async` (closes ``llm`` when it has ``aclose``)."""
+
+    async def main() -> RunSummary:
+        try:
+            return await run_questions_async(questions, agent, environment_factory, budget, run_dir,
+                                             fingerprint, **options)
+        finally:
+            llm = options.get("llm")
+            if llm is not None and hasattr(llm, "aclose"):
+                await llm.aclose()
+
+    return asyncio.run(main())

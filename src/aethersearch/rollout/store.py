@@ -1,0 +1,184 @@
+"""The run directory: ``run.json``, ``traces.jsonl`` (append-only, fsynced) and ``predictions.jsonl``.
+
+Why this layout: a run must survive ``kill -9`` at any instant and resume without
+redoing or duplicating work. Each finished question is one line of
+``traces.jsonl``, made durable (flush + fsync) before the question counts as done.
+On open, a torn last line (a crash mid-append) is set aside to
+``traces.jsonl.torn-<n>`` and cut off, so the log is again a sequence of whole
+rows. The latest trace per id decides its state: an error outcome is retried on
+resume, anything else is final and never regenerated. ``predictions.jsonl`` is a
+pure function of the traces (latest per id, in question order), rewritten
+atomically.
+
+Appends are group-committed by one writer thread: all rows that arrived while
+the previous fsync ran share the next one, so the event loop never blocks on the
+disk and durability costs one fsync per batch, not per row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import queue
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from aethersearch.errors import IntegrityError
+from aethersearch.jsonl import (
+    atomic_write_bytes,
+    atomic_write_json,
+    dumps,
+    loads,
+    read_jsonl_tolerant,
+    truncate_to,
+    validate_row,
+    write_jsonl,
+)
+from aethersearch.records import ERROR_OUTCOMES, Prediction, RunFingerprint, Trace
+from aethersearch.rollout.fingerprint import fingerprint_diff
+
+RUN_JSON = "run.json"
+TRACES = "traces.jsonl"
+PREDICTIONS = "predictions.jsonl"
+
+
+class TraceWriter:
+    """Durable, group-committed appends to ``traces.jsonl`` from a single writer thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle = path.open("ab")
+        self._queue: queue.SimpleQueue[tuple[bytes, concurrent.futures.Future[None]] | None] = (
+            queue.SimpleQueue())
+        self._thread = threading.Thread(target=self._loop, name="trace-writer", daemon=True)
+        self._thread.start()
+        self.fsyncs = 0
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch = []
+            stop = item is None
+            if item is not None:
+                batch.append(item)
+            while not stop:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                else:
+                    batch.append(item)
+            if batch:
+                try:
+                    self._handle.write(b"".join(data for data, _ in batch))
+                    self._handle.flush()
+                    os.fsync(self._handle.fileno())
+                    self.fsyncs += 1
+                    for _, future in batch:
+                        future.set_result(None)
+                except BaseException as exc:  # surfaced to every waiting episode
+                    for _, future in batch:
+                        future.set_exception(exc)
+            if stop:
+                return
+
+    async def append(self, trace: Trace) -> None:
+        """Return once ``trace`` is on disk (fsynced)."""
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._queue.put((dumps(trace) + b"\n", future))
+        await asyncio.wrap_future(future)
+
+    def close(self) -> None:
+        """Flush everything queued, stop the thread and close the file."""
+        self._queue.put(None)
+        self._thread.join()
+        self._handle.close()
+
+
+class RunStore:
+    """One run directory, opened against the fingerprint of the settings about to run."""
+
+    def __init__(self, run_dir: Path, fingerprint: RunFingerprint) -> None:
+        self.run_dir = run_dir
+        self.fingerprint = fingerprint
+        self.latest: dict[str, Trace] = {}
+        self.torn_tail_path: Path | None = None
+        self.rows = 0
+
+    @property
+    def traces_path(self) -> Path:
+        """``<run>/traces.jsonl``."""
+        return self.run_dir / TRACES
+
+    @classmethod
+    def open(cls, run_dir: str | Path, fingerprint: RunFingerprint) -> RunStore:
+        """Create the run, or reopen it if its run.json matches; a different fingerprint is refused."""
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        store = cls(run_dir, fingerprint)
+        run_json = run_dir / RUN_JSON
+        if run_json.exists():
+            stored = validate_row(run_json, 1, loads(run_json.read_bytes()), RunFingerprint)
+            diff = fingerprint_diff(stored, fingerprint)
+            if diff:
+                raise IntegrityError(
+                    f"{run_json}: this run was started with different settings; refusing to resume "
+                    "(that would mix two runs):\n    " + "\n    ".join(diff),
+                    fix="rerun with the original settings, or write to a new --out directory")
+            if stored.endpoint != fingerprint.endpoint:
+                atomic_write_json(run_json, fingerprint)
+        else:
+            atomic_write_json(run_json, fingerprint)
+        store._load()
+        return store
+
+    def _load(self) -> None:
+        read = read_jsonl_tolerant(self.traces_path)
+        if read.torn_tail is not None:
+            number = 1
+            while (self.run_dir / f"{TRACES}.torn-{number}").exists():
+                number += 1
+            self.torn_tail_path = self.run_dir / f"{TRACES}.torn-{number}"
+            atomic_write_bytes(self.torn_tail_path, read.torn_tail)
+            truncate_to(self.traces_path, read.valid_bytes)
+        for line, row in enumerate(read.rows, start=1):
+            trace = validate_row(self.traces_path, line, row, Trace)
+            self.latest[trace.id] = trace
+        self.rows = len(read.rows)
+
+    def finished_ids(self) -> set[str]:
+        """Ids whose latest trace is final (not an error outcome): never run again."""
+        return {i for i, t in self.latest.items() if t.outcome not in ERROR_OUTCOMES}
+
+    def errored_ids(self) -> set[str]:
+        """Ids whose latest trace is an endpoint or tool error: retried on resume."""
+        return {i for i, t in self.latest.items() if t.outcome in ERROR_OUTCOMES}
+
+    def next_attempt(self, question_id: str) -> int:
+        """1 for a new id, previous attempt + 1 for an errored one."""
+        previous = self.latest.get(question_id)
+        return 1 if previous is None else previous.attempt + 1
+
+    def writer(self) -> TraceWriter:
+        """A durable appender for this run's traces."""
+        return TraceWriter(self.traces_path)
+
+    def record(self, trace: Trace) -> None:
+        """Note a trace that was just made durable (keeps ``latest`` current)."""
+        self.latest[trace.id] = trace
+
+    def export_predictions(self, order: Iterable[str]) -> Path:
+        """Write ``predictions.jsonl`` (latest trace per id, in ``order``) atomically."""
+        rows: list[Any] = []
+        for question_id in order:
+            trace = self.latest.get(question_id)
+            if trace is not None:
+                rows.append(Prediction(id=trace.id, prediction=trace.prediction, outcome=trace.outcome))
+        path = self.run_dir / PREDICTIONS
+        write_jsonl(path, rows)
+        return path

@@ -1,0 +1,170 @@
+"""Averaging, in one place: per-source and overall (micro and macro) means with bootstrap CIs,
+outcome breakdowns and usage totals.
+
+Why one place: every table, chart and comparison reads these numbers, so the
+definition of "overall" must not drift between them. Both overall figures are
+labelled: *micro* is the mean over all questions (sources weighted by their
+size), *macro* is the unweighted mean of the per-source means.
+
+CIs are 95% percentile bootstrap intervals with a fixed seed. Each resample
+draws questions with replacement *within* its source; the macro interval is
+the mean of the per-source resampled means (a stratified bootstrap). For 0/1
+metrics a resampled mean is exactly ``Binomial(n, p) / n``, so those are drawn
+directly (same distribution, no n x B index matrix). Seeds derive from the
+source *name* (crc32), never from Python's randomised ``hash``, so results do not
+depend on ``PYTHONHASHSEED`` or on the order predictions were written.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from aethersearch.records import Outcome
+
+DEFAULT_RESAMPLES = 1000
+DEFAULT_SEED = 0
+LEVEL = 0.95
+_CHUNK_ELEMENTS = 4_000_000
+
+MICRO_LABEL = "micro: mean over all questions (each source weighted by its question count)"
+MACRO_LABEL = "macro: unweighted mean of the per-source means"
+OUTCOME_LABELS: tuple[str, ...] = (*(o.value for o in Outcome), "missing")
+USAGE_FIELDS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "turns", "tool_calls")
+
+
+class Estimate(NamedTuple):
+    """A mean with its bootstrap interval."""
+
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        """JSON form used in ``scores.json``."""
+        return {"mean": self.mean, "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n}
+
+
+def rng_for(seed: int, name: str) -> np.random.Generator:
+    """A generator seeded by ``seed`` and a stable hash of ``name`` (independent of PYTHONHASHSEED)."""
+    return np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
+
+
+def bootstrap_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """``resamples`` means of ``values`` resampled with replacement (exact binomial path for 0/1 data)."""
+    n = len(values)
+    if n == 0:
+        return np.full(resamples, np.nan)
+    if np.all((values == 0.0) | (values == 1.0)):
+        return rng.binomial(n, float(values.mean()), size=resamples) / n
+    out = np.empty(resamples)
+    chunk = max(1, min(resamples, _CHUNK_ELEMENTS // n))
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        out[start:stop] = values[idx].mean(axis=1)
+    return out
+
+
+def percentile_interval(point: float, boots: np.ndarray) -> tuple[float, float]:
+    """The central ``LEVEL`` interval of bootstrap draws (a point when the data are constant)."""
+    if np.isnan(point):
+        return (float("nan"), float("nan"))
+    low, high = np.quantile(boots, [(1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2])
+    return (float(low), float(high))
+
+
+def estimate(values: Sequence[float] | np.ndarray, *, resamples: int = DEFAULT_RESAMPLES,
+             seed: int = DEFAULT_SEED, name: str = "") -> Estimate:
+    """Mean of ``values`` with a 95% percentile bootstrap CI."""
+    array = np.asarray(values, dtype=float)
+    if len(array) == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
+    point = float(array.mean())
+    if np.ptp(array) == 0:
+        return Estimate(point, point, point, len(array))
+    low, high = percentile_interval(point, bootstrap_means(array, resamples, rng_for(seed, name)))
+    return Estimate(point, low, high, len(array))
+
+
+def _group(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row["source"]), []).append(row)
+    return dict(sorted(groups.items()))
+
+
+def _macro(per_source: dict[str, np.ndarray], resamples: int, seed: int, metric: str) -> Estimate:
+    means = [float(v.mean()) for v in per_source.values() if len(v)]
+    if not means:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
+    point = float(np.mean(means))
+    if all(np.ptp(v) == 0 for v in per_source.values() if len(v)):
+        return Estimate(point, point, point, len(means))
+    boots = np.mean([bootstrap_means(v, resamples, rng_for(seed, f"{metric}/{source}"))
+                     for source, v in per_source.items() if len(v)], axis=0)
+    low, high = percentile_interval(point, boots)
+    return Estimate(point, low, high, len(means))
+
+
+def outcome_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many questions ended in each outcome (every label present, zeros included)."""
+    counts = Counter(str(row["outcome"]) for row in rows)
+    return {label: counts.get(label, 0) for label in OUTCOME_LABELS}
+
+
+def usage_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Token, turn and tool-call totals and per-question means over questions that recorded usage."""
+    used = [row["usage"] for row in rows if row.get("usage") is not None]
+    summary: dict[str, Any] = {"questions_with_usage": len(used)}
+    for field in USAGE_FIELDS:
+        total = int(sum(int(u.get(field, 0)) for u in used))
+        summary[field] = {"total": total, "mean": (total / len(used)) if used else None}
+    return summary
+
+
+def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
+              resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Per-source and overall estimates, outcome breakdown and usage for scored per-question rows.
+
+    Each row needs ``source``, ``outcome``, a float per metric name and an optional
+    ``usage`` mapping. The result is independent of row order.
+    """
+    groups = _group(rows)
+    by_source: dict[str, Any] = {}
+    arrays: dict[str, dict[str, np.ndarray]] = {m: {} for m in metrics}
+    for source, members in groups.items():
+        ordered = sorted(members, key=lambda r: str(r["id"]))
+        entry: dict[str, Any] = {"n": len(ordered), "metrics": {}}
+        for metric in metrics:
+            values = np.array([float(r[metric]) for r in ordered], dtype=float)
+            arrays[metric][source] = values
+            entry["metrics"][metric] = estimate(values, resamples=resamples, seed=seed,
+                                                name=f"{metric}/{source}").as_dict()
+        entry["outcomes"] = outcome_counts(ordered)
+        entry["usage"] = usage_summary(ordered)
+        by_source[source] = entry
+    micro: dict[str, Any] = {}
+    macro: dict[str, Any] = {}
+    for metric in metrics:
+        per_source = arrays[metric]
+        everything = np.concatenate(list(per_source.values())) if per_source else np.array([])
+        micro[metric] = estimate(everything, resamples=resamples, seed=seed,
+                                 name=f"{metric}/__micro__").as_dict()
+        macro[metric] = _macro(per_source, resamples, seed, metric).as_dict()
+    return {
+        "bootstrap": {"resamples": resamples, "seed": seed, "level": LEVEL, "method": "percentile",
+                      "strata": "source"},
+        "by_source": by_source,
+        "overall": {
+            "micro": {"label": MICRO_LABEL, "n": len(rows), "metrics": micro},
+            "macro": {"label": MACRO_LABEL, "sources": len(groups), "metrics": macro},
+        },
+        "outcomes": outcome_counts(rows),
+        "usage": usage_summary(rows),
+    }

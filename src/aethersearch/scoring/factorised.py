@@ -1,0 +1,405 @@
+"""WebDetective factorised metrics: *why* an agent fails, not only how often.
+
+Reference: Song et al., "Demystifying Deep Search: A Holistic Evaluation with
+Hint-free Multi-Hop Questions and Factorised Metrics" (WebDetective,
+arXiv:2510.05137). Each question q has an evidence chain E(q) = {e1..en} (the
+pages of its masked path, ``DiagnosticsRow.evidence``). The metrics factor one
+pass rate into *did the agent have the knowledge* x *did it use it or refuse
+appropriately*.
+
+Per question, with G(q) the evidence the agent **gathered through tools** and
+P(q) the evidence **confirmed parametric** (the Forget probe's isolated, no-search
+answer to that hop's sub-question was correct):
+
+* sufficient(q)   = 1[ E(q) ⊆ G(q) ∪ P(q) ]                      (Knowledge Sufficiency)
+* search(q)       = |E(q) ∩ (G(q) ∪ P(q))| / |E(q)|               (Search Score; partial credit)
+* search_only(q)  = 1[ E(q) ⊆ G(q) ]                              (sufficiency by tools alone)
+
+Over a set Q of episodes, S = {q: sufficient(q)}, I = Q \\ S, R = refused
+(``Outcome.ABSTAINED``), A = answered (``Outcome.ANSWERED``), C = answered correctly:
+
+* Knowledge Sufficiency KS = |S| / |Q|;  KnowledgeScore := KS.
+* Search Score SS = mean_q search(q).
+* Good-Refusal F1 (positive class "refuse", relevant set "evidence absent" I):
+  P_GR = |R∩I|/|R|, R_GR = |R∩I|/|I|, F1_GR = 2|R∩I| / (|R| + |I|).
+  Refusing when evidence is present is a false positive, answering when it is
+  absent a false negative. When |R| + |I| = 0 (nothing to refuse and nothing
+  refused) F1_GR = 1.0: the agent behaved perfectly; it is never NaN. No
+  refusals at all with some I gives F1_GR = 0.0.
+* Knowledge-Utilisation F1 (on S only): P_KU = |C∩S|/|A∩S|, R_KU = |C∩S|/|S|,
+  F1_KU = 2|C∩S| / (|A∩S| + |S|); 0.0 when S is empty (no evidence to use).
+* GenScore = (F1_GR + F1_KU) / 2 × KnowledgeScore.
+* Pass@1 = |C| / |Q| (one sample per question).
+
+What counts as *gathered* (WebDetective's sandbox: search shows titles and
+snippets, the page's facts are read by visiting it): an evidence page is gathered
+iff a successful tool call whose tool is in ``gathering_tools`` (default
+``("visit",)``) returned its id; masked pages (``suppressed_ids``) and failed
+calls never count. For search-only environments whose results carry full
+passage text (Search-R1), pass ``gathering_tools=("search", "visit")``.
+
+For the 7-source benchmark there is no masked path; see
+``text_requirements`` / ``episode_from_text``: the requirements are "a gold alias
+occurs in retrieved text" plus each supporting page (HotpotQA/2Wiki supporting
+facts' titles, MuSiQue decomposition paragraph titles) having been retrieved.
+
+Endpoint and tool *errors* (``ERROR_OUTCOMES``) say nothing about knowledge use:
+they are excluded from every denominator and counted as ``n_errors``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from aethersearch.corpus.base import DocumentStore
+from aethersearch.errors import DataError
+from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Trace
+from aethersearch.scoring.metrics import em
+from aethersearch.text import normalize_answer
+
+ANSWER_REQUIREMENT = "answer"
+PAGE_PREFIX = "page:"
+
+
+def is_correct(prediction: str | None, golds: Sequence[str]) -> bool:
+    """Correct = Search-R1 exact match (``scoring.metrics.em``) against any gold alias."""
+    return em(prediction, golds) == 1.0
+
+
+class EpisodeEvidence(NamedTuple):
+    """What the factorised metrics need to know about one finished episode."""
+
+    id: str
+    source: str
+    hops: int | None
+    evidence: tuple[str, ...]
+    gathered: frozenset[str]
+    parametric: frozenset[str]
+    outcome: Outcome
+    correct: bool
+
+    @property
+    def covered(self) -> frozenset[str]:
+        """Evidence items held by any means (tools or confirmed parametric memory)."""
+        return frozenset(self.evidence) & (self.gathered | self.parametric)
+
+    @property
+    def sufficient(self) -> bool:
+        """Knowledge Sufficiency: every evidence item gathered or known parametrically."""
+        return len(self.covered) == len(set(self.evidence))
+
+    @property
+    def search_credit(self) -> float:
+        """Search Score of this question: the covered fraction of E (partial credit)."""
+        unique = set(self.evidence)
+        return len(self.covered) / len(unique) if unique else 1.0
+
+    @property
+    def sufficient_by_search(self) -> bool:
+        """Sufficiency from tool use alone (no parametric credit)."""
+        return set(self.evidence) <= self.gathered
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome is Outcome.ABSTAINED
+
+    @property
+    def answered(self) -> bool:
+        return self.outcome is Outcome.ANSWERED
+
+
+# ----------------------------------------------------------------------------- trace events
+
+
+def gathered_ids(trace: Trace, gathering_tools: Sequence[str] = ("visit",)) -> frozenset[str]:
+    """Ids of documents the agent actually received from successful ``gathering_tools`` calls.
+
+    Masked (suppressed) ids are subtracted even if a buggy tool also listed them as
+    returned, so a page the mask withheld can never count as evidence.
+    """
+    found: set[str] = set()
+    withheld: set[str] = set()
+    for step in trace.steps:
+        for call in step.tool_calls:
+            withheld.update(call.suppressed_ids)
+            if call.error is None and call.tool in gathering_tools:
+                found.update(call.returned_ids)
+    return frozenset(found - withheld)
+
+
+def evidence_of(row: DiagnosticsRow) -> tuple[str, ...]:
+    """The evidence chain E of a hint-free question: ``evidence``, else the pages of its path."""
+    if row.evidence:
+        return tuple(row.evidence)
+    return tuple(row.path)
+
+
+def episode_from_sandbox(
+    trace: Trace,
+    diagnostics: DiagnosticsRow,
+    golds: Sequence[str],
+    *,
+    parametric: Iterable[str] = (),
+    gathering_tools: Sequence[str] = ("visit",),
+    correct_fn: Callable[[str | None, Sequence[str]], bool] = is_correct,
+) -> EpisodeEvidence:
+    """Classify one sandbox episode against its masked-path evidence set."""
+    evidence = evidence_of(diagnostics)
+    if not evidence:
+        raise DataError(
+            "diagnostics.jsonl",
+            f"question {diagnostics.id!r} has no evidence chain (empty 'evidence' and 'path')",
+            field="evidence",
+            fix="factorised metrics need a hint-free release; for the 7-source benchmark use "
+                "the text mode (episode_from_text)",
+        )
+    return EpisodeEvidence(
+        id=trace.id,
+        source=diagnostics.source_dataset,
+        hops=diagnostics.hops if diagnostics.hops is not None else len(evidence),
+        evidence=evidence,
+        gathered=gathered_ids(trace, gathering_tools) & frozenset(evidence),
+        parametric=frozenset(parametric) & frozenset(evidence),
+        outcome=trace.outcome,
+        correct=trace.outcome is Outcome.ANSWERED and correct_fn(trace.prediction, golds),
+    )
+
+
+# ----------------------------------------------------------------------------- 7-source (text) mode
+
+
+def supporting_titles(row: DiagnosticsRow) -> tuple[str, ...]:
+    """Titles of the supporting pages recorded for a 7-source question (deduplicated, in order).
+
+    HotpotQA/2Wiki: ``supporting_pages`` and the titles of ``supporting_facts``.
+    MuSiQue: each ``decomposition`` step's supporting paragraph title, when the
+    sidecar recorded one (keys ``title``/``support_title``/``paragraph_title``).
+    """
+    titles: list[str] = list(row.supporting_pages)
+    titles += [title for title, _ in row.supporting_facts]
+    for step in row.decomposition:
+        for key in ("title", "support_title", "paragraph_title"):
+            value = step.get(key)
+            if isinstance(value, str) and value:
+                titles.append(value)
+                break
+    seen: set[str] = set()
+    unique = []
+    for title in titles:
+        key = _title_key(title)
+        if key and key not in seen:
+            seen.add(key)
+            unique.append(title)
+    return tuple(unique)
+
+
+def text_requirements(row: DiagnosticsRow) -> tuple[str, ...]:
+    """Evidence requirements of a 7-source question: the answer, then ``page:<title>`` per supporting page."""
+    return (ANSWER_REQUIREMENT,) + tuple(PAGE_PREFIX + title for title in supporting_titles(row))
+
+
+def _title_key(title: str) -> str:
+    return " ".join(title.casefold().replace("_", " ").split())
+
+
+def alias_in_text(golds: Sequence[str], text: str) -> bool:
+    """True if any gold alias occurs in ``text`` as a whole-token span after answer normalisation."""
+    haystack = f" {normalize_answer(text)} "
+    for gold in golds:
+        needle = normalize_answer(gold)
+        if needle and f" {needle} " in haystack:
+            return True
+    return False
+
+
+def episode_from_text(
+    trace: Trace,
+    diagnostics: DiagnosticsRow,
+    golds: Sequence[str],
+    store: DocumentStore,
+    *,
+    parametric: Iterable[str] = (),
+    gathering_tools: Sequence[str] = ("search", "visit", "access"),
+    correct_fn: Callable[[str | None, Sequence[str]], bool] = is_correct,
+    hops: int | None = None,
+) -> EpisodeEvidence:
+    """Classify one 7-source episode: gold alias in retrieved text + supporting pages retrieved.
+
+    The retrieved text is resolved through ``store`` from every id the tools
+    returned; an id missing from the store is a DataError (the run and the corpus
+    do not match).
+    """
+    requirements = text_requirements(diagnostics)
+    ids = gathered_ids(trace, gathering_tools)
+    texts: list[str] = []
+    titles: set[str] = set()
+    for doc_id in sorted(ids):
+        if doc_id not in store:
+            raise DataError(
+                "traces.jsonl",
+                f"episode {trace.id!r} returned document {doc_id!r}, which is not in the corpus",
+                fix="score the run against the corpus it was rolled out on (see run.json corpus_hash)",
+            )
+        document = store.get(doc_id)
+        texts.append(document.contents)
+        titles.add(_title_key(document.title))
+    gathered: set[str] = set()
+    if alias_in_text(golds, "\n".join(texts)):
+        gathered.add(ANSWER_REQUIREMENT)
+    for requirement in requirements[1:]:
+        if _title_key(requirement[len(PAGE_PREFIX):]) in titles:
+            gathered.add(requirement)
+    if hops is None:
+        hops = diagnostics.hops
+    if hops is None and len(requirements) > 1:
+        hops = len(requirements) - 1
+    return EpisodeEvidence(
+        id=trace.id,
+        source=diagnostics.source_dataset,
+        hops=hops,
+        evidence=requirements,
+        gathered=frozenset(gathered),
+        parametric=frozenset(parametric) & frozenset(requirements),
+        outcome=trace.outcome,
+        correct=trace.outcome is Outcome.ANSWERED and correct_fn(trace.prediction, golds),
+    )
+
+
+# ----------------------------------------------------------------------------- the metrics
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def good_refusal_f1(episodes: Sequence[EpisodeEvidence]) -> float:
+    """F1_GR = 2|R∩I| / (|R| + |I|); 1.0 when nothing was refused and nothing needed refusing."""
+    refused = sum(ep.refused for ep in episodes)
+    insufficient = sum(not ep.sufficient for ep in episodes)
+    hits = sum(ep.refused and not ep.sufficient for ep in episodes)
+    if refused + insufficient == 0:
+        return 1.0
+    return 2 * hits / (refused + insufficient)
+
+
+def knowledge_utilisation_f1(episodes: Sequence[EpisodeEvidence]) -> float:
+    """F1_KU = 2|C∩S| / (|A∩S| + |S|) over sufficient episodes S; 0.0 when S is empty."""
+    sufficient = [ep for ep in episodes if ep.sufficient]
+    answered = sum(ep.answered for ep in sufficient)
+    correct = sum(ep.correct for ep in sufficient)
+    if not sufficient:
+        return 0.0
+    return 2 * correct / (answered + len(sufficient))
+
+
+def factorised_metrics(episodes: Sequence[EpisodeEvidence]) -> dict[str, Any]:
+    """Every factorised metric (and its parts) over one set of episodes.
+
+    Error outcomes are excluded first. Over an empty set the rates are ``None``
+    (undefined) and ``n`` is 0; over a non-empty set every value is a number.
+    """
+    errors = sum(ep.outcome in ERROR_OUTCOMES for ep in episodes)
+    kept = [ep for ep in episodes if ep.outcome not in ERROR_OUTCOMES]
+    n = len(kept)
+    out: dict[str, Any] = {"n": n, "n_errors": errors}
+    if n == 0:
+        for name in ("pass_at_1", "knowledge_sufficiency", "knowledge_score", "search_score",
+                     "search_only_sufficiency", "refusal_rate", "f1_good_refusal",
+                     "precision_good_refusal", "recall_good_refusal",
+                     "f1_knowledge_utilisation", "precision_knowledge_utilisation",
+                     "recall_knowledge_utilisation", "gen_score"):
+            out[name] = None
+        out.update(n_sufficient=0, n_refused=0)
+        return out
+    sufficient = [ep for ep in kept if ep.sufficient]
+    insufficient = [ep for ep in kept if not ep.sufficient]
+    refused = [ep for ep in kept if ep.refused]
+    good_refusals = sum(ep.refused for ep in insufficient)
+    suff_answered = sum(ep.answered for ep in sufficient)
+    suff_correct = sum(ep.correct for ep in sufficient)
+    ks = len(sufficient) / n
+    f1_gr = good_refusal_f1(kept)
+    f1_ku = knowledge_utilisation_f1(kept)
+    out.update(
+        pass_at_1=sum(ep.correct for ep in kept) / n,
+        knowledge_sufficiency=ks,
+        knowledge_score=ks,
+        search_score=sum(ep.search_credit for ep in kept) / n,
+        search_only_sufficiency=sum(ep.sufficient_by_search for ep in kept) / n,
+        refusal_rate=len(refused) / n,
+        f1_good_refusal=f1_gr,
+        precision_good_refusal=_ratio(good_refusals, len(refused)),
+        recall_good_refusal=_ratio(good_refusals, len(insufficient)),
+        f1_knowledge_utilisation=f1_ku,
+        precision_knowledge_utilisation=_ratio(suff_correct, suff_answered),
+        recall_knowledge_utilisation=_ratio(suff_correct, len(sufficient)),
+        gen_score=(f1_gr + f1_ku) / 2 * ks,
+        n_sufficient=len(sufficient),
+        n_refused=len(refused),
+    )
+    return out
+
+
+def _group(episodes: Iterable[EpisodeEvidence], key: Callable[[EpisodeEvidence], str]
+           ) -> dict[str, list[EpisodeEvidence]]:
+    groups: dict[str, list[EpisodeEvidence]] = defaultdict(list)
+    for ep in episodes:
+        groups[key(ep)].append(ep)
+    return dict(groups)
+
+
+def _hops_key(value: str) -> tuple[int, int | str]:
+    return (0, int(value)) if value.isdigit() else (1, value)
+
+
+def factorise(episodes: Sequence[EpisodeEvidence]) -> dict[str, Any]:
+    """``factorised.json``: ``{"overall", "by_hops", "by_source", "n"}`` (plus the per-question rows' count).
+
+    Hop groups are keyed by the hop count as a string ("2", "3", ...; "unknown"
+    when the sidecar has none) and sorted numerically; sources alphabetically.
+    """
+    by_hops = _group(episodes, lambda ep: str(ep.hops) if ep.hops is not None else "unknown")
+    by_source = _group(episodes, lambda ep: ep.source)
+    overall = factorised_metrics(episodes)
+    return {
+        "overall": overall,
+        "by_hops": {k: factorised_metrics(by_hops[k]) for k in sorted(by_hops, key=_hops_key)},
+        "by_source": {k: factorised_metrics(by_source[k]) for k in sorted(by_source)},
+        "n": overall["n"],
+        "definitions": DEFINITIONS,
+    }
+
+
+def episode_rows(episodes: Sequence[EpisodeEvidence]) -> list[dict[str, Any]]:
+    """Per-question classification rows (for ``factorised_questions.jsonl``)."""
+    return [
+        {
+            "id": ep.id,
+            "source": ep.source,
+            "hops": ep.hops,
+            "evidence": list(ep.evidence),
+            "gathered": sorted(ep.gathered),
+            "parametric": sorted(ep.parametric),
+            "sufficient": ep.sufficient,
+            "search_credit": ep.search_credit,
+            "outcome": ep.outcome.value,
+            "correct": ep.correct,
+        }
+        for ep in episodes
+    ]
+
+
+DEFINITIONS: Mapping[str, str] = {
+    "knowledge_sufficiency": "|S|/|Q|, S = questions whose evidence E is all gathered by tools or known parametrically",
+    "knowledge_score": "= knowledge_sufficiency (the factor in GenScore)",
+    "search_score": "mean over questions of |E ∩ (gathered ∪ parametric)| / |E| (partial credit)",
+    "search_only_sufficiency": "share of questions whose E was gathered by tools alone",
+    "f1_good_refusal": "2|refused ∩ insufficient| / (|refused| + |insufficient|); 1.0 if both are empty",
+    "f1_knowledge_utilisation": "2|correct ∩ S| / (|answered ∩ S| + |S|); 0.0 if S is empty",
+    "gen_score": "(f1_good_refusal + f1_knowledge_utilisation) / 2 × knowledge_score",
+    "pass_at_1": "|correct| / |Q|",
+    "gathered": "a successful call of a gathering tool (default: visit) returned the page; masked ids never count",
+    "errors": "endpoint/tool error outcomes are excluded from every denominator (n_errors)",
+}

@@ -1,0 +1,148 @@
+"""Answer metrics: pure ``(prediction, golds) -> float`` functions, one per published definition.
+
+Why each exists and where it comes from:
+
+* ``em`` / ``subem``: Search-R1's ``qa_em`` reward (``em_check`` / ``subem_check``).
+  Normalise (lower -> delete ASCII punctuation -> drop ``a/an/the`` -> collapse
+  whitespace); EM = some gold equals the prediction, sub-EM = some gold is a
+  substring of the prediction (character substring, as Search-R1 does, so
+  ``"1972"`` matches ``"december 1972"``).
+* ``squad_em`` / ``f1``: SQuAD v1.1 ``evaluate-v1.1.py`` (exact match and token F1
+  over the multiset of normalised tokens, max over golds). ``squad_em`` equals
+  ``em`` by construction (same normalisation); it is kept as its own name so a
+  table says which definition it reports.
+* ``cover_em``: every token of some normalised gold occurs among the prediction's
+  tokens (multiplicity respected: ``"new york new york"`` needs both pairs), order
+  free. Lenient to extra words, strict about missing ones.
+* ``popqa_acc``: PopQA's containment accuracy on the *raw* strings: some gold
+  ``a`` with ``a``, ``a.lower()`` or ``a.capitalize()`` a substring of the
+  prediction (the authors' ``run_model.py`` rule, no normalisation).
+
+A ``None`` prediction (no answer at all) scores 0 everywhere; an empty string is
+scored exactly as the published code scores it. A missing answer's *outcome* (no answer tag, budget, endpoint error...) is reported separately.
+Averaging never happens here; it lives in ``aggregate.py``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from aethersearch.text import normalize_answer
+
+Metric = Callable[[str | None, Sequence[str]], float]
+
+
+def em(prediction: str | None, golds: Sequence[str]) -> float:
+    """Search-R1 ``em_check``: 1.0 when the normalised prediction equals some normalised gold."""
+    if prediction is None:
+        return 0.0
+    pred = normalize_answer(prediction)
+    return 1.0 if any(normalize_answer(gold) == pred for gold in golds) else 0.0
+
+
+def subem(prediction: str | None, golds: Sequence[str]) -> float:
+    """Search-R1 ``subem_check``: 1.0 when some normalised gold is a substring of the normalised prediction."""
+    if prediction is None:
+        return 0.0
+    pred = normalize_answer(prediction)
+    return 1.0 if any(normalize_answer(gold) in pred for gold in golds) else 0.0
+
+
+def squad_em(prediction: str | None, golds: Sequence[str]) -> float:
+    """SQuAD v1.1 ``exact_match_score`` maximised over golds (same normalisation as ``em``)."""
+    if prediction is None:
+        return 0.0
+    pred = normalize_answer(prediction)
+    return max((1.0 if normalize_answer(gold) == pred else 0.0 for gold in golds), default=0.0)
+
+
+def _token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
+    common = Counter(pred_tokens) & Counter(gold_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision = same / len(pred_tokens)
+    recall = same / len(gold_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def f1(prediction: str | None, golds: Sequence[str]) -> float:
+    """SQuAD v1.1 token F1 (multiset overlap of normalised tokens), maximised over golds."""
+    if prediction is None:
+        return 0.0
+    pred_tokens = normalize_answer(prediction).split()
+    return max((_token_f1(pred_tokens, normalize_answer(gold).split()) for gold in golds), default=0.0)
+
+
+def cover_em(prediction: str | None, golds: Sequence[str]) -> float:
+    """1.0 when every token of some normalised gold is among the prediction's tokens (with multiplicity)."""
+    if prediction is None:
+        return 0.0
+    pred_counts = Counter(normalize_answer(prediction).split())
+    for gold in golds:
+        gold_counts = Counter(normalize_answer(gold).split())
+        if gold_counts and not (gold_counts - pred_counts):
+            return 1.0
+    return 0.0
+
+
+def popqa_acc(prediction: str | None, golds: Sequence[str]) -> float:
+    """PopQA containment accuracy: some gold (as is, lower-cased or capitalised) occurs in the raw prediction."""
+    if prediction is None:
+        return 0.0
+    for gold in golds:
+        if not gold:
+            continue
+        if gold in prediction or gold.lower() in prediction or gold.capitalize() in prediction:
+            return 1.0
+    return 0.0
+
+
+METRICS: dict[str, Metric] = {
+    "em": em,
+    "subem": subem,
+    "squad_em": squad_em,
+    "f1": f1,
+    "cover_em": cover_em,
+    "popqa_acc": popqa_acc,
+}
+"""Every answer metric by name, in the order tables show them."""
+
+BINARY_METRICS: frozenset[str] = frozenset({"em", "subem", "squad_em", "cover_em", "popqa_acc"})
+"""Metrics whose per-question value is 0 or 1 (compared with McNemar; F1 gets a paired bootstrap)."""
+
+
+def score_all(prediction: str | None, golds: Sequence[str]) -> dict[str, float]:
+    """Every metric of one prediction, normalising the prediction and golds once (the hot path)."""
+    if prediction is None:
+        return dict.fromkeys(METRICS, 0.0)
+    pred_norm = normalize_answer(prediction)
+    pred_tokens = pred_norm.split()
+    pred_counts = Counter(pred_tokens)
+    out_em = out_sub = out_cover = out_f1 = 0.0
+    for gold in golds:
+        gold_norm = normalize_answer(gold)
+        if gold_norm == pred_norm:
+            out_em = 1.0
+        if gold_norm in pred_norm:
+            out_sub = 1.0
+        gold_tokens = gold_norm.split()
+        gold_counts = Counter(gold_tokens)
+        if gold_counts and not (gold_counts - pred_counts):
+            out_cover = 1.0
+        if out_f1 < 1.0:
+            common = pred_counts & gold_counts
+            same = sum(common.values())
+            if same:
+                precision = same / len(pred_tokens)
+                recall = same / len(gold_tokens)
+                out_f1 = max(out_f1, (2 * precision * recall) / (precision + recall))
+    return {
+        "em": out_em,
+        "subem": out_sub,
+        "squad_em": out_em,
+        "f1": out_f1,
+        "cover_em": out_cover,
+        "popqa_acc": popqa_acc(prediction, golds),
+    }

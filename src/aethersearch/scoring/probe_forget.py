@@ -1,0 +1,122 @@
+"""Forget probe: facts the model knows in isolation but loses in the full search context.
+
+WebDetective's first knowledge-degradation probe (arXiv:2510.05137). Each hop of
+a hint-free question has a single-hop sub-question (``DiagnosticsRow.hop_questions``).
+The ``direct`` agent (no search, parametric knowledge only) answers every
+sub-question; then, per hop fact f = (q, i):
+
+* known(f)      = the isolated answer to hop i is correct (exact match against
+  the hop's answers);
+* forgotten(f)  = known(f) AND the full-context run did not answer q correctly.
+
+forget_rate = |forgotten| / |known| (``None`` when nothing is known in isolation).
+The known hops also feed the factorised metrics as *confirmed parametric*
+evidence. A hop v_(i-1) -> v_i is one fact linking two pages of the chain E:
+knowing it stands in for reading the page that states it (``page``, v_(i-1))
+and for discovering the page it leads to (``target``, v_i), so both count as
+covered. Knowing every hop therefore covers all of E (v0..vn).
+
+A hop-question dict needs ``question`` and ``answer`` (str) or ``answers``
+(list); its pages are ``page``/``target`` (or ``evidence``), else the i-th and
+(i+1)-th pages of the question's evidence chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from aethersearch.errors import DataError
+from aethersearch.records import DiagnosticsRow, RolloutQuestion
+from aethersearch.scoring.factorised import evidence_of, is_correct
+
+HOP_SEPARATOR = "#hop"
+
+
+class HopQuestion(NamedTuple):
+    """One single-hop sub-question of a multi-hop question."""
+
+    probe_id: str
+    question_id: str
+    hop: int
+    question: str
+    answers: tuple[str, ...]
+    evidence: tuple[str, ...]
+
+
+def hop_questions(row: DiagnosticsRow) -> list[HopQuestion]:
+    """The sub-questions of one diagnostics row, each with its answers and evidence page."""
+    chain = evidence_of(row)
+    out = []
+    for index, item in enumerate(row.hop_questions):
+        question = item.get("question")
+        answers = item.get("answers")
+        if answers is None and isinstance(item.get("answer"), str):
+            answers = [item["answer"]]
+        if not isinstance(question, str) or not question.strip() or not answers:
+            raise DataError("diagnostics.jsonl",
+                            f"question {row.id!r}: hop_questions[{index}] needs 'question' and "
+                            f"'answer'/'answers', got keys {sorted(item)}",
+                            field="hop_questions",
+                            fix="rebuild the hint-free release (construct writes both per hop)")
+        evidence = tuple(item[k] for k in ("evidence", "page", "target") if isinstance(item.get(k), str))
+        if not evidence:
+            evidence = tuple(chain[index:index + 2])
+        out.append(HopQuestion(f"{row.id}{HOP_SEPARATOR}{index + 1}", row.id, index + 1,
+                               question.strip(), tuple(str(a) for a in answers), evidence))
+    return out
+
+
+def probe_questions(rows: Sequence[DiagnosticsRow]) -> list[HopQuestion]:
+    """Every hop sub-question of a release (rows without hop questions contribute none)."""
+    return [hop for row in rows for hop in hop_questions(row)]
+
+
+def rollout_rows(hops: Sequence[HopQuestion]) -> list[RolloutQuestion]:
+    """The sub-questions as rollout rows (``{id, question}``) for the no-search runner."""
+    return [RolloutQuestion(id=hop.probe_id, question=hop.question) for hop in hops]
+
+
+class ForgetResult(NamedTuple):
+    """The probe's summary (``probes.json["forget"]``) and the parametric evidence per question."""
+
+    summary: dict[str, Any]
+    parametric: dict[str, frozenset[str]]
+
+
+def forget_summary(hops: Sequence[HopQuestion], isolated: Mapping[str, str | None],
+                   full_correct: Mapping[str, bool]) -> ForgetResult:
+    """Compare isolated hop answers (probe id → prediction) with the full-context run (id → correct).
+
+    Hops whose question is missing from the full run are left out (it was not run);
+    a hop missing from ``isolated`` counts as not known (the probe gave no answer).
+    """
+    known: list[HopQuestion] = []
+    forgotten: list[HopQuestion] = []
+    parametric: dict[str, set[str]] = {}
+    considered = [hop for hop in hops if hop.question_id in full_correct]
+    for hop in considered:
+        if not is_correct(isolated.get(hop.probe_id), hop.answers):
+            continue
+        known.append(hop)
+        parametric.setdefault(hop.question_id, set()).update(hop.evidence)
+        if not full_correct[hop.question_id]:
+            forgotten.append(hop)
+    questions_known = {hop.question_id for hop in known}
+    questions_forgot = {hop.question_id for hop in forgotten}
+    summary = {
+        "n_hops": len(considered),
+        "n_known_in_isolation": len(known),
+        "n_forgotten": len(forgotten),
+        "forget_rate": len(forgotten) / len(known) if known else None,
+        "isolated_accuracy": len(known) / len(considered) if considered else None,
+        "n_questions_with_known_hop": len(questions_known),
+        "n_questions_forgetting": len(questions_forgot),
+        "question_forget_rate": (len(questions_forgot) / len(questions_known)
+                                 if questions_known else None),
+        "forgotten": [hop.probe_id for hop in forgotten],
+        "definition": "known = hop sub-question answered correctly without search; forgotten = "
+                      "known but the full-context run answered the question wrongly; "
+                      "rate = forgotten / known",
+    }
+    return ForgetResult(summary, {q: frozenset(v) for q, v in parametric.items()})

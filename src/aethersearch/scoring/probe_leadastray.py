@@ -1,0 +1,139 @@
+"""Lead-astray probe: does noisy context derail synthesis of evidence the agent still reached?
+
+WebDetective's knowledge-degradation analysis (arXiv:2510.05137) separates two
+ways an agent loses knowledge it had access to; this is the second: *lead
+astray*. The agent is rerun with the same settings, except that its
+environment inserts distractor passages drawn from the corpus into every
+observation at a controlled ratio, seeded. Then, per question:
+
+* eligible(q)    = the clean run answered q correctly AND the noisy run still
+  gathered all of q's evidence by its tools (the evidence stayed accessible);
+* led_astray(q)  = eligible(q) AND the noisy run did not answer q correctly.
+
+lead_astray_rate = |led_astray| / |eligible| (``None`` when nothing is
+eligible); the Pass@1 drop from clean to noisy is reported beside it.
+
+Distractors never include a page of the question's own path/evidence (so noise
+cannot add real evidence or un-mask a hidden hop), are drawn without
+replacement per call, and their ids are recorded in the noisy ToolCall's
+``arguments["_noise"]`` so a trace shows exactly what was injected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aethersearch.corpus.base import DocumentStore
+from aethersearch.environment import Environment, ToolResult
+from aethersearch.errors import ConfigError
+from aethersearch.records import Document
+from aethersearch.scoring.factorised import EpisodeEvidence
+
+
+def distractor_count(real: int, ratio: float) -> int:
+    """How many distractors make them ``ratio`` of an observation holding ``real`` documents.
+
+    ratio = d / (d + real)  ⇒  d = round(real · ratio / (1 − ratio)); at least one
+    distractor whenever ratio > 0 and something was returned.
+    """
+    if not 0.0 <= ratio < 1.0:
+        raise ConfigError(f"lead-astray ratio must be in [0, 1), got {ratio!r}",
+                          fix="use e.g. --ratio 0.5 (half of every observation is noise)")
+    if ratio == 0.0 or real == 0:
+        return 0
+    return max(1, round(real * ratio / (1.0 - ratio)))
+
+
+class NoisyEnvironment:
+    """An Environment wrapper inserting seeded corpus distractors into observations.
+
+    ``pool`` is the list of candidate distractor ids (usually every corpus id);
+    ``exclude`` the question's own path/evidence pages. The draw for the n-th call
+    of an episode depends only on (seed, episode key, n), so a rerun is identical.
+    """
+
+    def __init__(self, inner: Environment, store: DocumentStore, pool: Sequence[str], *,
+                 ratio: float, seed: int, key: str, exclude: Sequence[str] = (),
+                 noisy_tools: Sequence[str] = ("search", "visit")) -> None:
+        distractor_count(1, ratio)  # validates the ratio early
+        self._inner = inner
+        self._store = store
+        self._excluded = frozenset(exclude)
+        self._pool = [doc_id for doc_id in pool if doc_id not in self._excluded]
+        self._ratio = ratio
+        self._seed = seed
+        self._key = key
+        self._noisy_tools = tuple(noisy_tools)
+        self._calls = 0
+        self.injected: list[str] = []
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return self._inner.tools
+
+    def _rng(self) -> random.Random:
+        digest = hashlib.sha256(f"{self._seed}\x1f{self._key}\x1f{self._calls}".encode()).digest()
+        self._calls += 1
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def _noisy(self, result: ToolResult) -> ToolResult:
+        rng = self._rng()
+        if result.call.error is not None or result.call.tool not in self._noisy_tools:
+            return result
+        present = {doc.id for doc in result.documents}
+        candidates = [doc_id for doc_id in self._pool if doc_id not in present]
+        count = min(distractor_count(len(result.documents), self._ratio), len(candidates))
+        if count == 0:
+            return result
+        chosen = rng.sample(candidates, count)
+        documents: list[Document] = list(result.documents)
+        for doc_id in chosen:
+            documents.insert(rng.randint(0, len(documents)), self._store.get(doc_id))
+        self.injected += chosen
+        arguments = {**result.call.arguments, "_noise": {"distractor_ids": chosen,
+                                                           "ratio": self._ratio}}
+        call = result.call.model_copy(update={"returned_ids": [doc.id for doc in documents],
+                                              "arguments": arguments})
+        return ToolResult(documents, call)
+
+    async def search(self, query: str, k: int) -> ToolResult:
+        """Search through the inner environment, then mix in distractors."""
+        return self._noisy(await self._inner.search(query, k))
+
+    async def visit(self, page: str) -> ToolResult:
+        """Visit through the inner environment, then append/insert distractor passages."""
+        return self._noisy(await self._inner.visit(page))
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def lead_astray_summary(clean: Mapping[str, EpisodeEvidence], noisy: Mapping[str, EpisodeEvidence],
+                        *, ratio: float, seed: int) -> dict[str, Any]:
+    """``probes.json["lead_astray"]``: the rate, its parts, the Pass@1 drop and the led-astray ids.
+
+    Only questions present in both runs count; errors in either are left out.
+    """
+    ids = sorted(set(clean) & set(noisy))
+    eligible = [q for q in ids if clean[q].correct and noisy[q].sufficient_by_search]
+    led = [q for q in eligible if not noisy[q].correct]
+    n = len(ids)
+    clean_pass = sum(clean[q].correct for q in ids) / n if n else None
+    noisy_pass = sum(noisy[q].correct for q in ids) / n if n else None
+    return {
+        "ratio": ratio,
+        "seed": seed,
+        "n": n,
+        "n_eligible": len(eligible),
+        "n_led_astray": len(led),
+        "lead_astray_rate": len(led) / len(eligible) if eligible else None,
+        "pass_at_1_clean": clean_pass,
+        "pass_at_1_noisy": noisy_pass,
+        "pass_at_1_drop": (clean_pass - noisy_pass) if n else None,
+        "led_astray_ids": led,
+        "definition": "eligible = clean run correct and noisy run still gathered all evidence; "
+                      "rate = eligible but wrong under noise / eligible",
+    }

@@ -1,0 +1,284 @@
+"""Run-level diagnostics: ``factorised.json`` and ``probes.json`` beside a run's ``scores.json``.
+
+Why a separate stage: like scoring, diagnostics read only files (the run's
+``run.json``/``traces.jsonl`` and the release's ``eval.jsonl``/``diagnostics.jsonl``),
+so they can be recomputed at no model cost; the two probes rerun agents, and do
+it through the ordinary runner into sub-directories of the run
+(``<run>/probes/forget``, ``<run>/probes/lead_astray-r<ratio>-s<seed>``), so they
+resume like any run and never touch the original traces.
+
+* :func:`factorise_run` — the factorised metrics (see ``factorised.py``); it picks
+  up the Forget probe's confirmed parametric evidence from ``probes.json`` when
+  the probe has been run.
+* :func:`forget_probe` — the hop sub-questions through the ``direct`` agent (no
+  tools), compared with the full run (see ``probe_forget.py``).
+* :func:`lead_astray_probe` — the run's own agent and settings rerun with
+  seeded corpus distractors in every observation (see ``probe_leadastray.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aethersearch.corpus.base import DocumentStore
+from aethersearch.environment import Environment
+from aethersearch.errors import ConfigError, DataError
+from aethersearch.jsonl import atomic_write_json, iter_jsonl, loads, validate_row, write_jsonl
+from aethersearch.records import (
+    ERROR_OUTCOMES,
+    Budget,
+    DiagnosticsRow,
+    EvalRow,
+    RolloutQuestion,
+    RunFingerprint,
+    Trace,
+)
+from aethersearch.scoring.factorised import (
+    EpisodeEvidence,
+    episode_from_sandbox,
+    episode_from_text,
+    episode_rows,
+    evidence_of,
+    factorise,
+    is_correct,
+)
+from aethersearch.scoring.join import load_release
+from aethersearch.scoring.probe_forget import forget_summary, probe_questions, rollout_rows
+from aethersearch.scoring.probe_leadastray import NoisyEnvironment, lead_astray_summary
+
+FACTORISED_FILE = "factorised.json"
+FACTORISED_ROWS_FILE = "factorised_questions.jsonl"
+PROBES_FILE = "probes.json"
+DIAGNOSTICS_FILE = "diagnostics.jsonl"
+TRACES_FILE = "traces.jsonl"
+RUN_FILE = "run.json"
+ROLLOUT_FILE = "rollout_questions.jsonl"
+
+InnerFactory = Callable[[RolloutQuestion], Environment]
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load_diagnostics(release_dir: Path) -> dict[str, DiagnosticsRow]:
+    """The release's ``diagnostics.jsonl`` by id (an error naming the file when it is missing)."""
+    path = Path(release_dir) / DIAGNOSTICS_FILE
+    if not path.is_file():
+        raise DataError(path, "release has no diagnostics.jsonl",
+                        fix="factorised metrics need the release's diagnostics sidecar; rebuild the release")
+    return {row.id: row for row in (validate_row(path, n, v, DiagnosticsRow) for n, v in iter_jsonl(path))}
+
+
+def load_traces(run_dir: Path) -> dict[str, Trace]:
+    """The latest trace per question id of a run (a resumed run appends retries)."""
+    path = Path(run_dir) / TRACES_FILE
+    if not path.is_file():
+        raise DataError(path, "run has no traces.jsonl",
+                        fix="diagnostics need the full traces; point at a run directory made by `aether run`")
+    latest: dict[str, Trace] = {}
+    for number, value in iter_jsonl(path):
+        trace = validate_row(path, number, value, Trace)
+        latest[trace.id] = trace
+    return latest
+
+
+def load_fingerprint(run_dir: Path) -> RunFingerprint:
+    """The run's ``run.json``."""
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        raise DataError(path, "run has no run.json", fix="point at a run directory made by the runner")
+    try:
+        value = loads(path.read_bytes())
+    except ValueError as exc:
+        raise DataError(path, f"invalid JSON: {exc}", fix="restore run.json") from None
+    return validate_row(path, 1, value, RunFingerprint)
+
+
+def read_probes(run_dir: Path) -> dict[str, Any]:
+    """``probes.json`` of a run, or ``{}``."""
+    path = Path(run_dir) / PROBES_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return dict(loads(path.read_bytes()))
+    except ValueError as exc:
+        raise DataError(path, f"invalid JSON: {exc}", fix="delete it and rerun the probes") from None
+
+
+def _write_probe(run_dir: Path, key: str, summary: dict[str, Any]) -> dict[str, Any]:
+    probes = read_probes(run_dir)
+    probes[key] = summary
+    atomic_write_json(Path(run_dir) / PROBES_FILE, probes)
+    return probes
+
+
+def parametric_from_probes(run_dir: Path) -> dict[str, frozenset[str]]:
+    """Confirmed parametric evidence per question recorded by an earlier Forget probe."""
+    forget = read_probes(run_dir).get("forget") or {}
+    return {qid: frozenset(pages) for qid, pages in (forget.get("parametric") or {}).items()}
+
+
+def _gold(release_dir: Path) -> dict[str, EvalRow]:
+    return {row.id: row for row in load_release(release_dir)}
+
+
+# ----------------------------------------------------------------------------- factorised
+
+
+def episodes_for_run(traces: Mapping[str, Trace], diagnostics: Mapping[str, DiagnosticsRow],
+                     gold: Mapping[str, EvalRow], *, environment: str,
+                     store: DocumentStore | None = None,
+                     parametric: Mapping[str, frozenset[str]] | None = None,
+                     gathering_tools: Sequence[str] | None = None) -> list[EpisodeEvidence]:
+    """Classify every traced question of the release (evidence mode or 7-source text mode).
+
+    Evidence mode (a hint-free release: every row has an evidence chain) counts
+    visits by default in the sandbox, and search results too in a search-only
+    environment (there is no visit there). Text mode needs ``store``.
+    """
+    parametric = parametric or {}
+    hint_free = bool(diagnostics) and all(evidence_of(row) for row in diagnostics.values())
+    out: list[EpisodeEvidence] = []
+    for qid in gold:
+        trace = traces.get(qid)
+        if trace is None:
+            continue
+        if qid not in diagnostics:
+            raise DataError(DIAGNOSTICS_FILE, f"question {qid!r} has no diagnostics row",
+                            fix="the release's diagnostics.jsonl must cover every question")
+        row, golds = diagnostics[qid], gold[qid].answers
+        if hint_free:
+            tools = gathering_tools or (("visit",) if environment == "sandbox" else ("search", "visit"))
+            out.append(episode_from_sandbox(trace, row, golds, parametric=parametric.get(qid, ()),
+                                            gathering_tools=tools))
+        else:
+            if store is None:
+                raise ConfigError("factorised metrics for a release without evidence chains (the 7-source "
+                                  "benchmark) read the retrieved text and need the corpus",
+                                  fix="pass --corpus DIR (the document store the run searched)")
+            out.append(episode_from_text(trace, row, golds, store, parametric=parametric.get(qid, ()),
+                                         gathering_tools=gathering_tools or ("search", "visit", "access")))
+    return out
+
+
+def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | None = None,
+                  gathering_tools: Sequence[str] | None = None, write: bool = True) -> dict[str, Any]:
+    """Compute ``factorised.json`` for a run (and ``factorised_questions.jsonl``), writing both atomically."""
+    run_dir, release_dir = Path(run_dir), Path(release_dir)
+    fingerprint = load_fingerprint(run_dir)
+    parametric = parametric_from_probes(run_dir)
+    episodes = episodes_for_run(load_traces(run_dir), load_diagnostics(release_dir), _gold(release_dir),
+                                environment=fingerprint.environment, store=store, parametric=parametric,
+                                gathering_tools=gathering_tools)
+    result = factorise(episodes)
+    result["run"] = {"agent": fingerprint.agent, "model": fingerprint.model,
+                     "environment": fingerprint.environment, "release_id": fingerprint.release_id}
+    result["parametric_source"] = "probes.json forget" if parametric else None
+    if write:
+        write_jsonl(run_dir / FACTORISED_ROWS_FILE, episode_rows(episodes))
+        atomic_write_json(run_dir / FACTORISED_FILE, result)
+    return result
+
+
+# ----------------------------------------------------------------------------- probes
+
+
+def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
+                 concurrency: int = 8, budget: Budget | None = None) -> dict[str, Any]:
+    """Run the Forget probe for a run and record it in ``probes.json`` (returns the probe summary).
+
+    A run whose agent uses no LLM has no parametric memory: the probe is recorded
+    as not applicable, with the reason, rather than faked.
+    """
+    from aethersearch.agents.base import make_agent
+    from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
+    from aethersearch.rollout.runner import NoEnvironment, run_questions
+
+    run_dir, release_dir = Path(run_dir), Path(release_dir)
+    fingerprint = load_fingerprint(run_dir)
+    traces = load_traces(run_dir)
+    hops = probe_questions([row for qid, row in load_diagnostics(release_dir).items() if qid in traces])
+    if not hops:
+        raise DataError(Path(release_dir) / DIAGNOSTICS_FILE, "no hop_questions for any traced question",
+                        fix="the Forget probe needs a hint-free release (construct writes hop questions)")
+    if llm is None:
+        summary: dict[str, Any] = {"applicable": False, "n_hops": len(hops),
+                                   "reason": f"agent {fingerprint.agent!r} runs without a model, so it has no "
+                                             "parametric knowledge to forget; pass --endpoint/--model to probe a model"}
+        _write_probe(run_dir, "forget", summary)
+        return summary
+    probe_dir = run_dir / "probes" / "forget"
+    questions_path = probe_dir / ROLLOUT_FILE
+    write_jsonl(questions_path, rollout_rows(hops))
+    agent = make_agent("direct")
+    budget = budget or Budget(max_tool_calls=0, max_turns=1)
+    probe_fp = build_fingerprint(rollout_file_info(questions_path), question_count=len(hops), agent=agent,
+                                 budget=budget, decoding=fingerprint.decoding,
+                                 endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
+                                 corpus_hash=None, index_hash=None, environment="none")
+    run_questions(rollout_rows(hops), agent, lambda _q: NoEnvironment(), budget, probe_dir, probe_fp,
+                  llm=llm, concurrency=concurrency)
+    isolated = {qid: t.prediction for qid, t in load_traces(probe_dir).items()
+                if t.outcome not in ERROR_OUTCOMES}
+    gold = _gold(release_dir)
+    full_correct = {qid: t.outcome.value == "answered" and is_correct(t.prediction, gold[qid].answers)
+                    for qid, t in traces.items() if qid in gold and t.outcome not in ERROR_OUTCOMES}
+    result = forget_summary(hops, isolated, full_correct)
+    summary = {"applicable": True, **result.summary, "model": getattr(llm, "model", None),
+               "probe_dir": str(probe_dir.relative_to(run_dir)),
+               "parametric": {qid: sorted(pages) for qid, pages in sorted(result.parametric.items())}}
+    _write_probe(run_dir, "forget", summary)
+    return summary
+
+
+def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: InnerFactory,
+                      store: DocumentStore, llm: Any | None = None, ratio: float = 0.5, seed: int = 0,
+                      concurrency: int = 8, agent: Any | None = None) -> dict[str, Any]:
+    """Rerun the run's agent with distractors at ``ratio`` and record the lead-astray rate in ``probes.json``.
+
+    ``environment_factory`` opens the *clean* environment of a question (the same
+    kind the run used); ``store`` supplies distractor documents. The agent is
+    rebuilt from run.json (``agent`` + ``agent_config``) unless one is passed.
+    """
+    from aethersearch.agents.base import make_agent
+    from aethersearch.rollout.runner import run_questions
+
+    run_dir, release_dir = Path(run_dir), Path(release_dir)
+    fingerprint = load_fingerprint(run_dir)
+    traces = load_traces(run_dir)
+    diagnostics = load_diagnostics(release_dir)
+    gold = _gold(release_dir)
+    rollout_path = release_dir / ROLLOUT_FILE
+    if not rollout_path.is_file():
+        raise DataError(rollout_path, "missing from the release", fix="point --release at the run's release")
+    questions = [validate_row(rollout_path, n, v, RolloutQuestion) for n, v in iter_jsonl(rollout_path)]
+    questions = [q for q in questions if q.id in traces]
+    agent = agent or make_agent(fingerprint.agent, **fingerprint.agent_config)
+    if agent.needs_llm and llm is None:
+        raise ConfigError(f"the lead-astray probe reruns agent {fingerprint.agent!r}, which needs a model",
+                          fix="pass --endpoint URL --model NAME (the run's own model)")
+    pool = list(store.ids())
+
+    def noisy(question: RolloutQuestion) -> Environment:
+        row = diagnostics.get(question.id)
+        exclude: set[str] = set()
+        if row is not None:
+            exclude = set(row.path) | set(row.evidence) | {p for alt in row.alternative_paths for p in alt}
+        return NoisyEnvironment(environment_factory(question), store, pool, ratio=ratio, seed=seed,
+                                key=question.id, exclude=sorted(exclude))
+
+    probe_dir = run_dir / "probes" / f"lead_astray-r{ratio:g}-s{seed}"
+    run_questions(questions, agent, noisy, fingerprint.budget, probe_dir, fingerprint,
+                  llm=llm, decoding=fingerprint.decoding, concurrency=concurrency)
+    parametric = parametric_from_probes(run_dir)
+    common = dict(environment=fingerprint.environment, store=store, parametric=parametric)
+    clean = {ep.id: ep for ep in episodes_for_run(traces, diagnostics, gold, **common)
+             if ep.outcome not in ERROR_OUTCOMES}
+    noisy_eps = {ep.id: ep for ep in episodes_for_run(load_traces(probe_dir), diagnostics, gold, **common)
+                 if ep.outcome not in ERROR_OUTCOMES}
+    summary = {**lead_astray_summary(clean, noisy_eps, ratio=ratio, seed=seed),
+               "probe_dir": str(probe_dir.relative_to(run_dir))}
+    _write_probe(run_dir, "lead_astray", summary)
+    return summary

@@ -1,0 +1,24 @@
+"""The index backend name map (DESIGN convention 2): name -> lazily imported class.
+
+Each class offers ``config_model`` (a pydantic model of its settings),
+``build(store, config, out_dir, on_document) -> stats`` and
+``load(index_dir, manifest, store) -> SearchIndex``. ``dense`` needs the optional
+``dense`` extra (sentence-transformers); importing its module does not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aethersearch.registry import resolve
+
+INDEX_BACKENDS: dict[str, str] = {
+    "bm25": "aethersearch.search.bm25:BM25Index",
+    "dense": "aethersearch.search.dense:DenseIndex",
+    "hybrid": "aethersearch.search.hybrid:HybridIndex",
+}
+
+
+def backend_class(name: str) -> Any:
+    """The index class registered as ``name``; ConfigError with the valid names otherwise."""
+    return resolve("index backend", name, INDEX_BACKENDS)

@@ -1,0 +1,123 @@
+"""Search environments for agents: the index in-process, or the retrieval server over HTTP.
+
+Both satisfy ``aethersearch.environment.Environment`` and behave the same way, so
+an agent (and its trace) cannot tell them apart: ``search`` returns the top-``k``
+documents in rank order, ``visit`` (when offered) returns one page by id. Every
+call returns a ``ToolCall`` record (arguments, returned ids, elapsed time, error);
+a failing index or server becomes ``call.error`` -- a recorded tool error the
+runner can charge and score as such -- never an exception out of the episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from aethersearch.corpus.base import DocumentStore
+from aethersearch.environment import ToolResult
+from aethersearch.errors import AetherError, ConfigError
+from aethersearch.records import Document, ToolCall
+from aethersearch.search.base import SearchIndex
+from aethersearch.search.client import SearchClient
+
+KNOWN_TOOLS = ("search", "visit")
+
+
+def _check_tools(tools: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = [t for t in tools if t not in KNOWN_TOOLS]
+    if unknown or "search" not in tools:
+        raise ConfigError(f"search environment tools {tools!r} invalid", fix=f"use ('search',) or {KNOWN_TOOLS}")
+    return tools
+
+
+def _refused(tool: str, arguments: dict[str, object], message: str, started: float) -> ToolResult:
+    return ToolResult([], ToolCall(tool=tool, arguments=arguments, error=message,
+                                   elapsed_s=time.perf_counter() - started))
+
+
+class IndexEnvironment:
+    """In-process search over a loaded index and its store (no HTTP)."""
+
+    def __init__(self, index: SearchIndex, store: DocumentStore, *, tools: tuple[str, ...] = ("search",)) -> None:
+        self.index = index
+        self.store = store
+        self._tools = _check_tools(tools)
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return self._tools
+
+    async def search(self, query: str, k: int) -> ToolResult:
+        """Search the corpus. Returns the ``k`` best-matching passages for ``query``, best first."""
+        started = time.perf_counter()
+        arguments: dict[str, object] = {"query": query, "k": k}
+        try:
+            hits = (await asyncio.to_thread(self.index.search, [query], k))[0]
+            documents = [self.store.get(doc_id) for doc_id, _ in hits if doc_id in self.store]
+        except (AetherError, OSError, ValueError) as exc:
+            return _refused("search", arguments, f"search failed: {exc}", started)
+        return ToolResult(documents, ToolCall(tool="search", arguments=arguments,
+                                              returned_ids=[d.id for d in documents],
+                                              elapsed_s=time.perf_counter() - started))
+
+    async def visit(self, page: str) -> ToolResult:
+        """Open one page by its id and read its full text."""
+        started = time.perf_counter()
+        arguments: dict[str, object] = {"page": page}
+        if "visit" not in self._tools:
+            return _refused("visit", arguments, "this environment offers only search", started)
+        if page not in self.store:
+            return _refused("visit", arguments, f"unknown page {page!r}", started)
+        doc = self.store.get(page)
+        return ToolResult([doc], ToolCall(tool="visit", arguments=arguments, returned_ids=[doc.id],
+                                          elapsed_s=time.perf_counter() - started))
+
+    async def close(self) -> None:
+        """Nothing to release: the index and store outlive the episode."""
+
+
+class RetrievalServerEnvironment:
+    """Search through a running retrieval server (``aether serve``), as Search-R1 does."""
+
+    def __init__(self, client: SearchClient, *, tools: tuple[str, ...] = ("search",),
+                 close_client: bool = False) -> None:
+        self.client = client
+        self._tools = _check_tools(tools)
+        self._close_client = close_client
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return self._tools
+
+    async def search(self, query: str, k: int) -> ToolResult:
+        """Search the corpus. Returns the ``k`` best-matching passages for ``query``, best first."""
+        started = time.perf_counter()
+        arguments: dict[str, object] = {"query": query, "k": k}
+        try:
+            hits = (await self.client.retrieve([query], k))[0]
+        except AetherError as exc:
+            return _refused("search", arguments, f"search failed: {exc.message}", started)
+        documents = [hit.document for hit in hits]
+        return ToolResult(documents, ToolCall(tool="search", arguments=arguments,
+                                              returned_ids=[d.id for d in documents],
+                                              elapsed_s=time.perf_counter() - started))
+
+    async def visit(self, page: str) -> ToolResult:
+        """Open one page by its id and read its full text."""
+        started = time.perf_counter()
+        arguments: dict[str, object] = {"page": page}
+        if "visit" not in self._tools:
+            return _refused("visit", arguments, "this environment offers only search", started)
+        try:
+            found: Document | None = (await self.client.access([page]))[0]
+        except AetherError as exc:
+            return _refused("visit", arguments, f"visit failed: {exc.message}", started)
+        if found is None:
+            return _refused("visit", arguments, f"unknown page {page!r}", started)
+        return ToolResult([found], ToolCall(tool="visit", arguments=arguments, returned_ids=[found.id],
+                                            elapsed_s=time.perf_counter() - started))
+
+    async def close(self) -> None:
+        """Close the HTTP client if this environment owns it."""
+        if self._close_client:
+            await self.client.aclose()

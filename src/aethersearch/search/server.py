@@ -1,0 +1,299 @@
+"""The Search-R1-compatible retrieval server (FastAPI + uvicorn), with ASearcher's ``/access``.
+
+Wire format (DESIGN.md, "Search-R1 retrieval API"), so Search-R1's own training
+and eval client works unmodified:
+
+* ``POST /retrieve`` ``{"queries": [str], "topk": int|null, "return_scores": bool}`` ->
+  ``{"result": [[{"document": {"id", "contents"}, "score"}, ...] per query]}`` when
+  ``return_scores`` is true, else ``{"result": [[{"id", "contents"}, ...]]}``; a null or
+  0 ``topk`` means the default (3). ``contents`` is ``"Title"\\nText``.
+* ``POST /access`` ``{"urls": [str]}`` -> ``{"result": [page or null per url]}`` where a
+  page is ``{"url", "id", "title", "contents"}`` and a url is a page id or any URL whose
+  last path segment is one (ASearcher's local server returns null for unknown pages).
+* ``GET /health`` -> backend, index and corpus hashes and sizes, and the limits.
+
+Unlike Search-R1's server it binds 127.0.0.1 by default, bounds every input (413 for
+the body size, 422 for topk, batch size, query length and url count, each message
+naming the limit) and never returns a document that is not in the store.
+
+Concurrency: the index call runs in a thread executor, never on the event loop.
+Requests that arrive while the index is busy are **micro-batched**: the next index
+call takes every waiting request with the same ``topk`` in one batched
+``search()``, which amortises per-call overhead (the whole point of a batched
+index) without adding latency when the server is idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from aethersearch.corpus.base import DocumentStore
+from aethersearch.records import Record
+from aethersearch.search.base import SearchIndex
+
+JSON = "application/json"
+
+
+class ServerLimits(Record):
+    """Input bounds and batching settings of the server (reported by ``/health``)."""
+
+    default_topk: int = Field(default=3, ge=1)
+    max_topk: int = Field(default=100, ge=1)
+    max_batch: int = Field(default=512, ge=1, description="queries per /retrieve request")
+    max_query_chars: int = Field(default=4096, ge=1)
+    max_body_bytes: int = Field(default=1 << 20, ge=64)
+    max_urls: int = Field(default=64, ge=1, description="urls per /access request")
+    micro_batch: bool = True
+    max_micro_batch: int = Field(default=2048, ge=1, description="queries per batched index call")
+    workers: int = Field(default=1, ge=1, description="index calls running at once (executor threads)")
+
+
+class RetrieveRequest(BaseModel):
+    """Search-R1's ``QueryRequest``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    queries: list[str]
+    topk: int | None = None
+    return_scores: bool = False
+
+
+class AccessRequest(BaseModel):
+    """ASearcher's ``AccessRequest``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    urls: list[str]
+
+
+class HTTPProblem(Exception):
+    """A request refused with a status code and a message saying the limit."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type=JSON)
+
+
+def _contents(raw: dict[str, Any]) -> str:
+    return f'"{raw.get("title", "")}"\n{raw.get("text", "")}'
+
+
+class Retriever:
+    """Runs ``index.search`` and fetches contents; the part that runs in the executor."""
+
+    def __init__(self, index: SearchIndex, store: DocumentStore) -> None:
+        self.index = index
+        self.store = store
+        self._raw = getattr(store, "raw_at", None)
+        self._row_of = getattr(store, "row_of", None)
+
+    def fetch(self, doc_id: str) -> dict[str, Any] | None:
+        """``{"id", "contents", "title", "text"}`` of a stored document, or None if absent."""
+        if self._raw is not None and self._row_of is not None:
+            row = self._row_of(doc_id)
+            if row is None:
+                return None
+            raw: dict[str, Any] = self._raw(row)
+        else:
+            if doc_id not in self.store:
+                return None
+            raw = self.store.get(doc_id).model_dump()
+        return raw
+
+    def __call__(self, queries: list[str], k: int) -> list[list[tuple[dict[str, str], float]]]:
+        out = []
+        for hits in self.index.search(queries, k):
+            rows = []
+            for doc_id, score in hits:
+                raw = self.fetch(doc_id)
+                if raw is not None:  # never a phantom document
+                    rows.append(({"id": doc_id, "contents": _contents(raw)}, float(score)))
+            out.append(rows)
+        return out
+
+
+class MicroBatcher:
+    """Coalesces concurrent ``(queries, k)`` requests into batched executor calls."""
+
+    def __init__(self, fn: Retriever, executor: ThreadPoolExecutor, limits: ServerLimits) -> None:
+        self.fn = fn
+        self.executor = executor
+        self.limits = limits
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue[tuple[list[str], int, asyncio.Future[Any]]] | None = None
+        self._workers: list[asyncio.Task[None]] = []
+        self.calls = 0  # index calls made (tests and /health read it)
+
+    def _ensure_started(self) -> asyncio.Queue[tuple[list[str], int, asyncio.Future[Any]]]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._queue is None:
+            self._loop, self._queue = loop, asyncio.Queue()
+            self._workers = [loop.create_task(self._work()) for _ in range(self.limits.workers)]
+        return self._queue
+
+    async def run(self, queries: list[str], k: int) -> list[list[tuple[dict[str, str], float]]]:
+        """Results for ``queries`` at ``k``, computed in a (possibly shared) batched call."""
+        loop = asyncio.get_running_loop()
+        if not self.limits.micro_batch:
+            self.calls += 1
+            return await loop.run_in_executor(self.executor, self.fn, queries, k)
+        queue = self._ensure_started()
+        future: asyncio.Future[Any] = loop.create_future()
+        queue.put_nowait((queries, k, future))
+        return await future  # type: ignore[no-any-return]
+
+    async def _work(self) -> None:
+        assert self._queue is not None
+        queue, loop = self._queue, asyncio.get_running_loop()
+        while True:
+            batch = [await queue.get()]
+            size = len(batch[0][0])
+            while not queue.empty() and size < self.limits.max_micro_batch:
+                item = queue.get_nowait()
+                batch.append(item)
+                size += len(item[0])
+            groups: dict[int, list[tuple[list[str], int, asyncio.Future[Any]]]] = {}
+            for item in batch:
+                groups.setdefault(item[1], []).append(item)
+            for k, items in groups.items():
+                flat = [q for item in items for q in item[0]]
+                try:
+                    self.calls += 1
+                    results = await loop.run_in_executor(self.executor, self.fn, flat, k)
+                except Exception as exc:  # the index failed: every waiting request gets the error
+                    for _, _, future in items:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                start = 0
+                for queries, _, future in items:
+                    if not future.done():
+                        future.set_result(results[start:start + len(queries)])
+                    start += len(queries)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HTTPProblem(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPProblem(413, f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes, model: type[BaseModel]) -> Any:
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise HTTPProblem(422, f"invalid request: {where}: {first['msg']}") from None
+
+
+def _validate_retrieve(req: RetrieveRequest, limits: ServerLimits) -> int:
+    if len(req.queries) > limits.max_batch:
+        raise HTTPProblem(422, f"batch of {len(req.queries)} queries exceeds the limit of {limits.max_batch} "
+                               "queries per request")
+    topk = req.topk or limits.default_topk
+    if topk < 0:
+        raise HTTPProblem(422, f"topk must be >= 0 (got {req.topk}); null or 0 means the default "
+                               f"{limits.default_topk}")
+    if topk > limits.max_topk:
+        raise HTTPProblem(422, f"topk {topk} exceeds the limit of {limits.max_topk}")
+    for number, query in enumerate(req.queries):
+        if len(query) > limits.max_query_chars:
+            raise HTTPProblem(422, f"query {number} has {len(query)} characters, exceeding the limit of "
+                                   f"{limits.max_query_chars} characters")
+    return topk
+
+
+def page_id_of(url: str) -> str:
+    """The page id an ASearcher url names: the id itself, or the last path segment of a URL."""
+    if "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if "title=" in parts.query:
+        return unquote(parts.query.split("title=", 1)[1].split("&", 1)[0])
+    return unquote(parts.path.rstrip("/").rsplit("/", 1)[-1])
+
+
+def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | None = None) -> FastAPI:
+    """The FastAPI app serving ``index`` with contents from ``store``."""
+    limits = limits or ServerLimits()
+    retriever = Retriever(index, store)
+    executor = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="aether-index")
+    batcher = MicroBatcher(retriever, executor, limits)
+    app = FastAPI(title="aethersearch retrieval server", docs_url=None, redoc_url=None)
+    app.state.batcher = batcher
+    app.state.limits = limits
+
+    @app.exception_handler(HTTPProblem)
+    async def _problem(_request: Request, exc: HTTPProblem) -> Response:
+        return _json({"detail": exc.detail}, exc.status)
+
+    @app.post("/retrieve")
+    async def retrieve(request: Request) -> Response:
+        req = _parse(await _read_body(request, limits.max_body_bytes), RetrieveRequest)
+        topk = _validate_retrieve(req, limits)
+        results = await batcher.run(req.queries, topk) if req.queries else []
+        if req.return_scores:
+            body = [[{"document": doc, "score": score} for doc, score in hits] for hits in results]
+        else:
+            body = [[doc for doc, _ in hits] for hits in results]
+        return _json({"result": body})
+
+    @app.post("/access")
+    async def access(request: Request) -> Response:
+        req = _parse(await _read_body(request, limits.max_body_bytes), AccessRequest)
+        if len(req.urls) > limits.max_urls:
+            raise HTTPProblem(422, f"{len(req.urls)} urls exceed the limit of {limits.max_urls} urls per request")
+
+        def pages() -> list[dict[str, Any] | None]:
+            out: list[dict[str, Any] | None] = []
+            for url in req.urls:
+                raw = retriever.fetch(page_id_of(url))
+                out.append(None if raw is None else {"url": url, "id": raw["id"], "title": raw.get("title", ""),
+                                                     "contents": _contents(raw)})
+            return out
+
+        return _json({"result": await asyncio.get_running_loop().run_in_executor(executor, pages)})
+
+    @app.get("/health")
+    async def health() -> Response:
+        return _json({
+            "status": "ok", "backend": getattr(index, "backend", type(index).__name__),
+            "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
+            "store_hash": store.content_hash, "documents": len(store),
+            "limits": limits.model_dump(), "index_calls": batcher.calls,
+        })
+
+    return app
+
+
+def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: ServerLimits | None = None,
+          log_level: str = "warning") -> None:
+    """Open an index directory and serve it with uvicorn until interrupted."""
+    import uvicorn
+
+    from aethersearch.search.index_dir import open_index
+
+    opened = open_index(index_dir)
+    app = create_app(opened.index, opened.store, limits)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

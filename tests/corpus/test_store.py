@@ -1,0 +1,89 @@
+"""The offset-indexed store: random access by id, stable content hash, refusals with locations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aethersearch.corpus.hashing import corpus_hash
+from aethersearch.corpus.store import DocumentNotFound, build_store, open_store
+from aethersearch.corpus.base import DocumentStore
+from aethersearch.errors import ConfigError, DataError, IntegrityError
+from aethersearch.records import Document
+
+DOCS = [Document(id=f"doc{i}", title=f"Title {i}", text=f"text {i} ünïcödé", links=[f"doc{(i + 1) % 50}"])
+        for i in range(50)]
+
+
+def test_random_access_by_id_and_row(tmp_path: Path) -> None:
+    store = build_store(DOCS, tmp_path / "s")
+    assert isinstance(store, DocumentStore)
+    assert len(store) == 50
+    assert store.get("doc17") == DOCS[17]
+    assert store.doc_at(3) == DOCS[3] and store.id_at(49) == "doc49"
+    assert "doc0" in store and "doc50" not in store and 5 not in store
+    assert list(store.ids()) == [d.id for d in DOCS]
+    assert list(store) == DOCS
+    with pytest.raises(DocumentNotFound, match="'missing' is not in the store"):
+        store.get("missing")
+    with pytest.raises(LookupError):
+        store.get("missing")
+
+
+def test_content_hash_is_stable_and_content_sensitive(tmp_path: Path) -> None:
+    a = build_store(DOCS, tmp_path / "a")
+    b = open_store(build_store(iter(DOCS), tmp_path / "elsewhere" / "b").directory)
+    assert a.content_hash == b.content_hash == corpus_hash(DOCS)
+    assert a.content_hash.startswith("sha256-canonical-jsonl-v1:")
+    changed = build_store([*DOCS[:-1], DOCS[-1].model_copy(update={"text": "edited"})], tmp_path / "c")
+    reordered = build_store(list(reversed(DOCS)), tmp_path / "d")
+    assert len({a.content_hash, changed.content_hash, reordered.content_hash}) == 3
+    a.verify()
+
+
+def test_known_hash_value_pins_the_scheme(tmp_path: Path) -> None:
+    """Same bytes on every machine: the canonical line of a document is fixed."""
+    store = build_store([Document(id="1", title="T", text="x")], tmp_path / "s")
+    line = (store.directory / "documents.jsonl").read_bytes()
+    assert line == b'{"id":"1","links":[],"text":"x","title":"T","url":null}\n'
+
+
+def test_tampering_is_detected(tmp_path: Path) -> None:
+    store = build_store(DOCS, tmp_path / "s")
+    path = store.directory / "documents.jsonl"
+    path.write_bytes(path.read_bytes().replace(b"text 3", b"TEXT 3"))
+    with pytest.raises(IntegrityError, match="rebuild"):
+        open_store(store.directory).verify()
+
+
+def test_duplicate_ids_are_refused_and_leave_nothing(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="duplicate document id 'doc1' \\(documents 2 and 4\\)"):
+        build_store([DOCS[0], DOCS[1], DOCS[2], DOCS[1]], tmp_path / "dup", source="x.jsonl")
+    assert not (tmp_path / "dup").exists()
+    assert not list(tmp_path.glob(".dup*"))
+
+
+def test_existing_store_needs_overwrite(tmp_path: Path) -> None:
+    build_store(DOCS[:2], tmp_path / "s")
+    with pytest.raises(ConfigError, match="not empty"):
+        build_store(DOCS, tmp_path / "s")
+    assert len(build_store(DOCS, tmp_path / "s", overwrite=True)) == 50
+
+
+def test_empty_store_and_not_a_store(tmp_path: Path) -> None:
+    empty = build_store([], tmp_path / "e")
+    assert len(empty) == 0 and "x" not in empty and list(empty) == []
+    with pytest.raises(DataError, match="store.json missing"):
+        open_store(tmp_path)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=40, unique=True))
+def test_any_ids_round_trip(tmp_path_factory: pytest.TempPathFactory, ids: list[str]) -> None:
+    root = tmp_path_factory.mktemp("h")
+    store = build_store([Document(id=i, title=i, text="t") for i in ids], root / "s")
+    assert [store.get(i).id for i in ids] == ids
+    assert all(store.row_of(i) == n for n, i in enumerate(ids))

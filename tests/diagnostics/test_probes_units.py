@@ -1,0 +1,125 @@
+"""Forget and lead-astray computations, and the seeded distractor environment, on hand-built inputs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from aethersearch.environment import ToolResult
+from aethersearch.errors import ConfigError, DataError
+from aethersearch.records import DiagnosticsRow, Document, Outcome, ToolCall
+from aethersearch.sandbox.episode import DictStore
+from aethersearch.scoring.factorised import EpisodeEvidence
+from aethersearch.scoring.probe_forget import forget_summary, hop_questions, probe_questions, rollout_rows
+from aethersearch.scoring.probe_leadastray import NoisyEnvironment, distractor_count, lead_astray_summary
+
+ROW = DiagnosticsRow(
+    id="q1", source_dataset="hintfree", path=["a", "b", "c"], hops=2, evidence=["b", "c"],
+    hop_questions=[{"question": "Who is the brother of A?", "answer": "B"},
+                   {"question": "Who is married to B?", "answers": ["C", "Cee"], "page": "c"}])
+
+
+def test_hop_questions_carry_answers_and_evidence_pages() -> None:
+    hops = hop_questions(ROW)
+    assert [(h.probe_id, h.answers, h.evidence) for h in hops] == [
+        ("q1#hop1", ("B",), ("b", "c")),  # no page keys: the hop's two chain pages
+        ("q1#hop2", ("C", "Cee"), ("c",))]
+    assert [r.model_dump() for r in rollout_rows(hops)] == [
+        {"id": "q1#hop1", "question": "Who is the brother of A?"},
+        {"id": "q1#hop2", "question": "Who is married to B?"}]
+    assert rollout_rows(hops)[0].model_fields_set == {"id", "question"}  # nothing of gold leaks
+
+
+def test_malformed_hop_question_names_the_row() -> None:
+    bad = ROW.model_copy(update={"hop_questions": [{"text": "?"}]})
+    with pytest.raises(DataError, match=r"q1.*hop_questions\[0\]"):
+        probe_questions([bad])
+
+
+def test_forget_counts_known_facts_lost_in_context() -> None:
+    other = ROW.model_copy(update={"id": "q2"})
+    hops = probe_questions([ROW, other])
+    isolated = {"q1#hop1": "B", "q1#hop2": "the Cee", "q2#hop1": "B", "q2#hop2": "wrong"}
+    result = forget_summary(hops, isolated, {"q1": False, "q2": True})
+    s = result.summary
+    assert s["n_hops"] == 4 and s["n_known_in_isolation"] == 3
+    assert s["forgotten"] == ["q1#hop1", "q1#hop2"]  # known alone, but q1 failed in context
+    assert s["forget_rate"] == pytest.approx(2 / 3)
+    assert s["question_forget_rate"] == pytest.approx(1 / 2)
+    assert result.parametric == {"q1": frozenset({"b", "c"}), "q2": frozenset({"b", "c"})}
+
+
+def test_forget_with_nothing_known_is_undefined_not_zero() -> None:
+    result = forget_summary(probe_questions([ROW]), {}, {"q1": False})
+    assert result.summary["forget_rate"] is None and result.summary["n_known_in_isolation"] == 0
+    assert forget_summary(probe_questions([ROW]), {}, {}).summary["n_hops"] == 0  # q1 not in the run
+
+
+def _ep(qid: str, correct: bool, gathered: set[str]) -> EpisodeEvidence:
+    return EpisodeEvidence(qid, "s", 2, ("b", "c"), frozenset(gathered), frozenset(),
+                           Outcome.ANSWERED, correct)
+
+
+def test_lead_astray_rate_only_counts_still_accessible_evidence() -> None:
+    clean = {"x": _ep("x", True, {"b", "c"}), "y": _ep("y", True, {"b", "c"}),
+             "z": _ep("z", True, {"b", "c"}), "w": _ep("w", False, {"b", "c"})}
+    noisy = {"x": _ep("x", False, {"b", "c"}),  # led astray
+             "y": _ep("y", True, {"b", "c"}),   # robust
+             "z": _ep("z", False, {"b"}),       # lost evidence: not lead-astray
+             "w": _ep("w", False, {"b", "c"})}  # was wrong anyway
+    s = lead_astray_summary(clean, noisy, ratio=0.5, seed=3)
+    assert (s["n_eligible"], s["n_led_astray"], s["led_astray_ids"]) == (2, 1, ["x"])
+    assert s["lead_astray_rate"] == pytest.approx(0.5)
+    assert s["pass_at_1_clean"] == pytest.approx(0.75) and s["pass_at_1_noisy"] == pytest.approx(0.25)
+    assert lead_astray_summary({}, {}, ratio=0.5, seed=0)["lead_astray_rate"] is None
+
+
+@pytest.mark.parametrize(("real", "ratio", "expected"), [(3, 0.0, 0), (3, 0.5, 3), (4, 0.2, 1), (1, 0.75, 3), (0, 0.5, 0)])
+def test_distractor_count_matches_the_ratio(real: int, ratio: float, expected: int) -> None:
+    assert distractor_count(real, ratio) == expected
+
+
+def test_ratio_out_of_range_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"\[0, 1\)"):
+        distractor_count(3, 1.0)
+
+
+DOCS = [Document(id=f"d{i}", title=f"Page {i}", text=f"text {i}") for i in range(30)]
+
+
+class FixedEnv:
+    tools = ("search", "visit")
+
+    async def search(self, query: str, k: int) -> ToolResult:
+        docs = DOCS[:2]
+        return ToolResult(docs, ToolCall(tool="search", arguments={"query": query}, returned_ids=["d0", "d1"]))
+
+    async def visit(self, page: str) -> ToolResult:
+        return ToolResult([], ToolCall(tool="visit", arguments={"page": page}, error="masked"))
+
+    async def close(self) -> None:
+        pass
+
+
+def _noisy(seed: int, key: str = "q1") -> NoisyEnvironment:
+    store = DictStore(DOCS)
+    return NoisyEnvironment(FixedEnv(), store, [d.id for d in DOCS], ratio=0.5, seed=seed, key=key,
+                            exclude=["d2", "d3"])
+
+
+def test_noisy_environment_is_seeded_excludes_chain_pages_and_records_noise() -> None:
+    async def calls(env: NoisyEnvironment) -> list[list[str]]:
+        return [(await env.search("x", 2)).call.returned_ids for _ in range(3)]
+
+    first, again = asyncio.run(calls(_noisy(7))), asyncio.run(calls(_noisy(7)))
+    assert first == again  # same seed, key and call order: same observations
+    assert first != asyncio.run(calls(_noisy(8)))
+    for ids in first:
+        assert len(ids) == 4 and {"d0", "d1"} <= set(ids) and not {"d2", "d3"} & set(ids)
+    result = asyncio.run(_noisy(7).search("x", 2))
+    noise = result.call.arguments["_noise"]
+    assert noise["ratio"] == 0.5 and len(noise["distractor_ids"]) == 2
+    assert [d.id for d in result.documents] == result.call.returned_ids
+    refused = asyncio.run(_noisy(7).visit("p"))
+    assert refused.call.error == "masked" and refused.documents == []  # failures pass through untouched

@@ -1,0 +1,115 @@
+"""The static HTML report: self-contained, complete, and rendering cleanly in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aethersearch.report.html import nested_tables, write_report
+from aethersearch.records import Budget
+from tests.scoring.factory import eval_rows, write_release, write_run
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("report")
+    rows = eval_rows(20)
+    release = write_release(root / "release", rows)
+    base = write_run(root / "base", rows, {r.id for i, r in enumerate(rows) if i % 3 == 0}, model="base",
+                     outcomes={rows[1].id: "budget", rows[2].id: "no_answer_tag"})
+    rl = write_run(root / "rl", rows, {r.id for i, r in enumerate(rows) if i % 3 == 0 or r.source_dataset == "nq"},
+                   model="rl")
+    (rl / "factorised.json").write_text(json.dumps(
+        {"overall": {"knowledge_sufficiency": 0.41, "genscore": 0.23},
+         "by_hops": {"2": {"knowledge_sufficiency": 0.5}, "3": {"knowledge_sufficiency": 0.3}},
+         "by_source": {"hotpotqa": {"genscore": 0.2}}}))
+    (rl / "probes.json").write_text(json.dumps({"forget": {"rate": 0.125, "n": 16},
+                                                "lead_astray": {"rate": 0.0625, "n": 16}}))
+    history = root / "history.jsonl"
+    history.write_text("".join(json.dumps({"checkpoint": f"global_step_{s}", "location": str(s), "step": s,
+                                           "metrics": {"val/test_score/nq": i / 10, "val/test_score/hotpotqa": i / 20}})
+                               + "\n" for i, s in enumerate((100, 200, 300))))
+    return write_report([base, rl], root / "report.html", release_dir=release, history=history)
+
+
+def test_report_is_one_self_contained_file(report: Path) -> None:
+    html = report.read_text(encoding="utf-8")
+    # nothing is fetched: no external scripts, styles, images or fonts
+    assert not re.findall(r'(?:src|href)\s*=\s*"(?:https?:)?//', html)
+    assert "<link" not in html and "@import" not in html and "url(http" not in html
+    # every in-page link resolves to an anchor of the same file
+    anchors = set(re.findall(r'id="([^"]+)"', html))
+    targets = set(re.findall(r'href="#([^"]+)"', html))
+    assert targets and targets <= anchors
+
+
+def test_report_has_every_section(report: Path) -> None:
+    html = report.read_text(encoding="utf-8")
+    for needle in ("per-source scores", "overall (micro)", "overall (macro)", "em by source", "Outcomes",
+                   "mean tool calls", "Checkpoint comparison", "mcnemar-exact", "paired-bootstrap",
+                   "p (Holm)", "em wrong to right", "Training-time evaluation", "val/test_score/nq",
+                   "knowledge_sufficiency", "lead_astray", "Traces of flipped questions"):
+        assert needle in html, needle
+    assert html.count("<svg") >= 6
+    # significance is marked on the nq gain (all 20 nq questions flipped to right)
+    assert re.search(r'class="sig">\+0\.\d+ \*</span>', html)
+
+
+def test_flips_link_to_their_traces(report: Path) -> None:
+    html = report.read_text(encoding="utf-8")
+    flip_block = html.split("em wrong to right", 1)[1].split("</details>", 1)[0]
+    linked = re.findall(r'href="#(trace-1-[^"]+)"', flip_block)
+    assert len(linked) >= 10
+    for anchor in linked:
+        assert f'<details id="{anchor}">' in html
+
+
+def test_contract_mismatch_is_shown_as_refusal(tmp_path: Path) -> None:
+    rows = eval_rows(4)
+    release = write_release(tmp_path / "release", rows)
+    a = write_run(tmp_path / "a", rows, set())
+    b = write_run(tmp_path / "b", rows, set(), fp_changes={"budget": Budget(max_turns=2)})
+    html = write_report([a, b], tmp_path / "r.html", release_dir=release).read_text()
+    assert "Comparison refused" in html and "budget" in html
+    allowed = write_report([a, b], tmp_path / "r2.html", release_dir=release, allow=["budget"]).read_text()
+    assert "Contract override" in allowed
+
+
+def test_nested_numbers_become_tables() -> None:
+    tables = nested_tables({"overall": {"f1_gr": 0.5}, "by_hops": {"2": {"ks": 0.1, "ss": 0.2}}, "n": 3}, "x")
+    assert [t.title for t in tables] == ["x", "x", "x / by_hops"]
+    assert tables[0].rows == [["n", "3"]]
+    assert (tables[1].columns, tables[1].rows) == (["", "f1_gr"], [["overall", "0.500"]])
+    assert (tables[2].columns, tables[2].rows) == (["", "ks", "ss"], [["2", "0.100", "0.200"]])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian `chromium` not installed (apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium_without_console_errors(report: Path, tmp_path: Path) -> None:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
+    url = report.resolve().as_uri()
+    dom = subprocess.run([CHROMIUM, *flags, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    check = re.search(r'<div id="render-check" data-ready="(\d)" data-tables="(\d+)" data-svgs="(\d+)"', dom.stdout)
+    assert check, "the page's render self-check did not run"
+    ready, tables, svgs = map(int, check.groups())
+    assert ready == 1 and tables >= 8 and svgs >= 6
+    errors = re.search(r'<pre id="console-errors" data-count="(\d+)">([^<]*)</pre>', dom.stdout)
+    assert errors and errors.group(1) == "0", errors.group(2) if errors else dom.stdout[-2000:]
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report_screenshot.png"
+    shot.unlink(missing_ok=True)
+    done = subprocess.run([CHROMIUM, *flags, f"--user-data-dir={tmp_path / 'profile2'}", "--window-size=1280,3600",
+                           f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert shot.stat().st_size > 20_000
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

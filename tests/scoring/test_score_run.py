@@ -1,0 +1,175 @@
+"""score_run: the join rules, the release-sized denominator, labelled aggregates and scores.json."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aethersearch.errors import DataError, IntegrityError
+from aethersearch.jsonl import read_jsonl, write_jsonl
+from aethersearch.scoring.aggregate import estimate
+from aethersearch.scoring.api import score_run
+from tests.scoring.factory import eval_rows, write_release, write_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def release(tmp_path: Path) -> tuple[Path, list]:
+    rows = eval_rows(8)
+    return write_release(tmp_path / "release", rows), rows
+
+
+def test_denominator_is_release_size_and_missing_questions_score_zero(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    correct = {r.id for r in rows}  # every answered question is right ...
+    skip = {rows[0].id, rows[1].id, rows[2].id}  # ... but three never ran
+    run = write_run(tmp_path / "run", rows, correct, skip=skip)
+    scores = score_run(run, release_dir)
+    assert scores["denominator"] == len(rows) == 24
+    assert scores["join"]["missing"] == sorted(skip)
+    assert scores["outcomes"]["missing"] == 3
+    assert scores["overall"]["micro"]["metrics"]["em"]["mean"] == pytest.approx(21 / 24)
+    assert scores["by_source"]["nq"]["metrics"]["em"]["mean"] == pytest.approx(5 / 8)
+    assert json.loads((run / "scores.json").read_text()) == json.loads(json.dumps(scores))
+
+
+def test_micro_and_macro_are_both_reported_and_labelled(tmp_path: Path) -> None:
+    rows = eval_rows(8)[:8] + eval_rows(8)[8:10]  # nq: 8 questions, hotpotqa: 2
+    release_dir = write_release(tmp_path / "release", rows)
+    correct = {r.id for r in rows if r.source_dataset == "hotpotqa"}
+    scores = score_run(write_run(tmp_path / "run", rows, correct), release_dir)
+    overall = scores["overall"]
+    assert overall["micro"]["metrics"]["em"]["mean"] == pytest.approx(2 / 10)
+    assert overall["macro"]["metrics"]["em"]["mean"] == pytest.approx((0.0 + 1.0) / 2)
+    assert "micro" in overall["micro"]["label"] and "macro" in overall["macro"]["label"]
+
+
+def test_outcomes_and_usage_are_broken_down(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    outcomes = {rows[0].id: "budget", rows[1].id: "endpoint_error", rows[2].id: "no_answer_tag"}
+    scores = score_run(write_run(tmp_path / "run", rows, {r.id for r in rows}, outcomes=outcomes), release_dir)
+    assert scores["outcomes"]["budget"] == 1
+    assert scores["outcomes"]["endpoint_error"] == 1
+    assert scores["outcomes"]["no_answer_tag"] == 1
+    assert scores["outcomes"]["answered"] == 21
+    # a budget/endpoint/no-tag question is not counted as a wrong *answer*, but scores 0 against the release
+    assert scores["overall"]["micro"]["metrics"]["em"]["mean"] == pytest.approx(21 / 24)
+    assert scores["usage"]["tool_calls"]["total"] == 24
+    assert scores["by_source"]["nq"]["usage"]["prompt_tokens"]["mean"] == 100
+
+
+def test_duplicates_and_unknown_ids_are_reported(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    run = write_run(tmp_path / "run", rows, set())
+    traces = read_jsonl(run / "traces.jsonl")
+    extra = dict(traces[0], id="not_in_release")
+    write_jsonl(run / "traces.jsonl", [*traces, traces[3], extra])
+    scores = score_run(run, release_dir)
+    assert scores["join"]["duplicates"] == [rows[3].id]
+    assert scores["join"]["unknown"] == ["not_in_release"]
+    assert scores["denominator"] == 24
+
+
+def test_conflicting_duplicate_is_an_error_naming_file_line_and_id(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    run = write_run(tmp_path / "run", rows, set())
+    traces = read_jsonl(run / "traces.jsonl")
+    conflicting = dict(traces[3], response="<answer>something else</answer>")
+    write_jsonl(run / "traces.jsonl", [*traces, conflicting])
+    with pytest.raises(DataError, match=rf"traces.jsonl:25.*{rows[3].id}.*conflicting") as info:
+        score_run(run, release_dir)
+    assert info.value.fix
+
+
+def test_predictions_file_is_scored_when_there_are_no_traces(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    run = tmp_path / "preds"
+    run.mkdir()
+    write_jsonl(run / "predictions.jsonl", [
+        {"id": rows[0].id, "prediction": rows[0].answers[1].upper(), "outcome": "answered"},
+        {"id": rows[1].id, "prediction": None, "outcome": "budget"},
+    ])
+    scores = score_run(run, release_dir)
+    assert scores["per_question"][0]["em"] == 1.0
+    assert scores["per_question"][1]["outcome"] == "budget"
+    assert scores["join"]["missing"] == [r.id for r in rows[2:]]
+    assert scores["fingerprint"] is None
+
+
+def test_bad_prediction_row_names_file_and_line(tmp_path: Path, release) -> None:
+    release_dir, _ = release
+    run = tmp_path / "bad"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text('{"id": "eval_0001", "prediction": "x", "outcome": "answered"}\n'
+                                           '{"id": "eval_0002", "prediction": "x", "outcome": "guessed"}\n')
+    with pytest.raises(DataError, match=r"predictions.jsonl:2 \(field 'outcome'\)"):
+        score_run(run, release_dir)
+
+
+def test_run_for_another_release_is_refused(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    run = write_run(tmp_path / "run", rows, set(), fp_changes={"release_id": "other-release"})
+    with pytest.raises(IntegrityError, match="other-release"):
+        score_run(run, release_dir)
+
+
+def test_compat_searchr1_reproduces_the_prompt_example_quirk(tmp_path: Path) -> None:
+    rows = [r.model_copy(update={"answers": ["Beijing"]}) for r in eval_rows(2)]
+    release_dir = write_release(tmp_path / "release", rows)
+    run = write_run(tmp_path / "run", rows, set(), outcomes={r.id: "no_answer_tag" for r in rows})
+    assert score_run(run, release_dir)["overall"]["micro"]["metrics"]["em"]["mean"] == 0.0
+    compat = score_run(run, release_dir, compat="searchr1")
+    assert compat["overall"]["micro"]["metrics"]["em"]["mean"] == 1.0
+    assert compat["outcomes"]["no_answer_tag"] == len(rows)
+    assert compat["compat"] == "searchr1"
+
+
+def test_scores_are_invariant_to_prediction_order(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    correct = {r.id for i, r in enumerate(rows) if i % 3}
+    run = write_run(tmp_path / "run", rows, correct)
+    first = score_run(run, release_dir)
+    traces = read_jsonl(run / "traces.jsonl")
+    random.Random(7).shuffle(traces)
+    write_jsonl(run / "traces.jsonl", traces)
+    second = score_run(run, release_dir)
+    assert first == second
+
+
+def test_scores_are_invariant_to_pythonhashseed(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    run = write_run(tmp_path / "run", rows, {r.id for i, r in enumerate(rows) if i % 2})
+    script = ("import sys; from pathlib import Path; from aethersearch.scoring.api import score_run; "
+              "score_run(Path(sys.argv[1]), Path(sys.argv[2])); "
+              "sys.stdout.write((Path(sys.argv[1]) / 'scores.json').read_text())")
+    outputs = []
+    for seed in ("1", "4242"):
+        done = subprocess.run([sys.executable, "-c", script, str(run), str(release_dir)], capture_output=True,
+                              text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+                              cwd=REPO)
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0])["overall"]["micro"]["metrics"]["em"]["mean"] == pytest.approx(0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0, allow_nan=False), min_size=1, max_size=60),
+       st.integers(min_value=0, max_value=2**31))
+def test_bootstrap_ci_contains_the_point_estimate(values: list[float], seed: int) -> None:
+    got = estimate(values, resamples=300, seed=seed)
+    assert got.ci_low <= got.mean <= got.ci_high
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0]), min_size=1, max_size=200), st.integers(0, 1000))
+def test_bootstrap_ci_contains_the_point_estimate_for_binary_metrics(values: list[float], seed: int) -> None:
+    got = estimate(values, resamples=300, seed=seed)
+    assert got.ci_low <= got.mean <= got.ci_high

@@ -1,0 +1,190 @@
+"""The retrieval server over httpx.ASGITransport: Search-R1 shapes, equality with search(), limits."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+from aethersearch.search.client import SearchClient
+from aethersearch.search.server import ServerLimits, create_app
+
+QUERIES = ["Who directed the film?", "born in", "orchestra headquarters", "", "zzzz qqqq"]
+
+
+def _run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+async def _post(app: Any, path: str, **kwargs: Any) -> httpx.Response:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        return await client.post(path, **kwargs)
+
+
+def _expected(demo_index, queries: list[str], k: int) -> list[list[dict[str, Any]]]:  # type: ignore[no-untyped-def]
+    out = []
+    for hits in demo_index.index.search(queries, k):
+        rows = []
+        for doc_id, score in hits:
+            doc = demo_index.store.get(doc_id)
+            rows.append({"document": {"id": doc_id, "contents": f'"{doc.title}"\n{doc.text}'}, "score": score})
+        out.append(rows)
+    return out
+
+
+@pytest.fixture(scope="module")
+def app(demo_index):  # type: ignore[no-untyped-def]
+    return create_app(demo_index.index, demo_index.store)
+
+
+def test_batched_results_equal_in_process_search(app, demo_index, demo_world) -> None:  # type: ignore[no-untyped-def]
+    queries = QUERIES + [f.question for f in demo_world.facts[:40]]
+    response = _run(_post(app, "/retrieve", json={"queries": queries, "topk": 5, "return_scores": True}))
+    assert response.status_code == 200
+    assert response.json() == {"result": _expected(demo_index, queries, 5)}
+
+
+def test_one_by_one_and_concurrent_equal_in_process(app, demo_index, demo_world) -> None:  # type: ignore[no-untyped-def]
+    queries = [f.question for f in demo_world.facts[100:160]]
+
+    async def main() -> list[httpx.Response]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            return list(await asyncio.gather(*(client.post("/retrieve", json={
+                "queries": [q], "topk": 3, "return_scores": True}) for q in queries)))
+
+    before = app.state.batcher.calls
+    responses = _run(main())
+    expected = _expected(demo_index, queries, 3)
+    assert [r.json()["result"][0] for r in responses] == expected
+    # 60 concurrent requests were coalesced into fewer index calls (micro-batching).
+    assert app.state.batcher.calls - before < len(queries)
+
+
+def test_both_response_shapes(app, demo_index) -> None:  # type: ignore[no-untyped-def]
+    with_scores = _run(_post(app, "/retrieve", json={"queries": ["born in"], "topk": 2, "return_scores": True}))
+    without = _run(_post(app, "/retrieve", json={"queries": ["born in"], "topk": 2, "return_scores": False}))
+    hits = with_scores.json()["result"][0]
+    assert set(hits[0]) == {"document", "score"} and set(hits[0]["document"]) == {"id", "contents"}
+    assert isinstance(hits[0]["score"], float)
+    assert without.json() == {"result": [[h["document"] for h in hits]]}
+    default = _run(_post(app, "/retrieve", json={"queries": ["born in"]}))  # return_scores defaults to false
+    default_hits = default.json()["result"][0]
+    assert len(default_hits) == 3 and all(set(h) == {"id", "contents"} for h in default_hits)
+    assert default_hits[:2] == without.json()["result"][0]
+
+
+@pytest.mark.parametrize("topk", [None, 0])
+def test_null_or_zero_topk_means_default_three(app, topk) -> None:  # type: ignore[no-untyped-def]
+    response = _run(_post(app, "/retrieve", json={"queries": ["born in"], "topk": topk}))
+    assert len(response.json()["result"][0]) == 3
+
+
+def test_empty_inputs_never_invent_documents(app) -> None:  # type: ignore[no-untyped-def]
+    assert _run(_post(app, "/retrieve", json={"queries": []})).json() == {"result": []}
+    body = _run(_post(app, "/retrieve", json={"queries": ["", "qqqq zzzz"], "topk": 3})).json()
+    assert body == {"result": [[], []]}
+    small = create_app(*_tiny_index())
+    big_k = _run(_post(small, "/retrieve", json={"queries": ["alpha"], "topk": 50, "return_scores": True})).json()
+    assert [h["document"]["id"] for h in big_k["result"][0]] == ["a"]
+
+
+def _tiny_index():  # type: ignore[no-untyped-def]
+    import tempfile
+    from pathlib import Path
+
+    from aethersearch.corpus.store import build_store
+    from aethersearch.records import Document
+    from aethersearch.search.index_dir import build_index
+
+    root = Path(tempfile.mkdtemp())
+    store = build_store([Document(id="a", title="A", text="alpha beta"), Document(id="b", title="B", text="gamma")],
+                        root / "s")
+    opened = build_index(store, "bm25", root / "i")
+    return opened.index, opened.store
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({"queries": ["x"], "topk": 101}, 422, "topk 101 exceeds the limit of 100"),
+    ({"queries": ["x"], "topk": -2}, 422, "topk must be >= 0"),
+    ({"queries": ["x"] * 513}, 422, "batch of 513 queries exceeds the limit of 512"),
+    ({"queries": ["x" * 4097]}, 422, "exceeding the limit of 4096 characters"),
+    ({"queries": "not a list"}, 422, "invalid request: queries"),
+    ({"topk": 3}, 422, "invalid request: queries"),
+])
+def test_limits_return_their_status_and_say_the_limit(app, body, status, message) -> None:  # type: ignore[no-untyped-def]
+    response = _run(_post(app, "/retrieve", json=body))
+    assert response.status_code == status
+    assert message in response.json()["detail"]
+
+
+def test_body_size_limit_is_413(demo_index) -> None:  # type: ignore[no-untyped-def]
+    app = create_app(demo_index.index, demo_index.store, ServerLimits(max_body_bytes=1000))
+    response = _run(_post(app, "/retrieve", json={"queries": ["word " * 300]}))
+    assert response.status_code == 413
+    assert "exceeds the limit of 1000 bytes" in response.json()["detail"]
+
+    async def chunked() -> httpx.Response:  # no Content-Length header: the stream is counted
+        async def body():  # type: ignore[no-untyped-def]
+            for _ in range(20):
+                yield b'{"queries": ["' + b"a" * 100
+        return await _post(app, "/retrieve", content=body())
+
+    assert _run(chunked()).status_code == 413
+
+
+def test_invalid_json_is_422(app) -> None:  # type: ignore[no-untyped-def]
+    response = _run(_post(app, "/retrieve", content=b"{not json"))
+    assert response.status_code == 422 and "invalid request" in response.json()["detail"]
+
+
+def test_access_returns_pages_by_id_or_url(app, demo_world) -> None:  # type: ignore[no-untyped-def]
+    page = demo_world.documents[3]
+    urls = [page.id, f"https://en.wikipedia.org/wiki/{page.id}", "no_such_page"]
+    body = _run(_post(app, "/access", json={"urls": urls})).json()
+    assert body["result"][0] == {"url": page.id, "id": page.id, "title": page.title, "contents": page.contents}
+    assert body["result"][1]["id"] == page.id
+    assert body["result"][2] is None
+    too_many = _run(_post(app, "/access", json={"urls": ["x"] * 65}))
+    assert too_many.status_code == 422 and "limit of 64 urls" in too_many.json()["detail"]
+
+
+def test_health_reports_hashes_and_sizes(app, demo_index) -> None:  # type: ignore[no-untyped-def]
+    async def get() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            return await client.get("/health")
+
+    body = _run(get()).json()
+    assert body["index_hash"] == demo_index.index.index_hash
+    assert body["corpus_hash"] == demo_index.store.content_hash
+    assert body["documents"] == len(demo_index.store) and body["backend"] == "bm25"
+    assert body["limits"]["max_topk"] == 100
+
+
+def test_searchr1_request_response_round_trip(app, demo_index) -> None:  # type: ignore[no-untyped-def]
+    """The exact payload Search-R1's generation code sends, and how it renders the reply."""
+    payload = {"queries": ["Where was Tinli Pratavli born?"], "topk": 3, "return_scores": True}
+    result = _run(_post(app, "/retrieve", json=payload)).json()["result"]
+
+    def passages2string(retrieval_result: list[dict[str, Any]]) -> str:  # Search-R1's _passages2string
+        format_reference = ""
+        for idx, doc_item in enumerate(retrieval_result):
+            content = doc_item["document"]["contents"]
+            title = content.split("\n")[0]
+            text = "\n".join(content.split("\n")[1:])
+            format_reference += f"Doc {idx + 1}(Title: {title}) {text}\n"
+        return format_reference
+
+    rendered = passages2string(result[0])
+    top = demo_index.store.get(result[0][0]["document"]["id"])
+    assert rendered.startswith(f'Doc 1(Title: "{top.title}") {top.text}\n')
+    assert rendered.count("Doc ") == 3
+
+    async def via_client() -> Any:
+        async with SearchClient("http://t", transport=httpx.ASGITransport(app=app)) as client:
+            return await client.retrieve_raw(payload["queries"], 3, True), await client.retrieve(payload["queries"], 3)
+
+    raw, parsed = _run(via_client())
+    assert raw == {"result": result}
+    assert parsed[0][0].document.title == top.title and parsed[0][0].document.text == top.text
