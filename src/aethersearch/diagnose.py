@@ -50,7 +50,7 @@ class LexicalBrowseAgent(Agent):
     needs_llm: ClassVar[bool] = False
     environment: ClassVar[str] = "sandbox"
 
-    def __init__(self, topk: int = 5, max_visits: int = 4, min_score: float = 0.3) -> None:
+    def __init__(self, topk: int = 5, max_visits: int = 8, min_score: float = 0.3) -> None:
         if topk < 1 or max_visits < 1:
             raise ConfigError("lexical-browse needs topk >= 1 and max_visits >= 1",
                               fix="pass positive values")
@@ -114,6 +114,17 @@ class LexicalBrowseAgent(Agent):
         return self._decide(episode)._replace(stop_reason="budget")
 
 
+def agent_for(run_dir: Path) -> Agent:
+    """The agent a run used, rebuilt from its run.json (the registry's agents plus this module's baseline)."""
+    from aethersearch.agents.base import make_agent
+    from aethersearch.scoring.probes import load_fingerprint
+
+    fingerprint = load_fingerprint(run_dir)
+    if fingerprint.agent == LexicalBrowseAgent.name:
+        return LexicalBrowseAgent(**fingerprint.agent_config)
+    return make_agent(fingerprint.agent, **fingerprint.agent_config)
+
+
 def environment_factory_for(run_dir: Path, release_dir: Path, store: Any,
                             index_dir: Path | None) -> Callable[[RolloutQuestion], Environment]:
     """The clean environment a run used, rebuilt from its run.json (for probes that rerun it).
@@ -142,7 +153,7 @@ def environment_factory_for(run_dir: Path, release_dir: Path, store: Any,
     return lambda _q: IndexEnvironment(index, store)
 
 
-DEMO_BUDGET = Budget(max_tool_calls=8, max_turns=None)
+DEMO_BUDGET = Budget(max_tool_calls=10, max_turns=None)
 
 
 def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concurrency: int = 8) -> dict[str, Any]:
@@ -167,7 +178,8 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     out = Path(out_dir)
     release_dir = build_demo_sandbox_release(out / "sandbox_release", seed=seed)
     store = import_corpus("demo", "demo", out / "sandbox_corpus", seed=seed, overwrite=True).store
-    opened = build_index(store, "bm25", out / "sandbox_index", overwrite=True)
+    # 752 pages: plain numpy scoring beats paying numba's JIT compile on every demo run
+    opened = build_index(store, "bm25", out / "sandbox_index", config={"numba": False}, overwrite=True)
     sandbox = open_sandbox(release_dir, opened.index, store)
     questions = load_rollout_questions(release_dir / "rollout_questions.jsonl")
     agent = LexicalBrowseAgent()

@@ -6,8 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rapidfuzz import fuzz
 
 from aethersearch.benchmark.audit import TrainingUnion, audit_questions, make_audit_hooks, parse_settings
+from aethersearch.benchmark.audit_similarity import exhaustive_similarity
 from aethersearch.benchmark.sources.base import Candidate
 from aethersearch.errors import ConfigError, DataError, ReviewRequired
 from aethersearch.text import question_key
@@ -48,7 +52,7 @@ def candidate(question: str, dataset: str = "nq_open", row: int = 1) -> Candidat
 
 
 def flagged_training(question: str) -> dict[str, tuple[float | None, float | None]]:
-    result = audit_questions([(None, question)], TrainingUnion(TRAINING), parse_settings({}))
+    result = audit_questions([(None, question)], TrainingUnion([question_key(q) for q in TRAINING]), parse_settings({}))
     return {p.training_key: (p.similarity, p.rare_token) for p in result.flagged}
 
 
@@ -86,7 +90,7 @@ def test_distinct_question_is_not_flagged() -> None:
 
 def test_every_pair_is_visited() -> None:
     result = audit_questions([(None, q) for q in (PUNCTUATION, DISTINCT, SIBLING)],
-                             TrainingUnion(TRAINING), parse_settings({}))
+                             TrainingUnion([question_key(q) for q in TRAINING]), parse_settings({}))
     assert result.methods["similarity"]["pairs_visited"] == 3 * len(TRAINING)
 
 
@@ -143,7 +147,7 @@ def test_bad_audit_config_names_the_field() -> None:
     with pytest.raises(ConfigError, match="audit.similarity.threshold"):
         parse_settings({"similarity": {"threshold": 150}})
     with pytest.raises(ConfigError, match="scorer"):
-        audit_questions([(None, "x")], TrainingUnion(TRAINING),
+        audit_questions([(None, "x")], TrainingUnion([question_key(q) for q in TRAINING]),
                         parse_settings({"similarity": {"scorer": "ratoi"}}))
 
 
@@ -153,3 +157,18 @@ def test_pool_filter_removes_near_certain_duplicates_only(tmp_path: Path) -> Non
                            candidate(SWAPPED, row=3), candidate(DISTINCT, row=4)])
     assert set(removed) == {question_key("in which year did the berlin wall fall?!"), question_key(SWAPPED)}
     assert all(reason.startswith("pool audit:") for reason in removed.values())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(alphabet="abc de?", min_size=0, max_size=12), min_size=1, max_size=8),
+       st.lists(st.text(alphabet="abc de?", min_size=0, max_size=12), min_size=1, max_size=30),
+       st.floats(min_value=40, max_value=100))
+def test_blocked_uint8_pass_equals_brute_force_over_every_pair(queries: list[str], choices: list[str],
+                                                               threshold: float) -> None:
+    # block_bytes=7 forces many row blocks; the float re-score must decide at the exact threshold.
+    result = exhaustive_similarity(queries, choices, threshold=threshold, block_bytes=7)
+    expected = {(i, j, fuzz.ratio(q, c)) for i, q in enumerate(queries) for j, c in enumerate(choices)
+                if fuzz.ratio(q, c) >= threshold}
+    got = set(zip(result.query_index.tolist(), result.choice_index.tolist(), result.score.tolist(), strict=True))
+    assert got == expected
+    assert result.pairs_visited == len(queries) * len(choices)

@@ -11,7 +11,7 @@ import yaml
 
 from aethersearch.benchmark.build import build_from_config
 from aethersearch.benchmark.demo_sources import write_demo_sources
-from aethersearch.benchmark.replay import OUTPUT, replay_release
+from aethersearch.benchmark.replay import default_output, replay_release
 from aethersearch.errors import ReviewRequired
 from aethersearch.jsonl import read_jsonl, sha256_file
 from aethersearch.text import question_key
@@ -76,7 +76,8 @@ def test_reviewed_exclusion_reselects_deterministically_and_replay_agrees(
     _review(src, first, "exclude", "reworded copy of a training question")
     one = build_from_config(src / "build.yaml", tmp_path / "one")
     two = build_from_config(src / "build.yaml", tmp_path / "two")
-    assert (one.release_dir / "eval.jsonl").read_bytes() == (two.release_dir / "eval.jsonl").read_bytes()
+    for name in ("eval.jsonl", "manifest.json", "exclusion_audit.json"):
+        assert (one.release_dir / name).read_bytes() == (two.release_dir / name).read_bytes(), name
     rows = read_jsonl(one.release_dir / "eval.jsonl")
     baseline = read_jsonl(demo[0] / "baseline" / "eval.jsonl")
     assert first["question"] not in [r["question"] for r in rows]
@@ -90,7 +91,8 @@ def test_reviewed_exclusion_reselects_deterministically_and_replay_agrees(
     assert report["counts"]["pairs_flagged"] == 1 and report["counts"]["questions_excluded"] == 1
     replay = replay_release(one.release_dir, base_dir=src)
     assert replay.ok, [c.line() for c in replay.failures]
-    written = json.loads((one.release_dir / OUTPUT).read_text(encoding="utf-8"))
+    assert replay.output == default_output(one.release_dir)
+    written = json.loads(replay.output.read_text(encoding="utf-8"))
     assert {c["name"]: c["status"] for c in written["checks"]} == {
         "training_hashes": "OK", "source_hashes": "OK", "exclusion_sets": "OK",
         "rows_match_originals": "OK", "sampling_replay": "OK"}
@@ -117,8 +119,8 @@ def test_tampered_training_file_is_reported(demo: tuple[Path, dict], tmp_path: P
     failed = {c.name: c for c in report.failures}
     assert "training_hashes" in failed and "stage_2.jsonl" in failed["training_hashes"].detail
     assert "exclusion_sets" in failed  # the rebuilt key counts no longer match the manifest
-    written = json.loads((result.release_dir / OUTPUT).read_text(encoding="utf-8"))
-    assert written["ok"] is False
+    written = json.loads(report.output.read_text(encoding="utf-8"))
+    assert written["ok"] is False and written["checks"][0]["status"] == "FAIL"
 
 
 def test_replay_catches_a_changed_alias_and_a_reordered_release(demo: tuple[Path, dict], tmp_path: Path) -> None:
@@ -133,3 +135,50 @@ def test_replay_catches_a_changed_alias_and_a_reordered_release(demo: tuple[Path
     failed = {c.name: c for c in replay_release(result.release_dir, base_dir=src).failures}
     assert rows[3]["id"] in failed["rows_match_originals"].detail
     assert "position 6" in failed["sampling_replay"].detail
+
+
+def test_pool_filter_removes_a_near_copy_before_sampling_and_replay_agrees(
+        demo: tuple[Path, dict], tmp_path: Path) -> None:
+    src, first = _copy(demo, tmp_path)
+    _review(src, first, "exclude", "reworded copy")
+    baseline = read_jsonl(demo[0] / "baseline" / "eval.jsonl")
+    target = next(r for r in baseline if r["source_dataset"] == "hotpotqa")
+    typo = target["question"][:-3] + target["question"][-2:]  # one character dropped: ratio >= 97
+    registry_path = src / "train" / "registry.yaml"
+    registry = yaml.safe_load(registry_path.read_text(encoding="utf-8"))
+    extra = src / "train" / "typo.jsonl"
+    extra.write_text(json.dumps({"id": "typo_1", "question": typo, "golden_answers": ["x"]}) + "\n",
+                     encoding="utf-8")
+    registry["files"].append({"stage": "RL", "release": "demo-rl", "role": "historical", "path": "typo.jsonl",
+                              "format": "flashrag_jsonl", "sha256": sha256_file(extra)})
+    registry_path.write_text(yaml.safe_dump(registry, sort_keys=False), encoding="utf-8")
+    result = build_from_config(src / "build.yaml", tmp_path / "rel")
+    removed = [(r.dataset, r.source_row_number) for r in result.manifest.pool_filter_removals]
+    assert removed == [("hotpotqa", target["source_row_number"])]
+    assert result.manifest.pool_filter_removals[0].reason.startswith("pool audit: ratio")
+    assert target["question"] not in [r["question"] for r in read_jsonl(result.release_dir / "eval.jsonl")]
+    assert replay_release(result.release_dir, base_dir=src).ok
+
+
+def test_cli_audit_prints_the_flagged_pair_and_replay_prints_ok(demo: tuple[Path, dict], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from aethersearch.cli import app
+
+    src, first = _copy(demo, tmp_path)
+    _review(src, first, "retain", "distinct question")
+    result = build_from_config(src / "build.yaml", tmp_path / "rel")
+    runner = CliRunner()
+    audit = runner.invoke(app, ["audit", str(result.release_dir), "--training", str(src / "train" / "registry.yaml"),
+                                "--threshold", "92", "--rare-threshold", "0.85", "--reviews", str(src / "reviews.json"),
+                                "--json", str(tmp_path / "audit.json")], env={"COLUMNS": "200"})
+    assert audit.exit_code == 0, audit.output
+    assert "pairs flagged 1," in audit.output and "retained with reason 1," in audit.output
+    written = json.loads((tmp_path / "audit.json").read_text(encoding="utf-8"))
+    assert written["pairs"][0]["selected_id"] == "demo_0001"
+    replay = runner.invoke(app, ["replay", str(result.release_dir), "--base-dir", str(src)], env={"COLUMNS": "200"})
+    assert replay.exit_code == 0, replay.output
+    assert replay.output.count("OK ") == 5
+    (src / "train" / "stage_2.jsonl").write_text("", encoding="utf-8")
+    tampered = runner.invoke(app, ["replay", str(result.release_dir), "--base-dir", str(src)], env={"COLUMNS": "200"})
+    assert tampered.exit_code == 1 and "FAIL training_hashes" in tampered.output

@@ -24,11 +24,13 @@ def _contains(text: str, answer: str) -> bool:
 
 
 def evidenceloop_rule(answers: Mapping[str, str], *, query: Callable[[str], str] | None = None,
-                      wrong: Mapping[str, str] | None = None, visits: int = 1) -> Callable[[ScriptedRequest], Reply]:
+                      wrong: Mapping[str, str] | None = None, visits: int = 1,
+                      confirm_page: bool = False) -> Callable[[ScriptedRequest], Reply]:
     """Solvers search then visit result ``solver index``; the aggregator answers once memory holds it.
 
     ``wrong`` maps a question to an answer the aggregator proposes instead (citing the
-    first EID), which a truthful verifier must reject.
+    first EID), which a truthful verifier must reject. With ``confirm_page`` the
+    aggregator only answers once the answer's own page is in memory (and cites it).
     """
     wrong = wrong or {}
 
@@ -62,6 +64,8 @@ def evidenceloop_rule(answers: Mapping[str, str], *, query: Callable[[str], str]
                              f"<claim eid=\"{eid}\"> The answer is {wrong[question]}. </claim>")
             answer = answers.get(question)
             for eid, title, text in summaries:
+                if confirm_page and answer and normalize_answer(title) != normalize_answer(answer):
+                    continue
                 if answer and _contains(f"{title} {text}", answer):
                     return Reply(f"<context>[{eid}] states the answer.</context>\n"
                                  f"<answer> {answer} </answer>\n"
@@ -75,5 +79,43 @@ def evidenceloop_rule(answers: Mapping[str, str], *, query: Callable[[str], str]
                 verdicts.append(f"<verdict claim=\"{number}\"> {word} </verdict>")
             return Reply("\n".join(verdicts))
         return Reply("<answer> I don't know </answer>")
+
+    return respond
+
+
+_VISIT = re.compile(r"<visit>(.*?)</visit>", re.DOTALL)
+
+
+def sandbox_path_rule(paths: Mapping[str, list[str]], answers: Mapping[str, str], *,
+                      wrong: Mapping[str, str] | None = None,
+                      direct: Mapping[str, str] | None = None) -> Callable[[ScriptedRequest], Reply]:
+    """Like :func:`evidenceloop_rule`, but solvers walk a known chain of page titles in the masked sandbox.
+
+    Solver 0 visits the next chain page not yet in the evidence index or its own
+    visits; other solvers first search the question (a masked search cannot
+    shortcut the chain), then do the same. The other sub-agents follow
+    :func:`evidenceloop_rule`; the aggregator answers only from the answer page. ``direct`` answers the no-search ``direct`` agent's
+    prompt (the Forget probe) from a question -> answer map, else "I don't know".
+    """
+    generic = evidenceloop_rule(answers, visits=0, wrong=wrong, confirm_page=True)
+
+    def respond(request: ScriptedRequest) -> Reply:
+        messages = request.body.get("messages") or []
+        first = messages[0]["content"] if messages else ""
+        if first.startswith("Answer the given question directly"):
+            answer = (direct or {}).get(question_of(request) or "", "I don't know")
+            return Reply(f"<answer> {answer} </answer>")
+        if not first.startswith("You are solver"):
+            return generic(request)
+        question = question_of(request) or ""
+        index = int(re.search(r"solver (\d+) of", first).group(1))
+        turns = sum(m["role"] == "assistant" for m in messages)
+        if index > 0 and turns == 0:
+            return Reply(f"<search> {question.rstrip('?')} </search>")
+        context = first.split("Context so far:\n", 1)[1].split("\n\nQuestion: ", 1)[0]
+        known = {title for _, title, _ in _SUMMARY.findall(context)}
+        known |= {v.strip() for m in messages if m["role"] == "assistant" for v in _VISIT.findall(m["content"])}
+        following = [title for title in paths.get(question, []) if title not in known]
+        return Reply(f"<visit> {following[0]} </visit>" if following else "<done>")
 
     return respond

@@ -145,3 +145,54 @@ def test_memory_keeps_one_eid_per_document_and_fetches_full_text() -> None:
     assert memory.summary_line("E1") == "[E1] Chad Cornes: stepmother is Nicole Cornes"
     with pytest.raises(ToolError, match="unknown evidence id 'E9'"):
         memory.get("E9")
+
+
+def test_fetch_reads_full_documents_by_eid_without_a_tool_call() -> None:
+    def rule(request):
+        from aethersearch.agents.scripted_server import Reply
+
+        messages = request.body["messages"]
+        first = messages[0]["content"]
+        if first.startswith("You are solver"):
+            turns = sum(m["role"] == "assistant" for m in messages)
+            return Reply(["<search> Nicole Cornes </search>", "<fetch> E1 </fetch>", "<fetch> E42 </fetch>",
+                          "<done>"][turns])
+        return evidenceloop_rule({})(request)
+
+    agent = make_agent("evidenceloop", n_solvers=1, max_rounds=1, actions_per_round=4, snippet_chars=12)
+    with ScriptedServer(rule) as server:
+        output, episode, tracker, env = asyncio.run(_run(agent, server, Budget(max_tool_calls=10, max_turns=20)))
+    solver = [s for s in episode.steps if s.agent == "solver-0"]
+    search, fetch, bad, done = solver
+    assert "…" in search.observation  # summaries only: snippets cut at snippet_chars
+    assert fetch.notes["action"] == "fetch" and fetch.tool_calls == []
+    first = next(d for d in PAGES if d.id == search.tool_calls[0].returned_ids[0])
+    assert fetch.observation == f"[E1] {first.title}\n{first.text}"  # the whole document, not its snippet
+    assert "unknown evidence id 'E42'" in bad.observation
+    assert done.notes["action"] == "done"
+    assert env.calls == tracker.tool_calls == 1  # only the search reached the environment
+
+
+def test_an_endpoint_failure_in_one_solver_cancels_the_others() -> None:
+    from aethersearch.errors import EndpointError
+
+    class SlowOrFailing:
+        """Solver 0's call fails at once; the other solvers' calls hang (a stalled endpoint)."""
+
+        endpoint, model = "test", "test"
+
+        async def chat(self, messages, decoding, tools=None):
+            if "You are solver 0" in messages[0]["content"]:
+                raise EndpointError("HTTP 400: context too long")
+            await asyncio.sleep(30)
+
+    agent = make_agent("evidenceloop", n_solvers=3, max_rounds=1, actions_per_round=3)
+
+    async def main():
+        episode = Episode(question=RolloutQuestion(id="q1", question=QUESTION), question_seen=QUESTION,
+                          env=PageEnv(), llm=SlowOrFailing(), decoding=Decoding())
+        with pytest.raises(EndpointError, match="context too long"):
+            await asyncio.wait_for(agent.solve(episode), 5)
+        return [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+
+    assert asyncio.run(main()) == []  # the hanging solvers were cancelled, not left running

@@ -111,7 +111,9 @@ def test_empty_episode_set_reports_n_zero_and_undefined_rates() -> None:
 def test_search_results_masked_and_failed_visits_do_not_gather() -> None:
     t = trace("q", [], Outcome.ANSWERED, "x", searches=["p1", "p2"], suppressed=["p2"], failed=["p1"])
     assert gathered_ids(t) == frozenset()
-    assert gathered_ids(t, ("search", "visit")) == {"p1"}  # p2 was masked
+    assert gathered_ids(t, ("search", "visit")) == {"p1"}  # p2 was masked in that call
+    later = trace("q", ["p2"], Outcome.ANSWERED, "x", searches=["p1"], suppressed=["p2"])
+    assert gathered_ids(later) == {"p2"}  # masked at first, opened once unlocked
     e = ep("q", [], Outcome.ANSWERED, "x", searches=["p1", "p2"])
     assert not e.sufficient and e.search_credit == 0.0
 
@@ -138,6 +140,14 @@ def test_groups_by_hops_and_source() -> None:
     assert out["by_hops"]["3"]["n"] == 1 and out["by_hops"]["3"]["gen_score"] == pytest.approx(1.0)
     assert out["by_source"]["hintfree"]["gen_score"] == pytest.approx(0.2)
     assert out["n"] == 7 and set(out["overall"]) >= {"f1_good_refusal", "gen_score", "pass_at_1"}
+
+
+def test_evidence_is_the_whole_path_when_the_sidecar_gives_none() -> None:
+    row = DiagnosticsRow(id="h", source_dataset="hintfree", path=["a", "b", "c"])
+    read_on_b = ep("h", ["a", "b"], Outcome.ANSWERED, "Graham Cornes", diag=row)
+    # answered from b without opening the answer page c: correct, but not sufficient
+    assert read_on_b.evidence == ("a", "b", "c") and read_on_b.correct and not read_on_b.sufficient
+    assert read_on_b.hops == 2  # no hops field: the path's edges
 
 
 def test_question_without_evidence_is_a_clear_error() -> None:
@@ -208,3 +218,18 @@ def test_text_mode_unknown_document_names_the_episode() -> None:
     row = DiagnosticsRow(id="h1", source_dataset="nq")
     with pytest.raises(DataError, match="h1.*missing-doc"):
         episode_from_text(text_trace(["missing-doc"], "x"), row, GOLD, STORE)
+
+
+def test_a_release_without_evidence_chains_needs_the_corpus() -> None:
+    from aethersearch.errors import ConfigError
+    from aethersearch.records import EvalRow
+    from aethersearch.scoring.probes import episodes_for_run
+
+    gold = {"h1": EvalRow(id="h1", question="?", answers=GOLD, source_dataset="nq", source_split="dev",
+                          source_id=None, source_row_number=1, source_file="nq.jsonl")}
+    diagnostics = {"h1": DiagnosticsRow(id="h1", source_dataset="nq")}
+    traces = {"h1": text_trace(["d2"], "Graham Cornes")}
+    with pytest.raises(ConfigError, match="--corpus"):
+        episodes_for_run(traces, diagnostics, gold, environment="search")
+    (episode,) = episodes_for_run(traces, diagnostics, gold, environment="search", store=STORE)
+    assert episode.sufficient and episode.correct

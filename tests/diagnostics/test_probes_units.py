@@ -23,7 +23,7 @@ ROW = DiagnosticsRow(
 def test_hop_questions_carry_answers_and_evidence_pages() -> None:
     hops = hop_questions(ROW)
     assert [(h.probe_id, h.answers, h.evidence) for h in hops] == [
-        ("q1#hop1", ("B",), ("b", "c")),  # no page keys: the hop's two chain pages
+        ("q1#hop1", ("B",), ("b", "c")),  # no page keys: the hop's two pages of the chain
         ("q1#hop2", ("C", "Cee"), ("c",))]
     assert [r.model_dump() for r in rollout_rows(hops)] == [
         {"id": "q1#hop1", "question": "Who is the brother of A?"},

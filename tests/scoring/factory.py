@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aethersearch.jsonl import atomic_write_json, write_jsonl
+from aethersearch.jsonl import atomic_write_json, sha256_file, write_jsonl
 from aethersearch.records import Budget, Decoding, EvalRow, RunFingerprint
 
 SOURCES = ("nq", "hotpotqa", "bamboogle")
@@ -31,6 +31,8 @@ def write_release(path: Path, rows: list[EvalRow], release_id: str = "test-relea
     write_jsonl(path / "eval.jsonl", rows)
     write_jsonl(path / "rollout_questions.jsonl", [{"id": r.id, "question": r.question} for r in rows])
     atomic_write_json(path / "manifest.json", {"release_id": release_id, "question_count": len(rows)})
+    sums = "".join(f"{sha256_file(path / name)}  {name}\n" for name in ("eval.jsonl", "rollout_questions.jsonl"))
+    (path / "checksums.sha256").write_text(sums)
     return path
 
 

@@ -117,7 +117,7 @@ def _hotpot(limit: int) -> list[tuple[str, list[str]]]:
 @pytest.mark.realdata
 @pytest.mark.parametrize("loader", [_nq, _hotpot], ids=["nq_open", "hotpotqa"])
 def test_em_subem_f1_match_published_definitions_on_real_questions(loader) -> None:
-    cases = _cases(loader(400))
+    cases = _cases(loader(300))
     assert len(cases) > 10_000
     seen = Counter()
     for prediction, golds in cases:
@@ -132,6 +132,8 @@ def test_em_subem_f1_match_published_definitions_on_real_questions(loader) -> No
         fused = metrics.score_all(prediction, golds)
         assert (fused["em"], fused["subem"], fused["squad_em"]) == (want_em, want_sub, float(want_squad_em))
         assert fused["f1"] == pytest.approx(want_f1, abs=0, rel=1e-12)
+        assert fused["cover_em"] == metrics.cover_em(prediction, golds), (prediction, golds)
+        assert fused["popqa_acc"] == metrics.popqa_acc(prediction, golds), (prediction, golds)
         seen[(want_em, want_sub, 0.0 < want_f1 < 1.0)] += 1
     # The adversarial set must exercise every branch: exact hits, substring-only hits, partial F1, misses.
     assert seen[(1, 1, False)] and seen[(0, 1, True)] and seen[(0, 0, True)] and seen[(0, 0, False)]

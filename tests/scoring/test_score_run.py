@@ -89,6 +89,20 @@ def test_conflicting_duplicate_is_an_error_naming_file_line_and_id(tmp_path: Pat
     assert info.value.fix
 
 
+def test_retried_attempts_are_resolved_to_the_latest_not_flagged_as_conflicts(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    run = write_run(tmp_path / "run", rows, {r.id for r in rows})
+    traces = read_jsonl(run / "traces.jsonl")
+    failed = dict(traces[4], response="", prediction=None, outcome="endpoint_error", stop_reason="endpoint_error")
+    retry = dict(traces[4], attempt=2)
+    # the runner logs the failed attempt, then the successful retry, in that order
+    write_jsonl(run / "traces.jsonl", [*traces[:4], failed, *traces[5:], retry])
+    scores = score_run(run, release_dir)
+    assert scores["join"]["retried"] == [rows[4].id]
+    assert scores["join"]["duplicates"] == []
+    assert scores["per_question"][4]["outcome"] == "answered" and scores["per_question"][4]["em"] == 1.0
+
+
 def test_predictions_file_is_scored_when_there_are_no_traces(tmp_path: Path, release) -> None:
     release_dir, rows = release
     run = tmp_path / "preds"
@@ -173,3 +187,27 @@ def test_bootstrap_ci_contains_the_point_estimate(values: list[float], seed: int
 def test_bootstrap_ci_contains_the_point_estimate_for_binary_metrics(values: list[float], seed: int) -> None:
     got = estimate(values, resamples=300, seed=seed)
     assert got.ci_low <= got.mean <= got.ci_high
+
+
+def test_rescoring_reads_the_run_without_changing_it(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    run = write_run(tmp_path / "run", rows, {rows[0].id})
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    score_run(run, release_dir)
+    score_run(run, release_dir, compat="searchr1")
+    after = {p.name: p.read_bytes() for p in run.iterdir() if p.name != "scores.json"}
+    assert after == before
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["nq", "hotpotqa", "popqa"]), st.sampled_from([0.0, 1.0]),
+                          st.sampled_from([0.0, 0.25, 0.5, 1.0])), min_size=1, max_size=40),
+       st.randoms(use_true_random=False))
+def test_aggregate_is_invariant_to_row_order(items, shuffler) -> None:
+    from aethersearch.scoring.aggregate import aggregate
+
+    rows = [{"id": f"q{i:03d}", "source": s, "outcome": "answered", "em": e, "f1": f, "usage": None}
+            for i, (s, e, f) in enumerate(items)]
+    shuffled = list(rows)
+    shuffler.shuffle(shuffled)
+    assert aggregate(rows, ["em", "f1"], resamples=200) == aggregate(shuffled, ["em", "f1"], resamples=200)

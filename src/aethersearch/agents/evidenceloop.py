@@ -142,8 +142,7 @@ class EvidenceLoopAgent(Agent):
         context = "(nothing yet)"
         last = Proposal(context, None, [], "")
         for round_ in range(1, self.max_rounds + 1):
-            results = await asyncio.gather(*(self._solver(episode, memory, context, round_, i)
-                                             for i in range(self.n_solvers)))
+            results = await self._parallel(episode, memory, context, round_)
             new_eids = [eid for result in results for eid in result.new_eids]
             budget_spent = any(result.budget_spent for result in results)
             await self._extract(episode, memory, new_eids, round_)
@@ -172,6 +171,23 @@ class EvidenceLoopAgent(Agent):
         return finish_from_text(completion.text, "budget")
 
     # ------------------------------------------------------------------------- sub-agents
+
+    async def _parallel(self, episode: Episode, memory: EvidenceMemory, context: str,
+                        round_: int) -> list[SolverResult]:
+        """Run the N solvers concurrently; if one fails (endpoint error), cancel the others first.
+
+        The original exception is re-raised unchanged, so the runner records it as
+        the episode's outcome and no solver keeps calling tools after the episode.
+        """
+        tasks = [asyncio.ensure_future(self._solver(episode, memory, context, round_, i))
+                 for i in range(self.n_solvers)]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _solver(self, episode: Episode, memory: EvidenceMemory, context: str,
                       round_: int, index: int) -> SolverResult:

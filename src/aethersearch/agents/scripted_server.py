@@ -172,13 +172,14 @@ class _App:
             body = orjson.loads(await request.read())
         except orjson.JSONDecodeError:
             return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        scripted = ScriptedRequest(kind, body, request_text(kind, body))
+        with self.lock:
+            self.stats.requests += 1
         if kind == "chat":
             bad = _invalid_tool_arguments(body)
             if bad:
                 return web.json_response({"error": {"message": bad}}, status=400)
-        scripted = ScriptedRequest(kind, body, request_text(kind, body))
         with self.lock:
-            self.stats.requests += 1
             key = self.key(scripted) if self.key else None
             if key is not None:
                 self.stats.by_key[key] += 1

@@ -96,10 +96,15 @@ def parse_settings(audit_config: dict[str, Any] | None) -> AuditSettings:
 
 
 class TrainingUnion:
-    """The distinct normalised training keys, with their indexes built once on first use."""
+    """The distinct normalised training keys, with their indexes built once on first use.
+
+    ``training_keys`` must already be ``question_key`` outputs (the builder's union);
+    they are not normalised again (``question_key`` is not idempotent on a key that
+    ends in " ?", so re-normalising could merge two recorded keys).
+    """
 
     def __init__(self, training_keys: Sequence[str]) -> None:
-        self.keys: list[str] = sorted({question_key(k) for k in training_keys})
+        self.keys: list[str] = sorted(set(training_keys))
         self._tokens: Any = None
         self._grams: dict[int, Any] = {}
 
@@ -308,3 +313,61 @@ def make_audit_hooks(audit_config: dict[str, Any], training_keys: Sequence[str],
                        reviews_path=Path(reviews_path) if reviews_path is not None else None,
                        auto_review=auto_review)
     return hooks.pool_filter, hooks.selection_audit
+
+
+class StandaloneAudit(NamedTuple):
+    """``aether audit``: every flagged pair (best first) with its review status, and the counts."""
+
+    pairs: list[dict[str, Any]]
+    report: dict[str, Any]
+
+
+def read_selection(target: Path) -> list[tuple[str | None, str]]:
+    """``(id, question)`` rows of a release directory (eval.jsonl) or a JSONL selection file."""
+    from aethersearch.errors import DataError
+    from aethersearch.jsonl import iter_jsonl
+
+    target = Path(target)
+    path = target / "eval.jsonl" if target.is_dir() else target
+    if target.is_dir() and not path.exists():
+        path = target / "rollout_questions.jsonl"
+    rows = []
+    for line, value in iter_jsonl(path):
+        if not isinstance(value, dict) or not isinstance(value.get("question"), str):
+            raise DataError(path, "expected an object with a string 'question'", line=line, field="question",
+                            fix="pass a release directory or a JSONL file of {id, question} rows")
+        ident = value.get("id")
+        rows.append((str(ident) if ident is not None else None, value["question"]))
+    return rows
+
+
+def audit_selection_file(target: Path, registry: Path, *, audit_config: dict[str, Any] | None = None,
+                         reviews_path: Path | None = None) -> StandaloneAudit:
+    """Audit a release or selection against a training registry without stopping on unreviewed pairs."""
+    from aethersearch.benchmark.training import build_exclusion_sets, load_registry
+
+    settings = parse_settings(audit_config)
+    registry = Path(registry)
+    sets = build_exclusion_sets(load_registry(registry), registry.parent)
+    union = TrainingUnion(sorted(sets.union))
+    rows = read_selection(target)
+    result = audit_questions(rows, union, settings)
+    decisions = load_reviews(reviews_path)
+    resolution = resolve_reviews(result.flagged, decisions, auto_review=False)
+    decided = {tuple(r["pair"]): r for r in resolution.decided}
+    pairs = []
+    for pair in result.flagged:
+        row = decided.get((pair.selected_key, pair.training_key))
+        pairs.append({**pair.as_json(), "decision": row["decision"] if row else "unreviewed",
+                      "reason": row["reason"] if row else ""})
+    pairs.sort(key=lambda p: (-(p["similarity"] or 0.0) / 100 - (p["rare_token"] or 0.0), p["pair"]))
+    report = {
+        "selection": str(target), "questions": len(rows), "training_union_size": len(union.keys),
+        "settings": settings.model_dump(mode="json"), "methods": result.methods,
+        "counts": {"pairs_flagged": len(pairs),
+                   "questions_involved": len({p["pair"][0] for p in pairs}),
+                   "retained_with_reason": sum(1 for p in pairs if p["decision"] == "retain"),
+                   "excluded": sum(1 for p in pairs if p["decision"] == "exclude"),
+                   "unreviewed": sum(1 for p in pairs if p["decision"] == "unreviewed")},
+    }
+    return StandaloneAudit(pairs, report)

@@ -36,8 +36,15 @@ SCORE_FORMULA = "2*idf(shared)/(idf(query)+idf(training)); idf=ln((N+1)/(df+0.5)
 
 def tokenize(key: str) -> list[str]:
     """Distinct stemmed word tokens of a normalised key, in first-seen order."""
-    words = _STEMMER.stemWords(_TOKEN.findall(key))
-    return list(dict.fromkeys(words))
+    return tokenize_many([key])[0]
+
+
+def tokenize_many(keys: Sequence[str]) -> list[list[str]]:
+    """``tokenize`` for many keys, stemming each distinct word once (one PyStemmer call)."""
+    words = [_TOKEN.findall(key) for key in keys]
+    distinct = list({w for ws in words for w in ws})
+    stem = dict(zip(distinct, _STEMMER.stemWords(distinct), strict=True))
+    return [list(dict.fromkeys(stem[w] for w in ws)) for ws in words]
 
 
 class TokenIndex(NamedTuple):
@@ -57,8 +64,8 @@ def build_token_index(training_keys: Sequence[str]) -> TokenIndex:
     vocabulary: dict[str, int] = {}
     indptr = [0]
     indices: list[int] = []
-    for key in training_keys:
-        for token in tokenize(key):
+    for tokens in tokenize_many(training_keys):
+        for token in tokens:
             indices.append(vocabulary.setdefault(token, len(vocabulary)))
         indptr.append(len(indices))
     n = len(training_keys)
@@ -88,14 +95,14 @@ class TokenPairs(NamedTuple):
 def _query_matrices(index: TokenIndex, query_keys: Sequence[str], k: int,
                     max_df: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray, int]:
     """(rare-token selector, idf-weighted query matrix, query weights, queries with no rare token)."""
-    sel_ptr, sel_idx = [0], []
+    sel_ptr, sel_idx, sel_val = [0], [], []
     w_ptr, w_idx, w_val = [0], [], []
     weights = np.zeros(len(query_keys), dtype=np.float64)
     without = 0
-    for row, key in enumerate(query_keys):
+    for row, tokens in enumerate(tokenize_many(query_keys)):
         known: list[int] = []
         total = 0.0
-        for token in tokenize(key):
+        for token in tokens:
             col = index.vocabulary.get(token)
             if col is None:
                 total += index.unseen_idf
@@ -110,10 +117,12 @@ def _query_matrices(index: TokenIndex, query_keys: Sequence[str], k: int,
         eligible.sort(key=lambda c: (index.df[c], c))
         if not eligible:
             without += 1
-        sel_idx.extend(sorted(eligible[:k]))
+        chosen = sorted(eligible[:k])
+        sel_idx.extend(chosen)
+        sel_val.extend(float(index.idf[c]) for c in chosen)
         sel_ptr.append(len(sel_idx))
     shape = (len(query_keys), index.matrix.shape[1])
-    selector = sparse.csr_matrix((np.ones(len(sel_idx), dtype=np.float32),
+    selector = sparse.csr_matrix((np.asarray(sel_val, dtype=np.float64),
                                   np.asarray(sel_idx, dtype=np.int64),
                                   np.asarray(sel_ptr, dtype=np.int64)), shape=shape)
     weighted = sparse.csr_matrix((np.asarray(w_val, dtype=np.float64),
@@ -149,6 +158,16 @@ def rare_token_pairs(
     candidates = (selector @ index.matrix.T).tocoo()
     q_idx = candidates.row.astype(np.int64)
     t_idx = candidates.col.astype(np.int64)
+    retrieved = len(q_idx)
+    if len(q_idx):
+        # Sound upper bound before the costly gather: the shared weight is at most the
+        # query's weight minus its chosen rare tokens that the candidate lacks, and at
+        # most the candidate's weight. Pairs that cannot reach the threshold are dropped.
+        chosen_weight = np.asarray(selector.sum(axis=1)).ravel()
+        shared_rare = candidates.data.astype(np.float64)
+        bound = np.minimum(weights[q_idx] - chosen_weight[q_idx] + shared_rare, index.row_weight[t_idx])
+        possible = 2.0 * bound >= threshold * (weights[q_idx] + index.row_weight[t_idx]) - 1e-9
+        q_idx, t_idx = q_idx[possible], t_idx[possible]
     if len(q_idx):
         shared = np.asarray(weighted[q_idx].multiply(index.matrix[t_idx]).sum(axis=1)).ravel()
         denominator = weights[q_idx] + index.row_weight[t_idx]
@@ -159,4 +178,4 @@ def rare_token_pairs(
     keep = score >= threshold
     order = np.lexsort((t_idx[keep], q_idx[keep]))
     return TokenPairs(q_idx[keep][order], t_idx[keep][order], np.round(score[keep][order], 6),
-                      len(q_idx), without, k, max_df, threshold)
+                      retrieved, without, k, max_df, threshold)

@@ -12,7 +12,7 @@ never leaves a half-written release.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from time import perf_counter
 from typing import Any, NamedTuple
@@ -95,6 +95,10 @@ def _read_sources(loaded: LoadedConfig) -> dict[str, _Source]:
             option_files[name] = FileRef(path=str(options[name]), sha256=sha256_file(option_path))
             options[name] = option_path
         sha = sha256_file(path)
+        if source.sha256 is not None and sha != source.sha256:
+            raise IntegrityError(f"source {source.dataset!r} file {source.path} has sha256 {sha}, but the config "
+                                 f"pins {source.sha256}",
+                                 fix="restore the pinned file, or review the change and update its sha256")
         rows = read_source(source.format, path, dataset=source.dataset, split=source.split,
                            source_file=source.source_file or Path(source.path).name, options=options)
         out[source.dataset] = _Source(source, rows, sha, option_files)
@@ -128,6 +132,11 @@ def _apply_pool_filter(pool_filter: PoolFilter | None, isolation: IsolationResul
     return eligible_rows, removals
 
 
+def _eligibility(rows: set[int], excluded: dict[str, str]) -> Callable[[Candidate], bool]:
+    """Eligible = survived isolation and the pool filter (by row) and not excluded by an audit (by key)."""
+    return lambda c: c.source_row_number in rows and c.key not in excluded
+
+
 def _select(loaded: LoadedConfig, sources: dict[str, _Source], eligible_rows: dict[str, set[int]],
             selection_audit: SelectionAudit | None
             ) -> tuple[dict[str, int], dict[str, list[Candidate]], dict[str, str], list[dict[str, Any]],
@@ -138,14 +147,13 @@ def _select(loaded: LoadedConfig, sources: dict[str, _Source], eligible_rows: di
     orders = {d: sampling_order(src.rows.candidates, seed=config.seed, dataset=d) for d, src in sources.items()}
     audit_excluded: dict[str, str] = {}
     rounds: list[dict[str, Any]] = []
-    notes = {d: f"{src.rows.rows_read} rows read, {len(eligible_rows[d])} left after exclusion and de-duplication"
-             for d, src in sources.items()}
     decision: AuditDecision | None = None
     while True:
-        def eligible_for(dataset: str):  # noqa: ANN202 - small closure factory
-            rows = eligible_rows[dataset]
-            return lambda c: c.source_row_number in rows and c.key not in audit_excluded
-        selected = sample(orders, {d: eligible_for(d) for d in sources}, quotas, available_note=notes)
+        notes = {d: f"{src.rows.rows_read} rows read, {len(eligible_rows[d])} left after exclusion and "
+                    f"de-duplication, {sum(1 for c in src.rows.candidates if c.key in audit_excluded)} excluded by "
+                    "the selection audit" for d, src in sources.items()}
+        eligible = {d: _eligibility(eligible_rows[d], audit_excluded) for d in sources}
+        selected = sample(orders, eligible, quotas, available_note=notes)
         if selection_audit is None:
             return quotas, selected, audit_excluded, rounds, None
         decision = selection_audit([c for d in quotas for c in selected[d]])
@@ -244,7 +252,8 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
     exclusions += [ExclusionRecord(key=k, reason=r, origin="selection audit") for k, r in sorted(audit_excluded.items())]
     counts = dict(isolation.counts)
     counts.update(pool_filter_removed=len(pool_removals), audit_excluded=len(audit_excluded),
-                  final_exact_overlap_by_stage=overlap)
+                  unique_exclusion_keys_by_stage=dict(training.unique_keys_by_stage),
+                  exclusion_union_size=training.union_size, final_exact_overlap_by_stage=overlap)
     source_records = []
     for source in config.sources:
         src = sources[source.dataset]
@@ -315,7 +324,3 @@ def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filt
             reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review)
     return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit)
 
-
-def plan_summary(result: BuildResult) -> Sequence[dict[str, Any]]:
-    """The composition table of a finished build (for the CLI)."""
-    return result.manifest.composition

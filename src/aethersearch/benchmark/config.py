@@ -37,6 +37,8 @@ class SourceConfig(_Strict):
                             "(Bamboogle: 125); the rest of its planned count is redistributed")
     source_file: str | None = Field(default=None, description="label for source_file; default the file name")
     options: dict[str, Any] = Field(default_factory=dict, description="adapter options, e.g. aliases")
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$",
+                               description="optional pin: the build refuses the file if its hash differs")
     citation: str | None = None
     license: str | None = None
 

@@ -12,6 +12,9 @@ dev (DPR TSV), PopQA test (only slices are available: Search-R1-style parquet of
 200 or FlashRAG jsonl of 16), HotpotQA distractor dev, 2WikiMultiHopQA dev and
 MuSiQue-Ans dev (complete question/answer lists), Bamboogle (R1-Searcher jsonl,
 the recommended answer key). Plan: 200 per source, Bamboogle capped at 125.
+The HotpotQA, 2Wiki and MuSiQue lists carry no ids, so their rows have a null
+``source_id`` (their one-based row numbers still locate them in official order).
+Every source file is pinned by its published sha256 too.
 Training stages: SFT = the supervised training sets' question slices (DPR NQ and
 TriviaQA train slices, MuSiQue-Ans train, HotpotQA train-100, MuSiQue train-100);
 RL = the RL training questions (R1-Searcher stage 1/2, Search-R1 train parquet
@@ -63,6 +66,22 @@ TRAINING: list[tuple[str, str, str, str, str]] = [
 ]
 
 
+CITATIONS = {
+    "nq": 'Kwiatkowski et al., "Natural Questions: a Benchmark for Question Answering Research", TACL 2019; '
+          'Lee et al., "Latent Retrieval for Weakly Supervised Open Domain Question Answering", ACL 2019',
+    "triviaqa": 'Joshi et al., "TriviaQA: A Large Scale Distantly Supervised Challenge Dataset for Reading '
+                'Comprehension", ACL 2017',
+    "popqa": 'Mallen et al., "When Not to Trust Language Models: Investigating Effectiveness of Parametric and '
+             'Non-Parametric Memories", ACL 2023',
+    "hotpotqa": 'Yang et al., "HotpotQA: A Dataset for Diverse, Explainable Multi-hop Question Answering", EMNLP 2018',
+    "2wikimultihopqa": 'Ho et al., "Constructing A Multi-hop QA Dataset for Comprehensive Evaluation of Reasoning '
+                       'Steps", COLING 2020',
+    "musique": 'Trivedi et al., "MuSiQue: Multihop Questions via Single-hop Question Composition", TACL 2022',
+    "bamboogle": 'Press et al., "Measuring and Narrowing the Compositionality Gap in Language Models", '
+                 'Findings of EMNLP 2023',
+}
+
+
 def _published(shared_data: Path) -> dict[str, dict[str, Any]]:
     path = shared_data / "SOURCES.json"
     try:
@@ -96,7 +115,10 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
             extra = dict(popqa_plan or {})
         record = published.get(path, {})
         sources.append({"dataset": dataset, "format": fmt, "path": rel(path), "split": split, **extra,
-                        **({"options": options} if options else {}),
+                        **({"sha256": record["sha256"]} if record.get("sha256") else {}),
+                        **({"options": options} if options else {}), "citation": CITATIONS[dataset] + (
+                            f"; file from {record['repo']} @ {record['commit'][:12]} : {record['path']}"
+                            if record.get("repo") and record.get("commit") else ""),
                         **({"license": record["license"]} if record.get("license") else {})})
     files = []
     for stage, release, role, path, fmt in TRAINING:

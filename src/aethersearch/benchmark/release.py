@@ -18,8 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_bytes, dumps_pretty, encode_jsonl, sha256_bytes
 from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow, Record, RolloutQuestion
 
@@ -145,6 +146,26 @@ SAMPLING_DESCRIPTION = (
 )
 
 
+def load_manifest(release_dir: str | Path) -> Manifest:
+    """Read and validate ``<release>/manifest.json`` (for consumers: rollout, scoring, replay)."""
+    path = Path(release_dir) / "manifest.json"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(path, f"cannot read: {exc.strerror}", fix="point at a release directory") from None
+    try:
+        manifest = Manifest.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise DataError(path, f"not a release manifest: {first['msg']}",
+                        field=".".join(str(p) for p in first["loc"]) or None,
+                        fix="rebuild the release with `aether build`") from None
+    if manifest.kind != MANIFEST_KIND:
+        raise DataError(path, f"kind {manifest.kind!r} is not {MANIFEST_KIND!r}", field="kind",
+                        fix="point at a benchmark release directory")
+    return manifest
+
+
 def row_id(name: str, index: int) -> str:
     """``<name>_0001`` ... (at least four digits)."""
     return f"{name}_{index:04d}"
@@ -242,7 +263,7 @@ def _citation(fmt: str) -> str:
     if fmt not in FORMATS:
         return ""
     text = importlib.import_module(FORMATS[fmt].partition(":")[0]).__doc__ or ""
-    match = re.search(r"Citation:(.*?)(?:\n\s*\n|$)", text, flags=re.S)
+    match = re.search(r"Citation:(.*?\))[.;]", text, flags=re.S)  # up to the reference's closing ")."
     return " ".join(match.group(1).split()) if match else ""
 
 
@@ -251,10 +272,11 @@ def attribution(manifest: Manifest, sources: Sequence[Any]) -> str:
     lines = [f"# Attribution for {manifest.name}", "",
              "The questions and answers in this release are unedited copies from these public files:", ""]
     for record, config in zip(manifest.sources, sources, strict=True):
-        citation = config.citation or _citation(record.format)
+        fmt_citation = _citation(record.format)
         lines += [f"## {record.dataset} ({record.split})", "",
                   f"- file: `{record.source_file}` (format `{record.format}`, sha256 `{record.sha256}`)",
-                  f"- citation: {citation or 'see the source'}",
+                  f"- citation: {config.citation or fmt_citation or 'see the source'}",
+                  *([f"- file format: {fmt_citation}"] if config.citation and fmt_citation else []),
                   f"- license: {config.license or 'see the source'}", ""]
     if manifest.training.files:
         lines += ["## Training files used only for exclusion", ""]

@@ -14,7 +14,7 @@ with its own parsers (``replay_sources``), shares nothing with the builder but
 * ``sampling_replay``  - quotas recomputed from the plan, isolation and the seeded
                          per-source draw replayed, giving the same ids in the same order.
 
-Results go to ``independent_validation.json`` (atomic write) and are printed as
+Results go to ``<release>.independent_validation.json`` beside the release (atomic write) and are printed as
 OK/FAIL per check. The replay reimplements the rule the manifest's ``sampling``
 field states: sort by (source id, null first; question key; row number), then
 ``random.Random(f"{seed}:{dataset}").shuffle``; take the first ``quota`` eligible.
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
 from collections.abc import Sequence
@@ -97,7 +96,7 @@ def _read_json(path: Path) -> Any:
 def _read_eval(path: Path) -> list[dict[str, Any]]:
     rows = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")
     except OSError as exc:
         raise DataError(path, f"cannot read: {exc.strerror}", fix="the release is incomplete") from None
     for number, line in enumerate(lines, start=1):
@@ -363,6 +362,16 @@ def check_sampling(manifest: dict[str, Any], originals: dict[str, list[RawRow]],
                         "matching_in_order": matching})
 
 
+def default_output(release_dir: Path) -> Path:
+    """``<release>.independent_validation.json`` beside the release.
+
+    Not inside it: the release is frozen and its verifier refuses files that
+    ``checksums.sha256`` does not list.
+    """
+    release_dir = Path(release_dir).resolve()
+    return release_dir.with_name(f"{release_dir.name}.{OUTPUT}")
+
+
 def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: Path | None = None) -> ReplayReport:
     """Run every independent check, write ``independent_validation.json`` and return the report.
 
@@ -383,10 +392,10 @@ def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: P
     else:
         checks.append(check_rows(manifest, originals, eval_rows))
         checks.append(check_sampling(manifest, originals, training, eval_rows))
-    target = output if output is not None else release_dir / OUTPUT
+    target = output if output is not None else default_output(release_dir)
     atomic_write_json(target, {
         "schema_version": 1, "release": manifest.get("name"), "data_sha256": manifest.get("data_sha256"),
-        "base_dir": os.path.relpath(base, release_dir) if not Path(base).is_absolute() else str(base),
+        "base_dir": str(Path(base).resolve()),
         "ok": all(c.ok for c in checks),
         "shared_with_builder": ["aethersearch.text.question_key"],
         "checks": [{"name": c.name, "status": "OK" if c.ok else "FAIL", "detail": c.detail, "counts": c.counts}

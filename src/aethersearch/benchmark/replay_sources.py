@@ -52,6 +52,14 @@ def _text(path: Path) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def _lines(text: str) -> list[str]:
+    """Physical lines split on "\n" only: U+0085/U+2028 occur inside real questions."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def _json(path: Path) -> Any:
     try:
         return json.loads(_text(path))
@@ -62,7 +70,7 @@ def _json(path: Path) -> Any:
 
 def _jsonl(path: Path) -> list[Any]:
     records = []
-    for line_number, line in enumerate(_text(path).splitlines(), start=1):
+    for line_number, line in enumerate(_lines(_text(path)), start=1):
         if not line.strip():
             continue
         try:
@@ -93,7 +101,7 @@ def read_nq_open(path: Path, options: dict[str, Any]) -> list[RawRow]:
 def read_dpr_tsv(path: Path, options: dict[str, Any]) -> list[RawRow]:
     """DPR topics: ``question<TAB>python list``, csv-quoted; blank rows not counted."""
     rows, number = [], 0
-    for cells in csv.reader(io.StringIO("\n".join(_text(path).splitlines())), delimiter="\t"):
+    for cells in csv.reader(io.StringIO(_text(path)), delimiter="\t"):
         if not cells or not any(c.strip() for c in cells):
             continue
         number += 1
@@ -113,7 +121,7 @@ def read_triviaqa_json(path: Path, options: dict[str, Any]) -> list[RawRow]:
 
 def read_popqa_tsv(path: Path, options: dict[str, Any]) -> list[RawRow]:
     """PopQA test.tsv with header; ``possible_answers`` is a JSON list string."""
-    lines = _text(path).splitlines()
+    lines = _lines(_text(path))
     header = lines[0].split("\t")
     rows, number = [], 0
     for line in lines[1:]:
@@ -154,7 +162,7 @@ def read_musique(path: Path, options: dict[str, Any]) -> list[RawRow]:
 
 def read_bamboogle_csv(path: Path, options: dict[str, Any]) -> list[RawRow]:
     """Bamboogle sheet export: header ``Question,Answer``; no ids."""
-    reader = csv.reader(io.StringIO("\n".join(_text(path).splitlines())))
+    reader = csv.reader(io.StringIO(_text(path)))
     next(reader)
     rows, number = [], 0
     for cells in reader:

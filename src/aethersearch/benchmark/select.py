@@ -3,9 +3,10 @@
 The card's rule, as a general algorithm (``compute_quotas``): every source has a
 planned count (200) and, optionally, a plan-level cap (Bamboogle has 125). A
 capped source supplies its cap; the total shortfall is split evenly over the
-uncapped-or-still-open sources, the remainder going one each to the earliest
-of them in the fixed source order (NQ, TriviaQA, PopQA, ...). If a receiving
-source hits its own cap the new shortfall goes round again. 200 x 7 with
+other sources, the remainder going one each to the earliest of them in the
+fixed source order (NQ, TriviaQA, PopQA, ...). If a receiving source's cap is
+below its share it takes what its cap allows and the rest is split again over
+the others (water-filling), so the receivers' extras stay within one. 200 x 7 with
 Bamboogle capped at 125 gives 213/213/213/212/212/212/125.
 
 Sampling (``sample``): each source's *complete* candidate list (every row read)
@@ -65,22 +66,33 @@ def compute_quotas(plan: Sequence[PlanEntry]) -> dict[str, int]:
     if len(set(names)) != len(names):
         raise ConfigError(f"duplicate source names in the plan: {names}", fix="give each source a unique name")
     quota = {e.dataset: e.planned if e.cap is None else min(e.planned, e.cap) for e in plan}
-    cap = {e.dataset: e.cap for e in plan}
     shortfall = sum(e.planned for e in plan) - sum(quota.values())
     short = {e.dataset for e in plan if e.cap is not None and e.cap < e.planned}
-    open_sources = [n for n in names if n not in short and (cap[n] is None or quota[n] < cap[n])]
-    while shortfall > 0 and open_sources:
-        share, remainder = divmod(shortfall, len(open_sources))
-        shortfall = 0
-        for position, name in enumerate(open_sources):
-            wanted = share + (1 if position < remainder else 0)
-            room = wanted if cap[name] is None else min(wanted, cap[name] - quota[name])
-            quota[name] += room
-            shortfall += wanted - room
-        open_sources = [n for n in open_sources if cap[n] is None or quota[n] < cap[n]]
-    if shortfall > 0:
+    room = {e.dataset: None if e.cap is None else e.cap - quota[e.dataset] for e in plan}
+    receivers = [n for n in names if n not in short and room[n] != 0]
+    # Water-filling: split evenly over the free receivers (remainder to the earliest); a receiver
+    # whose room is smaller than its share is fixed at its room and the split is redone without it.
+    fixed: dict[str, int] = {}
+    extras: dict[str, int] = {}
+    unplaced = 0
+    while shortfall > 0:
+        free = [n for n in receivers if n not in fixed]
+        remaining = shortfall - sum(fixed.values())
+        if not free:
+            unplaced = remaining
+            break
+        share, remainder = divmod(remaining, len(free))
+        extras = {n: share + (1 if i < remainder else 0) for i, n in enumerate(free)}
+        over = {n: room[n] for n in free if room[n] is not None and extras[n] > room[n]}  # type: ignore[operator]
+        if not over:
+            break
+        fixed.update(over)  # type: ignore[arg-type]
+        extras = {}
+    for name, extra in [*fixed.items(), *extras.items()]:
+        quota[name] += extra
+    if unplaced:
         raise ConfigError(f"the plan needs {sum(e.planned for e in plan)} questions but the caps allow only "
-                          f"{sum(quota.values())} ({shortfall} short)",
+                          f"{sum(quota.values())} ({unplaced} short)",
                           fix="lower the planned counts or raise a cap")
     return quota
 

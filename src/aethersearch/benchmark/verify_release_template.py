@@ -7,7 +7,8 @@ and exits 0 only when every check passes. Checks: checksums (every file listed
 in ``checksums.sha256`` matches, and nothing unlisted), manifest, eval rows
 (valid JSON, exact public schema, ids ``<name>_0001...`` in order, unique ids and
 questions, each row's sha256 as recorded in the manifest), the canonical data
-sha256, composition per source, the rollout projection (exactly ``id`` and
+sha256, composition per source, provenance (each row's split and file are its
+source's), the rollout projection (exactly ``id`` and
 ``question`` of each eval row, same order), diagnostics ids, and that no
 question is on the manifest's exclusion list.
 
@@ -274,14 +275,31 @@ class _Checks:
             self.fail("diagnostics", "diagnostics.jsonl", None, f"{len(lines)} rows, eval.jsonl has {len(rows)}")
         self.ok("diagnostics", f"{len(lines)} rows")
 
+    def provenance(self, manifest, rows):
+        sources = {s["dataset"]: s for s in manifest.get("sources", [])}
+        for row, value in enumerate(rows, start=1):
+            if not isinstance(value, dict) or not isinstance(value.get("source_dataset"), str):
+                continue
+            source = sources.get(value["source_dataset"])
+            if source is None:
+                self.fail("provenance", "eval.jsonl", row, f"source_dataset {value['source_dataset']!r} is not a "
+                          "source in the manifest")
+            elif (value.get("source_split"), value.get("source_file")) != (source["split"], source["source_file"]):
+                self.fail("provenance", "eval.jsonl", row, f"source_split/source_file {value.get('source_split')!r}/"
+                          f"{value.get('source_file')!r} differ from the manifest's {source['split']!r}/"
+                          f"{source['source_file']!r}")
+        self.ok("provenance", f"{len(sources)} sources")
+
     def exclusions(self, manifest, rows):
         keys = {e["key"] for e in manifest["exclusions"] if e.get("key")}
+        keys |= {r["key"] for r in manifest.get("pool_filter_removals", [])}
         ids = {(e.get("dataset"), e.get("source_id")) for e in manifest["exclusions"] if not e.get("key")}
         for row, value in enumerate(rows, start=1):
             if not isinstance(value, dict) or not isinstance(value.get("question"), str):
                 continue
             if question_key(value["question"]) in keys or (value.get("source_dataset"), value.get("source_id")) in ids:
-                self.fail("exclusions", "eval.jsonl", row, "question is on the manifest's exclusion list")
+                self.fail("exclusions", "eval.jsonl", row, "question is on the manifest's exclusion list "
+                          "(or was removed by the pool filter)")
         self.ok("exclusions", f"{len(manifest['exclusions'])} excluded")
 
     def run(self):
@@ -293,6 +311,7 @@ class _Checks:
                 self.composition(manifest, rows)
                 self.projection(manifest, rows)
                 self.diagnostics(rows)
+                self.provenance(manifest, rows)
                 self.exclusions(manifest, rows)
         return self.results
 

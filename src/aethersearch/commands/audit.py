@@ -1,9 +1,77 @@
-"""`aether` commands for this area (filled in by its issue)."""
+"""`aether audit` and `aether replay`: the near-duplicate audit alone, and the independent replay.
+
+Thin commands: parse options, call one public function, print with rich.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
+    """Add ``audit`` and ``replay`` to the CLI."""
+
+    @app.command("audit")
+    def audit(
+        target: Path = typer.Argument(..., help="release directory (eval.jsonl) or JSONL of {id, question}"),
+        training: Path = typer.Option(..., "--training", "-t", help="training registry (YAML/JSON)"),
+        reviews: Path | None = typer.Option(None, "--reviews", help="review decisions JSON, to show each pair's status"),
+        threshold: float | None = typer.Option(None, "--threshold", help="similarity threshold (default 85)"),
+        rare_threshold: float | None = typer.Option(None, "--rare-threshold", help="rare-token threshold (default 0.6)"),
+        top: int = typer.Option(20, "--top", help="how many flagged pairs to print"),
+        json_out: Path | None = typer.Option(None, "--json", help="also write every flagged pair and the counts here"),
+    ) -> None:
+        """Audit selected questions against every training question; print the top flagged pairs."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from aethersearch.benchmark.audit import audit_selection_file
+        from aethersearch.jsonl import atomic_write_json
+
+        config: dict = {}
+        if threshold is not None:
+            config["similarity"] = {"threshold": threshold}
+        if rare_threshold is not None:
+            config["rare_tokens"] = {"threshold": rare_threshold}
+        result = audit_selection_file(target, training, audit_config=config, reviews_path=reviews)
+        counts = result.report["counts"]
+        sim = result.report["methods"]["similarity"]
+        table = Table(title=f"top {min(top, len(result.pairs))} of {counts['pairs_flagged']} flagged pairs")
+        for column in ("selected", "training question", "similarity", "rare-token", "decision"):
+            table.add_column(column, overflow="fold")
+        for pair in result.pairs[:top]:
+            table.add_row(pair["selected_question"] if pair["selected_id"] is None
+                          else f"{pair['selected_id']}: {pair['selected_question']}",
+                          pair["pair"][1], "" if pair["similarity"] is None else f"{pair['similarity']:.1f}",
+                          "" if pair["rare_token"] is None else f"{pair['rare_token']:.3f}", pair["decision"])
+        console = Console()
+        console.print(table)
+        console.print(f"{result.report['questions']} questions x {result.report['training_union_size']} training "
+                      f"questions: {sim['pairs_visited']:,} pairs scored ({sim['scorer']} >= {sim['threshold']}); "
+                      f"pairs flagged {counts['pairs_flagged']}, questions involved {counts['questions_involved']}, "
+                      f"retained with reason {counts['retained_with_reason']}, excluded {counts['excluded']}, "
+                      f"unreviewed {counts['unreviewed']}")
+        if json_out is not None:
+            atomic_write_json(json_out, {"report": result.report, "pairs": result.pairs})
+            console.print(f"wrote {json_out}")
+
+    @app.command("replay")
+    def replay(
+        release: Path = typer.Argument(..., help="release directory"),
+        base_dir: Path | None = typer.Option(None, "--base-dir",
+                                             help="directory the build config's relative paths start from"),
+    ) -> None:
+        """Independently rebuild exclusions and selection from the original files; OK/FAIL per check."""
+        from rich.console import Console
+        from rich.markup import escape
+
+        from aethersearch.benchmark.replay import replay_release
+
+        report = replay_release(release, base_dir=base_dir)
+        console = Console()
+        for check in report.checks:
+            console.print(f"[{'green' if check.ok else 'red'}]{escape(check.line())}[/]", highlight=False)
+        console.print(f"wrote {report.output}")
+        raise typer.Exit(0 if report.ok else 1)

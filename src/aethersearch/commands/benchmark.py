@@ -1,4 +1,4 @@
-"""`aether build` and `aether verify`: build a frozen benchmark release and check one.
+"""`aether build`, `aether verify`, `aether eval1400-config`, `aether demo-sources`: build and check releases.
 
 Thin commands: parse options, call one public function, print with rich.
 """
@@ -12,12 +12,14 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``build``, ``verify`` and ``demo-sources`` to the CLI."""
+    """Add ``build``, ``verify``, ``eval1400-config`` and ``demo-sources`` to the CLI."""
 
     @app.command("build")
     def build(
-        config: Path = typer.Argument(..., help="build config (YAML/JSON), e.g. the one `aether demo-sources` writes"),
-        out: Path = typer.Option(..., "--out", "-o", help="release directory to write (replaced atomically)"),
+        config: Path = typer.Argument(None, help="build config (YAML/JSON); omit with --demo"),
+        out: Path = typer.Option(None, "--out", "-o",
+                                 help="release directory (replaced atomically); default ./<release name>"),
+        demo: bool = typer.Option(False, "--demo", help="build the embedded demo (sources go beside --out)"),
         auto_review: bool = typer.Option(False, "--auto-review", help="let the audit auto-review flagged pairs"),
     ) -> None:
         """Build a release: read sources, exclude training questions, select, write and verify."""
@@ -25,7 +27,17 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from aethersearch.benchmark.build import build_from_config
+        from aethersearch.benchmark.config import load_config
+        from aethersearch.errors import ConfigError
 
+        if demo:
+            from aethersearch.benchmark.demo_sources import write_demo_sources
+
+            out = out or Path("demo_release")
+            config = write_demo_sources(out.parent / f"{out.name}_sources")
+        if config is None:
+            raise ConfigError("no build config given", fix="run `aether build CONFIG --out DIR` or `aether build --demo`")
+        out = out or Path(load_config(config).config.name)
         result = build_from_config(config, out, auto_review=auto_review)
         console = Console()
         table = Table(title=f"{result.manifest.name}: {result.manifest.question_count} questions")
@@ -35,9 +47,9 @@ def register(app: typer.Typer) -> None:
             table.add_row(row["dataset"], row["split"], str(row["planned"]), str(row["quota"]), str(row["selected"]))
         console.print(table)
         iso = result.manifest.isolation
-        console.print(f"exact overlaps removed {iso['exact_overlaps_removed']}, equivalents "
-                      f"{iso['template_equivalents_removed']}, duplicates {iso['duplicates_removed']}; final "
-                      f"overlap per stage {iso['final_exact_overlap_by_stage']}")
+        console.print(f"rows read {iso['input_rows']}; exact training overlaps removed {iso['exact_overlaps_removed']}, "
+                      f"equivalents {iso['template_equivalents_removed']}, duplicates {iso['duplicates_removed']}; "
+                      f"final overlap per stage {iso['final_exact_overlap_by_stage']}")
         console.print(f"data sha256 {result.manifest.data_sha256}")
         console.print("stages: " + ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items()))
         console.print(f"[green]wrote {result.release_dir}[/]")
@@ -46,6 +58,7 @@ def register(app: typer.Typer) -> None:
     def verify(
         release: Path = typer.Argument(..., help="release directory"),
         replay: bool = typer.Option(False, "--replay", help="also replay the build from the original sources"),
+        base_dir: Path = typer.Option(None, "--base-dir", help="with --replay: the build config's directory"),
     ) -> None:
         """Verify a release: checksums, rows, ids, schema, projection; print OK/FAIL per check."""
         from rich.console import Console
@@ -61,17 +74,34 @@ def register(app: typer.Typer) -> None:
         ok = report.ok
         if replay:
             if importlib.util.find_spec("aethersearch.benchmark.replay") is None:
-                console.print("[red]FAIL replay: aethersearch.benchmark.replay is not installed[/]")
+                console.print("[red]FAIL replay: aethersearch.benchmark.replay is not available[/]")
                 ok = False
             else:
                 from aethersearch.benchmark.replay import replay_release
 
-                replayed = replay_release(release)
-                console.print(replayed if not hasattr(replayed, "ok") else
-                              f"{'OK' if replayed.ok else 'FAIL'} replay")
-                ok = ok and bool(getattr(replayed, "ok", True))
-        console.print(f"[{'green' if ok else 'red'}]{'OK' if ok else 'FAIL'}[/]: {release}")
+                replayed = replay_release(release, base_dir=base_dir)
+                for check in replayed.checks:
+                    console.print(f"[{'green' if check.ok else 'red'}]{escape(check.line())}[/]", highlight=False)
+                ok = ok and replayed.ok
+        console.print(f"[{'green' if ok else 'red'}]{'OK' if ok else 'FAIL'}[/]: {escape(str(release))}")
         raise typer.Exit(0 if ok else 1)
+
+    @app.command("eval1400-config")
+    def eval1400_config(
+        shared_data: Path = typer.Argument(..., help="the public data directory (../shared/data)"),
+        out: Path = typer.Argument(..., help="directory for build.yaml and training_registry.yaml"),
+        popqa: str = typer.Option("parquet200", help="PopQA slice: parquet200 or flashrag16"),
+        popqa_planned: int = typer.Option(None, help="PopQA planned count (the slices are short of 213)"),
+        popqa_cap: int = typer.Option(None, help="PopQA cap: supply only this many, redistribute the rest"),
+    ) -> None:
+        """Write the real benchmark's build config over the public data; print its path."""
+        from aethersearch.benchmark.eval1400 import POPQA_FILES, write_eval1400_config
+        from aethersearch.errors import ConfigError
+
+        if popqa not in POPQA_FILES:
+            raise ConfigError(f"unknown PopQA slice {popqa!r}", fix=f"use one of {sorted(POPQA_FILES)}")
+        plan = {k: v for k, v in (("planned", popqa_planned), ("cap", popqa_cap)) if v is not None} or None
+        typer.echo(write_eval1400_config(shared_data, out, popqa=popqa, popqa_plan=plan))  # type: ignore[arg-type]
 
     @app.command("demo-sources")
     def demo_sources(

@@ -136,14 +136,14 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency", min=1),
     ) -> None:
         """Rerun the run's agent with seeded corpus distractors; lead-astray rate on still-reached evidence."""
-        from aethersearch.diagnose import environment_factory_for
+        from aethersearch.diagnose import agent_for, environment_factory_for
         from aethersearch.scoring.probes import lead_astray_probe
 
         store = _store(corpus)
         factory = environment_factory_for(run, release, store, index)
         summary = lead_astray_probe(run, release, environment_factory=factory, store=store,
                                     llm=_llm(endpoint, model, run), ratio=ratio, seed=seed,
-                                    concurrency=concurrency)
+                                    concurrency=concurrency, agent=agent_for(run))
         _print_probe("lead-astray", summary, ("lead_astray_rate", "n_eligible", "n_led_astray",
                                               "pass_at_1_clean", "pass_at_1_noisy"))
         typer.echo(f"wrote {run / 'probes.json'}")

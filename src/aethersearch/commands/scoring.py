@@ -1,9 +1,162 @@
-"""`aether` commands for this area (filled in by its issue)."""
+"""`aether score`, `aether compare`, `aether report`, `aether watch`: scoring and checkpoint comparison.
+
+Thin commands: parse options, call one public function, print with rich.
+Heavy imports stay inside the functions so ``aether --help`` stays fast.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 
+def _pct(value: Any) -> str:
+    return "—" if value is None or value != value else f"{100 * value:.1f}"
+
+
+def print_scores(scores: dict[str, Any]) -> None:
+    """Per-source table (mean and 95% CI, in %) plus the labelled micro and macro overall rows."""
+    from rich.console import Console
+    from rich.table import Table
+
+    metrics = [m for m in ("em", "subem", "f1", "cover_em", "judge") if m in scores["metrics"]]
+    table = Table(title=f"{scores['run_dir']}  (denominator {scores['denominator']}, %)")
+    table.add_column("source")
+    table.add_column("n", justify="right")
+    for metric in metrics:
+        table.add_column(metric, justify="right")
+
+    def cells(block: dict[str, Any]) -> list[str]:
+        return [f"{_pct(block[m]['mean'])} [{_pct(block[m]['ci_low'])}, {_pct(block[m]['ci_high'])}]"
+                for m in metrics]
+
+    for source, entry in scores["by_source"].items():
+        table.add_row(source, str(entry["n"]), *cells(entry["metrics"]))
+    table.add_row("overall (micro)", str(scores["overall"]["micro"]["n"]), *cells(scores["overall"]["micro"]["metrics"]))
+    table.add_row("overall (macro)", f"{scores['overall']['macro']['sources']} src",
+                  *cells(scores["overall"]["macro"]["metrics"]))
+    console = Console()
+    console.print(table)
+    outcomes = ", ".join(f"{k}={v}" for k, v in scores["outcomes"].items() if v)
+    join = scores["join"]
+    console.print(f"outcomes: {outcomes}")
+    console.print(f"missing={len(join['missing'])} duplicates={len(join['duplicates'])} "
+                  f"unknown={len(join['unknown'])}  ->  {Path(scores['run_dir']) / 'scores.json'}")
+
+
+def print_comparison(result: dict[str, Any]) -> None:
+    """One table per pair: delta, test, p and Holm p per scope x metric, and the flip counts."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if result["allowed_overrides"]:
+        console.print(f"[yellow]contract override (--allow): {', '.join(result['allowed_overrides'])}[/]")
+    for pair in result["pairs"]:
+        table = Table(title=f"{pair['b']} vs {pair['a']}  (* = significant after Holm, alpha {result['alpha']})")
+        for column in ("scope", "metric", pair["a"], pair["b"], "delta", "test", "p", "p Holm", "MDE"):
+            table.add_column(column, justify="left" if column in ("scope", "metric", "test") else "right")
+        for scope, by_metric in pair["results"].items():
+            for metric, r in by_metric.items():
+                mark = " *" if r["significant"] else ""
+                table.add_row(scope, metric, _pct(r["a_mean"]), _pct(r["b_mean"]), f"{100 * r['delta']:+.1f}{mark}",
+                              r["method"], f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}", _pct(r["mde"]))
+        console.print(table)
+        for metric, flips in pair["flips"].items():
+            console.print(f"{metric} flips: wrong->right {len(flips['wrong_to_right'])}, "
+                          f"right->wrong {len(flips['right_to_wrong'])}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the CLI."""
+
+    @app.command("score")
+    def score(
+        run: Annotated[Path, typer.Argument(help="Run directory (run.json + traces.jsonl or predictions.jsonl).")],
+        release: Annotated[Path, typer.Option("--release", help="Release directory holding eval.jsonl.")],
+        compat: Annotated[str | None, typer.Option(help="Reproduce a published scorer: 'searchr1' "
+                                                        "(last answer of prompt+response, two matches).")] = None,
+        judge: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL of an LLM judge.")] = None,
+        judge_model: Annotated[str, typer.Option(help="Judge model name.")] = "gpt-4o-mini",
+        judge_key_env: Annotated[str | None, typer.Option(help="Env var holding the judge API key.")] = None,
+        resamples: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% CIs.")] = 1000,
+        seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    ) -> None:
+        """Score a run against its release and write scores.json (never calls the agent)."""
+        from aethersearch.scoring.api import score_run
+        from aethersearch.scoring.judge import JudgeConfig
+
+        config = JudgeConfig(base_url=judge, model=judge_model, api_key_env=judge_key_env) if judge else None
+        print_scores(score_run(run, release, compat=compat, judge=config, resamples=resamples, seed=seed))
+
+    @app.command("compare")
+    def compare(
+        runs: Annotated[list[Path], typer.Argument(help="Scored run directories; the first is the reference.")],
+        allow: Annotated[list[str] | None, typer.Option("--allow", help="Contract field allowed to differ "
+                                                                       "(repeatable; recorded in the result).")] = None,
+        metric: Annotated[list[str] | None, typer.Option("--metric", help="Metrics to test (default em, f1).")] = None,
+        out: Annotated[Path | None, typer.Option(help="Write the comparison JSON here.")] = None,
+        alpha: Annotated[float, typer.Option(help="Family-wise significance level (Holm).")] = 0.05,
+    ) -> None:
+        """Paired comparison of checkpoints (e.g. Base SFT DPO RL) on one frozen contract."""
+        from aethersearch.compare.checkpoints import DEFAULT_METRICS, compare_runs
+
+        print_comparison(compare_runs(runs, allow=allow or (), metrics=metric or DEFAULT_METRICS, alpha=alpha,
+                                      out_path=out))
+
+    @app.command("report")
+    def report(
+        runs: Annotated[list[Path], typer.Argument(help="Run directories; the first is the comparison reference.")],
+        out: Annotated[Path, typer.Option(help="HTML file to write.")] = Path("report.html"),
+        release: Annotated[Path | None, typer.Option(help="Release, to score runs not scored yet.")] = None,
+        history: Annotated[Path | None, typer.Option(help="History JSONL written by `aether watch`.")] = None,
+        allow: Annotated[list[str] | None, typer.Option("--allow", help="Contract field allowed to differ.")] = None,
+    ) -> None:
+        """Write one self-contained HTML report (tables, charts, comparison, curve, flipped traces)."""
+        from aethersearch.report.html import write_report
+
+        path = write_report(runs, out, release_dir=release, history=history, allow=allow or ())
+        typer.echo(f"wrote {path}")
+
+    @app.command("watch")
+    def watch_command(
+        target: Annotated[Path, typer.Argument(help="Checkpoint directory, or a file of `name url \\[step]` lines.")],
+        release: Annotated[Path, typer.Option(help="Frozen release to evaluate on.")],
+        history: Annotated[Path, typer.Option(help="History JSONL to append to.")] = Path("history.jsonl"),
+        endpoint: Annotated[str | None, typer.Option(help="For a checkpoint directory: the OpenAI-compatible "
+                                                          "server that loads checkpoints by path (model=path).")] = None,
+        search_url: Annotated[str | None, typer.Option(help="Retrieval server (`aether serve`).")] = None,
+        agent: Annotated[str, typer.Option(help="Agent to evaluate with.")] = "search-r1",
+        runs_dir: Annotated[Path, typer.Option(help="Where each checkpoint's run directory goes.")] = Path("runs/watch"),
+        plot: Annotated[Path | None, typer.Option(help="SVG training curve to rewrite after each checkpoint.")] = None,
+        poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 60.0,
+        settle: Annotated[float, typer.Option(help="A checkpoint dir must be unchanged this long.")] = 30.0,
+        once: Annotated[bool, typer.Option(help="Evaluate what is there now and exit.")] = False,
+    ) -> None:
+        """Evaluate each new checkpoint on the frozen split as it appears; append to a history; plot the curve."""
+        import re
+
+        from aethersearch.api import evaluate_run
+        from aethersearch.compare.watch import Checkpoint, watch
+        from aethersearch.errors import ConfigError
+
+        if target.is_dir() and endpoint is None:
+            raise ConfigError("a checkpoint directory needs --endpoint (a server that loads a checkpoint by path)",
+                              fix="pass --endpoint URL, or list served checkpoints in a file (`name url [step]`)")
+
+        def evaluate_checkpoint(checkpoint: Checkpoint) -> dict[str, Any]:
+            url = checkpoint.location if checkpoint.kind == "endpoint" else str(endpoint)
+            model = checkpoint.name if checkpoint.kind == "endpoint" else checkpoint.location
+            run_dir = runs_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", checkpoint.name)
+            result = evaluate_run(url, release, model=model, agent=agent, search_url=search_url, run_dir=run_dir)
+            micro = result.scores["overall"]["micro"]["metrics"]
+            return {**result.metrics, "em": micro["em"]["mean"], "f1": micro["f1"]["mean"]}
+
+        result = watch(target, evaluate_checkpoint, history=history, plot=plot, poll_s=poll, settle_s=settle,
+                       max_polls=1 if once else None)
+        for row in result.evaluated:
+            typer.echo(f"{row['checkpoint']} (step {row['step']}): em={row['metrics']['em']:.3f}")
+        for failure in result.failed:
+            typer.echo(f"FAILED {failure['checkpoint']}: {failure['error']}", err=True)

@@ -24,7 +24,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 from scipy import stats
 
-from aethersearch.scoring.aggregate import percentile_interval, rng_for
+from aethersearch.scoring.aggregate import bootstrap_means, percentile_interval, rng_for
 
 EXACT_LIMIT = 25
 DEFAULT_ALPHA = 0.05
@@ -82,12 +82,7 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
     delta = float(diffs.mean())
     if np.ptp(diffs) == 0:
         return PairedBootstrap(n, delta, delta, delta, 1.0 if delta == 0 else 0.0)
-    rng = rng_for(seed, name)
-    boots = np.empty(resamples)
-    chunk = max(1, min(resamples, 4_000_000 // n))
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        boots[start:stop] = diffs[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    boots = bootstrap_means(diffs, resamples, rng_for(seed, name))
     low, high = percentile_interval(delta, boots)
     p_value = min(1.0, 2.0 * min(float(np.mean(boots <= 0)), float(np.mean(boots >= 0))))
     return PairedBootstrap(n, delta, low, high, p_value)

@@ -14,7 +14,9 @@ serves it*, i.e. after :meth:`ChainMask.render`, titles included):
 
 * **The answer appears on a page**: some gold alias, normalised with
   ``text.normalize_answer`` (lower-case, no punctuation, no articles), occurs
-  as a whole-token sequence in the page's normalised title + text.
+  as a whole-token sequence in the page's normalised title or in one of the
+  normalised sentences the mask keeps (sentences as ``mask.split_sentences``
+  cuts them).
 * **Pages reachable without the chain**: every page of the corpus except the
   chain nodes ``v1..vn``. An agent can open any of them without visiting a
   single chain node: unmasked pages are searchable and visitable from the
@@ -30,7 +32,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from aethersearch.construct.triples import QATriple
 from aethersearch.records import Document
-from aethersearch.sandbox.mask import ChainMask
+from aethersearch.sandbox.mask import ChainMask, split_sentences
 from aethersearch.text import normalize_answer
 
 
@@ -91,6 +93,7 @@ class RuleBasedValidator:
         self.pages = pages
         self.require_grounding = require_grounding
         self._normalised: dict[str, str] | None = None
+        self._sentences: dict[str, list[tuple[str, str]]] = {}
         self._containing: dict[str, list[str]] = {}
 
     def _normalised_pages(self) -> dict[str, str]:
@@ -98,23 +101,37 @@ class RuleBasedValidator:
             self._normalised = {pid: _norm(f"{doc.title}\n{doc.text}") for pid, doc in self.pages.items()}
         return self._normalised
 
-    def _pages_containing(self, alias: str) -> list[str]:
-        """Pages whose *raw* text contains ``alias`` (cached: many questions share an answer)."""
-        if alias not in self._containing:
-            needle = _norm(alias)
-            self._containing[alias] = [pid for pid, text in self._normalised_pages().items() if needle in text]
-        return self._containing[alias]
+    def _pages_containing(self, needle: str) -> list[str]:
+        """Pages whose *raw* title + text contain ``needle`` (cached: many questions share an answer)."""
+        if needle not in self._containing:
+            self._containing[needle] = [pid for pid, text in self._normalised_pages().items() if needle in text]
+        return self._containing[needle]
+
+    def _page_sentences(self, page: str) -> list[tuple[str, str]]:
+        if page not in self._sentences:
+            self._sentences[page] = [(raw, _norm(raw)) for raw in split_sentences(self.pages[page].text)]
+        return self._sentences[page]
 
     def _served_contains(self, mask: ChainMask, page: str, needles: list[str]) -> bool:
-        served = mask.render(self.pages[page])
-        text = _norm(f"{served.title}\n{served.text}")
-        return any(needle in text for needle in needles)
+        """Whether a needle survives in the page as served: in its title, or in a sentence the mask keeps.
+
+        Equivalent to normalising ``mask.render(page)`` sentence by sentence,
+        without rendering: only sentences that contain a needle are tested
+        against the page's withheld-mention patterns.
+        """
+        doc = self.pages[page]
+        if any(needle in _norm(doc.title) for needle in needles):
+            return True
+        patterns = mask.patterns_for(page)
+        for raw, norm in self._page_sentences(page):
+            if any(needle in norm for needle in needles) and not any(p.search(raw) for p in patterns):
+                return True
+        return False
 
     def validate(self, candidate: Candidate) -> Verdict:
         """Apply the checks listed in the class docstring."""
         triple, path, mask = candidate.triple, candidate.path, candidate.mask
-        aliases = [a for a in triple.answers if normalize_answer(a)]
-        needles = [_norm(a) for a in aliases]
+        needles = [_norm(a) for a in triple.answers if normalize_answer(a)]
         question = _norm(triple.question)
         if any(needle in question for needle in needles):
             return Verdict(False, "answer_in_question", f"the question {triple.question!r} contains the answer")
@@ -122,13 +139,13 @@ class RuleBasedValidator:
         if self._served_contains(mask, v0, needles):
             return Verdict(False, "answer_on_subject_page", f"answer still visible on the subject page {v0!r}")
         chain = set(path[1:])
-        for alias in aliases:
-            for page in self._pages_containing(alias):
+        for needle in needles:
+            for page in self._pages_containing(needle):
                 if page in chain or page == v0:
                     continue
                 if self._served_contains(mask, page, needles):
                     return Verdict(False, "answer_reachable_without_chain",
-                                   f"answer {alias!r} visible on page {page!r} outside the chain")
+                                   f"answer {needle.strip()!r} visible on page {page!r} outside the chain")
         for source, target in zip(path, path[1:]):
             served = mask.render(self.pages[source])
             terms = mask.hidden_terms[target]

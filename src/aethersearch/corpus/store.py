@@ -112,7 +112,7 @@ def _check_unique(tmp: Path, sorted_hashes: np.ndarray, order: np.ndarray, sourc
     ids = (tmp / "ids.bin").read_bytes()
     id_offsets = np.load(tmp / "id_offsets.npy")
     for position in same.tolist():
-        a, b = sorted(int(order[position]), int(order[position + 1]))
+        a, b = sorted((int(order[position]), int(order[position + 1])))
         id_a = ids[id_offsets[a]:id_offsets[a + 1]]
         if id_a == ids[id_offsets[b]:id_offsets[b + 1]]:
             raise DataError(source, f"duplicate document id {id_a.decode()!r} (documents {a + 1} and {b + 1})",

@@ -57,6 +57,8 @@ def fmt(value: Any, digits: int = 3) -> str:
         return str(value)
     if isinstance(value, float):
         return "—" if value != value else f"{value:.{digits}f}"
+    if isinstance(value, list | tuple):
+        return f"[{len(value)} items]"
     return str(value)
 
 
@@ -69,7 +71,7 @@ def nested_tables(obj: Any, title: str) -> list[Table]:
     ``{row: {col: number}}`` -> a matrix, deeper nesting -> one table per branch."""
     if not isinstance(obj, Mapping):
         return [Table(title, ["value"], [[fmt(obj)]])]
-    scalars = {k: v for k, v in obj.items() if not isinstance(v, Mapping | list)}
+    scalars = {k: v for k, v in obj.items() if not isinstance(v, Mapping)}
     branches = {k: v for k, v in obj.items() if isinstance(v, Mapping)}
     tables: list[Table] = []
     if scalars:
@@ -139,7 +141,9 @@ def _load_traces(run_dir: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for _, row in iter_jsonl(path):
         if isinstance(row, dict) and row.get("id") in wanted:
-            found[row["id"]] = row
+            previous = found.get(row["id"])
+            if previous is None or int(row.get("attempt", 1)) >= int(previous.get("attempt", 1)):
+                found[row["id"]] = row  # the latest attempt is the one that was scored
     return found
 
 
@@ -171,7 +175,8 @@ def _history_view(history: Path | None) -> dict[str, Any] | None:
     rows = read_history(history)
     if not rows:
         return None
-    keys = sorted({k for row in rows for k in row.get("metrics", {})})
+    keys = sorted({k for row in rows for k, v in row.get("metrics", {}).items()
+                   if isinstance(v, int | float) and not isinstance(v, bool)})
     return {"chart": charts.training_curve(rows, keys), "columns": keys,
             "rows": [{"name": row.get("checkpoint"), "step": row.get("step"),
                       "cells": [fmt(row.get("metrics", {}).get(k)) for k in keys]} for row in rows]}

@@ -48,6 +48,11 @@ def _term_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE)
 
 
+def split_sentences(text: str) -> list[str]:
+    """The sentence pieces the mask drops or keeps; ``"".join`` of them is ``text`` again."""
+    return [m.group(0) for m in _SENTENCE.finditer(text) if m.group(0)]
+
+
 def drop_sentences(text: str, pattern: re.Pattern[str]) -> str:
     """``text`` with every sentence matching ``pattern`` removed (other text kept byte for byte)."""
     if not pattern.search(text):
@@ -96,6 +101,11 @@ class ChainMask:
         """Whether ``page`` is still hidden given the pages visited so far in the episode."""
         pred = self.predecessor.get(page)
         return pred is not None and pred not in visited
+
+    def patterns_for(self, page: str) -> list[re.Pattern[str]]:
+        """The mention patterns withheld from ``page``'s text (masked pages it is not the predecessor of)."""
+        return [pattern for masked, pattern in self._patterns.items()
+                if pattern is not None and page not in (masked, self.predecessor[masked])]
 
     def render(self, doc: Document) -> Document:
         """The page as the sandbox serves it: masked mentions and links withheld (see module doc)."""

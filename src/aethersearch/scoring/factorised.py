@@ -34,9 +34,10 @@ Over a set Q of episodes, S = {q: sufficient(q)}, I = Q \\ S, R = refused
 What counts as *gathered* (WebDetective's sandbox: search shows titles and
 snippets, the page's facts are read by visiting it): an evidence page is gathered
 iff a successful tool call whose tool is in ``gathering_tools`` (default
-``("visit",)``) returned its id; masked pages (``suppressed_ids``) and failed
-calls never count. For search-only environments whose results carry full
-passage text (Search-R1), pass ``gathering_tools=("search", "visit")``.
+``("visit",)``) returned its id; a call's masked ids (``suppressed_ids``) and
+failed calls never count. E is every page of the path, the answer page
+included (see :func:`evidence_of`). For search-only environments whose results
+carry full passage text (Search-R1), pass ``gathering_tools=("search", "visit")``.
 
 For the 7-source benchmark there is no masked path; see
 ``text_requirements`` / ``episode_from_text``: the requirements are "a gold alias
@@ -56,6 +57,7 @@ from typing import Any, NamedTuple
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.errors import DataError
 from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Trace
+from aethersearch.scoring.extract import resolve_trace
 from aethersearch.scoring.metrics import em
 from aethersearch.text import normalize_answer
 
@@ -116,24 +118,41 @@ class EpisodeEvidence(NamedTuple):
 def gathered_ids(trace: Trace, gathering_tools: Sequence[str] = ("visit",)) -> frozenset[str]:
     """Ids of documents the agent actually received from successful ``gathering_tools`` calls.
 
-    Masked (suppressed) ids are subtracted even if a buggy tool also listed them as
-    returned, so a page the mask withheld can never count as evidence.
+    A call's own masked (suppressed) ids never count, even if a buggy tool also
+    listed them as returned; a page masked earlier and opened later (once its
+    predecessor was visited) does count from that later call.
     """
     found: set[str] = set()
-    withheld: set[str] = set()
     for step in trace.steps:
         for call in step.tool_calls:
-            withheld.update(call.suppressed_ids)
             if call.error is None and call.tool in gathering_tools:
-                found.update(call.returned_ids)
-    return frozenset(found - withheld)
+                found.update(set(call.returned_ids) - set(call.suppressed_ids))
+    return frozenset(found)
 
 
 def evidence_of(row: DiagnosticsRow) -> tuple[str, ...]:
-    """The evidence chain E of a hint-free question: ``evidence``, else the pages of its path."""
+    """The evidence chain E of a hint-free question: the sidecar's ``evidence``, else its path.
+
+    E is every page of the path v0..vn, the answer page included, as the
+    release records it (WebDetective: "the pages of its path"). The answer page
+    matters: a hop's sentence on v_(n-1) may name several candidates, and the
+    answer page is where the chain is confirmed. An agent that answers from
+    v_(n-1) without opening v_n is counted correct but not sufficient.
+    """
     if row.evidence:
         return tuple(row.evidence)
     return tuple(row.path)
+
+
+def _hops(row: DiagnosticsRow, evidence: tuple[str, ...]) -> int:
+    """Hop count: the sidecar's ``hops``, else its hop questions, else path edges, else |E|."""
+    if row.hops is not None:
+        return row.hops
+    if row.hop_questions:
+        return len(row.hop_questions)
+    if len(row.path) > 1:
+        return len(row.path) - 1
+    return len(evidence)
 
 
 def episode_from_sandbox(
@@ -145,7 +164,12 @@ def episode_from_sandbox(
     gathering_tools: Sequence[str] = ("visit",),
     correct_fn: Callable[[str | None, Sequence[str]], bool] = is_correct,
 ) -> EpisodeEvidence:
-    """Classify one sandbox episode against its masked-path evidence set."""
+    """Classify one sandbox episode against its masked-path evidence set.
+
+    The answer and outcome are the scorer's (``scoring.extract.resolve_trace``), so
+    Pass@1 here always agrees with ``scores.json``.
+    """
+    scored = resolve_trace(trace)
     evidence = evidence_of(diagnostics)
     if not evidence:
         raise DataError(
@@ -158,12 +182,12 @@ def episode_from_sandbox(
     return EpisodeEvidence(
         id=trace.id,
         source=diagnostics.source_dataset,
-        hops=diagnostics.hops if diagnostics.hops is not None else len(evidence),
+        hops=_hops(diagnostics, evidence),
         evidence=evidence,
         gathered=gathered_ids(trace, gathering_tools) & frozenset(evidence),
         parametric=frozenset(parametric) & frozenset(evidence),
-        outcome=trace.outcome,
-        correct=trace.outcome is Outcome.ANSWERED and correct_fn(trace.prediction, golds),
+        outcome=scored.outcome,
+        correct=scored.outcome is Outcome.ANSWERED and correct_fn(scored.prediction, golds),
     )
 
 
@@ -195,9 +219,20 @@ def supporting_titles(row: DiagnosticsRow) -> tuple[str, ...]:
     return tuple(unique)
 
 
-def text_requirements(row: DiagnosticsRow) -> tuple[str, ...]:
-    """Evidence requirements of a 7-source question: the answer, then ``page:<title>`` per supporting page."""
-    return (ANSWER_REQUIREMENT,) + tuple(PAGE_PREFIX + title for title in supporting_titles(row))
+YES_NO = frozenset({"yes", "no"})
+
+
+def text_requirements(row: DiagnosticsRow, golds: Sequence[str] = ()) -> tuple[str, ...]:
+    """Evidence requirements of a 7-source question: the answer, then ``page:<title>`` per supporting page.
+
+    A yes/no answer (HotpotQA comparison questions) is not a span of any page, so
+    it is not required to appear; such a question is sufficient once its
+    supporting pages are retrieved.
+    """
+    pages = tuple(PAGE_PREFIX + title for title in supporting_titles(row))
+    if golds and all(normalize_answer(gold) in YES_NO for gold in golds):
+        return pages
+    return (ANSWER_REQUIREMENT,) + pages
 
 
 def _title_key(title: str) -> str:
@@ -231,7 +266,8 @@ def episode_from_text(
     returned; an id missing from the store is a DataError (the run and the corpus
     do not match).
     """
-    requirements = text_requirements(diagnostics)
+    scored = resolve_trace(trace)
+    requirements = text_requirements(diagnostics, golds)
     ids = gathered_ids(trace, gathering_tools)
     texts: list[str] = []
     titles: set[str] = set()
@@ -246,15 +282,16 @@ def episode_from_text(
         texts.append(document.contents)
         titles.add(_title_key(document.title))
     gathered: set[str] = set()
-    if alias_in_text(golds, "\n".join(texts)):
+    if ANSWER_REQUIREMENT in requirements and alias_in_text(golds, "\n".join(texts)):
         gathered.add(ANSWER_REQUIREMENT)
-    for requirement in requirements[1:]:
+    pages = [r for r in requirements if r.startswith(PAGE_PREFIX)]
+    for requirement in pages:
         if _title_key(requirement[len(PAGE_PREFIX):]) in titles:
             gathered.add(requirement)
     if hops is None:
         hops = diagnostics.hops
-    if hops is None and len(requirements) > 1:
-        hops = len(requirements) - 1
+    if hops is None and pages:
+        hops = len(pages)
     return EpisodeEvidence(
         id=trace.id,
         source=diagnostics.source_dataset,
@@ -262,8 +299,8 @@ def episode_from_text(
         evidence=requirements,
         gathered=frozenset(gathered),
         parametric=frozenset(parametric) & frozenset(requirements),
-        outcome=trace.outcome,
-        correct=trace.outcome is Outcome.ANSWERED and correct_fn(trace.prediction, golds),
+        outcome=scored.outcome,
+        correct=scored.outcome is Outcome.ANSWERED and correct_fn(scored.prediction, golds),
     )
 
 

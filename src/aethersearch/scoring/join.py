@@ -5,7 +5,9 @@ question the run never answered (crash, filter, forgotten resume) counts as a
 scored zero and is listed as ``missing``; a prediction for an id the release
 does not contain is listed as ``unknown`` and not scored; the same id twice is
 listed as a ``duplicate`` when both rows agree and is an error when they
-disagree, because then there is no single answer to score.
+disagree, because then there is no single answer to score. Rows of the same id
+with *different* ``attempt`` numbers are the runner's retries of an errored
+question: the highest attempt is the answer, and the id is listed as ``retried``.
 
 This module and ``api.py`` are the only readers of gold (``eval.jsonl``).
 """
@@ -32,6 +34,7 @@ class RunEntry(NamedTuple):
     id: str
     extraction: Extraction
     usage: Usage | None
+    attempt: int = 1
 
 
 class RunFile(NamedTuple):
@@ -63,6 +66,7 @@ class JoinResult(NamedTuple):
     duplicates: list[str]
     unknown: list[str]
     run_file: str
+    retried: list[str]
 
 
 MISSING = "missing"
@@ -97,7 +101,8 @@ def load_run(run_dir: Path, *, compat: str | None = None) -> RunFile:
         entries = []
         for number, value in iter_jsonl(traces):
             trace = validate_row(traces, number, value, Trace)
-            entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat), trace.usage))
+            entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat), trace.usage,
+                                    trace.attempt))
         return RunFile(traces, "traces", entries)
     if compat is not None:
         raise ConfigError(f"--compat {compat} needs raw responses but {run_dir} has no {TRACES_FILE}",
@@ -118,6 +123,7 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
     chosen: dict[str, RunEntry] = {}
     duplicates: list[str] = []
     unknown: list[str] = []
+    retried: set[str] = set()
     for entry in run.entries:
         if entry.id not in gold_ids:
             if entry.id not in unknown:
@@ -126,6 +132,11 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
         first = chosen.get(entry.id)
         if first is None:
             chosen[entry.id] = entry
+            continue
+        if entry.attempt != first.attempt:
+            retried.add(entry.id)
+            if entry.attempt > first.attempt:
+                chosen[entry.id] = entry
             continue
         if first.extraction[:2] != entry.extraction[:2]:
             raise DataError(
@@ -149,4 +160,4 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
             outcome = entry.extraction.outcome
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
                                   entry.extraction.prediction, Outcome(outcome).value, True, entry.usage))
-    return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path))
+    return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))

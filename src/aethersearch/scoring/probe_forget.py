@@ -13,12 +13,12 @@ forget_rate = |forgotten| / |known| (``None`` when nothing is known in isolation
 The known hops also feed the factorised metrics as *confirmed parametric*
 evidence. A hop v_(i-1) -> v_i is one fact linking two pages of the chain E:
 knowing it stands in for reading the page that states it (``page``, v_(i-1))
-and for discovering the page it leads to (``target``, v_i), so both count as
-covered. Knowing every hop therefore covers all of E (v0..vn).
+and for discovering and confirming the page it leads to (``target``, v_i), so
+both count as covered; knowing every hop covers all of E (v0..vn).
 
 A hop-question dict needs ``question`` and ``answer`` (str) or ``answers``
-(list); its pages are ``page``/``target`` (or ``evidence``), else the i-th and
-(i+1)-th pages of the question's evidence chain.
+(list); its pages are ``page`` and ``target`` (or ``evidence``), else the i-th
+and (i+1)-th pages of the question's evidence chain.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def hop_questions(row: DiagnosticsRow) -> list[HopQuestion]:
                             f"'answer'/'answers', got keys {sorted(item)}",
                             field="hop_questions",
                             fix="rebuild the hint-free release (construct writes both per hop)")
-        evidence = tuple(item[k] for k in ("evidence", "page", "target") if isinstance(item.get(k), str))
+        evidence = tuple(item[k] for k in ("page", "target", "evidence") if isinstance(item.get(k), str))
         if not evidence:
             evidence = tuple(chain[index:index + 2])
         out.append(HopQuestion(f"{row.id}{HOP_SEPARATOR}{index + 1}", row.id, index + 1,

@@ -76,8 +76,18 @@ class Tokenizer:
                 raise ConfigError(f"unknown stemmer language {config.stemmer!r}",
                                   fix=f"use one of {Stemmer.algorithms()} or null") from None
 
+    def words(self, text: str) -> list[str]:
+        """Lower-cased regex words of ``text``, before stopwords and stemming."""
+        return self._SPLIT.findall(text.lower())
+
+    def normalise(self, word: str) -> str | None:
+        """The index token of one word (its stem), or None for a stopword."""
+        if word in self.stopwords:
+            return None
+        return self._stem([word])[0] if self._stem is not None else word
+
     def __call__(self, text: str) -> list[str]:
-        tokens = [t for t in self._SPLIT.findall(text.lower()) if t not in self.stopwords]
+        tokens = [t for t in self.words(text) if t not in self.stopwords]
         return self._stem(tokens) if self._stem is not None and tokens else tokens
 
 
@@ -127,13 +137,24 @@ class BM25Index:
 
         tokenize = Tokenizer(config)
         vocab: dict[str, int] = {}
+        # raw word -> token id (-1 = stopword): each distinct word is stemmed once, which is
+        # ~4x faster than stemming every occurrence (PyStemmer's own cache thrashes on big vocabularies).
+        word_ids: dict[str, int] = {}
+
+        def word_id(word: str) -> int:
+            token = tokenize.normalise(word)
+            found = -1 if token is None else vocab.setdefault(token, len(vocab))
+            word_ids[word] = found
+            return found
+
         corpus_ids: list[array[int]] = []
         started = time.perf_counter()
         for row in range(len(store)):
-            tokens = tokenize(document_text(store.raw_at(row)))
-            corpus_ids.append(array("i", [vocab.setdefault(t, len(vocab)) for t in tokens]))
+            ids = [word_ids[w] if w in word_ids else word_id(w) for w in tokenize.words(document_text(store.raw_at(row)))]
+            corpus_ids.append(array("i", [i for i in ids if i >= 0]))
             if on_document is not None:
                 on_document(row + 1)
+        del word_ids
         if not corpus_ids:
             raise ConfigError("cannot build a BM25 index over an empty corpus", fix="import a corpus with documents")
         tokenized_s = time.perf_counter() - started

@@ -295,5 +295,6 @@ def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: 
     from aethersearch.search.index_dir import open_index
 
     opened = open_index(index_dir)
+    opened.index.search(["warm up the index"], 1)  # JIT-compile (numba) before the first client waits on it
     app = create_app(opened.index, opened.store, limits)
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

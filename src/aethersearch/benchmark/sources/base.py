@@ -33,7 +33,13 @@ ROW_NUMBER_CONVENTION = (
 
 
 class Candidate(NamedTuple):
-    """One question read from an official file, before exclusion and selection."""
+    """One question read from an official file, before exclusion and selection.
+
+    ``question`` is exactly as published; ``key`` is its ``text.question_key``;
+    ``diagnostics`` uses ``records.DiagnosticsRow`` field names (``question_type``,
+    ``level``, ``supporting_pages``, ``supporting_facts``, ``decomposition``,
+    ``extra``) so it becomes that row unchanged.
+    """
 
     source_dataset: str
     source_split: str

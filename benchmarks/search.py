@@ -1,0 +1,234 @@
+"""Search benchmark: index build time / peak memory, and in-process vs HTTP-server throughput.
+
+Run ``.venv/bin/python benchmarks/search.py`` (1M generated passages + Wikispeedia) or
+``--quick`` (50k passages; Wikispeedia only with ``--wikispeedia``).
+
+For each corpus it measures, side by side in one run and with the same queries:
+
+* store import and BM25 index build time, and the build's peak RSS (the build runs in a
+  child process so its peak is not mixed with this process's);
+* in-process batched retrieval (``search()`` + fetching ``contents``, what the server does
+  per request) in queries/s;
+* the real server (``aether serve`` as a separate process on 127.0.0.1) under 32
+  concurrent clients, one query per request as Search-R1 rollouts send them: queries/s
+  and p50/p99 latency;
+* the ratio server / in-process (target >= 0.8).
+
+The machine is small and shared: quote medians of ``--repeats`` runs and note the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("AETHER_SHARED_DATA", ROOT.parent / "shared" / "data"))
+SYLLABLES = "ka vel mor tin sa ren dor li ath quo bra zen fi lo mar ces ul tav ri on gal pe thu vor ny".split()
+
+
+def generate_corpus(n: int, path: Path, seed: int = 0) -> list[str]:
+    """Write ``n`` passages of 30-70 Zipf-distributed fictional words as Search-R1 JSONL; return the vocabulary."""
+    import orjson
+
+    rng = np.random.default_rng(seed)
+    vocab_size = 50_000
+    words = np.array(sorted({"".join(rng.choice(SYLLABLES, size=rng.integers(2, 5))) for _ in range(vocab_size * 2)}
+                            )[:vocab_size])
+    rng.shuffle(words)
+    weights = 1.0 / (np.arange(len(words)) + 2.7) ** 1.07
+    lengths = rng.integers(30, 71, size=n)
+    flat = rng.choice(len(words), size=int(lengths.sum()), p=weights / weights.sum())
+    ends = np.cumsum(lengths)
+    with path.open("wb") as handle:
+        start = 0
+        for i, end in enumerate(ends.tolist()):
+            idx = flat[start:end]
+            title = " ".join(words[idx[:2]]).title()
+            handle.write(orjson.dumps({"id": str(i), "contents": f'"{title}"\n' + " ".join(words[idx[2:]])}) + b"\n")
+            start = end
+    return [str(w) for w in words]
+
+
+def _build(corpus: str, fmt: str, out: str, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    from aethersearch.corpus.importers import import_corpus
+    from aethersearch.search.index_dir import build_index
+
+    started = time.perf_counter()
+    store = import_corpus(fmt, corpus, Path(out) / "store").store
+    imported = time.perf_counter() - started
+    manifest = build_index(store, "bm25", Path(out) / "bm25").manifest
+    queue.put({"import_s": imported, "index_s": manifest["build_stats"]["seconds"],
+               "documents": manifest["corpus_size"], "vocabulary": manifest["build_stats"]["vocabulary"],
+               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def build_in_child(corpus: Path, fmt: str, out: Path) -> dict[str, float]:
+    """Import + index in a spawned child process; its own peak RSS is what is reported."""
+    ctx = multiprocessing.get_context("spawn")
+    queue: multiprocessing.Queue = ctx.Queue()  # type: ignore[type-arg]
+    proc = ctx.Process(target=_build, args=(str(corpus), fmt, str(out), queue))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    return result  # type: ignore[no-any-return]
+
+
+def make_queries(vocab: list[str], n: int, seed: int = 1) -> list[str]:
+    """``n`` queries of 2-4 words from the middle of the frequency range (selective-ish, like questions)."""
+    rng = np.random.default_rng(seed)
+    pool = vocab[50:20_000] if len(vocab) > 20_000 else vocab
+    return [" ".join(rng.choice(pool, size=int(rng.integers(2, 5)))) for _ in range(n)]
+
+
+def in_process_qps(index_dir: Path, queries: list[str], k: int, batch: int, repeats: int) -> float:
+    """Median queries/s of batched ``search()`` + contents fetch (the server's per-call work)."""
+    from aethersearch.search.index_dir import open_index
+    from aethersearch.search.server import Retriever
+
+    opened = open_index(index_dir)
+    retriever = Retriever(opened.index, opened.store)
+    retriever(queries[:64], k)  # warm up (numba, page cache)
+    rates = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for i in range(0, len(queries), batch):
+            retriever(queries[i:i + batch], k)
+        rates.append(len(queries) / (time.perf_counter() - started))
+    return statistics.median(rates)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _hammer(url: str, queries: list[str], k: int, clients: int, per_request: int) -> tuple[float, list[float]]:
+    """``clients`` concurrent loops, each posting ``per_request`` queries per request until all are sent.
+
+    The load generator is aiohttp, not httpx: at 32 concurrent connections httpx's own
+    connection pool measured ~190 requests/s here (aiohttp ~1,500 against the same
+    server), so an httpx load generator would measure the client, not the server.
+    """
+    import aiohttp
+    import orjson
+
+    latencies: list[float] = []
+    position = 0
+    async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(limit=clients)) as session:
+        async def worker() -> None:
+            nonlocal position
+            while position < len(queries):
+                chunk = queries[position:position + per_request]
+                position += per_request
+                started = time.perf_counter()
+                async with session.post("/retrieve", data=orjson.dumps(
+                        {"queries": chunk, "topk": k, "return_scores": True}),
+                        headers={"content-type": "application/json"}) as response:
+                    response.raise_for_status()
+                    await response.read()
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(clients)))
+        elapsed = time.perf_counter() - started
+    return len(queries) / elapsed, latencies
+
+
+def server_qps(index_dir: Path, queries: list[str], k: int, clients: int, repeats: int,
+               extra: list[str], per_request: int = 1) -> tuple[float, float, float]:
+    """Median queries/s, p50 and p99 latency (ms) of the real server under ``clients`` concurrent clients."""
+    import httpx
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "serve", str(index_dir), "--port", str(port),
+                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("server did not start") from None
+                time.sleep(0.2)
+        asyncio.run(_hammer(url, queries[:64], k, clients, per_request))  # warm up
+        runs = [asyncio.run(_hammer(url, queries, k, clients, per_request)) for _ in range(repeats)]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    rates = [r for r, _ in runs]
+    latencies = np.array([lat for _, lats in runs for lat in lats]) * 1000
+    return statistics.median(rates), float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99))
+
+
+def bench(name: str, corpus: Path, fmt: str, queries: list[str], args: argparse.Namespace, work: Path) -> None:
+    out = work / name
+    build = build_in_child(corpus, fmt, out)
+    print(f"\n== {name}: {build['documents']:,} documents, vocabulary {build['vocabulary']:,}")
+    print(f"  import {build['import_s']:.1f}s   bm25 index build {build['index_s']:.1f}s   "
+          f"build peak RSS {build['peak_rss_mb']:.0f} MB")
+    index_dir = out / "bm25"
+    local = in_process_qps(index_dir, queries, args.k, args.batch, args.repeats)
+    extra = [] if args.micro_batch else ["--no-micro-batch"]
+    remote, p50, p99 = server_qps(index_dir, queries, args.k, args.clients, args.repeats, extra, args.per_request)
+    print(f"  in-process batched (batch {args.batch}): {local:,.0f} q/s")
+    print(f"  HTTP server, {args.clients} concurrent clients x {args.per_request} query/request: {remote:,.0f} q/s   "
+          f"p50 {p50:.1f} ms   p99 {p99:.1f} ms (per request)")
+    print(f"  ratio server / in-process: {remote / local:.2f}  (target >= 0.8)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="50k passages instead of 1M")
+    parser.add_argument("--passages", type=int, default=None)
+    parser.add_argument("--queries", type=int, default=None)
+    parser.add_argument("--wikispeedia", action="store_true", help="also run Wikispeedia in --quick mode")
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=256, help="in-process batch size")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--per-request", type=int, default=1, help="queries per HTTP request")
+    parser.add_argument("--no-micro-batch", dest="micro_batch", action="store_false")
+    args = parser.parse_args()
+    passages = args.passages or (50_000 if args.quick else 1_000_000)
+    n_queries = args.queries or (1_000 if args.quick else 3_000)
+    print(f"search benchmark: {passages:,} generated passages, {n_queries:,} queries, k={args.k}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machine)")
+    with tempfile.TemporaryDirectory(prefix="aether-bench-") as tmp:
+        work = Path(tmp)
+        started = time.perf_counter()
+        vocab = generate_corpus(passages, work / "generated.jsonl")
+        print(f"generated corpus in {time.perf_counter() - started:.1f}s")
+        bench(f"generated-{passages}", work / "generated.jsonl", "jsonl", make_queries(vocab, n_queries), args, work)
+        wiki = SHARED / "wikispeedia"
+        if (not args.quick or args.wikispeedia) and (wiki / "plaintext_articles.tar.gz").exists():
+            wiki_queries = [
+                " ".join(q.split()[:4]) for q in (SHARED / "wikispeedia" / "wikispeedia_paths-and-graph" /
+                                                  "articles.tsv").read_text().splitlines()
+                if q and not q.startswith("#")]
+            from urllib.parse import unquote
+
+            wiki_queries = [unquote(q).replace("_", " ") + " history" for q in wiki_queries][:n_queries]
+            bench("wikispeedia", wiki, "wikispeedia", wiki_queries, args, work)
+        elif not args.quick:
+            print(f"(Wikispeedia skipped: {wiki} not found)")
+
+
+if __name__ == "__main__":
+    main()

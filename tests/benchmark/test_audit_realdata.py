@@ -1,0 +1,69 @@
+"""Real data: the audited eval1400 build against the ~47k real training questions, then its replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aethersearch.benchmark.audit import audit_selection_file
+from aethersearch.benchmark.build import BuildResult, build_from_config
+from aethersearch.benchmark.eval1400 import write_eval1400_config
+from aethersearch.benchmark.replay import replay_release
+from aethersearch.jsonl import read_jsonl
+from aethersearch.text import question_key
+
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def audited(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BuildResult]:
+    """eval1400 with the audit on and --auto-review (PopQA's public slice capped at 150 and
+    Bamboogle at 110 so the audit's exclusions can be replaced instead of causing a shortage)."""
+    root = tmp_path_factory.mktemp("eval1400")
+    config = write_eval1400_config(shared_data, root / "cfg", popqa_plan={"planned": 200, "cap": 150})
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    for source in data["sources"]:
+        if source["dataset"] == "bamboogle":
+            source["cap"] = 110
+    data["audit"] = {}
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return root, build_from_config(config, root / "release", auto_review=True)
+
+
+def test_every_selected_question_was_audited_against_every_training_question(
+        audited: tuple[Path, BuildResult]) -> None:
+    _, result = audited
+    report = result.manifest.audit["report"]
+    union = result.manifest.training.union_size
+    assert union > 40_000
+    counts = report["counts"]
+    # Every round audits the questions it has not seen yet, each against the whole union.
+    assert report["methods"]["similarity"]["pairs_visited"] == counts["questions_audited"] * union
+    assert counts["questions_audited"] >= result.manifest.question_count == 1400
+    assert counts["pairs_flagged"] > 0 and counts["questions_excluded"] == counts["questions_involved"]
+    assert report["settings"]["similarity"] == {"scorer": "ratio", "threshold": 85.0}
+    methods = {("similarity" if p["similarity"] is not None else "") + ("rare" if p["rare_token"] is not None else "")
+               for p in report["flagged_pairs"]}
+    assert {"similarity", "rare"} <= methods, "both passes find real near-duplicates the other misses"
+    selected = {question_key(r["question"]) for r in read_jsonl(result.release_dir / "eval.jsonl")}
+    assert not selected & set(report["excluded"]), "no excluded question is in the release"
+    assert result.manifest.isolation["final_exact_overlap_by_stage"] == {"RL": 0, "SFT": 0}
+
+
+def test_replay_of_the_real_release_agrees(audited: tuple[Path, BuildResult]) -> None:
+    root, result = audited
+    report = replay_release(result.release_dir, base_dir=root / "cfg")
+    assert report.ok, [c.line() for c in report.failures]
+    written = json.loads(report.output.read_text(encoding="utf-8"))
+    assert {c["name"] for c in written["checks"]} == {
+        "training_hashes", "source_hashes", "exclusion_sets", "rows_match_originals", "sampling_replay"}
+
+
+def test_standalone_audit_of_the_real_release_finds_nothing_left(audited: tuple[Path, BuildResult]) -> None:
+    root, result = audited
+    standalone = audit_selection_file(result.release_dir, root / "cfg" / "training_registry.yaml")
+    assert standalone.report["questions"] == 1400
+    assert standalone.pairs == [], "every flagged question was excluded and replaced by the review loop"

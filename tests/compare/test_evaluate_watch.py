@@ -1,0 +1,112 @@
+"""Training-time evaluation: ``aethersearch.api.evaluate`` against the scripted OpenAI server, and ``watch``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.api import evaluate, evaluate_run
+from aethersearch.compare.watch import Checkpoint, discover, read_history, watch
+from aethersearch.environment import ToolResult
+from aethersearch.errors import AetherError, ConfigError, DataError
+from aethersearch.records import Document, ToolCall
+from tests.scoring.factory import eval_rows, write_release
+
+
+class OnePageEnvironment:
+    """A search tool that always returns the same page (enough for a scripted Search-R1 policy)."""
+
+    tools = ("search",)
+
+    async def search(self, query: str, k: int) -> ToolResult:
+        doc = Document(id="d1", title="Page", text="Some text.")
+        return ToolResult([doc], ToolCall(tool="search", arguments={"query": query, "k": k}, returned_ids=["d1"]))
+
+    async def visit(self, page: str) -> ToolResult:
+        return ToolResult([], ToolCall(tool="visit", arguments={"page": page}, error="no visit"))
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.fixture()
+def release(tmp_path: Path):
+    rows = eval_rows(4)
+    return write_release(tmp_path / "release", rows), rows
+
+
+def test_evaluate_returns_searchr1_metric_keys(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    # the scripted policy answers nq and bamboogle right, hotpotqa wrong
+    answers = {r.question: (r.answers[0] if r.source_dataset != "hotpotqa" else "no idea") for r in rows}
+    with ScriptedServer(search_r1_rule(answers, searches=1)) as server:
+        got = evaluate(server.url, release_dir, model="scripted", environment_factory=lambda q: OnePageEnvironment(),
+                       run_dir=tmp_path / "run")
+    assert got == {"val/test_score/bamboogle": 1.0, "val/test_score/hotpotqa": 0.0, "val/test_score/nq": 1.0}
+    scores = json.loads((tmp_path / "run" / "scores.json").read_text())
+    assert scores["usage"]["tool_calls"]["total"] == len(rows)
+
+
+def test_evaluate_without_tools_for_a_search_agent_is_a_config_error(tmp_path: Path, release) -> None:
+    release_dir, _ = release
+    with pytest.raises(ConfigError, match="search"):
+        evaluate_run("http://127.0.0.1:9/v1", release_dir, model="m")
+
+
+def test_discover_checkpoint_dirs_and_endpoint_lists(tmp_path: Path) -> None:
+    ckpts = tmp_path / "ckpts"
+    for name in ("global_step_200", "global_step_100", ".hidden", "global_step_300.tmp"):
+        (ckpts / name).mkdir(parents=True)
+        (ckpts / name / "config.json").write_text("{}")
+    found = discover(ckpts, settle_s=0)
+    assert [(c.name, c.step) for c in found] == [("global_step_100", 100), ("global_step_200", 200)]
+    assert discover(ckpts, settle_s=3600) == []  # still being written: not evaluated yet
+    listing = tmp_path / "endpoints.txt"
+    listing.write_text("# name url [step]\nsft http://127.0.0.1:8001/v1 50\nrl-step-300 http://127.0.0.1:8002/v1\n")
+    assert [(c.name, c.step, c.kind) for c in discover(listing)] == [("sft", 50, "endpoint"),
+                                                                     ("rl-step-300", 300, "endpoint")]
+    listing.write_text("sft not-a-url\n")
+    with pytest.raises(DataError, match="endpoints.txt:1"):
+        discover(listing)
+
+
+def test_watch_evaluates_each_new_checkpoint_once_and_appends_history(tmp_path: Path) -> None:
+    listing = tmp_path / "endpoints.txt"
+    listing.write_text("step-100 http://127.0.0.1:1/v1 100\n")
+    history = tmp_path / "history.jsonl"
+    calls: list[str] = []
+
+    def fake_evaluate(checkpoint: Checkpoint) -> dict[str, Any]:
+        calls.append(checkpoint.name)
+        if checkpoint.name == "broken":
+            raise AetherError("endpoint unreachable")
+        return {"val/test_score/nq": checkpoint.step / 1000}
+
+    def add_checkpoint(_: float) -> None:  # the trainer writes a new checkpoint while we sleep
+        with listing.open("a") as handle:
+            handle.write("step-200 http://127.0.0.1:2/v1 200\nbroken http://127.0.0.1:3/v1 250\n")
+
+    result = watch(listing, fake_evaluate, history=history, plot=tmp_path / "curve.svg", poll_s=0,
+                   max_polls=2, sleep=add_checkpoint)
+    assert [r["checkpoint"] for r in result.evaluated] == ["step-100", "step-200"]
+    assert [f["checkpoint"] for f in result.failed] == ["broken"]
+    assert [r["metrics"]["val/test_score/nq"] for r in read_history(history)] == [0.1, 0.2]
+    assert (tmp_path / "curve.svg").read_text().lstrip().startswith("<svg")
+    # a restarted watcher skips what the history already holds, retrying only the failure
+    calls.clear()
+    watch(listing, fake_evaluate, history=history, max_polls=1, sleep=lambda s: None)
+    assert calls == ["broken"]
+
+
+def test_watch_recovers_from_a_torn_history_line(tmp_path: Path) -> None:
+    listing = tmp_path / "endpoints.txt"
+    listing.write_text("a http://127.0.0.1:1/v1 1\nb http://127.0.0.1:2/v1 2\n")
+    history = tmp_path / "history.jsonl"
+    history.write_text(json.dumps({"checkpoint": "a", "location": "http://127.0.0.1:1/v1", "metrics": {}})
+                       + '\n{"checkpoint": "b", "locat')
+    watch(listing, lambda c: {"x": 1.0}, history=history, max_polls=1, sleep=lambda s: None)
+    assert [r["checkpoint"] for r in read_history(history)] == ["a", "b"]

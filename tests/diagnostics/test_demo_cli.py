@@ -1,0 +1,85 @@
+"""The sandbox demo (what `make demo` adds) and the `aether factorise` / `aether probe` commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from aethersearch.cli import app
+from aethersearch.diagnose import run_sandbox_demo
+from aethersearch.errors import DataError
+from aethersearch.jsonl import loads
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("demo_out")
+    return out, run_sandbox_demo(out)
+
+
+def test_demo_writes_scores_factorised_and_probes_into_the_run(demo) -> None:
+    out, summary = demo
+    run = Path(summary["run_dir"])
+    for name in ("run.json", "traces.jsonl", "scores.json", "factorised.json", "probes.json"):
+        assert (run / name).is_file(), name
+    factorised = loads((run / "factorised.json").read_bytes())
+    assert factorised["overall"] == summary["factorised"] and factorised["n"] == summary["questions"] == 60
+    assert sum(group["n"] for group in factorised["by_hops"].values()) == 60
+    assert set(factorised["by_hops"]) <= {"2", "3", "4"} and list(factorised["by_source"]) == ["webdetective-demo"]
+    overall = factorised["overall"]
+    assert overall["gen_score"] == pytest.approx(
+        (overall["f1_good_refusal"] + overall["f1_knowledge_utilisation"]) / 2 * overall["knowledge_score"])
+    assert overall["pass_at_1"] == pytest.approx(summary["em"])  # factorised Pass@1 agrees with the scorer
+    probes = loads((run / "probes.json").read_bytes())
+    assert probes["forget"]["applicable"] is False and "no parametric knowledge" in probes["forget"]["reason"]
+    assert probes["lead_astray"]["n"] == 60 and probes["lead_astray"]["ratio"] == 0.5
+    assert summary["outcomes"] and sum(summary["outcomes"].values()) == 60
+
+
+def test_demo_rerun_resumes_and_reproduces_the_files(demo) -> None:
+    out, summary = demo
+    run = Path(summary["run_dir"])
+    before = (run / "factorised.json").read_bytes(), (run / "traces.jsonl").read_bytes()
+    again = run_sandbox_demo(out)
+    assert again["factorised"] == summary["factorised"]
+    assert ((run / "factorised.json").read_bytes(), (run / "traces.jsonl").read_bytes()) == before
+
+
+def test_cli_factorise_and_probes(demo) -> None:
+    out, summary = demo
+    run, release = summary["run_dir"], summary["release_dir"]
+    result = runner.invoke(app, ["factorise", run, "--release", release])
+    assert result.exit_code == 0, result.output
+    assert "GenScore" in result.output and "Good-refusal F1" in result.output and "factorised.json" in result.output
+    result = runner.invoke(app, ["probe", "forget", run, "--release", release])
+    assert result.exit_code == 0, result.output
+    assert "not applicable" in result.output
+    result = runner.invoke(app, ["probe", "lead-astray", run, "--release", release, "--corpus",
+                                 str(out / "sandbox_corpus"), "--index", str(out / "sandbox_index"),
+                                 "--ratio", "0.25", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    probes = loads((Path(run) / "probes.json").read_bytes())
+    assert probes["lead_astray"]["ratio"] == 0.25 and probes["lead_astray"]["seed"] == 3
+    assert (Path(run) / "probes" / "lead_astray-r0.25-s3" / "traces.jsonl").is_file()
+
+
+def test_cli_bad_run_dir_is_a_clear_error(tmp_path: Path, demo) -> None:
+    result = runner.invoke(app, ["factorise", str(tmp_path), "--release", demo[1]["release_dir"]])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, DataError)
+    assert "run.json" in str(result.exception) and "fix:" in str(result.exception)
+
+
+def test_report_renders_the_factorised_table_and_probe_rates(demo, tmp_path: Path) -> None:
+    from aethersearch.report.html import write_report
+
+    out, summary = demo
+    html = write_report([Path(summary["run_dir"])], tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Factorised metrics" in html and "Probes (Forget / Lead-astray)" in html
+    for key in ("gen_score", "f1_good_refusal", "f1_knowledge_utilisation", "knowledge_sufficiency",
+                "search_score", "lead_astray_rate"):
+        assert key in html, key
