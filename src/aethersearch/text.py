@@ -40,7 +40,12 @@ def template_key(question: str) -> str:
     spacing ("Who wrote 'Hamlet'?" vs "who wrote hamlet"), so one is an
     equivalent of the other for exclusion purposes.
     """
-    return _NON_WORD.sub("", question_key(question))
+    return template_key_of_key(question_key(question))
+
+
+def template_key_of_key(key: str) -> str:
+    """``template_key`` from an already computed ``question_key`` (saves re-normalising)."""
+    return _NON_WORD.sub("", key)
 
 
 def normalize_answer(text: str) -> str:

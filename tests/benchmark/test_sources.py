@@ -201,3 +201,18 @@ def test_real_dev_lists_have_their_published_sizes() -> None:
     trivia = read("triviaqa_dpr_tsv", require_shared("qa/triviaqa/topics.dpr.trivia.test.txt")).candidates
     assert trivia[2].question == "Which Lloyd Webber musical premiered in the US on 10th December 1993?"
     assert "Sunset Boulevard" in trivia[2].answers
+
+
+@pytest.mark.realdata
+def test_dpr_alias_fast_path_equals_literal_eval_on_every_real_row() -> None:
+    import ast
+    import csv
+    import io
+
+    for relative in ("qa/triviaqa/topics.dpr.trivia.test.txt", "train/triviaqa/topics.dpr.trivia.dev.txt",
+                     "train/nq/topics.dpr.nq.dev.txt"):
+        path = require_shared(relative)
+        rows = read("triviaqa_dpr_tsv", path).candidates
+        text = path.read_bytes().decode("utf-8").replace("\r\n", "\n")
+        expected = [ast.literal_eval(cells[1]) for cells in csv.reader(io.StringIO(text), delimiter="\t") if cells]
+        assert [c.answers for c in rows] == expected, relative

@@ -107,3 +107,17 @@ def test_exclusion_list_needs_a_reason_and_a_target(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({"exclusions": [{"key": "x"}]}))
     with pytest.raises(ConfigError, match="exclusion #1 needs a non-empty 'reason'"):
         load_exclusion_list(path)
+
+
+def test_candidate_template_equals_template_key_of_the_question() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from aethersearch.benchmark.training import candidate_template
+    from aethersearch.text import template_key
+
+    @given(st.text(max_size=40))
+    def check(question: str) -> None:
+        assert candidate_template(_cand("x", 1, question)) == template_key(question)
+
+    check()

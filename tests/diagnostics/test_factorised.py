@@ -30,8 +30,9 @@ def trace(qid: str, visits: list[str], outcome: Outcome, prediction: str | None,
                       suppressed_ids=list(suppressed))]
     calls += [ToolCall(tool="visit", arguments={"page": p}, returned_ids=[p]) for p in visits]
     calls += [ToolCall(tool="visit", arguments={"page": p}, error="masked page") for p in failed]
+    response = f"<answer> {prediction} </answer>" if prediction is not None else ""
     return Trace(id=qid, question_seen="?", agent="t", steps=[Step(index=0, tool_calls=calls)],
-                 prediction=prediction, outcome=outcome, stop_reason="answer")
+                 response=response, prediction=prediction, outcome=outcome, stop_reason="answer")
 
 
 def ep(qid, visits, outcome, prediction, parametric=(), diag=DIAG, **kw):
@@ -88,7 +89,7 @@ def test_no_refusals_at_all_is_defined_not_nan() -> None:
 
 
 def test_refusing_everything_when_evidence_present_scores_zero() -> None:
-    refusers = [ep(q, ["p1", "p2"], Outcome.ABSTAINED, "no idea") for q in "xyz"]
+    refusers = [ep(q, ["p1", "p2"], Outcome.ABSTAINED, "I cannot answer") for q in "xyz"]
     m = factorised_metrics(refusers)
     assert m["f1_good_refusal"] == 0.0
     assert m["f1_knowledge_utilisation"] == 0.0
@@ -148,6 +149,15 @@ def test_evidence_is_the_whole_path_when_the_sidecar_gives_none() -> None:
     # answered from b without opening the answer page c: correct, but not sufficient
     assert read_on_b.evidence == ("a", "b", "c") and read_on_b.correct and not read_on_b.sufficient
     assert read_on_b.hops == 2  # no hops field: the path's edges
+
+
+def test_outcome_and_answer_are_the_scorers_extraction() -> None:
+    t = trace("q", ["p1", "p2"], Outcome.ANSWERED, "x").model_copy(
+        update={"response": "<answer> Chad </answer> then <answer> Graham Cornes </answer>", "prediction": "Chad"})
+    e = episode_from_sandbox(t, DIAG, GOLD)
+    assert e.correct  # the last answer tag is what scores.json scores
+    refused = trace("r", ["p1"], Outcome.ANSWERED, "x").model_copy(update={"response": "<answer> unknown </answer>"})
+    assert episode_from_sandbox(refused, DIAG, GOLD).refused
 
 
 def test_question_without_evidence_is_a_clear_error() -> None:

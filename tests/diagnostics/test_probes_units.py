@@ -96,7 +96,9 @@ class FixedEnv:
         return ToolResult(docs, ToolCall(tool="search", arguments={"query": query}, returned_ids=["d0", "d1"]))
 
     async def visit(self, page: str) -> ToolResult:
-        return ToolResult([], ToolCall(tool="visit", arguments={"page": page}, error="masked"))
+        if page == "masked":
+            return ToolResult([], ToolCall(tool="visit", arguments={"page": page}, error="masked"))
+        return ToolResult([DOCS[5]], ToolCall(tool="visit", arguments={"page": page}, returned_ids=["d5"]))
 
     async def close(self) -> None:
         pass
@@ -121,5 +123,20 @@ def test_noisy_environment_is_seeded_excludes_chain_pages_and_records_noise() ->
     noise = result.call.arguments["_noise"]
     assert noise["ratio"] == 0.5 and len(noise["distractor_ids"]) == 2
     assert [d.id for d in result.documents] == result.call.returned_ids
-    refused = asyncio.run(_noisy(7).visit("p"))
+    refused = asyncio.run(_noisy(7).visit("masked"))
     assert refused.call.error == "masked" and refused.documents == []  # failures pass through untouched
+    for seed in range(5):
+        opened = asyncio.run(_noisy(seed).visit("d5"))
+        assert opened.call.returned_ids[0] == "d5" and len(opened.documents) == 2  # the page stays first
+
+
+def test_noisy_environment_samples_big_stores_by_row_and_skips_supporting_titles(demo_sandbox) -> None:
+    store = demo_sandbox.store  # the JSONL store: rows are drawn by index, no id list is built
+    titles = [store.doc_at(row).title for row in range(0, len(store), 2)]  # half the corpus is "supporting"
+    env = NoisyEnvironment(FixedEnv(), store, ratio=0.5, seed=5, key="q", exclude_titles=titles)
+    assert env._pool is None
+    first = asyncio.run(env.search("x", 2)).call.arguments["_noise"]["distractor_ids"]
+    again = asyncio.run(NoisyEnvironment(FixedEnv(), store, ratio=0.5, seed=5, key="q",
+                                         exclude_titles=titles).search("x", 2)).call.arguments["_noise"]
+    assert len(first) == 2 and first == again["distractor_ids"]
+    assert not {store.get(i).title for i in first} & set(titles)

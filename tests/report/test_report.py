@@ -97,9 +97,11 @@ def test_report_renders_in_headless_chromium_without_console_errors(report: Path
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
     url = report.resolve().as_uri()
-    dom = subprocess.run([CHROMIUM, *flags, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    dom = subprocess.run([CHROMIUM, *flags, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    check = re.search(r'<div id="render-check" data-ready="(\d)" data-tables="(\d+)" data-svgs="(\d+)"', dom.stdout)
+    check = re.search(r'<div id="render-check" data-ready="(\d)" data-tables="(\d+)" data-svgs="(\d+)"',
+                      dom.stdout)
     assert check, "the page's render self-check did not run"
     ready, tables, svgs = map(int, check.groups())
     assert ready == 1 and tables >= 8 and svgs >= 6

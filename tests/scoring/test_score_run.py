@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.jsonl import read_jsonl, write_jsonl
 from aethersearch.scoring.aggregate import estimate
-from aethersearch.scoring.api import score_run
+from aethersearch.scoring.api import read_scores, score_run
 from tests.scoring.factory import eval_rows, write_release, write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +38,11 @@ def test_denominator_is_release_size_and_missing_questions_score_zero(tmp_path: 
     assert scores["outcomes"]["missing"] == 3
     assert scores["overall"]["micro"]["metrics"]["em"]["mean"] == pytest.approx(21 / 24)
     assert scores["by_source"]["nq"]["metrics"]["em"]["mean"] == pytest.approx(5 / 8)
-    assert json.loads((run / "scores.json").read_text()) == json.loads(json.dumps(scores))
+    assert read_scores(run) == json.loads(json.dumps(scores))
+    assert "per_question" not in json.loads((run / "scores.json").read_text())
+    (run / "scores_questions.jsonl").write_text("")
+    with pytest.raises(IntegrityError, match="sha256"):
+        read_scores(run)
 
 
 def test_micro_and_macro_are_both_reported_and_labelled(tmp_path: Path) -> None:
@@ -161,9 +165,10 @@ def test_scores_are_invariant_to_prediction_order(tmp_path: Path, release) -> No
 def test_scores_are_invariant_to_pythonhashseed(tmp_path: Path, release) -> None:
     release_dir, rows = release
     run = write_run(tmp_path / "run", rows, {r.id for i, r in enumerate(rows) if i % 2})
-    script = ("import sys; from pathlib import Path; from aethersearch.scoring.api import score_run; "
+    script = ("import sys; from pathlib import Path; from aethersearch.scoring.api import read_scores, score_run; "
               "score_run(Path(sys.argv[1]), Path(sys.argv[2])); "
-              "sys.stdout.write((Path(sys.argv[1]) / 'scores.json').read_text())")
+              "import json; sys.stdout.write(json.dumps([(Path(sys.argv[1]) / name).read_text() "
+              "for name in ('scores.json', 'scores_questions.jsonl')]))")
     outputs = []
     for seed in ("1", "4242"):
         done = subprocess.run([sys.executable, "-c", script, str(run), str(release_dir)], capture_output=True,
@@ -171,7 +176,9 @@ def test_scores_are_invariant_to_pythonhashseed(tmp_path: Path, release) -> None
                               cwd=REPO)
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
-    assert json.loads(outputs[0])["overall"]["micro"]["metrics"]["em"]["mean"] == pytest.approx(0.5)
+    summary, questions = json.loads(outputs[0])
+    assert json.loads(summary)["overall"]["micro"]["metrics"]["em"]["mean"] == pytest.approx(0.5)
+    assert len(questions.splitlines()) == len(rows)
 
 
 @settings(max_examples=60, deadline=None)
@@ -195,7 +202,8 @@ def test_rescoring_reads_the_run_without_changing_it(tmp_path: Path, release) ->
     before = {p.name: p.read_bytes() for p in run.iterdir()}
     score_run(run, release_dir)
     score_run(run, release_dir, compat="searchr1")
-    after = {p.name: p.read_bytes() for p in run.iterdir() if p.name != "scores.json"}
+    after = {p.name: p.read_bytes() for p in run.iterdir()
+             if p.name not in ("scores.json", "scores_questions.jsonl")}
     assert after == before
 
 

@@ -188,3 +188,36 @@ def test_searchr1_request_response_round_trip(app, demo_index) -> None:  # type:
     raw, parsed = _run(via_client())
     assert raw == {"result": result}
     assert parsed[0][0].document.title == top.title and parsed[0][0].document.text == top.text
+
+
+class _BlockedIndex:
+    """The real demo index, held inside its search() until released, to show the event loop stays free."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        import threading
+
+        self.inner, self.entered, self.release = inner, threading.Event(), threading.Event()
+        self.corpus_hash, self.index_hash = inner.corpus_hash, inner.index_hash
+
+    def search(self, queries, k):  # type: ignore[no-untyped-def]
+        self.entered.set()
+        assert self.release.wait(timeout=60)
+        return self.inner.search(queries, k)
+
+
+def test_index_call_never_blocks_the_event_loop(demo_index) -> None:  # type: ignore[no-untyped-def]
+    blocked = _BlockedIndex(demo_index.index)
+    app = create_app(blocked, demo_index.store)
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            slow = asyncio.create_task(client.post("/retrieve", json={"queries": ["born in"]}))
+            while not blocked.entered.is_set():
+                await asyncio.sleep(0.01)
+            health = await client.get("/health")  # answered while the index call is still running
+            assert health.status_code == 200 and not slow.done()
+            blocked.release.set()
+            response = await slow
+            assert response.status_code == 200 and len(response.json()["result"][0]) == 3
+
+    _run(main())

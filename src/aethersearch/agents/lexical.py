@@ -40,7 +40,10 @@ _WORD = re.compile(r"[A-Za-z0-9][\w'’\-]*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _YEAR = re.compile(r"^(1\d{3}|20\d{2})$")
 _NUMBER = re.compile(r"^\d+([.,]\d+)?$")
-_CONNECTORS = frozenset({"of", "the", "de", "von", "van", "and"})
+_CONNECTORS = frozenset({"of", "the", "de", "von", "van"})
+#: "the author of X", "the organisation that X worked for": a question with a bridge entity.
+_NESTED = re.compile(r"\bthe \w+ (of|that|who|which|whose)\b", re.IGNORECASE)
+_TOKEN = re.compile(r"[A-Za-z0-9][\w'’\-]*|[^\w\s]")
 
 
 class Candidate(NamedTuple):
@@ -70,15 +73,26 @@ def answer_type(question: str) -> str:
     return "any"
 
 
+def _is_word(token: str) -> bool:
+    return token[:1].isalnum()
+
+
 def _spans(tokens: list[str]) -> list[tuple[int, int]]:
-    """Candidate token spans: capitalised runs (with inner connectors), numbers, single words."""
+    """Candidate token spans: capitalised runs (with inner connectors), numbers, single words.
+
+    Punctuation tokens end a run and are never candidates, so a comma-separated list of
+    names gives one candidate per name.
+    """
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(tokens):
         token = tokens[i]
+        if not _is_word(token):
+            i += 1
+            continue
         if token[:1].isupper():
             j = i + 1
-            while j < len(tokens) and (tokens[j][:1].isupper() or (
+            while j < len(tokens) and _is_word(tokens[j]) and (tokens[j][:1].isupper() or (
                     tokens[j].lower() in _CONNECTORS and j + 1 < len(tokens) and tokens[j + 1][:1].isupper())):
                 j += 1
             spans.append((i, j))
@@ -104,7 +118,12 @@ def _type_prior(span: str, kind: str) -> float:
 
 
 def candidates(question: str, documents: list[Document], kind: str) -> list[Candidate]:
-    """Score every candidate span in ``documents`` by proximity to question terms (votes summed)."""
+    """Score every candidate span in ``documents`` by proximity to question terms (votes summed).
+
+    A span made only of question words is skipped; one that shares a content word with
+    the question ("Zorul Observatory" for a question about "Balriri Observatory") is
+    down-weighted, since an answer rarely repeats the question.
+    """
     q_terms = set(content_terms(question))
     q_lower = {w.lower() for w in _WORD.findall(question)}
     scores: dict[str, float] = defaultdict(float)
@@ -113,7 +132,7 @@ def candidates(question: str, documents: list[Document], kind: str) -> list[Cand
     for rank, doc in enumerate(documents):
         discount = 1.0 / (1.0 + 0.5 * rank)
         for sentence in _SENTENCE.split(f"{doc.title}. {doc.text}"):
-            tokens = _WORD.findall(sentence)
+            tokens = _TOKEN.findall(sentence)
             lowered = [t.lower() for t in tokens]
             positions = defaultdict(list)
             for index, token in enumerate(lowered):
@@ -123,11 +142,13 @@ def candidates(question: str, documents: list[Document], kind: str) -> list[Cand
                 continue
             hit = frozenset(positions)
             for start, end in _spans(tokens):
-                words = lowered[start:end]
+                words = [w for w in lowered[start:end] if _is_word(w)]
                 if all(w in q_lower or w in STOPWORDS for w in words):
                     continue
                 text = " ".join(tokens[start:end])
                 prior = _type_prior(text, kind)
+                if any(w in q_terms for w in words):
+                    prior *= 0.2
                 proximity = sum(1.0 / (1.0 + min(min(abs(p - start), abs(p - (end - 1))) for p in pos))
                                 for pos in positions.values())
                 key = text.lower()
@@ -137,6 +158,11 @@ def candidates(question: str, documents: list[Document], kind: str) -> list[Cand
                     covered[key] = hit
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     return [Candidate(surface[k], s, covered[k]) for k, s in ranked]
+
+
+def _shares_words(text: str, terms: list[str]) -> bool:
+    """True if ``text`` contains one of the question's content words (an answer rarely does)."""
+    return bool({w.lower() for w in _WORD.findall(text)} & set(terms))
 
 
 class LexicalAgent(Agent):
@@ -155,36 +181,37 @@ class LexicalAgent(Agent):
         return {"topk": self.topk, "rounds": self.rounds, "min_score": self.min_score}
 
     async def solve(self, episode: Episode) -> AgentOutput:
-        """Search, extract, reformulate once per round; answer the best candidate or abstain."""
+        """Search, extract, follow one bridge entity per round; answer the best candidate or abstain."""
         question = episode.question_seen
         kind = answer_type(question)
         terms = content_terms(question)
-        episode.state["documents"] = documents = []
+        focus = question  # the (sub-)question the current round answers
         query = " ".join(terms) or question
         for round_number in range(self.rounds):
             result = await episode.env.search(query, self.topk)
-            new = [d for d in result.documents if d.id not in {x.id for x in documents}]
-            documents.extend(new)
-            found = candidates(question, result.documents, kind)
+            episode.state.update(focus=focus, documents=list(result.documents))
+            found = candidates(focus, result.documents, kind)
             episode.add_step(tool_calls=[result.call], notes={
                 "round": round_number, "query": query,
                 "top_candidates": [[c.text, round(c.score, 4)] for c in found[:3]]})
-            bridge = next((c for c in found if c.text[:1].isupper() and c.covered), None)
-            if bridge is None or round_number + 1 >= self.rounds:
+            if round_number + 1 >= self.rounds or not _NESTED.search(question):
+                break
+            bridge = next((c for c in found if c.text[:1].isupper() and c.covered
+                           and not _shares_words(c.text, terms)), None)
+            if bridge is None:
                 break
             missing = [t for t in terms if t not in bridge.covered]
             if not missing:
-                break  # the best sentence already covers the whole question: single hop
-            query = " ".join([bridge.text, *missing])
-            episode.state["bridge"] = bridge.text
+                break  # the best sentence already covers the whole question: a single hop
+            focus = query = " ".join([bridge.text, *missing])
         return self._decide(episode)
 
     def _decide(self, episode: Episode) -> AgentOutput:
         question = episode.question_seen
-        documents = episode.state.get("documents", [])
-        bridge = episode.state.get("bridge")
-        found = candidates(question, documents, answer_type(question))
-        found = [c for c in found if c.text != bridge] or found
+        focus = episode.state.get("focus", question)
+        found = candidates(focus, episode.state.get("documents", []), answer_type(question))
+        focus_terms = content_terms(focus)
+        found = [c for c in found if not _shares_words(c.text, focus_terms)] or found
         if not found or found[0].score < self.min_score:
             return finish("I don't know", "I don't know", "abstain")
         best = found[0].text

@@ -306,7 +306,12 @@ class ScriptedServer:
             return
         self._ready.set()
         loop.run_forever()
-        loop.run_until_complete(self._runner.cleanup() if self._runner else asyncio.sleep(0))
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:  # stalled handlers: cancel rather than wait them out
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        if self._runner is not None:
+            loop.run_until_complete(self._runner.cleanup())
         loop.close()
 
     async def _start_site(self) -> None:

@@ -35,6 +35,12 @@ class Tokenizer(Protocol):
         ...
 
 
+@lru_cache(maxsize=16)
+def _first_tokens(n: int) -> re.Pattern[str]:
+    """A pattern matching exactly the first ``n`` regex tokens (and the whitespace between)."""
+    return re.compile(r"(?:\s*(?:\w+|[^\w\s])){%d}" % n, re.UNICODE)
+
+
 class RegexTokenizer:
     """Approximation: words and single punctuation marks; cuts keep the original characters."""
 
@@ -48,10 +54,10 @@ class RegexTokenizer:
         """Cut right after the n-th token (whitespace after it is dropped, as a decoder would)."""
         if n <= 0:
             return ""
-        for index, match in enumerate(_REGEX_TOKEN.finditer(text), start=1):
-            if index == n:
-                return text[: match.end()]
-        return text
+        head = _first_tokens(n).match(text)  # one C-level match, no per-token Python objects
+        if head is None or _REGEX_TOKEN.search(text, head.end()) is None:
+            return text  # n tokens or fewer: unchanged
+        return text[: head.end()]
 
 
 class HFTokenizer:

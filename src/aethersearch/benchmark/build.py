@@ -35,6 +35,7 @@ from aethersearch.benchmark.release import (
     exclusion_audit_bytes,
     manifest_bytes,
     row_digests,
+    row_id,
     verifier_source,
     write_release_files,
 )
@@ -192,7 +193,7 @@ def _rows(name: str, quotas: dict[str, int], selected: dict[str, list[Candidate]
     for dataset in quotas:
         for c in selected[dataset]:
             index += 1
-            rid = f"{name}_{index:04d}"
+            rid = row_id(name, index)
             eval_rows.append(EvalRow(id=rid, question=c.question, answers=c.answers, source_dataset=c.source_dataset,
                                      source_split=c.source_split, source_id=c.source_id,
                                      source_row_number=c.source_row_number, source_file=c.source_file))

@@ -115,7 +115,7 @@ def read_triviaqa_json(path: Path, options: dict[str, Any]) -> list[RawRow]:
     for i, r in enumerate(_json(path)["Data"], 1):
         answer = r.get("Answer") or {}
         rows.append(RawRow(i, r["QuestionId"], r["Question"],
-                           _dedupe([*answer.get("Aliases", []), answer.get("Value")])))
+                           _dedupe([*_as_list(answer.get("Aliases")), answer.get("Value")])))
     return rows
 
 

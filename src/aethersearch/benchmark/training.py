@@ -24,7 +24,7 @@ from aethersearch.benchmark.sources import read_source
 from aethersearch.benchmark.sources.base import Candidate
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import sha256_file
-from aethersearch.text import question_key, template_key
+from aethersearch.text import question_key, template_key_of_key
 
 Stage = Literal["SFT", "DPO", "RL"]
 STAGES: tuple[str, ...] = ("SFT", "DPO", "RL")
@@ -129,7 +129,7 @@ def build_exclusion_sets(registry: TrainingRegistry, base_dir: Path) -> Exclusio
                            source_file=path.name, options=options)
         file_keys = {candidate.key for candidate in rows.candidates}
         keys.setdefault(entry.stage, set()).update(file_keys)
-        templates.setdefault(entry.stage, set()).update(template_key(c.question) for c in rows.candidates)
+        templates.setdefault(entry.stage, set()).update(candidate_template(c) for c in rows.candidates)
         file_rows.append({"path": entry.path, "stage": entry.stage, "release": entry.release,
                           "role": entry.role, "format": entry.format, "sha256": entry.sha256,
                           "rows": rows.rows_read, "questions": len(rows.candidates),
@@ -167,6 +167,11 @@ def load_exclusion_list(path: Path) -> list[Exclusion]:
     return out
 
 
+def candidate_template(candidate: Candidate) -> str:
+    """``template_key(candidate.question)``, computed from the stored key (the same regex, half the work)."""
+    return template_key_of_key(candidate.key)
+
+
 def sort_key(candidate: Candidate) -> tuple[tuple[int, str], str, int]:
     """The deterministic candidate order: (source id, normalised question, row number).
 
@@ -200,7 +205,7 @@ def isolate(sources: Mapping[str, Sequence[Candidate]], sets: ExclusionSets,
         kept: list[Candidate] = []
         for candidate in sorted(candidates, key=sort_key):
             counts["input_rows"] += 1
-            template = template_key(candidate.question)
+            template = candidate_template(candidate)
             if candidate.key in sets.union:
                 stages = tuple(s for s in stage_order if candidate.key in sets.keys[s])
                 for stage in stages:

@@ -1,9 +1,87 @@
-"""`aether` commands for this area (filled in by its issue)."""
+"""`aether construct demo|wikispeedia`: hint-free multi-hop releases, with a rich summary table.
+
+Heavy imports stay inside the command functions so ``aether --help`` stays fast.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console()
+
+
+def summary_table(built: Any) -> Table:
+    """Hop distribution and rejected counts by reason of one construction."""
+    result = built.result
+    table = Table(title=f"hint-free construction -> {escape(str(built.path))}")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("triples (single-hop candidates)", str(len(built.triples.triples)))
+    table.add_row("considered", str(result.considered))
+    table.add_row("[bold]accepted questions[/]", f"[bold]{len(result.questions)}[/]")
+    for hops, count in result.hop_distribution.items():
+        table.add_row(f"  {hops}-hop", str(count))
+    for reason, count in result.rejected.items():
+        table.add_row(f"rejected: {escape(reason)}", str(count))
+    return table
+
+
+def _config(seed: int, min_hops: int, max_hops: int, max_questions: int | None, max_alternatives: int,
+            grounding: bool) -> Any:
+    from aethersearch.construct.hintfree import ConstructionConfig
+
+    return ConstructionConfig(seed=seed, min_hops=min_hops, max_hops=max_hops, max_questions=max_questions,
+                              max_alternatives=max_alternatives, require_grounding=grounding)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
+    """Add `aether construct ...`."""
+    construct_app = typer.Typer(help="Build hint-free multi-hop releases (WebDetective construction).",
+                                no_args_is_help=True)
+    app.add_typer(construct_app, name="construct")
+
+    @construct_app.command("demo")
+    def demo(
+        out: Path = typer.Option(..., "--out", help="release directory to write"),
+        seed: int = typer.Option(0, "--seed", help="demo world seed (also the selection seed)"),
+        min_hops: int = typer.Option(2, "--min-hops"),
+        max_hops: int = typer.Option(4, "--max-hops"),
+        max_questions: int = typer.Option(60, "--max-questions", help="stop after this many accepted"),
+        max_alternatives: int = typer.Option(8, "--max-alternatives", help="other shortest paths recorded"),
+        grounding: bool = typer.Option(True, "--grounding/--no-grounding", help="require a chain page to name v0"),
+        force: bool = typer.Option(False, "--force", help="replace an existing release"),
+    ) -> None:
+        """Construct hint-free questions over the embedded demo world."""
+        from aethersearch.construct.hintfree import build_demo_release
+
+        built = build_demo_release(out, seed=seed, overwrite=force,
+                                   config=_config(seed, min_hops, max_hops, max_questions, max_alternatives,
+                                                  grounding))
+        console.print(summary_table(built))
+
+    @construct_app.command("wikispeedia")
+    def wikispeedia(
+        data: Path = typer.Argument(..., help="Wikispeedia folder (plaintext_articles.tar.gz + "
+                                              "wikispeedia_paths-and-graph/links.tsv)"),
+        out: Path = typer.Option(..., "--out", help="release directory to write"),
+        seed: int = typer.Option(0, "--seed"),
+        min_hops: int = typer.Option(2, "--min-hops"),
+        max_hops: int = typer.Option(4, "--max-hops"),
+        max_questions: int | None = typer.Option(None, "--max-questions"),
+        max_alternatives: int = typer.Option(8, "--max-alternatives"),
+        grounding: bool = typer.Option(True, "--grounding/--no-grounding"),
+        force: bool = typer.Option(False, "--force"),
+    ) -> None:
+        """Construct hint-free questions from real Wikispeedia articles (link-anchored first-paragraph facts)."""
+        from aethersearch.construct.hintfree import build_wikispeedia_release
+
+        built = build_wikispeedia_release(data, out, overwrite=force,
+                                          config=_config(seed, min_hops, max_hops, max_questions,
+                                                         max_alternatives, grounding))
+        console.print(summary_table(built))

@@ -1,9 +1,205 @@
-"""`aether` commands for this area (filled in by its issue)."""
+"""``aether run`` (roll an agent out into a resumable run dir) and ``aether eval`` (the main job).
+
+Thin: parse options, call one function of :mod:`aethersearch.pipeline`, print with rich.
+A progress bar shows done/errored/rate/ETA; nothing is logged per question.
+Heavy imports stay inside the command functions so ``aether --help`` stays fast.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+
+console = Console()
+
+
+def _agent_config(pairs: list[str]) -> dict[str, Any]:
+    import orjson
+
+    from aethersearch.errors import ConfigError
+
+    config: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--agent-config {pair!r} is not KEY=VALUE", fix="e.g. --agent-config topk=5")
+        try:
+            config[key] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            config[key] = value
+    return config
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool):  # type: ignore[no-untyped-def]
+    """A rich progress bar fed by the runner's Progress events (or a no-op callback)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = [TextColumn("[bold]rollout"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("errored {task.fields[errored]}"), TextColumn("{task.fields[rate]:.1f} q/s"),
+               TimeRemainingColumn()]
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task("rollout", total=None, errored=0, rate=0.0)
+
+        def update(event: Any) -> None:
+            rate = event.done / event.elapsed_s if event.elapsed_s > 0 else 0.0
+            bar.update(task, total=event.total, completed=event.done, errored=event.errored, rate=rate)
+
+        yield update
+
+
+def _print_summary(summary: Any) -> None:
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary.outcomes.items())) or "nothing new"
+    console.print(f"{summary.attempted} run, {summary.skipped} already finished, {summary.errored} errored "
+                  f"({outcomes}) in {summary.elapsed_s:.1f}s -> {escape(str(summary.run_dir))}")
+    if summary.torn_tail_path is not None:
+        console.print(f"[yellow]a torn last line was set aside to {escape(str(summary.torn_tail_path))}[/]")
+    if summary.errored:
+        console.print("[yellow]rerun the same command to retry the errored questions[/]")
+
+
+def _print_table(table: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    out = Table(title="per-source scores")
+    for column in ("source", "n", "em", "f1", "subem", "answered", "abstained", "errors"):
+        out.add_column(column, justify="left" if column == "source" else "right")
+    for row in table:
+        out.add_row(*[f"{row[c]:.3f}" if isinstance(row.get(c), float) else str(row.get(c, ""))
+                      for c in ("source", "n", "em", "f1", "subem", "answered", "abstained", "errors")])
+    console.print(out)
+
+
+def _search(index: Path | None, search_url: str | None, agent: str, tools: str) -> Any:
+    from aethersearch import pipeline
+    from aethersearch.agents.base import make_agent
+    from aethersearch.errors import ConfigError
+
+    offered = tuple(t for t in tools.split(",") if t)
+    if search_url:
+        return pipeline.server_search(search_url, offered)
+    if index is not None:
+        return pipeline.index_search(index, offered)
+    if make_agent(agent).environment == "none":
+        return pipeline.no_search()
+    raise ConfigError(f"agent {agent!r} needs a search tool", fix="pass --index DIR or --search-url URL")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
+    """Add ``run`` and ``eval``."""
+
+    @app.command("run")
+    def run(
+        release: Path = typer.Argument(..., help="release directory (only rollout_questions.jsonl is read)"),
+        out: Path = typer.Option(..., "--out", help="run directory (rerun the same command to resume)"),
+        agent: str = typer.Option("search-r1", "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
+        agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
+        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL"),
+        model: str | None = typer.Option(None, "--model"),
+        api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
+        index: Path | None = typer.Option(None, "--index", help="search in-process on this index directory"),
+        search_url: str | None = typer.Option(None, "--search-url", help="or through this retrieval server"),
+        tools: str = typer.Option("search", "--tools", help="comma-separated tools offered (search,visit)"),
+        max_tool_calls: int | None = typer.Option(8, "--max-tool-calls"),
+        max_turns: int | None = typer.Option(4, "--max-turns"),
+        max_tokens: int | None = typer.Option(None, "--max-tokens", help="completion tokens per question"),
+        temperature: float = typer.Option(0.0, "--temperature"),
+        top_p: float = typer.Option(1.0, "--top-p"),
+        max_new_tokens: int = typer.Option(512, "--max-new-tokens", help="max_tokens of each model call"),
+        seed: int | None = typer.Option(0, "--seed"),
+        concurrency: int = typer.Option(64, "--concurrency"),
+        question_timeout: float | None = typer.Option(None, "--question-timeout", help="seconds per question"),
+        progress: bool = typer.Option(True, "--progress/--no-progress"),
+    ) -> None:
+        """Roll an agent out over a release into a resumable run directory."""
+        from aethersearch import pipeline
+        from aethersearch.records import Budget, Decoding
+
+        search = _search(index, search_url, agent, tools)
+        with _progress_bar(progress) as update:
+            summary = pipeline.run_agent(
+                release, out, search, agent=agent, agent_config=_agent_config(agent_config), endpoint=endpoint,
+                model=model, api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
+                                                            max_tokens=max_tokens),
+                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed),
+                concurrency=concurrency, question_timeout_s=question_timeout, progress=update)
+        _print_summary(summary)
+
+    @app.command("eval")
+    def eval_(
+        release: Path | None = typer.Argument(None, help="release directory; omit to run the embedded demo"),
+        out: Path = typer.Option(Path("eval_out"), "--out", help="output directory (run/, report.html)"),
+        agent: str = typer.Option("lexical", "--agent"),
+        agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
+        endpoint: str | None = typer.Option(None, "--endpoint"),
+        model: str | None = typer.Option(None, "--model"),
+        api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
+        index: Path | None = typer.Option(None, "--index", help="index directory (in-process, or --serve it)"),
+        serve: bool = typer.Option(False, "--serve", help="start `aether serve --index` as a subprocess"),
+        search_url: str | None = typer.Option(None, "--search-url", help="connect to a running search server"),
+        tools: str = typer.Option("search", "--tools"),
+        max_tool_calls: int | None = typer.Option(8, "--max-tool-calls"),
+        max_turns: int | None = typer.Option(4, "--max-turns"),
+        max_tokens: int | None = typer.Option(None, "--max-tokens"),
+        temperature: float = typer.Option(0.0, "--temperature"),
+        top_p: float = typer.Option(1.0, "--top-p"),
+        max_new_tokens: int = typer.Option(512, "--max-new-tokens"),
+        seed: int | None = typer.Option(0, "--seed"),
+        concurrency: int = typer.Option(64, "--concurrency"),
+        progress: bool = typer.Option(True, "--progress/--no-progress"),
+        sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox", help="demo only: add the sandbox evaluation"),
+    ) -> None:
+        """Verify the release, start or connect to search, run, score, print a per-source table, write the report.
+
+        With no RELEASE: the embedded demo (demo world, demo release, lexical agent), no model server needed.
+        """
+        from aethersearch import pipeline
+        from aethersearch.errors import ConfigError
+        from aethersearch.records import Budget, Decoding
+
+        with _progress_bar(progress) as update:
+            if release is None:
+                console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
+                result = pipeline.run_demo(out, sandbox=sandbox, progress=update)
+            else:
+                options = dict(agent=agent, agent_config=_agent_config(agent_config), endpoint=endpoint, model=model,
+                               api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
+                                                              max_tokens=max_tokens),
+                               decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens,
+                                                 seed=seed), concurrency=concurrency, progress=update)
+                offered = tuple(t for t in tools.split(",") if t)
+                if serve:
+                    if index is None:
+                        raise ConfigError("--serve needs --index DIR", fix="pass the index directory to serve")
+                    with pipeline.search_server_process(index) as url:
+                        result = pipeline.run_eval(release, out, pipeline.server_search(url, offered), **options)
+                else:
+                    result = pipeline.run_eval(release, out, _search(index, search_url, agent, tools), **options)
+        _print_summary(result.summary)
+        _print_table(result.table)
+        sandbox_summary = result.extra.get("sandbox")
+        if sandbox_summary:
+            _print_sandbox(sandbox_summary)
+        if result.report_path is not None:
+            console.print(f"report: {escape(str(result.report_path))}")
+
+
+def _print_sandbox(summary: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"sandbox evaluation ({summary.get('agent')}, {summary.get('questions')} questions)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("em", f"{summary.get('em', 0):.3f}")
+    for key, value in (summary.get("factorised") or {}).items():
+        if isinstance(value, (int, float)):
+            table.add_row(key, f"{value:.3f}" if isinstance(value, float) else str(value))
+    console.print(table)

@@ -1,9 +1,38 @@
-"""`aether` commands for this area (filled in by its issue)."""
+"""`aether sandbox serve`: the masked sandbox of a hint-free release over HTTP.
+
+Heavy imports stay inside the command functions so ``aether --help`` stays fast.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+
+console = Console()
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
+    """Add `aether sandbox ...`."""
+    sandbox_app = typer.Typer(help="The masked Wikipedia sandbox (WebDetective).", no_args_is_help=True)
+    app.add_typer(sandbox_app, name="sandbox")
+
+    @sandbox_app.command("serve")
+    def serve(
+        release: Path = typer.Argument(..., help="hint-free release directory (from `aether construct`)"),
+        index: Path = typer.Option(..., "--index", help="index directory over the release's page corpus"),
+        host: str = typer.Option("127.0.0.1", "--host", help="bind address (loopback by default)"),
+        port: int = typer.Option(8100, "--port"),
+    ) -> None:
+        """Serve create-episode / search / visit / close / trace for the release's questions."""
+        from aethersearch.sandbox.episode import open_sandbox
+        from aethersearch.sandbox.server import serve as run_server
+        from aethersearch.search.index_dir import open_index
+
+        opened = open_index(index)
+        sandbox = open_sandbox(release, opened.index, opened.store)
+        console.print(f"sandbox for [bold]{escape(str(sandbox.release_id))}[/] ({len(sandbox.masks)} questions) "
+                      f"on http://{escape(host)}:{port}")
+        run_server(sandbox, host=host, port=port)

@@ -34,7 +34,8 @@ def print_scores(scores: dict[str, Any]) -> None:
 
     for source, entry in scores["by_source"].items():
         table.add_row(source, str(entry["n"]), *cells(entry["metrics"]))
-    table.add_row("overall (micro)", str(scores["overall"]["micro"]["n"]), *cells(scores["overall"]["micro"]["metrics"]))
+    micro = scores["overall"]["micro"]
+    table.add_row("overall (micro)", str(micro["n"]), *cells(micro["metrics"]))
     table.add_row("overall (macro)", f"{scores['overall']['macro']['sources']} src",
                   *cells(scores["overall"]["macro"]["metrics"]))
     console = Console()

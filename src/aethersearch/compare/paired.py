@@ -8,7 +8,8 @@ when each question is compared with itself. That makes a 2-point change on
   ``scipy.stats.binomtest``) when there are fewer than ``EXACT_LIMIT`` of them,
   chi-square with continuity correction otherwise. Identical runs have no
   discordant pairs and get p = 1.
-* F1 (continuous): a paired bootstrap of the mean per-question difference.
+* F1 (continuous): a paired bootstrap of the mean per-question difference, two-sided
+  p = 2 (k + 1) / (B + 1) with k the resamples on the far side of 0.
 * Holm's step-down correction across every source x metric tested for a pair,
   so "significant somewhere" is not an artefact of testing eight times.
 * Minimum detectable effect (two-sided alpha, 80% power by default): the
@@ -84,7 +85,9 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
         return PairedBootstrap(n, delta, delta, delta, 1.0 if delta == 0 else 0.0)
     boots = bootstrap_means(diffs, resamples, rng_for(seed, name))
     low, high = percentile_interval(delta, boots)
-    p_value = min(1.0, 2.0 * min(float(np.mean(boots <= 0)), float(np.mean(boots >= 0))))
+    # (k + 1) / (B + 1): a bootstrap p-value is never reported as exactly 0
+    below, above = int(np.sum(boots <= 0)), int(np.sum(boots >= 0))
+    p_value = min(1.0, 2.0 * (min(below, above) + 1) / (resamples + 1))
     return PairedBootstrap(n, delta, low, high, p_value)
 
 

@@ -12,8 +12,8 @@ the default and needs nothing but the pages.
 Definitions used by the rule-based check (all on the text *as the sandbox
 serves it*, i.e. after :meth:`ChainMask.render`, titles included):
 
-* **The answer appears on a page**: some gold alias, normalised with
-  ``text.normalize_answer`` (lower-case, no punctuation, no articles), occurs
+* **The answer appears on a page**: some gold alias, normalised (lower-case
+  word tokens, articles dropped, punctuation as a separator: ``_norm``), occurs
   as a whole-token sequence in the page's normalised title or in one of the
   normalised sentences the mask keeps (sentences as ``mask.split_sentences``
   cuts them).
@@ -27,13 +27,13 @@ serves it*, i.e. after :meth:`ChainMask.render`, titles included):
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Mapping
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from aethersearch.construct.triples import QATriple
 from aethersearch.records import Document
 from aethersearch.sandbox.mask import ChainMask, split_sentences
-from aethersearch.text import normalize_answer
 
 
 class Candidate(NamedTuple):
@@ -67,8 +67,20 @@ class ChainValidator(Protocol):
         ...
 
 
+_WORD = re.compile(r"[^\W_]+")
+_ARTICLES = frozenset({"a", "an", "the"})
+_BREAK = "zqxsentencebreakzqx"
+
+
 def _norm(text: str) -> str:
-    return f" {normalize_answer(text)} "
+    """Lower-case word tokens without articles, space-padded: ``needle in _norm(text)`` = token-sequence match.
+
+    Like ``text.normalize_answer`` except that punctuation separates tokens
+    instead of being deleted ("Guinea-Bissau" -> "guinea bissau"); applied to
+    both the aliases and the pages, so matching stays consistent, and it is a
+    single C-level regex pass (the whole corpus is scanned).
+    """
+    return " " + " ".join(t for t in _WORD.findall(text.lower()) if t not in _ARTICLES) + " "
 
 
 class RuleBasedValidator:
@@ -92,19 +104,139 @@ class RuleBasedValidator:
     def __init__(self, pages: Mapping[str, Document], *, require_grounding: bool = True) -> None:
         self.pages = pages
         self.require_grounding = require_grounding
-        self._normalised: dict[str, str] | None = None
+        self._normalised: dict[str, str] = {}
+        self._token_pages: dict[str, list[str]] | None = None
+        self._sentences: dict[str, list[tuple[str, str]]] = {}
+        self._containing: dict[str, list[str]] = {}
+        self._hits: dict[tuple[str, str], list[str]] = {}
+
+    def _normalised_page(self, page: str) -> str:
+        if page not in self._normalised:
+            doc = self.pages[page]
+            self._normalised[page] = _norm(f"{doc.title}\n{doc.text}")
+        return self._normalised[page]
+
+    def _pages_containing(self, needle: str) -> list[str]:
+        """Pages whose *raw* title + text contain ``needle`` (token index, then substring check; cached)."""
+        if needle not in self._containing:
+            if self._token_pages is None:
+                index: defaultdict[str, list[str]] = defaultdict(list)
+                for pid in self.pages:
+                    for token in set(self._normalised_page(pid).split()):
+                        index[token].append(pid)
+                self._token_pages = index
+            tokens = needle.split()
+            if not tokens:
+                self._containing[needle] = []
+            else:
+                rarest = min(tokens, key=lambda t: len(self._token_pages.get(t, ())))  # type: ignore[union-attr]
+                self._containing[needle] = [pid for pid in self._token_pages.get(rarest, ())
+                                            if needle in self._normalised_page(pid)]
+        return self._containing[needle]
+
+    def _page_sentences(self, page: str) -> list[tuple[str, str]]:
+        """``(raw, normalised)`` per sentence, normalised in one regex pass over the page (cached)."""
+        if page not in self._sentences:
+            raws = split_sentences(self.pages[page].text)
+            joined = _norm(f" {_BREAK} ".join(raws))
+            norms = [f" {part.strip()} " for part in joined.split(f" {_BREAK} ")]
+            if len(norms) != len(raws):  # a sentence contained the marker itself: do it one by one
+                norms = [_norm(raw) for raw in raws]
+            self._sentences[page] = list(zip(raws, norms))
+        return self._sentences[page]
+
+    def _needle_sentences(self, page: str, needle: str) -> list[str]:
+        key = (page, needle)
+        if key not in self._hits:
+            self._hits[key] = [raw for raw, norm in self._page_sentences(page) if needle in norm]
+        return self._hits[key]
+
+    def _served_contains(self, mask: ChainMask, page: str, needles: list[str]) -> bool:
+        """Whether a needle survives in the page as served: in its title, or in a sentence the mask keeps.
+
+        Equivalent to normalising ``mask.render(page)`` sentence by sentence,
+        without rendering: only sentences that contain a needle are tested
+        against the page's withheld-mention patterns.
+        """
+        title = _norm(self.pages[page].title)
+        if any(needle in title for needle in needles):
+            return True
+        patterns = mask.patterns_for(page)
+        for needle in needles:
+            for raw in self._needle_sentences(page, needle):
+                if not any(p.search(raw) for p in patterns):
+                    return True
+        return False
+
+    def validate(self, candidate: Candidate) -> Verdict:
+        """Accept, or reject with a reason key such as ``answer_on_subject_page``."""
+        ...
+
+
+_WORD = re.compile(r"[^\W_]+")
+_ARTICLES = frozenset({"a", "an", "the"})
+_BREAK = "zqxsentencebreakzqx"
+
+
+def _norm(text: str) -> str:
+    """Lower-case word tokens without articles, space-padded: ``needle in _norm(text)`` = token-sequence match.
+
+    Like ``text.normalize_answer`` except that punctuation separates tokens
+    instead of being deleted ("Guinea-Bissau" -> "guinea bissau"); applied to
+    both the aliases and the pages, so matching stays consistent, and it is a
+    single C-level regex pass (the whole corpus is scanned).
+    """
+    return " " + " ".join(t for t in _WORD.findall(text.lower()) if t not in _ARTICLES) + " "
+
+
+class RuleBasedValidator:
+    """The default validator: answer hidden off-chain, chain followable, chain grounded.
+
+    Rejection reasons, checked in this order:
+
+    * ``answer_in_question`` -- a gold alias occurs in the question itself.
+    * ``answer_on_subject_page`` -- a gold alias survives on ``v0``'s served page.
+    * ``answer_reachable_without_chain`` -- a gold alias survives on some other
+      page reachable without the chain (see the module docstring).
+    * ``chain_broken`` -- some ``v_(i-1)``'s served page does not both link to
+      and mention ``v_i``, so the chain could not be followed in the sandbox.
+    * ``ungrounded_chain`` (when ``require_grounding``) -- no chain page after
+      ``v0`` mentions ``v0`` by title, so nothing along the chain ties the
+      answer back to the question's subject.
+    """
+
+    name = "rule-based"
+
+    def __init__(self, pages: Mapping[str, Document], *, require_grounding: bool = True) -> None:
+        self.pages = pages
+        self.require_grounding = require_grounding
+        self._normalised: dict[str, str] = {}
+        self._token_pages: dict[str, list[str]] | None = None
         self._sentences: dict[str, list[tuple[str, str]]] = {}
         self._containing: dict[str, list[str]] = {}
 
-    def _normalised_pages(self) -> dict[str, str]:
-        if self._normalised is None:
-            self._normalised = {pid: _norm(f"{doc.title}\n{doc.text}") for pid, doc in self.pages.items()}
-        return self._normalised
+    def _normalised_page(self, page: str) -> str:
+        if page not in self._normalised:
+            doc = self.pages[page]
+            self._normalised[page] = _norm(f"{doc.title}\n{doc.text}")
+        return self._normalised[page]
 
     def _pages_containing(self, needle: str) -> list[str]:
-        """Pages whose *raw* title + text contain ``needle`` (cached: many questions share an answer)."""
+        """Pages whose *raw* title + text contain ``needle`` (token index, then substring check; cached)."""
         if needle not in self._containing:
-            self._containing[needle] = [pid for pid, text in self._normalised_pages().items() if needle in text]
+            if self._token_pages is None:
+                index: defaultdict[str, list[str]] = defaultdict(list)
+                for pid in self.pages:
+                    for token in set(self._normalised_page(pid).split()):
+                        index[token].append(pid)
+                self._token_pages = index
+            tokens = needle.split()
+            if not tokens:
+                self._containing[needle] = []
+            else:
+                rarest = min(tokens, key=lambda t: len(self._token_pages.get(t, ())))  # type: ignore[union-attr]
+                self._containing[needle] = [pid for pid in self._token_pages.get(rarest, ())
+                                            if needle in self._normalised_page(pid)]
         return self._containing[needle]
 
     def _page_sentences(self, page: str) -> list[tuple[str, str]]:
@@ -131,7 +263,7 @@ class RuleBasedValidator:
     def validate(self, candidate: Candidate) -> Verdict:
         """Apply the checks listed in the class docstring."""
         triple, path, mask = candidate.triple, candidate.path, candidate.mask
-        needles = [_norm(a) for a in triple.answers if normalize_answer(a)]
+        needles = [_norm(a) for a in triple.answers if _norm(a).strip()]
         question = _norm(triple.question)
         if any(needle in question for needle in needles):
             return Verdict(False, "answer_in_question", f"the question {triple.question!r} contains the answer")

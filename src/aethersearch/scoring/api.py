@@ -13,7 +13,16 @@ from typing import Any
 
 from aethersearch import __version__
 from aethersearch.errors import DataError, IntegrityError
-from aethersearch.jsonl import atomic_write_json, loads, sha256_file, validate_row
+from aethersearch.jsonl import (
+    atomic_write_bytes,
+    atomic_write_json,
+    encode_jsonl,
+    iter_jsonl,
+    loads,
+    sha256_bytes,
+    sha256_file,
+    validate_row,
+)
 from aethersearch.records import SCHEMA_VERSION, Outcome, RunFingerprint
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
 from aethersearch.scoring.extract import check_compat
@@ -22,6 +31,7 @@ from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, disa
 from aethersearch.scoring.metrics import METRICS, score_all
 
 SCORES_FILE = "scores.json"
+QUESTIONS_FILE = "scores_questions.jsonl"
 RUN_FILE = "run.json"
 JUDGE_METRIC = "judge"
 SEARCHR1_KEY = "val/test_score/{source}"
@@ -149,19 +159,31 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
         **summary,
         "searchr1": searchr1_metrics(summary),
         "judge": judge_summary,
-        "per_question": scored,
     }
+    # Per-question rows go to their own compact JSONL (a 1M-question run would
+    # make an unreadable scores.json); scores.json pins it by sha256 and is
+    # written second, so a reader never pairs a summary with other rows.
+    questions = encode_jsonl(scored)
+    atomic_write_bytes(run_dir / QUESTIONS_FILE, questions)
+    result["per_question_file"] = {"path": QUESTIONS_FILE, "sha256": sha256_bytes(questions), "rows": len(scored)}
     atomic_write_json(run_dir / SCORES_FILE, result)
-    return result
+    return {**result, "per_question": scored}
 
 
 def read_scores(run_dir: Path) -> dict[str, Any]:
-    """A run's ``scores.json``; a clear error when the run has not been scored yet."""
+    """A run's ``scores.json`` with its per-question rows attached (``per_question``), checked by sha256."""
     path = Path(run_dir) / SCORES_FILE
     if not path.is_file():
         raise DataError(path, "run has not been scored",
                         fix=f"run `aether score {run_dir} --release <release dir>` first")
     try:
-        return loads(path.read_bytes())
+        scores: dict[str, Any] = loads(path.read_bytes())
     except ValueError as exc:
         raise DataError(path, f"invalid JSON: {exc}", fix="re-run `aether score`") from None
+    pinned = scores.get("per_question_file") or {}
+    questions = Path(run_dir) / str(pinned.get("path", QUESTIONS_FILE))
+    if not questions.is_file() or sha256_file(questions) != pinned.get("sha256"):
+        raise IntegrityError(f"{questions} is missing or does not match the sha256 pinned in {path}",
+                             fix=f"re-run `aether score {run_dir} --release <release dir>`")
+    scores["per_question"] = [row for _, row in iter_jsonl(questions)]
+    return scores

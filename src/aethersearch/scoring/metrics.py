@@ -19,7 +19,8 @@ Why each exists and where it comes from:
   prediction (the authors' ``run_model.py`` rule, no normalisation).
 
 A ``None`` prediction (no answer at all) scores 0 everywhere; an empty string is
-scored exactly as the published code scores it. A missing answer's *outcome* (no answer tag, budget, endpoint error...) is reported separately.
+scored exactly as the published code scores it. A missing answer's *outcome*
+(no answer tag, budget, endpoint error...) is reported separately.
 Averaging never happens here; it lives in ``aggregate.py``.
 """
 

@@ -15,7 +15,8 @@ eligible); the Pass@1 drop from clean to noisy is reported beside it.
 
 Distractors never include a page of the question's own path/evidence (so noise
 cannot add real evidence or un-mask a hidden hop), are drawn without
-replacement per call, and their ids are recorded in the noisy ToolCall's
+replacement per call, land at seeded ranks among search hits and after the
+page of a visit, and their ids are recorded in the noisy ToolCall's
 ``arguments["_noise"]`` so a trace shows exactly what was injected.
 """
 
@@ -31,6 +32,10 @@ from aethersearch.environment import Environment, ToolResult
 from aethersearch.errors import ConfigError
 from aethersearch.records import Document
 from aethersearch.scoring.factorised import EpisodeEvidence
+
+
+def _title_key(title: str) -> str:
+    return " ".join(title.casefold().replace("_", " ").split())
 
 
 def distractor_count(real: int, ratio: float) -> int:
@@ -50,19 +55,27 @@ def distractor_count(real: int, ratio: float) -> int:
 class NoisyEnvironment:
     """An Environment wrapper inserting seeded corpus distractors into observations.
 
-    ``pool`` is the list of candidate distractor ids (usually every corpus id);
-    ``exclude`` the question's own path/evidence pages. The draw for the n-th call
-    of an episode depends only on (seed, episode key, n), so a rerun is identical.
+    Distractors are drawn from ``pool`` (candidate ids) when given, else by
+    seeded row from a store that offers ``id_at`` (the JSONL store: no list of
+    21M ids is ever built), else from ``store.ids()``. ``exclude`` holds the
+    question's own page ids and ``exclude_titles`` its supporting-page titles
+    (7-source rows name pages by title). The draw for the n-th call of an
+    episode depends only on (seed, episode key, n), so a rerun is identical.
     """
 
-    def __init__(self, inner: Environment, store: DocumentStore, pool: Sequence[str], *,
+    def __init__(self, inner: Environment, store: DocumentStore, pool: Sequence[str] | None = None, *,
                  ratio: float, seed: int, key: str, exclude: Sequence[str] = (),
+                 exclude_titles: Sequence[str] = (),
                  noisy_tools: Sequence[str] = ("search", "visit")) -> None:
         distractor_count(1, ratio)  # validates the ratio early
         self._inner = inner
         self._store = store
         self._excluded = frozenset(exclude)
-        self._pool = [doc_id for doc_id in pool if doc_id not in self._excluded]
+        self._excluded_titles = frozenset(_title_key(t) for t in exclude_titles)
+        if pool is None and not hasattr(store, "id_at"):
+            pool = list(store.ids())
+        self._pool = list(pool) if pool is not None else None
+        self._size = len(self._pool) if self._pool is not None else len(store)
         self._ratio = ratio
         self._seed = seed
         self._key = key
@@ -79,22 +92,41 @@ class NoisyEnvironment:
         self._calls += 1
         return random.Random(int.from_bytes(digest[:8], "big"))
 
+    def _draw(self, rng: random.Random, count: int, present: set[str]) -> list[Document]:
+        """Up to ``count`` distinct distractors, none excluded or already shown (rejection sampling)."""
+        chosen: list[Document] = []
+        seen = set(present)
+        for _ in range(50 * count + 50):
+            if len(chosen) == count or self._size == 0:
+                break
+            row = rng.randrange(self._size)
+            doc_id = self._pool[row] if self._pool is not None else self._store.id_at(row)  # type: ignore[attr-defined]
+            if doc_id in seen or doc_id in self._excluded:
+                continue
+            seen.add(doc_id)
+            document = self._store.get(doc_id)
+            if _title_key(document.title) in self._excluded_titles:
+                continue
+            chosen.append(document)
+        return chosen
+
     def _noisy(self, result: ToolResult) -> ToolResult:
         rng = self._rng()
         if result.call.error is not None or result.call.tool not in self._noisy_tools:
             return result
-        present = {doc.id for doc in result.documents}
-        candidates = [doc_id for doc_id in self._pool if doc_id not in present]
-        count = min(distractor_count(len(result.documents), self._ratio), len(candidates))
-        if count == 0:
+        count = distractor_count(len(result.documents), self._ratio)
+        chosen = self._draw(rng, count, {doc.id for doc in result.documents}) if count else []
+        if not chosen:
             return result
-        chosen = rng.sample(candidates, count)
         documents: list[Document] = list(result.documents)
-        for doc_id in chosen:
-            documents.insert(rng.randint(0, len(documents)), self._store.get(doc_id))
-        self.injected += chosen
-        arguments = {**result.call.arguments, "_noise": {"distractor_ids": chosen,
-                                                           "ratio": self._ratio}}
+        # search: distractors land at seeded ranks among the hits; visit: the page
+        # asked for stays first (the tool's contract) and distractors follow it
+        low = 0 if result.call.tool == "search" else len(documents)
+        for document in chosen:
+            documents.insert(rng.randint(low, len(documents)), document)
+        ids = [doc.id for doc in chosen]
+        self.injected += ids
+        arguments = {**result.call.arguments, "_noise": {"distractor_ids": ids, "ratio": self._ratio}}
         call = result.call.model_copy(update={"returned_ids": [doc.id for doc in documents],
                                               "arguments": arguments})
         return ToolResult(documents, call)

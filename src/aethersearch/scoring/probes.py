@@ -31,6 +31,7 @@ from aethersearch.records import (
     Budget,
     DiagnosticsRow,
     EvalRow,
+    Outcome,
     RolloutQuestion,
     RunFingerprint,
     Trace,
@@ -43,7 +44,9 @@ from aethersearch.scoring.factorised import (
     evidence_of,
     factorise,
     is_correct,
+    supporting_titles,
 )
+from aethersearch.scoring.extract import Extraction, resolve_trace
 from aethersearch.scoring.join import load_release
 from aethersearch.scoring.probe_forget import forget_summary, probe_questions, rollout_rows
 from aethersearch.scoring.probe_leadastray import NoisyEnvironment, lead_astray_summary
@@ -118,6 +121,17 @@ def parametric_from_probes(run_dir: Path) -> dict[str, frozenset[str]]:
     """Confirmed parametric evidence per question recorded by an earlier Forget probe."""
     forget = read_probes(run_dir).get("forget") or {}
     return {qid: frozenset(pages) for qid, pages in (forget.get("parametric") or {}).items()}
+
+
+def _scored(traces: Mapping[str, Trace]) -> dict[str, Extraction]:
+    """The scorer's answer and outcome per trace, errors left out (they are retried, not scored)."""
+    out = {qid: resolve_trace(trace) for qid, trace in traces.items()}
+    return {qid: scored for qid, scored in out.items() if scored.outcome not in ERROR_OUTCOMES}
+
+
+def _answered(traces: Mapping[str, Trace]) -> dict[str, Extraction]:
+    """Only the traces that gave an answer (an isolated "I don't know" is not knowledge)."""
+    return {qid: s for qid, s in _scored(traces).items() if s.outcome is Outcome.ANSWERED}
 
 
 def _gold(release_dir: Path) -> dict[str, EvalRow]:
@@ -220,11 +234,10 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
                                  corpus_hash=None, index_hash=None, environment="none")
     run_questions(rollout_rows(hops), agent, lambda _q: NoEnvironment(), budget, probe_dir, probe_fp,
                   llm=llm, concurrency=concurrency)
-    isolated = {qid: t.prediction for qid, t in load_traces(probe_dir).items()
-                if t.outcome not in ERROR_OUTCOMES}
+    isolated = {qid: scored.prediction for qid, scored in _answered(load_traces(probe_dir)).items()}
     gold = _gold(release_dir)
-    full_correct = {qid: t.outcome.value == "answered" and is_correct(t.prediction, gold[qid].answers)
-                    for qid, t in traces.items() if qid in gold and t.outcome not in ERROR_OUTCOMES}
+    full_correct = {qid: scored.outcome is Outcome.ANSWERED and is_correct(scored.prediction, gold[qid].answers)
+                    for qid, scored in _scored(traces).items() if qid in gold}
     result = forget_summary(hops, isolated, full_correct)
     summary = {"applicable": True, **result.summary, "model": getattr(llm, "model", None),
                "probe_dir": str(probe_dir.relative_to(run_dir)),
@@ -259,15 +272,17 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
     if agent.needs_llm and llm is None:
         raise ConfigError(f"the lead-astray probe reruns agent {fingerprint.agent!r}, which needs a model",
                           fix="pass --endpoint URL --model NAME (the run's own model)")
-    pool = list(store.ids())
+    pool = None if hasattr(store, "id_at") else list(store.ids())
 
     def noisy(question: RolloutQuestion) -> Environment:
         row = diagnostics.get(question.id)
         exclude: set[str] = set()
+        titles: tuple[str, ...] = ()
         if row is not None:
             exclude = set(row.path) | set(row.evidence) | {p for alt in row.alternative_paths for p in alt}
+            titles = supporting_titles(row)
         return NoisyEnvironment(environment_factory(question), store, pool, ratio=ratio, seed=seed,
-                                key=question.id, exclude=sorted(exclude))
+                                key=question.id, exclude=sorted(exclude), exclude_titles=titles)
 
     probe_dir = run_dir / "probes" / f"lead_astray-r{ratio:g}-s{seed}"
     run_questions(questions, agent, noisy, fingerprint.budget, probe_dir, fingerprint,

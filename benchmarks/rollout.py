@@ -1,0 +1,148 @@
+"""Rollout harness overhead: N questions × 4 turns against the scripted server at fixed latency.
+
+What it measures (issue 6): the whole runner — budget wrappers, the Search-R1 agent
+loop, the aiohttp client, trace records, the group-committed fsynced traces.jsonl —
+driving the Search-R1 protocol (3 searches then an answer = 4 model calls per
+question) against the scripted OpenAI server running in its own process with a fixed
+50 ms latency per call, at concurrency 64. It prints
+
+* wall time ÷ the latency-bound ideal ``N·4·0.05/64`` s (target ≤ 1.15),
+* the same ratio for a bare aiohttp client making the same calls (the floor of what
+  any harness could reach on this machine, measured side by side in the same run),
+* harness CPU per step (process CPU time ÷ model calls) for both.
+
+Medians over ``--repeats`` runs. ``--quick`` uses 200 questions.
+Usage: ``.venv/bin/python benchmarks/rollout.py [--quick] [--repeats 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+from aethersearch.agents.llm import OpenAIClient
+from aethersearch.agents.scripted_server import ScriptedRequest, search_r1_rule, serve_in_process
+from aethersearch.agents.search_r1 import SearchR1Agent
+from aethersearch.environment import ToolResult
+from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, ToolCall
+from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
+from aethersearch.rollout.runner import run_questions_async
+from aethersearch.jsonl import write_jsonl
+
+TURNS = 4
+LATENCY_S = 0.05
+CONCURRENCY = 64
+DOCS = [Document(id=f"d{i}", title=f"Page {i}", text=f"Passage {i} about the topic. " * 8) for i in range(3)]
+
+
+def responder(request: ScriptedRequest):  # top-level: picklable for the server process
+    return _RULE(request)
+
+
+_RULE = search_r1_rule(lambda q: "answer " + q.split()[-1].rstrip("?"), searches=TURNS - 1)
+
+
+class StaticSearch:
+    """Instant search (the benchmark measures the harness, not retrieval)."""
+
+    tools = ("search",)
+
+    async def search(self, query: str, k: int) -> ToolResult:
+        return ToolResult(DOCS[:k], ToolCall(tool="search", arguments={"query": query, "k": k},
+                                             returned_ids=[d.id for d in DOCS[:k]]))
+
+    async def visit(self, page: str) -> ToolResult:
+        return ToolResult([], ToolCall(tool="visit", arguments={"page": page}, error="no pages"))
+
+    async def close(self) -> None:
+        return None
+
+
+async def harness(url: str, n: int, out: Path) -> tuple[float, float, int]:
+    questions = [RolloutQuestion(id=f"q{i:05d}", question=f"Which page covers item {i}") for i in range(n)]
+    rollout = out / "rollout_questions.jsonl"
+    write_jsonl(rollout, questions)
+    agent = SearchR1Agent()
+    budget = Budget(max_tool_calls=8, max_turns=TURNS)
+    fp = build_fingerprint(rollout_file_info(rollout), question_count=n, agent=agent, budget=budget,
+                           decoding=Decoding(), endpoint=url, model="m", corpus_hash=None, index_hash=None)
+    env = StaticSearch()
+    async with OpenAIClient(url, "m", concurrency=CONCURRENCY) as llm:
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        summary = await run_questions_async(questions, agent, lambda q: env, budget, out / "run", fp,
+                                            llm=llm, concurrency=CONCURRENCY)
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        calls = llm.calls
+    assert summary.outcomes == {"answered": n}, summary.outcomes
+    return wall, cpu, calls
+
+
+async def bare_client(url: str, n: int) -> tuple[float, float, int]:
+    """The same 4 calls per question with a bare aiohttp session and no harness."""
+    prompt = "Answer the given question. Question: Which page covers item 1?\n"
+    semaphore = asyncio.Semaphore(CONCURRENCY)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as session:
+
+        async def one(i: int) -> None:
+            text = prompt
+            for _ in range(TURNS):
+                async with semaphore:
+                    body = orjson.dumps({"model": "m", "prompt": text, "max_tokens": 512,
+                                         "stop": ["</search>", "</answer>"]})
+                    async with session.post(url + "/completions", data=body,
+                                            headers={"Content-Type": "application/json"}) as resp:
+                        data = orjson.loads(await resp.read())
+                text += data["choices"][0]["text"] + "</search>\n\n<information>Doc 1</information>\n\n"
+
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - wall0, time.process_time() - cpu0, n * TURNS
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 questions instead of 1,400")
+    parser.add_argument("--questions", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    n = args.questions or (200 if args.quick else 1400)
+    ideal = n * TURNS * LATENCY_S / CONCURRENCY
+
+    ctx = multiprocessing.get_context("spawn")
+    ports = ctx.Queue()
+    server = ctx.Process(target=serve_in_process, args=(responder, ports, LATENCY_S), daemon=True)
+    server.start()
+    url = f"http://127.0.0.1:{ports.get(timeout=60)}/v1"
+    results: dict[str, list[tuple[float, float, int]]] = {"harness": [], "bare aiohttp": []}
+    try:
+        for _ in range(args.repeats):
+            with tempfile.TemporaryDirectory() as tmp:
+                results["harness"].append(asyncio.run(harness(url, n, Path(tmp))))
+            results["bare aiohttp"].append(asyncio.run(bare_client(url, n)))
+    finally:
+        server.terminate()
+        server.join(5)
+
+    print(f"{n} questions x {TURNS} turns, {LATENCY_S * 1000:.0f} ms latency, concurrency {CONCURRENCY}; "
+          f"ideal {ideal:.3f} s; medians of {args.repeats} runs (shared 2-core machine, other engineers' load)")
+    for name, runs in results.items():
+        wall = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[1] / r[2] for r in runs)
+        print(f"  {name:13s} wall {wall:7.3f} s   wall/ideal {wall / ideal:5.3f}   "
+              f"client CPU/step {cpu * 1e3:6.3f} ms")
+    ratio = statistics.median(r[0] for r in results["harness"]) / ideal
+    print(f"harness wall/ideal = {ratio:.3f} (target <= 1.15): {'OK' if ratio <= 1.15 else 'ABOVE TARGET'}")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

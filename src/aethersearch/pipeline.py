@@ -1,0 +1,250 @@
+"""``aether eval``: the main job — verify release → search → run → score → table and report.
+
+Why a separate top-layer module: every step is owned by another layer (benchmark
+verification, search, rollout, scoring, report); this module only wires them, in
+small functions the CLI (and ``make demo``) compose. It is the one place on the
+evaluation path that may touch gold, and only *after* the run: scoring reads
+``eval.jsonl``; the runner never does.
+
+With no release given, :func:`run_demo` builds everything from the embedded demo
+world: corpus + BM25 index, the demo release, a ``lexical`` (no-LLM) run, scores,
+the HTML report, and — when ``aethersearch.diagnose`` is importable — the sandbox
+evaluation with its factorised metrics and probes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from aethersearch.errors import AetherError, ConfigError, IntegrityError
+from aethersearch.records import Budget, Decoding, RolloutQuestion
+
+DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
+
+
+class SearchSetup(NamedTuple):
+    """Where episodes get their tools, plus the hashes that go into run.json."""
+
+    factory: Callable[[RolloutQuestion], Any]
+    corpus_hash: str | None
+    index_hash: str | None
+    description: str
+
+
+class EvalResult(NamedTuple):
+    """One finished evaluation: the run, its scores, the per-source table and the report."""
+
+    run_dir: Path
+    release_dir: Path
+    summary: Any
+    scores: dict[str, Any]
+    table: list[dict[str, Any]]
+    report_path: Path | None
+    extra: dict[str, Any]
+
+
+def verify_or_refuse(release_dir: Path) -> None:
+    """Run the full release verifier; any failed check refuses the evaluation (IntegrityError)."""
+    from aethersearch.benchmark.verify import verify_release
+
+    report = verify_release(release_dir)
+    if not report.ok:
+        lines = "\n    ".join(check.line() for check in report.failures)
+        raise IntegrityError(f"{release_dir}: the release fails verification; refusing to evaluate:\n    {lines}",
+                             fix="restore or rebuild the release (`aether build`), then `aether verify` it")
+
+
+def index_search(index_dir: Path, tools: tuple[str, ...] = ("search",)) -> SearchSetup:
+    """Search in-process on a built index directory (no HTTP)."""
+    from aethersearch.search.environment import IndexEnvironment
+    from aethersearch.search.index_dir import open_index
+
+    opened = open_index(index_dir)
+    env = IndexEnvironment(opened.index, opened.store, tools=tools)
+    return SearchSetup(lambda q: env, opened.store.content_hash, opened.index.index_hash,
+                       f"in-process index {index_dir}")
+
+
+def server_search(url: str, tools: tuple[str, ...] = ("search",)) -> SearchSetup:
+    """Search through a running retrieval server; its /health gives the hashes."""
+    from aethersearch.search.client import SearchClient
+    from aethersearch.search.environment import RetrievalServerEnvironment
+
+    async def health() -> dict[str, Any]:
+        async with SearchClient(url) as client:
+            return await client.health()
+
+    info = asyncio.run(health())
+    return SearchSetup(lambda q: RetrievalServerEnvironment(SearchClient(url), tools=tools, close_client=True),
+                       info.get("corpus_hash"), info.get("index_hash"), f"search server {url}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def search_server_process(index_dir: Path, *, timeout_s: float = 60.0) -> Iterator[str]:
+    """Start ``aether serve INDEX`` as a subprocess on a free loopback port; yield its URL."""
+    import httpx
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "serve", str(index_dir), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise AetherError(f"the search server exited: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}",
+                                  fix=f"check `aether serve {index_dir}` by hand")
+            try:
+                if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise AetherError(f"the search server on {url} did not come up in {timeout_s:g}s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def no_search() -> SearchSetup:
+    """No tools (the ``direct`` baseline)."""
+    from aethersearch.rollout.runner import NoEnvironment
+
+    return SearchSetup(lambda q: NoEnvironment(), None, None, "no tools")
+
+
+def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: str = "lexical",
+              agent_config: dict[str, Any] | None = None, endpoint: str | None = None, model: str | None = None,
+              api_key: str | None = None, budget: Budget | None = None, decoding: Decoding | None = None,
+              concurrency: int = 16, question_timeout_s: float | None = None,
+              progress: Callable[[Any], None] | None = None) -> Any:
+    """Roll ``agent`` out over the release's rollout projection into ``run_dir`` (resumable)."""
+    from aethersearch.agents.base import make_agent
+    from aethersearch.agents.llm import OpenAIClient
+    from aethersearch.rollout.fingerprint import build_fingerprint, load_rollout_questions, release_info
+    from aethersearch.rollout.runner import run_questions
+
+    info = release_info(release_dir)
+    questions = load_rollout_questions(info.rollout_path)
+    built = make_agent(agent, **(agent_config or {}))
+    llm = None
+    if built.needs_llm:
+        if not endpoint or not model:
+            raise ConfigError(f"agent {agent!r} calls a model: --endpoint and --model are required",
+                              fix="pass --endpoint http://HOST:PORT/v1 --model NAME, or use --agent lexical")
+        llm = OpenAIClient(endpoint, model, api_key=api_key, concurrency=concurrency)
+    budget = budget or Budget()
+    decoding = decoding or Decoding()
+    topk = (agent_config or {}).get("topk", getattr(built, "topk", None))
+    fingerprint = build_fingerprint(info, question_count=len(questions), agent=built, budget=budget,
+                                    decoding=decoding, endpoint=llm.endpoint if llm else None,
+                                    model=model if llm else None, corpus_hash=search.corpus_hash,
+                                    index_hash=search.index_hash, environment=built.environment,
+                                    retrieval_topk=topk)
+    return run_questions(questions, built, search.factory, budget, run_dir, fingerprint, llm=llm,
+                         concurrency=concurrency, question_timeout_s=question_timeout_s, progress=progress)
+
+
+def score(run_dir: Path, release_dir: Path) -> dict[str, Any]:
+    """Score with the scoring layer (writes scores.json)."""
+    from aethersearch.scoring.api import score_run
+
+    return score_run(run_dir, release_dir)
+
+
+def source_table(scores: dict[str, Any], metrics: tuple[str, ...] = ("em", "f1", "subem")) -> list[dict[str, Any]]:
+    """Rows ``{source, n, <metric>..., answered, abstained, errors}`` per source, then ``all``."""
+    rows = []
+    entries = list(scores.get("by_source", {}).items())
+    overall = scores.get("overall", {}).get("micro")
+    if overall:
+        entries.append(("all", {**overall, "outcomes": scores.get("outcomes", {})}))
+    for source, entry in entries:
+        row: dict[str, Any] = {"source": source, "n": entry.get("n")}
+        for metric in metrics:
+            value = entry.get("metrics", {}).get(metric)
+            row[metric] = value.get("mean") if isinstance(value, dict) else None
+        outcomes = entry.get("outcomes", {})
+        counts = outcomes.get("counts", outcomes) if isinstance(outcomes, dict) else {}
+        row["answered"] = counts.get("answered", 0)
+        row["abstained"] = counts.get("abstained", 0)
+        row["errors"] = counts.get("endpoint_error", 0) + counts.get("tool_error", 0)
+        rows.append(row)
+    return rows
+
+
+def report(run_dir: Path, release_dir: Path, out_path: Path) -> Path:
+    """Write the HTML report of the run."""
+    from aethersearch.report.html import write_report
+
+    return write_report([run_dir], out_path, release_dir=release_dir)
+
+
+def run_eval(release_dir: Path, out_dir: Path, search: SearchSetup, **run_options: Any) -> EvalResult:
+    """Verify → run → score → report, into ``out_dir/run`` and ``out_dir/report.html``."""
+    release_dir, out_dir = Path(release_dir), Path(out_dir)
+    verify_or_refuse(release_dir)
+    run_dir = out_dir / "run"
+    summary = run_agent(release_dir, run_dir, search, **run_options)
+    scores = score(run_dir, release_dir)
+    report_path = report(run_dir, release_dir, out_dir / "report.html")
+    return EvalResult(run_dir, release_dir, summary, scores, source_table(scores), report_path, {})
+
+
+def build_demo_inputs(out_dir: Path, *, seed: int = 0) -> tuple[Path, Path]:
+    """Demo world corpus + BM25 index, and the demo release; returns (release_dir, index_dir)."""
+    from aethersearch.benchmark.build import build_from_config
+    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.corpus.importers import import_corpus
+    from aethersearch.search.index_dir import build_index
+
+    out = Path(out_dir)
+    store = import_corpus("demo", "demo", out / "corpus", seed=seed, overwrite=True).store
+    # ~750 pages: numpy scoring beats paying numba's JIT compile on every demo run
+    build_index(store, "bm25", out / "index", config={"numba": False}, overwrite=True)
+    config = write_demo_sources(out / "demo_sources", seed=seed)
+    release = build_from_config(config, out / "release")
+    return release.release_dir, out / "index"
+
+
+def sandbox_demo(out_dir: Path) -> dict[str, Any] | None:
+    """The issue-8 sandbox part of the demo, when ``aethersearch.diagnose`` provides it."""
+    try:
+        from aethersearch.diagnose import run_sandbox_demo
+    except ImportError:
+        return None
+    return run_sandbox_demo(out_dir)
+
+
+def run_demo(out_dir: Path, *, concurrency: int = 8, sandbox: bool = True,
+             progress: Callable[[Any], None] | None = None) -> EvalResult:
+    """The embedded demo: no model server, no downloads, under a minute on 2 cores."""
+    out = Path(out_dir)
+    release_dir, index_dir = build_demo_inputs(out)
+    result = run_eval(release_dir, out, index_search(index_dir), agent="lexical", budget=DEMO_BUDGET,
+                      concurrency=concurrency, progress=progress)
+    extra = {}
+    if sandbox:
+        sandbox_summary = sandbox_demo(out)
+        if sandbox_summary is not None:
+            extra["sandbox"] = sandbox_summary
+    return result._replace(extra=extra)

@@ -1,0 +1,32 @@
+"""The observation-cut tokenizer: the fast cut equals a token-by-token reference cut."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aethersearch.agents.tokenizers import RegexTokenizer, get_tokenizer
+from aethersearch.errors import ConfigError
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def reference_cut(text: str, n: int) -> str:
+    tokens = list(TOKEN.finditer(text))
+    return text if len(tokens) <= n else text[: tokens[n - 1].end()]
+
+
+@given(text=st.text(alphabet=st.sampled_from(list("ab1 ,.<>\n\té")), max_size=60), n=st.integers(1, 15))
+def test_truncate_matches_the_reference(text: str, n: int) -> None:
+    tokenizer = RegexTokenizer()
+    cut = tokenizer.truncate(text, n)
+    assert cut == reference_cut(text, n)
+    assert tokenizer.count(cut) == min(n, tokenizer.count(text))
+
+
+def test_unknown_tokenizer_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown tokenizer"):
+        get_tokenizer("sentencepiece")

@@ -1,0 +1,95 @@
+"""`aether eval`: the embedded demo end to end, resume, verification refusal, an LLM agent run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from aethersearch import pipeline
+from aethersearch.agents.scripted_server import Reply, ScriptedServer
+from aethersearch.cli import app
+from aethersearch.errors import IntegrityError
+from aethersearch.jsonl import read_jsonl
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("demo") / "demo_out"
+    result = CliRunner().invoke(app, ["eval", "--out", str(out), "--no-progress"], catch_exceptions=False)
+    return out, result.output
+
+
+def test_eval_with_no_arguments_runs_the_embedded_demo(demo: tuple[Path, str]) -> None:
+    out, output = demo
+    assert "per-source scores" in output and "bamboogle" in output and "all" in output
+    run = out / "run"
+    fingerprint = orjson.loads((run / "run.json").read_bytes())
+    assert (fingerprint["agent"], fingerprint["release_id"], fingerprint["endpoint"]) == ("lexical", "demo", None)
+    assert fingerprint["corpus_hash"] and fingerprint["index_hash"]
+    predictions = read_jsonl(run / "predictions.jsonl")
+    eval_ids = [r["id"] for r in read_jsonl(out / "release" / "eval.jsonl")]
+    assert [p["id"] for p in predictions] == eval_ids
+    assert {p["outcome"] for p in predictions} <= {"answered", "abstained"}
+    scores = orjson.loads((run / "scores.json").read_bytes())
+    em = scores["overall"]["micro"]["metrics"]["em"]["mean"]
+    assert 0.05 < em < 1.0  # the lexical baseline really answers some questions, not all
+    assert (out / "report.html").stat().st_size > 1000
+    if "sandbox" in output:  # the issue-8 part of the demo, when present
+        assert (out / "sandbox_run" / "traces.jsonl").exists()
+
+
+def test_eval_resumes_the_finished_demo_run_without_redoing_it(demo: tuple[Path, str]) -> None:
+    out, _ = demo
+    before = (out / "run" / "traces.jsonl").read_bytes()
+    result = pipeline.run_eval(out / "release", out, pipeline.index_search(out / "index"), agent="lexical",
+                               budget=pipeline.DEMO_BUDGET)
+    assert (result.summary.attempted, result.summary.skipped) == (0, 140)
+    assert (out / "run" / "traces.jsonl").read_bytes() == before
+    assert result.table[-1]["source"] == "all" and result.table[-1]["n"] == 140
+
+
+def test_eval_refuses_a_release_that_fails_verification(demo: tuple[Path, str], tmp_path: Path) -> None:
+    out, _ = demo
+    release = tmp_path / "release"
+    shutil.copytree(out / "release", release)
+    eval_file = release / "eval.jsonl"
+    eval_file.write_bytes(eval_file.read_bytes().replace(b'"answers":["', b'"answers":["x', 1))
+    with pytest.raises(IntegrityError, match="fails verification"):
+        pipeline.run_eval(release, tmp_path / "out", pipeline.index_search(out / "index"), agent="lexical")
+    assert not (tmp_path / "out" / "run").exists()
+
+
+def test_eval_with_an_llm_agent_against_the_scripted_server(demo: tuple[Path, str], tmp_path: Path) -> None:
+    out, _ = demo
+    with ScriptedServer(lambda request: Reply("<answer> I don't know </answer>")) as server:
+        result = pipeline.run_eval(out / "release", tmp_path, pipeline.no_search(), agent="direct",
+                                   endpoint=server.url, model="scripted", concurrency=8)
+        assert server.stats.requests == 140
+    assert result.summary.outcomes == {"abstained": 140}
+    fingerprint = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
+    assert (fingerprint["agent"], fingerprint["environment"], fingerprint["model"]) == ("direct", "none", "scripted")
+    assert result.table[-1]["abstained"] == 140
+
+
+def test_aether_run_drives_search_r1_over_the_index_and_resumes(demo: tuple[Path, str], tmp_path: Path) -> None:
+    from aethersearch.agents.scripted_server import search_r1_rule
+
+    out, _ = demo
+    args = ["run", str(out / "release"), "--out", str(tmp_path / "run"), "--agent", "search-r1",
+            "--model", "scripted", "--index", str(out / "index"), "--concurrency", "16"]
+    with ScriptedServer(search_r1_rule(lambda q: "Paris", searches=2)) as server:
+        first = CliRunner().invoke(app, [*args, "--endpoint", server.url], catch_exceptions=False)
+        calls = server.stats.requests
+        again = CliRunner().invoke(app, [*args, "--endpoint", server.url, "--no-progress"],
+                                   catch_exceptions=False)
+        assert server.stats.requests == calls == 140 * 3
+    assert first.exit_code == 0 and "140 run, 0 already finished, 0 errored" in first.output
+    assert "rollout" in first.output  # the progress bar
+    assert "0 run, 140 already finished" in again.output
+    traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert len(traces) == 140 and all(len(t["steps"]) == 3 for t in traces)
+    assert traces[0]["steps"][0]["tool_calls"][0]["returned_ids"]  # real BM25 hits from the demo index
