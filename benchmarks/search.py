@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
 import os
 import resource
@@ -177,20 +178,29 @@ def server_qps(index_dir: Path, queries: list[str], k: int, clients: int, repeat
     return statistics.median(rates), float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99))
 
 
-def bench(name: str, corpus: Path, fmt: str, queries: list[str], args: argparse.Namespace, work: Path) -> None:
+def bench(name: str, corpus: Path | None, fmt: str, queries: list[str], args: argparse.Namespace, work: Path) -> None:
     out = work / name
-    build = build_in_child(corpus, fmt, out)
-    print(f"\n== {name}: {build['documents']:,} documents, vocabulary {build['vocabulary']:,}")
+    saved = out / "build.json"
+    if saved.exists():
+        build = json.loads(saved.read_text())
+        print(f"\n== {name}: reusing the build in {out} (measured when it was built)")
+    else:
+        assert corpus is not None
+        build = build_in_child(corpus, fmt, out)
+        saved.write_text(json.dumps(build))
+        print(f"\n== {name}")
+    print(f"  {build['documents']:,} documents, vocabulary {build['vocabulary']:,}")
     print(f"  import {build['import_s']:.1f}s   bm25 index build {build['index_s']:.1f}s   "
           f"build peak RSS {build['peak_rss_mb']:.0f} MB")
     index_dir = out / "bm25"
     local = in_process_qps(index_dir, queries, args.k, args.batch, args.repeats)
+    print(f"  in-process batched (batch {args.batch}, 1 thread): {local:,.0f} q/s")
     extra = [] if args.micro_batch else ["--no-micro-batch"]
-    remote, p50, p99 = server_qps(index_dir, queries, args.k, args.clients, args.repeats, extra, args.per_request)
-    print(f"  in-process batched (batch {args.batch}): {local:,.0f} q/s")
-    print(f"  HTTP server, {args.clients} concurrent clients x {args.per_request} query/request: {remote:,.0f} q/s   "
-          f"p50 {p50:.1f} ms   p99 {p99:.1f} ms (per request)")
-    print(f"  ratio server / in-process: {remote / local:.2f}  (target >= 0.8)")
+    for per_request in args.per_request:
+        remote, p50, p99 = server_qps(index_dir, queries, args.k, args.clients, args.repeats, extra, per_request)
+        print(f"  HTTP server, {args.clients} concurrent clients x {per_request} query/request: {remote:,.0f} q/s   "
+              f"latency per request p50 {p50:.1f} ms  p99 {p99:.1f} ms   ratio server/in-process {remote / local:.2f}"
+              "  (target >= 0.8)")
 
 
 def main() -> None:
@@ -203,7 +213,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="in-process batch size")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--per-request", type=int, default=1, help="queries per HTTP request")
+    parser.add_argument("--per-request", type=lambda v: [int(x) for x in v.split(",")], default=[1, 16],
+                        help="queries per HTTP request, comma-separated (1 = one query per call; 16 = Search-R1-style "
+                             "batched calls)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="work folder to keep and reuse builds across runs (default: a temporary folder)")
     parser.add_argument("--no-micro-batch", dest="micro_batch", action="store_false")
     args = parser.parse_args()
     passages = args.passages or (50_000 if args.quick else 1_000_000)
@@ -211,11 +225,18 @@ def main() -> None:
     print(f"search benchmark: {passages:,} generated passages, {n_queries:,} queries, k={args.k}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machine)")
     with tempfile.TemporaryDirectory(prefix="aether-bench-") as tmp:
-        work = Path(tmp)
-        started = time.perf_counter()
-        vocab = generate_corpus(passages, work / "generated.jsonl")
-        print(f"generated corpus in {time.perf_counter() - started:.1f}s")
-        bench(f"generated-{passages}", work / "generated.jsonl", "jsonl", make_queries(vocab, n_queries), args, work)
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        corpus = work / f"generated-{passages}.jsonl"
+        vocab_file = work / f"generated-{passages}.vocab.json"
+        if vocab_file.exists():
+            vocab = json.loads(vocab_file.read_text())
+        else:
+            started = time.perf_counter()
+            vocab = generate_corpus(passages, corpus)
+            vocab_file.write_text(json.dumps(vocab))
+            print(f"generated corpus in {time.perf_counter() - started:.1f}s")
+        bench(f"generated-{passages}", corpus, "jsonl", make_queries(vocab, n_queries), args, work)
         wiki = SHARED / "wikispeedia"
         if (not args.quick or args.wikispeedia) and (wiki / "plaintext_articles.tar.gz").exists():
             wiki_queries = [

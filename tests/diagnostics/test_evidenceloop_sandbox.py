@@ -51,6 +51,7 @@ def test_evidenceloop_solves_masked_chains_with_eids_claims_and_verdicts(demo_sa
     # the traces feed the factorised metrics: every chain page visited and answered correctly
     result = factorise_run(tmp_path / "run", demo_sandbox.release)
     assert result["n"] == 3 and result["overall"]["knowledge_sufficiency"] == 1.0
+    assert len(result["missing"]) == len(demo_sandbox.questions) - 3  # a partial run: listed, not hidden
     assert result["overall"]["pass_at_1"] == 1.0 and result["overall"]["gen_score"] == 1.0
     assert (tmp_path / "run" / "factorised.json").is_file()
 

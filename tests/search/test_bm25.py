@@ -131,3 +131,20 @@ def test_demo_world_facts_are_answerable_by_search(demo_world, demo_index) -> No
     hits = demo_index.index.search([f.question for f in facts], 3)
     found = sum(f.subject_id in [d for d, _ in h] for f, h in zip(facts, hits))
     assert found / len(facts) > 0.9
+
+
+def test_concurrent_searches_from_many_threads_agree(demo_index, demo_world) -> None:  # type: ignore[no-untyped-def]
+    """Episodes search from many threads at once (asyncio.to_thread); results must not change."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = [f.question for f in demo_world.facts[:200]]
+    expected = [demo_index.index.search([q], 3)[0] for q in queries]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda q: demo_index.index.search([q], 3)[0], queries))
+    assert got == expected
+
+
+def test_unknown_stemmer_language(tmp_path: Path) -> None:
+    store = build_store([Document(id="x", title="X", text="y")], tmp_path / "s")
+    with pytest.raises(ConfigError, match="unknown stemmer language 'klingon'"):
+        build_index(store, "bm25", tmp_path / "i", config={"stemmer": "klingon"})

@@ -179,14 +179,21 @@ def episodes_for_run(traces: Mapping[str, Trace], diagnostics: Mapping[str, Diag
 
 def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | None = None,
                   gathering_tools: Sequence[str] | None = None, write: bool = True) -> dict[str, Any]:
-    """Compute ``factorised.json`` for a run (and ``factorised_questions.jsonl``), writing both atomically."""
+    """Compute ``factorised.json`` for a run (and ``factorised_questions.jsonl``), writing both atomically.
+
+    Release questions without a trace (a partial run) are listed under ``missing``
+    and left out of ``n``; error outcomes are counted as ``n_errors``.
+    """
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = load_fingerprint(run_dir)
     parametric = parametric_from_probes(run_dir)
-    episodes = episodes_for_run(load_traces(run_dir), load_diagnostics(release_dir), _gold(release_dir),
+    traces, gold = load_traces(run_dir), _gold(release_dir)
+    episodes = episodes_for_run(traces, load_diagnostics(release_dir), gold,
                                 environment=fingerprint.environment, store=store, parametric=parametric,
                                 gathering_tools=gathering_tools)
     result = factorise(episodes)
+    # questions the run has no trace for cannot be classified: listed, never silently dropped
+    result["missing"] = [qid for qid in gold if qid not in traces]
     result["run"] = {"agent": fingerprint.agent, "model": fingerprint.model,
                      "environment": fingerprint.environment, "release_id": fingerprint.release_id}
     result["parametric_source"] = "probes.json forget" if parametric else None

@@ -19,6 +19,7 @@ returns no hits.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from array import array
 from collections.abc import Callable, Sequence
@@ -66,15 +67,26 @@ class Tokenizer:
 
         words = config.stopwords
         self.stopwords = frozenset(_infer_stopwords(words) if isinstance(words, str) else (words or ()))
-        self._stem: Callable[[list[str]], list[str]] | None = None
+        self._language = config.stemmer
+        self._local = threading.local()
         if config.stemmer:
             import Stemmer
 
-            try:
-                self._stem = Stemmer.Stemmer(config.stemmer).stemWords
-            except KeyError:
+            if config.stemmer not in Stemmer.algorithms():
                 raise ConfigError(f"unknown stemmer language {config.stemmer!r}",
-                                  fix=f"use one of {Stemmer.algorithms()} or null") from None
+                                  fix=f"use one of {Stemmer.algorithms()} or null")
+
+    @property
+    def _stem(self) -> Callable[[list[str]], list[str]] | None:
+        """This thread's stemmer: PyStemmer objects must not be shared between threads."""
+        if not self._language:
+            return None
+        stem = getattr(self._local, "stem", None)
+        if stem is None:
+            import Stemmer
+
+            stem = self._local.stem = Stemmer.Stemmer(self._language).stemWords
+        return stem  # type: ignore[no-any-return]
 
     def words(self, text: str) -> list[str]:
         """Lower-cased regex words of ``text``, before stopwords and stemming."""
@@ -84,11 +96,13 @@ class Tokenizer:
         """The index token of one word (its stem), or None for a stopword."""
         if word in self.stopwords:
             return None
-        return self._stem([word])[0] if self._stem is not None else word
+        stem = self._stem
+        return stem([word])[0] if stem is not None else word
 
     def __call__(self, text: str) -> list[str]:
         tokens = [t for t in self.words(text) if t not in self.stopwords]
-        return self._stem(tokens) if self._stem is not None and tokens else tokens
+        stem = self._stem
+        return stem(tokens) if stem is not None and tokens else tokens
 
 
 def document_text(raw: dict[str, Any]) -> str:

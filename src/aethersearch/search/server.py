@@ -248,7 +248,8 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     async def _problem(_request: Request, exc: HTTPProblem) -> Response:
         return _json({"detail": exc.detail}, exc.status)
 
-    @app.post("/retrieve")
+    # Plain Starlette routes (``add_route``): the handlers parse their own bodies, so FastAPI's
+    # per-request dependency solving would only add overhead on the hot path.
     async def retrieve(request: Request) -> Response:
         req = _parse(await _read_body(request, limits.max_body_bytes), RetrieveRequest)
         topk = _validate_retrieve(req, limits)
@@ -259,7 +260,6 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             body = [[doc for doc, _ in hits] for hits in results]
         return _json({"result": body})
 
-    @app.post("/access")
     async def access(request: Request) -> Response:
         req = _parse(await _read_body(request, limits.max_body_bytes), AccessRequest)
         if len(req.urls) > limits.max_urls:
@@ -275,8 +275,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
 
         return _json({"result": await asyncio.get_running_loop().run_in_executor(executor, pages)})
 
-    @app.get("/health")
-    async def health() -> Response:
+    async def health(_request: Request) -> Response:
         return _json({
             "status": "ok", "backend": getattr(index, "backend", type(index).__name__),
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
@@ -284,6 +283,9 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "limits": limits.model_dump(), "index_calls": batcher.calls,
         })
 
+    app.router.add_route("/retrieve", retrieve, methods=["POST"])
+    app.router.add_route("/access", access, methods=["POST"])
+    app.router.add_route("/health", health, methods=["GET"])
     return app
 
 
