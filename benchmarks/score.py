@@ -149,10 +149,10 @@ def main() -> None:
         start, wall = time.process_time(), time.perf_counter()
         scores = score_run(run, release, resamples=1000)
         total, wall = time.process_time() - start, time.perf_counter() - wall
-        size = (run / "scores.json").stat().st_size
+        size = (run / "scores.json").stat().st_size + (run / "scores_questions.jsonl").stat().st_size
     micro = scores["overall"]["micro"]["metrics"]
-    print(f"score_run end to end (files -> scores.json): {total:6.2f} s CPU ({wall:.2f} s wall) = "
-          f"{1e6 * total / n:6.2f} us/prediction ({n / total:,.0f}/s per core), scores.json {size / 1e6:.1f} MB")
+    print(f"score_run end to end (files -> scores)     : {total:6.2f} s CPU ({wall:.2f} s wall) = "
+          f"{1e6 * total / n:6.2f} us/prediction ({n / total:,.0f}/s per core), outputs {size / 1e6:.1f} MB")
     print(f"  sanity: em={micro['em']['mean']:.4f} [{micro['em']['ci_low']:.4f}, {micro['em']['ci_high']:.4f}] "
           f"f1={micro['f1']['mean']:.4f}, budget outcomes={scores['outcomes']['budget']:,}")
     sys.stdout.flush()

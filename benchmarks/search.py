@@ -94,21 +94,24 @@ def make_queries(vocab: list[str], n: int, seed: int = 1) -> list[str]:
     return [" ".join(rng.choice(pool, size=int(rng.integers(2, 5)))) for _ in range(n)]
 
 
-def in_process_qps(index_dir: Path, queries: list[str], k: int, batch: int, repeats: int) -> float:
-    """Median queries/s of batched ``search()`` + contents fetch (the server's per-call work)."""
-    from aethersearch.search.index_dir import open_index
-    from aethersearch.search.server import Retriever
+class InProcess:
+    """Batched ``search()`` + contents fetch (the server's per-call work), one thread."""
 
-    opened = open_index(index_dir)
-    retriever = Retriever(opened.index, opened.store)
-    retriever(queries[:64], k)  # warm up (numba, page cache)
-    rates = []
-    for _ in range(repeats):
+    def __init__(self, index_dir: Path, queries: list[str], k: int, batch: int) -> None:
+        from aethersearch.search.index_dir import open_index
+        from aethersearch.search.server import Retriever
+
+        opened = open_index(index_dir)
+        self.retriever = Retriever(opened.index, opened.store)
+        self.queries, self.k, self.batch = queries, k, batch
+        self.retriever(queries[:64], k)  # warm up (numba, page cache)
+
+    def run(self) -> float:
+        """Queries/s of one pass over the queries."""
         started = time.perf_counter()
-        for i in range(0, len(queries), batch):
-            retriever(queries[i:i + batch], k)
-        rates.append(len(queries) / (time.perf_counter() - started))
-    return statistics.median(rates)
+        for i in range(0, len(self.queries), self.batch):
+            self.retriever(self.queries[i:i + self.batch], self.k)
+        return len(self.queries) / (time.perf_counter() - started)
 
 
 def _free_port() -> int:
@@ -149,33 +152,33 @@ async def _hammer(url: str, queries: list[str], k: int, clients: int, per_reques
     return len(queries) / elapsed, latencies
 
 
-def server_qps(index_dir: Path, queries: list[str], k: int, clients: int, repeats: int,
-               extra: list[str], per_request: int = 1) -> tuple[float, float, float]:
-    """Median queries/s, p50 and p99 latency (ms) of the real server under ``clients`` concurrent clients."""
-    import httpx
+class Server:
+    """``aether serve`` as a separate process on a free loopback port."""
 
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "serve", str(index_dir), "--port", str(port),
-                             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    def __init__(self, index_dir: Path, extra: list[str]) -> None:
+        import httpx
+
+        port = _free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "serve", str(index_dir),
+                                      "--port", str(port), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
         while True:
             try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
             except httpx.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.close()
                     raise RuntimeError("server did not start") from None
                 time.sleep(0.2)
-        asyncio.run(_hammer(url, queries[:64], k, clients, per_request))  # warm up
-        runs = [asyncio.run(_hammer(url, queries, k, clients, per_request)) for _ in range(repeats)]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-    rates = [r for r, _ in runs]
-    latencies = np.array([lat for _, lats in runs for lat in lats]) * 1000
-    return statistics.median(rates), float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99))
+
+    def run(self, queries: list[str], k: int, clients: int, per_request: int) -> tuple[float, list[float]]:
+        return asyncio.run(_hammer(self.url, queries, k, clients, per_request))
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
 
 
 def bench(name: str, corpus: Path | None, fmt: str, queries: list[str], args: argparse.Namespace, work: Path) -> None:
@@ -193,14 +196,31 @@ def bench(name: str, corpus: Path | None, fmt: str, queries: list[str], args: ar
     print(f"  import {build['import_s']:.1f}s   bm25 index build {build['index_s']:.1f}s   "
           f"build peak RSS {build['peak_rss_mb']:.0f} MB")
     index_dir = out / "bm25"
-    local = in_process_qps(index_dir, queries, args.k, args.batch, args.repeats)
-    print(f"  in-process batched (batch {args.batch}, 1 thread): {local:,.0f} q/s")
-    extra = [] if args.micro_batch else ["--no-micro-batch"]
-    for per_request in args.per_request:
-        remote, p50, p99 = server_qps(index_dir, queries, args.k, args.clients, args.repeats, extra, per_request)
-        print(f"  HTTP server, {args.clients} concurrent clients x {per_request} query/request: {remote:,.0f} q/s   "
-              f"latency per request p50 {p50:.1f} ms  p99 {p99:.1f} ms   ratio server/in-process {remote / local:.2f}"
-              "  (target >= 0.8)")
+    local = InProcess(index_dir, queries, args.k, args.batch)
+    server = Server(index_dir, [] if args.micro_batch else ["--no-micro-batch"])
+    # Interleave the rounds (in-process, then the server at each request size) so that the
+    # shared machine's changing load hits both sides alike; report medians over rounds.
+    local_rates: list[float] = []
+    remote: dict[int, list[tuple[float, list[float]]]] = {n: [] for n in args.per_request}
+    try:
+        for n in args.per_request:
+            server.run(queries[:64], args.k, args.clients, n)  # warm up
+        for _ in range(args.repeats):
+            local_rates.append(local.run())
+            for n in args.per_request:
+                remote[n].append(server.run(queries, args.k, args.clients, n))
+    finally:
+        server.close()
+    local_qps = statistics.median(local_rates)
+    print(f"  in-process batched (batch {args.batch}, 1 thread): {local_qps:,.0f} q/s  (rounds: "
+          f"{', '.join(f'{r:,.0f}' for r in local_rates)})")
+    for n, runs in remote.items():
+        rates = [r for r, _ in runs]
+        latencies = np.array([lat for _, lats in runs for lat in lats]) * 1000
+        qps = statistics.median(rates)
+        print(f"  HTTP server, {args.clients} concurrent clients x {n} query/request: {qps:,.0f} q/s   latency per "
+              f"request p50 {np.percentile(latencies, 50):.1f} ms  p99 {np.percentile(latencies, 99):.1f} ms   "
+              f"ratio server/in-process {qps / local_qps:.2f} (target >= 0.8)")
 
 
 def main() -> None:

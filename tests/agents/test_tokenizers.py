@@ -30,3 +30,12 @@ def test_truncate_matches_the_reference(text: str, n: int) -> None:
 def test_unknown_tokenizer_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown tokenizer"):
         get_tokenizer("sentencepiece")
+
+
+def test_long_observations_shorter_than_the_limit_come_back_unchanged() -> None:
+    # regression: a backtracking pattern made this case exponential (a hang, not an error)
+    tokenizer = RegexTokenizer()
+    short = " ".join(["passage"] * 400)
+    assert tokenizer.truncate(short, 500) == short
+    long = " ".join(["passage"] * 3000)
+    assert tokenizer.count(tokenizer.truncate(long, 500)) == 500

@@ -26,7 +26,7 @@ from aethersearch.errors import ConfigError
 from aethersearch.jsonl import read_jsonl, read_records
 from aethersearch.records import DiagnosticsRow, Document, EvalRow
 from aethersearch.sandbox.mask import ChainMask
-from tests.conftest import SHARED_DATA, require_shared
+from tests.conftest import SHARED_DATA
 
 
 def _check_release(release: Path, documents: list[Document], min_hops: int, max_hops: int) -> list[DiagnosticsRow]:
@@ -143,18 +143,15 @@ def test_custom_validator_plugs_in_and_its_reasons_are_counted() -> None:
     assert result.rejected == {"llm_says_shortcut": 1} and result.validators == ["rule-based", "picky"]
     none_left = construct_hintfree([_triple(answer_page="v", answers=["Vey Institute"], question="Where did Sorel study?")],
                                    graph, pages, config=ConstructionConfig(min_hops=3, max_hops=4))
-    assert none_left.rejected in ({"too_short": 1}, {"no_alternative_path": 1}, {"too_long": 1})
+    assert none_left.rejected == {"no_alternative_path": 1}
 
 
 @pytest.mark.realdata
-def test_real_wikispeedia_release_paths_are_shortest_paths(tmp_path: Path) -> None:
-    require_shared("wikispeedia/plaintext_articles.tar.gz")
-    require_shared("wikispeedia/wikispeedia_paths-and-graph/links.tsv")
-    from aethersearch.corpus.importers import iter_wikispeedia, wikispeedia_paths
-
+def test_real_wikispeedia_release_paths_are_shortest_paths(tmp_path: Path, wikispeedia_documents: list) -> None:
+    documents = wikispeedia_documents
     config = ConstructionConfig(max_questions=12, min_hops=2, max_hops=4)
-    built = build_wikispeedia_release(SHARED_DATA / "wikispeedia", tmp_path / "wsp", config=config)
-    documents = list(iter_wikispeedia(*wikispeedia_paths(SHARED_DATA / "wikispeedia")))
+    built = build_wikispeedia_release(SHARED_DATA / "wikispeedia", tmp_path / "wsp", config=config,
+                                      documents=documents)
     diagnostics = _check_release(built.path, documents, 2, 4)
     assert len(diagnostics) == 12
     rows = read_records(built.path / "eval.jsonl", EvalRow)

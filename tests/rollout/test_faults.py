@@ -93,3 +93,13 @@ def test_stalled_server_hits_the_total_deadline_not_a_hang() -> None:
         elapsed, error = asyncio.run(go())
     assert elapsed < 1.5 and error.transient
     assert "deadline" in str(error) or "no reply within" in str(error)
+
+
+def test_client_concurrency_is_bounded() -> None:
+    with ScriptedServer(helpers.MODEL, latency_s=0.05) as server:
+
+        async def go():
+            async with OpenAIClient(server.url, "m", concurrency=4) as llm:
+                await asyncio.gather(*(llm.complete("Question: x\n", Decoding()) for _ in range(16)))
+        asyncio.run(go())
+        assert server.stats.requests == 16 and server.stats.max_in_flight == 4

@@ -221,3 +221,20 @@ def test_index_call_never_blocks_the_event_loop(demo_index) -> None:  # type: ig
             assert response.status_code == 200 and len(response.json()["result"][0]) == 3
 
     _run(main())
+
+
+def test_access_reads_whole_pages_when_the_index_holds_passages(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from aethersearch.corpus.chunking import ChunkConfig
+    from aethersearch.corpus.importers import import_corpus
+    from aethersearch.search.index_dir import build_index
+
+    result = import_corpus("demo", "-", tmp_path / "passages", chunk=ChunkConfig(mode="words", size=15, overlap=5),
+                           pages_out=tmp_path / "pages")
+    opened = build_index(result.store, "bm25", tmp_path / "idx")
+    assert result.pages is not None
+    app = create_app(opened.index, opened.store, pages=result.pages)
+    page = result.pages.doc_at(0)
+    body = _run(_post(app, "/access", json={"urls": [page.id]})).json()
+    assert body["result"][0]["contents"] == page.contents
+    hits = _run(_post(app, "/retrieve", json={"queries": [page.title]})).json()["result"][0]
+    assert all("#" in h["id"] for h in hits)  # passages, each pointing at its page

@@ -73,6 +73,8 @@ class ServerStats:
     requests: int = 0
     by_key: Counter[str] = field(default_factory=Counter)
     faults: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
 
 
 def count_tokens(text: str) -> int:
@@ -168,6 +170,16 @@ class _App:
         return await self._handle(request, "chat")
 
     async def _handle(self, request: web.Request, kind: str) -> web.StreamResponse:
+        with self.lock:
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+        try:
+            return await self._respond(request, kind)
+        finally:
+            with self.lock:
+                self.stats.in_flight -= 1
+
+    async def _respond(self, request: web.Request, kind: str) -> web.StreamResponse:
         try:
             body = orjson.loads(await request.read())
         except orjson.JSONDecodeError:

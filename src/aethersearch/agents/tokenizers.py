@@ -38,7 +38,7 @@ class Tokenizer(Protocol):
 @lru_cache(maxsize=16)
 def _first_tokens(n: int) -> re.Pattern[str]:
     """A pattern matching exactly the first ``n`` regex tokens (and the whitespace between)."""
-    return re.compile(r"(?:\s*(?:\w+|[^\w\s])){%d}" % n, re.UNICODE)
+    return re.compile(r"(?:\s*+(?:\w++|[^\w\s])){%d}" % n, re.UNICODE)  # possessive: no backtracking
 
 
 class RegexTokenizer:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -62,16 +63,17 @@ class TokenIndex(NamedTuple):
 def build_token_index(training_keys: Sequence[str]) -> TokenIndex:
     """Build the CSR inverted index and IDF table over ``training_keys``."""
     vocabulary: dict[str, int] = {}
-    indptr = [0]
-    indices: list[int] = []
-    for tokens in tokenize_many(training_keys):
-        for token in tokens:
-            indices.append(vocabulary.setdefault(token, len(vocabulary)))
-        indptr.append(len(indices))
+    indptr = array("q", [0])
+    indices = array("q")
+    # Tokenise in slices and keep ids in typed arrays: peak memory stays near the CSR's own size.
+    for start in range(0, len(training_keys), 16384):
+        for tokens in tokenize_many(training_keys[start:start + 16384]):
+            indices.extend(vocabulary.setdefault(token, len(vocabulary)) for token in tokens)
+            indptr.append(len(indices))
     n = len(training_keys)
-    cols = np.asarray(indices, dtype=np.int64)
+    cols = np.frombuffer(indices, dtype=np.int64) if len(indices) else np.zeros(0, dtype=np.int64)
     data = np.ones(len(cols), dtype=np.float32)
-    matrix = sparse.csr_matrix((data, cols, np.asarray(indptr, dtype=np.int64)),
+    matrix = sparse.csr_matrix((data, cols, np.frombuffer(indptr, dtype=np.int64)),
                                shape=(n, max(1, len(vocabulary))))
     df = np.bincount(cols, minlength=matrix.shape[1]).astype(np.int64)
     idf = np.log((n + 1) / (df + 0.5))

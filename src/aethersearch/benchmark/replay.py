@@ -147,8 +147,13 @@ def _training_sets(manifest: dict[str, Any], base: Path) -> tuple[_Training, lis
         # Options (e.g. 2Wiki aliases) live only in the registry; read it as plain YAML/JSON.
         import yaml
 
-        data = yaml.safe_load(_resolve(base, registry).read_text(encoding="utf-8")) or {}
-        registry_entries = {f.get("path"): f for f in data.get("files", []) if isinstance(f, dict)}
+        try:
+            data = yaml.safe_load(_resolve(base, registry).read_text(encoding="utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            problems.append(f"{registry}: cannot read the training registry ({exc})")
+            data = {}
+        files = data.get("files", []) if isinstance(data, dict) else []
+        registry_entries = {f.get("path"): f for f in files if isinstance(f, dict)}
     for entry in training.get("files", []):
         path = _resolve(root, entry["path"])
         options = dict((registry_entries.get(entry["path"]) or {}).get("options") or {})

@@ -262,15 +262,20 @@ def build_demo_sandbox_release(out_dir: Path, *, seed: int = 0) -> Path:
 
 
 def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
-                              config: ConstructionConfig | None = None, overwrite: bool = False) -> BuiltRelease:
-    """Import real Wikispeedia from ``data_dir`` (../shared/data/wikispeedia), derive triples, construct, write."""
+                              config: ConstructionConfig | None = None, overwrite: bool = False,
+                              documents: Sequence[Document] | None = None) -> BuiltRelease:
+    """Import real Wikispeedia from ``data_dir`` (../shared/data/wikispeedia), derive triples, construct, write.
+
+    ``documents`` skips the import when the caller already holds the imported
+    pages (they must be ``iter_wikispeedia`` output for the same ``data_dir``).
+    """
     from aethersearch.construct.release_writer import write_hintfree_release
     from aethersearch.construct.triples import wikispeedia_triples
     from aethersearch.corpus.hashing import corpus_hash
     from aethersearch.corpus.importers import iter_wikispeedia, wikispeedia_paths
 
     articles, links = wikispeedia_paths(data_dir)
-    documents = list(iter_wikispeedia(articles, links))
+    documents = list(documents) if documents is not None else list(iter_wikispeedia(articles, links))
     config = config or ConstructionConfig()
     triples = wikispeedia_triples(documents, source_file=f"wikispeedia/{articles.name}")
     graph = LinkGraph.from_documents(documents)

@@ -143,12 +143,14 @@ def wikispeedia_triples(documents: Iterable[Document], *, source_file: str = "wi
 
     At most ``max_per_page`` triples per article and one per relation, in
     sentence order; ``stats`` counts articles scanned, sentences matched by a
-    relation and matches whose object was not a linked page.
+    relation, matches whose object was not a linked page, and objects already
+    named by the subject's title (which would put the answer in the question).
     """
     docs = list(documents)
     titles = {doc.id: doc.title for doc in docs}
     triples: list[QATriple] = []
-    stats = {"articles": len(docs), "pattern_matches": 0, "object_not_linked": 0, "triples": 0}
+    stats = {"articles": len(docs), "pattern_matches": 0, "object_not_linked": 0, "answer_in_subject_title": 0,
+             "triples": 0}
     for row, doc in enumerate(docs, start=1):
         link_titles = sorted(((titles[p].casefold(), p) for p in doc.links if p in titles),
                              key=lambda item: (-len(item[0]), item[0]))
@@ -172,6 +174,9 @@ def wikispeedia_triples(documents: Iterable[Document], *, source_file: str = "wi
                         stats["object_not_linked"] += 1
                         continue
                     page, surface = obj
+                    if re.search(rf"(?<!\w){re.escape(titles[page])}(?!\w)", doc.title, re.IGNORECASE):
+                        stats["answer_in_subject_title"] += 1  # "Great Spotted Woodpecker" -> "Woodpecker"
+                        continue
                     answers = list(dict.fromkeys([titles[page], surface]))
                     triples.append(QATriple(
                         id=f"wsp_{len(triples) + 1:05d}", question=template.format(s=doc.title), answers=answers,

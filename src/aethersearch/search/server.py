@@ -234,10 +234,16 @@ def page_id_of(url: str) -> str:
     return unquote(parts.path.rstrip("/").rsplit("/", 1)[-1])
 
 
-def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | None = None) -> FastAPI:
-    """The FastAPI app serving ``index`` with contents from ``store``."""
+def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | None = None, *,
+               pages: DocumentStore | None = None) -> FastAPI:
+    """The FastAPI app serving ``index`` with contents from ``store``.
+
+    ``pages`` is the store ``/access`` reads whole pages from when the index holds
+    passages (``corpus import --chunk ... --pages-out``); by default it is ``store``.
+    """
     limits = limits or ServerLimits()
     retriever = Retriever(index, store)
+    page_reader = Retriever(index, pages) if pages is not None else retriever
     executor = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="aether-index")
     batcher = MicroBatcher(retriever, executor, limits)
     app = FastAPI(title="aethersearch retrieval server", docs_url=None, redoc_url=None)
@@ -268,7 +274,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
         def pages() -> list[dict[str, Any] | None]:
             out: list[dict[str, Any] | None] = []
             for url in req.urls:
-                raw = retriever.fetch(page_id_of(url))
+                raw = page_reader.fetch(page_id_of(url))
                 out.append(None if raw is None else {"url": url, "id": raw["id"], "title": raw.get("title", ""),
                                                      "contents": _contents(raw)})
             return out
@@ -290,13 +296,15 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
 
 
 def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: ServerLimits | None = None,
-          log_level: str = "warning") -> None:
-    """Open an index directory and serve it with uvicorn until interrupted."""
+          pages_dir: str | None = None, log_level: str = "warning") -> None:
+    """Open an index directory (and optionally a page store for ``/access``) and serve it until interrupted."""
     import uvicorn
 
+    from aethersearch.corpus.store import open_store
     from aethersearch.search.index_dir import open_index
 
     opened = open_index(index_dir)
     opened.index.search(["warm up the index"], 1)  # JIT-compile (numba) before the first client waits on it
-    app = create_app(opened.index, opened.store, limits)
+    pages = open_store(pages_dir) if pages_dir else None
+    app = create_app(opened.index, opened.store, limits, pages=pages)
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

@@ -1,0 +1,68 @@
+"""`aether construct demo` prints the summary table; `aether sandbox serve` answers real HTTP on loopback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from aethersearch.cli import app
+from aethersearch.errors import ConfigError
+
+
+def test_construct_demo_prints_hops_and_rejections(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "rel"
+    result = runner.invoke(app, ["construct", "demo", "--out", str(out), "--max-questions", "12"],
+                           env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert "accepted questions" in result.output and "12" in result.output
+    assert "-hop" in result.output and "rejected: " in result.output
+    again = runner.invoke(app, ["construct", "demo", "--out", str(out)])
+    assert isinstance(again.exception, ConfigError) and "--force" in str(again.exception)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_sandbox_serve_answers_a_real_client_on_loopback(tmp_path: Path) -> None:
+    from aethersearch.construct.hintfree import build_demo_release, ConstructionConfig
+    from aethersearch.corpus.importers import import_corpus
+    from aethersearch.search.index_dir import build_index
+
+    release = build_demo_release(tmp_path / "rel", config=ConstructionConfig(max_questions=5)).path
+    store = import_corpus("demo", "-", tmp_path / "store").store
+    build_index(store, "bm25", tmp_path / "index")
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "sandbox", "serve", str(release),
+                             "--index", str(tmp_path / "index"), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = httpx.get(f"{base}/health", timeout=2).json()
+                break
+            except httpx.HTTPError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"server did not start: {proc.stdout.read().decode() if proc.stdout else ''}")
+                time.sleep(0.3)
+        assert health["questions"] == 5
+        qid = "webdetective_demo_0001"
+        eid = httpx.post(f"{base}/episodes", json={"question_id": qid}, timeout=60).json()["episode_id"]
+        found = httpx.post(f"{base}/episodes/{eid}/search", json={"query": "city", "k": 3}, timeout=120)
+        assert found.status_code == 200 and len(found.json()["documents"]) == 3
+        assert httpx.post(f"{base}/episodes/{eid}/visit", json={"page": "../../etc/passwd"}, timeout=60).status_code == 422
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
