@@ -93,3 +93,18 @@ def test_aether_run_drives_search_r1_over_the_index_and_resumes(demo: tuple[Path
     traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
     assert len(traces) == 140 and all(len(t["steps"]) == 3 for t in traces)
     assert traces[0]["steps"][0]["tool_calls"][0]["returned_ids"]  # real BM25 hits from the demo index
+
+
+@pytest.mark.slow
+def test_eval_through_a_started_search_server_gives_the_same_predictions(demo: tuple[Path, str],
+                                                                          tmp_path: Path) -> None:
+    out, _ = demo
+    with pipeline.search_server_process(out / "index") as url:
+        search = pipeline.server_search(url)
+        result = pipeline.run_eval(out / "release", tmp_path, search, agent="lexical",
+                                   budget=pipeline.DEMO_BUDGET, concurrency=8)
+    in_process = orjson.loads((out / "run" / "run.json").read_bytes())
+    served = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
+    assert (served["corpus_hash"], served["index_hash"]) == (in_process["corpus_hash"], in_process["index_hash"])
+    assert (tmp_path / "run" / "predictions.jsonl").read_bytes() == (out / "run" / "predictions.jsonl").read_bytes()
+    assert result.summary.errored == 0

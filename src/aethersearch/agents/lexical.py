@@ -15,9 +15,11 @@ How it answers (classic IR-QA, no learning):
    discount of its document and an answer-type prior from the wh-word (years for
    "when"/"what year", numbers for "how many", names for "who"/"where"/"which");
    candidates vote across occurrences.
-4. **Reformulate** (iterative BM25): if a best *bridge* candidate exists (a name in a
-   sentence that matches the question well) the next query is that name plus the
-   question words its sentence did not cover — this follows one hop of a multi-hop
+4. **Reformulate** (iterative BM25): when the question nests an entity ("the author
+   of X", "the organisation that X worked for") and the best *bridge* candidate (a
+   name sharing no word with the question) sits in a sentence that leaves question
+   words uncovered, the next query — and the sub-question the next round answers —
+   is that name plus the uncovered words; this follows one hop of a multi-hop
    question. Up to ``rounds`` searches, all charged to the budget.
 5. **Abstain** ("I don't know") when no candidate reaches ``min_score``.
 """
