@@ -94,3 +94,24 @@ def test_tool_descriptions_are_the_docstrings_written_for_the_model() -> None:
     script = Script([Reply("<answer> x </answer>")])
     _run(script, Budget(), env=env)
     assert [t["function"]["name"] for t in script.bodies[0]["tools"]] == ["search", "visit", "access"]
+
+
+def test_validate_tool_call_table() -> None:
+    from aethersearch.agents.react import validate_tool_call
+
+    tools = ("search", "visit", "access")
+    cases = [
+        (call("search", '{"query": "x"}', "a"), False, ("search", "x", None)),
+        (call("search", '{"query": "x"}', "a"), True, ("search", "x", None)),  # complete despite length
+        (call("visit", '{"page": "P"}', "a"), False, ("visit", "P", None)),
+        (call("search", '{"query": "x", "k": 9}', "a"), False, "unexpected argument"),
+        (call("search", '["x"]', "a"), False, "must be a JSON object"),
+        (call("search", '{"query": "  "}', "a"), False, "non-empty string"),
+        ({"id": "a"}, False, "unknown tool None"),
+    ]
+    for raw, truncated, expected in cases:
+        got = validate_tool_call(raw, tools, truncated)
+        if isinstance(expected, tuple):
+            assert got == expected
+        else:
+            assert got[2] is not None and expected in got[2], (raw, got)

@@ -148,3 +148,25 @@ def test_unknown_stemmer_language(tmp_path: Path) -> None:
     store = build_store([Document(id="x", title="X", text="y")], tmp_path / "s")
     with pytest.raises(ConfigError, match="unknown stemmer language 'klingon'"):
         build_index(store, "bm25", tmp_path / "i", config={"stemmer": "klingon"})
+
+
+def test_sparse_path_for_selective_queries_equals_dense_path(tmp_path: Path) -> None:
+    """Ranking only matched documents gives bm25s's scores; ties at the k-th place go to store order."""
+    import random
+
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(400)]
+    docs = [Document(id=f"p{i}", title=rng.choice(words), text=" ".join(rng.choices(words, k=rng.randint(5, 40))))
+            for i in range(3000)]
+    store = build_store(docs, tmp_path / "s")
+    always_sparse = build_index(store, "bm25", tmp_path / "sparse", config={"sparse_max_fraction": 1.0}).index
+    never_sparse = build_index(store, "bm25", tmp_path / "dense", config={"sparse_max_fraction": 0.0}).index
+    queries = [" ".join(rng.choices(words, k=rng.randint(1, 4))) for _ in range(300)] + ["w1 w1", "", "qqq"]
+    for k in (1, 3, 10):
+        for hits_a, hits_b in zip(always_sparse.search(queries, k), never_sparse.search(queries, k)):
+            assert [s for _, s in hits_a] == pytest.approx([s for _, s in hits_b], abs=1e-5)
+            if hits_b:  # above the k-th score the documents are the same; at it, sparse keeps store order
+                kth = hits_b[-1][1]
+                assert [d for d, s in hits_a if s > kth + 1e-5] == [d for d, s in hits_b if s > kth + 1e-5]
+                tied = [int(d[1:]) for d, s in hits_a if abs(s - kth) <= 1e-5]
+                assert tied == sorted(tied)

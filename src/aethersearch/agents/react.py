@@ -80,12 +80,12 @@ def validate_tool_call(raw: dict[str, Any], tools: tuple[str, ...], truncated: b
     if not isinstance(name, str) or name not in tools:
         return str(name), "", f"unknown tool {name!r}; available tools: {', '.join(tools)}"
     text = function.get("arguments")
-    if truncated:
-        return name, "", ("the tool call was cut off at the max_tokens limit; "
-                          "call the tool again with shorter arguments")
     try:
         arguments = orjson.loads(text) if isinstance(text, (str, bytes)) else text
     except orjson.JSONDecodeError as exc:
+        if truncated:  # the reply hit max_tokens inside this call's arguments
+            return name, "", ("the tool call was cut off at the max_tokens limit; "
+                              "call the tool again with shorter arguments")
         return name, "", f"the arguments are not valid JSON ({exc}); send a JSON object"
     argument = _ARGUMENT[name]
     if not isinstance(arguments, dict):

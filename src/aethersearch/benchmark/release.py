@@ -139,6 +139,39 @@ class Manifest(Record):
     row_sha256: list[str]
 
 
+HINTFREE_MANIFEST_KIND = "aethersearch-hintfree-release"
+
+
+class HintfreeManifest(Record):
+    """``manifest.json`` of a hint-free (WebDetective) release written by ``construct/``.
+
+    It lives here, beside ``Manifest``, so the verifier (this layer) can check
+    both kinds of release without importing the construction code above it.
+    """
+
+    kind: str = HINTFREE_MANIFEST_KIND
+    schema_version: int = SCHEMA_VERSION
+    name: str
+    release_id: str
+    source_dataset: str
+    question_count: int
+    composition: list[dict[str, Any]]
+    data_sha256: str
+    rollout_sha256: str
+    row_sha256: list[str]
+    exclusions: list[dict[str, Any]] = Field(default_factory=list)
+    sources: list[dict[str, Any]]
+    construction: dict[str, Any]
+    corpus: dict[str, Any]
+    graph: dict[str, Any]
+    files: dict[str, str]
+    sandbox: str
+
+
+# Manifest schema by ``kind``: the verifier validates each release against its own.
+MANIFEST_MODELS: dict[str, type[Record]] = {MANIFEST_KIND: Manifest, HINTFREE_MANIFEST_KIND: HintfreeManifest}
+
+
 SAMPLING_DESCRIPTION = (
     "per source: all candidates read, sorted by (source_id with null first, question_key, source_row_number), "
     "shuffled with random.Random(f'{seed}:{dataset}') (CPython Mersenne Twister, string seed via SHA-512); "

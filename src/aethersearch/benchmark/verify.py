@@ -16,7 +16,8 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from aethersearch.benchmark import verify_release_template as standalone
-from aethersearch.benchmark.release import Manifest
+from aethersearch.benchmark.release import MANIFEST_MODELS
+from aethersearch.jsonl import loads
 from aethersearch.errors import DataError
 from aethersearch.jsonl import iter_jsonl, validate_row
 from aethersearch.records import DiagnosticsRow, EvalRow
@@ -53,18 +54,31 @@ class VerifyReport(NamedTuple):
         return [check for check in self.checks if not check.ok]
 
 
+def _manifest_check(manifest_path: Path) -> CheckResult:
+    """Validate ``manifest.json`` against the schema of its ``kind`` (benchmark or hint-free)."""
+    try:
+        raw = loads(manifest_path.read_bytes())
+    except ValueError as exc:
+        return CheckResult("manifest schema", False, "manifest.json", None, f"invalid JSON: {exc}")
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    model = MANIFEST_MODELS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        return CheckResult("manifest schema", False, "manifest.json", None,
+                           f"field 'kind': {kind!r} is not one of {sorted(MANIFEST_MODELS)}")
+    try:
+        model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        return CheckResult("manifest schema", False, "manifest.json", None, f"field {field!r}: {first['msg']}")
+    return CheckResult("manifest schema", True, None, None, "")
+
+
 def _schema_checks(release_dir: Path) -> list[CheckResult]:
     results: list[CheckResult] = []
     manifest_path = release_dir / "manifest.json"
     if manifest_path.is_file():
-        try:
-            Manifest.model_validate_json(manifest_path.read_bytes())
-            results.append(CheckResult("manifest schema", True, None, None, ""))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            results.append(CheckResult("manifest schema", False, "manifest.json", None,
-                                       f"field {field!r}: {first['msg']}"))
+        results.append(_manifest_check(manifest_path))
     for name, model, check in (("eval.jsonl", EvalRow, "eval schema"),
                                ("diagnostics.jsonl", DiagnosticsRow, "diagnostics schema")):
         path = release_dir / name

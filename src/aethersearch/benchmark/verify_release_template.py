@@ -29,6 +29,8 @@ EVAL_FIELDS = {"id", "question", "answers", "source_dataset", "source_split", "s
                "source_row_number", "source_file"}
 ROLLOUT_FIELDS = {"id", "question"}
 CHECKSUMS = "checksums.sha256"
+# Benchmark releases (benchmark/) and hint-free releases (construct/) share this format.
+RELEASE_KINDS = ("aethersearch-benchmark-release", "aethersearch-hintfree-release")
 MAX_REPORTED = 20
 _WS = re.compile(r"\s+")
 
@@ -138,8 +140,9 @@ class _Checks:
         if missing:
             self.fail("manifest", "manifest.json", None, f"missing fields {missing}")
             return None
-        if manifest.get("kind") != "aethersearch-benchmark-release":
-            self.fail("manifest", "manifest.json", None, f"kind {manifest.get('kind')!r} is not a release")
+        if manifest.get("kind") not in RELEASE_KINDS:
+            self.fail("manifest", "manifest.json", None,
+                      f"kind {manifest.get('kind')!r} is not one of {', '.join(RELEASE_KINDS)}")
         self.ok("manifest", f"{manifest['name']} schema {manifest['schema_version']}")
         return manifest
 

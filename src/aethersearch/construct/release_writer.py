@@ -20,14 +20,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aethersearch.benchmark.release import encode_release_rows, write_release_files
+from aethersearch.benchmark.release import (
+    HINTFREE_MANIFEST_KIND,
+    HintfreeManifest,
+    encode_release_rows,
+    row_digests,
+    verifier_source,
+    write_release_files,
+)
 from aethersearch.construct.hintfree import ConstructionConfig, ConstructionResult
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.jsonl import dumps_pretty, sha256_bytes
 from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow
 
-MANIFEST_KIND = "aethersearch-hintfree-release"
+MANIFEST_KIND = HINTFREE_MANIFEST_KIND
 
 
 def graph_hash(graph: LinkGraph) -> str:
@@ -60,6 +67,18 @@ def release_rows(result: ConstructionResult, *, name: str, source_dataset: str
     return eval_rows, diagnostics
 
 
+def _sources(eval_rows: list[EvalRow]) -> list[dict[str, Any]]:
+    """The manifest's provenance records: one (dataset, split, file) per source dataset."""
+    sources: dict[str, dict[str, Any]] = {}
+    for row in eval_rows:
+        record = {"dataset": row.source_dataset, "split": row.source_split, "source_file": row.source_file}
+        if sources.setdefault(row.source_dataset, record) != record:
+            raise ConfigError(f"hint-free rows of {row.source_dataset!r} come from several splits/files "
+                              f"({sources[row.source_dataset]} and {record}); {row.id} breaks provenance",
+                              fix="give each split or file its own source_dataset name")
+    return list(sources.values())
+
+
 def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, name: str, source_dataset: str,
                            config: ConstructionConfig, corpus: dict[str, Any], graph: LinkGraph,
                            triple_stats: dict[str, int] | None = None, overwrite: bool = False) -> Path:
@@ -76,7 +95,11 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
     manifest = {
         "kind": MANIFEST_KIND, "schema_version": SCHEMA_VERSION, "name": name,
         "release_id": f"{name}-{data_sha[:12]}", "source_dataset": source_dataset,
-        "question_count": len(eval_rows), "eval_sha256": data_sha,
+        "question_count": len(eval_rows), "data_sha256": data_sha,
+        "composition": [{"dataset": source_dataset, "selected": len(eval_rows)}],
+        "rollout_sha256": sha256_bytes(files["rollout_questions.jsonl"]),
+        "row_sha256": row_digests(files["eval.jsonl"]), "exclusions": [],
+        "sources": _sources(eval_rows),
         "construction": {**config.model_dump(mode="json"), "validators": result.validators,
                          "considered": result.considered, "rejected": result.rejected,
                          "hop_distribution": {str(k): v for k, v in result.hop_distribution.items()},
@@ -87,7 +110,8 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
         "sandbox": "each question's chain mask is diagnostics.jsonl extra.mask; open with "
                    "aethersearch.sandbox.episode.open_sandbox(release_dir, index, store)",
     }
-    files["manifest.json"] = dumps_pretty(manifest)
+    files["manifest.json"] = dumps_pretty(HintfreeManifest.model_validate(manifest))
+    files["verify_release.py"] = verifier_source()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:

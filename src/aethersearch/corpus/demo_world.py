@@ -56,12 +56,22 @@ class DemoMultiHop(Record):
 
 
 class DemoWorld(NamedTuple):
-    """Pages, single-hop facts and multi-hop questions of one generated world."""
+    """Pages, single-hop facts, multi-hop questions and typed edges of one generated world.
+
+    ``relations`` are the typed edges ``(subject_id, relation, object_id)``,
+    one per (link, relation) a page states, in page order: every
+    ``Document.links`` entry has at least one. A page mentioned in a list on
+    its container ("Staff have included ...") carries the ``inverse:`` form of
+    the relation (``inverse:employer``); symmetric relations (``sibling``,
+    ``spouse``) appear once per direction, as each page states them. They are
+    what a chain validator composes (``construct.chain_semantics``).
+    """
 
     seed: int
     documents: list[Document]
     facts: list[DemoFact]
     multihop_questions: list[DemoMultiHop]
+    relations: list[tuple[str, str, str]] = []  # noqa: RUF012 -- a NamedTuple default, never mutated
 
     def document(self, doc_id: str) -> Document:
         """The page with this id (linear scan; the world is small)."""
@@ -165,13 +175,23 @@ class _Entity:
         self.attrs: dict[str, Any] = dict(attrs)
         self.sentences: list[str] = []
         self.links: list[str] = []
+        self.typed: list[tuple[str, str]] = []
 
-    def say(self, sentence: str, *mentions: _Entity) -> None:
-        """Add a sentence; every mentioned entity becomes a link (first mention order)."""
+    def say(self, sentence: str, *mentions: _Entity, relation: str | None = None) -> None:
+        """Add a sentence; every mentioned entity becomes a link (first mention order).
+
+        ``relation`` types the sentence's edges (``self --relation--> mention``);
+        it is required whenever the sentence mentions another page, so every
+        link of the world carries at least one typed relation.
+        """
+        if mentions and relation is None:
+            raise ValueError(f"sentence on {self.id!r} mentions pages but has no relation: {sentence!r}")
         self.sentences.append(sentence)
         for other in mentions:
             if other.id != self.id and other.id not in self.links:
                 self.links.append(other.id)
+            if other.id != self.id and relation is not None and (relation, other.id) not in self.typed:
+                self.typed.append((relation, other.id))
 
     def document(self) -> Document:
         return Document(id=self.id, title=self.title, text=" ".join(self.sentences), links=self.links)
@@ -198,6 +218,11 @@ _SENTENCES: dict[str, tuple[str, ...]] = {
     "written_by": ("{s} is a novel written by {o}.", "{s} was written by {o}.", "{o} is the author of {s}."),
     "release_year": ("{s} was released in {o}.", "{s} premiered in {o}.", "{s} first appeared in {o}."),
     "set_in": ("The story of {s} is set in {o}.", "{s} takes place in {o}.", "{s} is set in the city of {o}."),
+    # added with the entailing structures (corpus/demo_structures.py)
+    "landmark_country": ("{s} is located in {o}.", "{s} lies in {o}.", "{s} stands in {o}."),
+    "based_in_country": ("{s} is registered in {o}.", "{s} is an organisation based in {o}."),
+    "father": ("The father of {s} was {o}.", "{s}'s father was {o}.", "{o} was the father of {s}."),
+    "mother": ("The mother of {s} was {o}.", "{s}'s mother was {o}.", "{o} was the mother of {s}."),
 }
 _QUESTIONS: dict[str, tuple[str, ...]] = {
     "born_in": ("Where was {s} born?", "In which city was {s} born?", "What is the birthplace of {s}?"),
@@ -214,6 +239,11 @@ _QUESTIONS: dict[str, tuple[str, ...]] = {
     "written_by": ("Who wrote {s}?", "Who is the author of the novel {s}?", "{s} was written by whom?"),
     "release_year": ("When was {s} released?", "In what year did {s} come out?", "What year was {s} first released?"),
     "set_in": ("Where is {s} set?", "In which city does {s} take place?", "What city is {s} set in?"),
+    "landmark_country": ("In which country is {s}?", "Which country is {s} located in?",
+                         "In which country does {s} stand?"),
+    "based_in_country": ("In which country is {s} based?", "Which country is {s} based in?"),
+    "father": ("Who is the father of {s}?", "Who was {s}'s father?", "Who was the father of {s}?"),
+    "mother": ("Who is the mother of {s}?", "Who was {s}'s mother?", "Who was the mother of {s}?"),
 }
 
 
@@ -221,6 +251,7 @@ class _Builder:
     """Draws the world's entities and facts in a fixed order from one RNG."""
 
     def __init__(self, seed: int) -> None:
+        self.seed = seed
         self.rng = random.Random(seed)
         self.names = _Names(self.rng)
         self.facts: list[DemoFact] = []
@@ -229,15 +260,22 @@ class _Builder:
         self.fact_index: dict[tuple[str, str], DemoFact] = {}
 
     # -- facts
-    def fact(self, relation: str, subject: _Entity, obj: _Entity | str, answers: list[str] | None = None) -> None:
-        """Render ``relation(subject, obj)`` on the subject page and record its question."""
-        rng = self.rng
+    def fact(self, relation: str, subject: _Entity, obj: _Entity | str, answers: list[str] | None = None, *,
+             rng: random.Random | None = None, templates: str | None = None) -> None:
+        """Render ``relation(subject, obj)`` on the subject page and record its question.
+
+        ``rng`` (default: the world's main stream) draws the templates;
+        ``templates`` names the ``_SENTENCES``/``_QUESTIONS`` entry when it
+        differs from the relation (a landmark's ``located_in`` is not "a city in").
+        """
+        rng = rng or self.rng
+        key = templates or relation
         obj_text = obj.title if isinstance(obj, _Entity) else obj
         sur = subject.attrs.get("surname", subject.title)
-        sentence = rng.choice(_SENTENCES[relation]).format(s=subject.title, o=obj_text, sur=sur)
+        sentence = rng.choice(_SENTENCES[key]).format(s=subject.title, o=obj_text, sur=sur)
         mentions = [obj] if isinstance(obj, _Entity) else []
-        subject.say(sentence[0].upper() + sentence[1:], *mentions)
-        question = rng.choice(_QUESTIONS[relation]).format(s=subject.title)
+        subject.say(sentence[0].upper() + sentence[1:], *mentions, relation=relation)
+        question = rng.choice(_QUESTIONS[key]).format(s=subject.title)
         if answers is None:
             answers = _person_answers(obj) if isinstance(obj, _Entity) and obj.kind == "person" else [obj_text]
         record = DemoFact(
@@ -282,7 +320,8 @@ class _Builder:
             self.fact("capital", country, own[0])
             if len(own) > 1:
                 listed = own[1:6]
-                country.say(f"Other cities of {country.title} include " + _join([c.title for c in listed]) + ".", *listed)
+                country.say(f"Other cities of {country.title} include " + _join([c.title for c in listed]) + ".", *listed,
+                            relation="inverse:located_in")
         for city in cities:
             city.say(f"{city.title} has a population of about {city.attrs['population']:,}.")
             self.fact("located_in", city, city.attrs["country"])
@@ -308,7 +347,8 @@ class _Builder:
             self.fact("employer", person, person.attrs["employer"])
             for colleague in rng.sample(people, k=min(2, len(people))):
                 if colleague is not person:
-                    person.say(f"{person.attrs['surname']} corresponded with {colleague.title}.", colleague)
+                    person.say(f"{person.attrs['surname']} corresponded with {colleague.title}.", colleague,
+                               relation="corresponded_with")
 
         for org in orgs:
             founder = rng.choice(people)
@@ -319,7 +359,8 @@ class _Builder:
             self.fact("founded_year", org, str(year))
             staff = [p for p in people if p.attrs["employer"] is org][:4]
             if staff:
-                org.say("Staff have included " + _join([p.title for p in staff]) + ".", *staff)
+                org.say("Staff have included " + _join([p.title for p in staff]) + ".", *staff,
+                        relation="inverse:employer")
 
         # works
         directors = [p for p in people if p.attrs["occupation"] == "film director"] or people
@@ -333,18 +374,21 @@ class _Builder:
             self.fact("directed_by" if film else "written_by", work, creator)
             self.fact("release_year", work, str(work.attrs["year"]))
             self.fact("set_in", work, work.attrs["set_in"])
-            creator.say(f"{creator.attrs['surname']} {'directed' if film else 'wrote'} {work.title}.", work)
+            creator.say(f"{creator.attrs['surname']} {'directed' if film else 'wrote'} {work.title}.", work,
+                        relation="inverse:directed_by" if film else "inverse:written_by")
 
         # inverse mentions on place pages
         for city in cities:
             natives = [p for p in people if p.attrs["born_in"] is city][:5]
             if natives:
                 city.say(f"Notable people born in {city.title} include " + _join([p.title for p in natives]) + ".",
-                         *natives)
+                         *natives, relation="inverse:born_in")
             based = [o for o in orgs if o.attrs["city"] is city][:3]
             if based:
-                city.say(f"{city.title} is home to " + _join([o.title for o in based]) + ".", *based)
+                city.say(f"{city.title} is home to " + _join([o.title for o in based]) + ".", *based,
+                         relation="inverse:headquartered_in")
         self._compose(people, orgs, works, cities)
+        _structures(self, countries, cities, orgs)
 
     def _work_title(self) -> str:
         rng = self.rng
@@ -407,6 +451,13 @@ class _Builder:
             pairs += 1
 
 
+def _structures(builder: _Builder, countries: list[_Entity], cities: list[_Entity], orgs: list[_Entity]) -> None:
+    """Add the places and families whose facts have *entailing* alternative chains (``demo_structures``)."""
+    from aethersearch.corpus.demo_structures import add_structures
+
+    add_structures(builder, countries, cities, orgs)
+
+
 def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -428,7 +479,8 @@ def generate_world(seed: int = 0, n_people: int = 400, n_countries: int = 12, n_
     builder = _Builder(seed)
     builder.build(n_people, n_countries, n_cities, n_orgs, n_works)
     documents = [page.document() for page in builder.pages]
-    return DemoWorld(seed, documents, builder.facts, builder.multihop)
+    relations = list(dict.fromkeys((page.id, rel, obj) for page in builder.pages for rel, obj in page.typed))
+    return DemoWorld(seed, documents, builder.facts, builder.multihop, relations)
 
 
 def write_world(world: DemoWorld, out_dir: str | Path) -> WorldFiles:

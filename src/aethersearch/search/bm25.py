@@ -47,6 +47,10 @@ class BM25Config(Record):
     dtype: Literal["float32", "float64"] = "float32"
     numba: bool | None = Field(default=None, description="null = use numba when it is installed")
     n_threads: int = Field(default=0, ge=0, description="bm25s retrieval threads (0 = the calling thread)")
+    sparse_max_fraction: float = Field(
+        default=0.05, ge=0, le=1,
+        description="rank only the matched documents when a query's postings are at most this fraction of the "
+                    "corpus (0 = always use bm25s's dense score array)")
 
 
 def _numba_available() -> bool:
@@ -206,17 +210,60 @@ class BM25Index:
         if k_eff <= 0 or not queries:
             return results
         token_ids = [self.query_token_ids(q) for q in queries]
-        live = [i for i, ids in enumerate(token_ids) if ids]
-        if not live:
+        id_at = self._store.id_at
+        dense: list[int] = []
+        for qi, ids in enumerate(token_ids):
+            if not ids:
+                continue
+            if self._postings(ids) <= self._sparse_limit:
+                results[qi] = [(id_at(d), s) for d, s in self._search_sparse(ids, k_eff)]
+            else:
+                dense.append(qi)
+        if not dense:
             return results
         docs, scores = self._retriever.retrieve(
-            [token_ids[i] for i in live], k=k_eff, show_progress=False, n_threads=self.config.n_threads,
+            [token_ids[i] for i in dense], k=k_eff, show_progress=False, n_threads=self.config.n_threads,
             return_as="tuple",
         )
         docs, scores = np.asarray(docs), np.asarray(scores)
-        id_at = self._store.id_at
-        for row, qi in enumerate(live):
+        for row, qi in enumerate(dense):
             pairs = sorted(((float(s), int(d)) for d, s in zip(docs[row], scores[row]) if s > 0),
                            key=lambda p: (-p[0], p[1]))
             results[qi] = [(id_at(d), s) for s, d in pairs]
         return results
+
+    # ------------------------------------------------------------------ selective queries
+    @property
+    def _sparse_limit(self) -> float:
+        return self.config.sparse_max_fraction * self._n_docs
+
+    def _postings(self, token_ids: list[int]) -> int:
+        indptr = self._retriever.scores["indptr"]
+        return int(sum(int(indptr[t + 1]) - int(indptr[t]) for t in token_ids))
+
+    def _search_sparse(self, token_ids: list[int], k: int) -> list[tuple[int, float]]:
+        """Top-``k`` ``(row, score)`` scoring only documents that contain a query token.
+
+        bm25s allocates and scans an N-sized score array per query, which dominates at
+        millions of passages; a selective query touches only its postings (the CSC
+        columns of its tokens), so summing those with ``np.unique`` + ``np.bincount`` is
+        much cheaper. The BM25 arithmetic is the same sum of the same stored per-(term,
+        document) scores (a repeated query token counts again), accumulated in float64.
+        """
+        scores_csc = self._retriever.scores
+        data, indices, indptr = scores_csc["data"], scores_csc["indices"], scores_csc["indptr"]
+        spans = [(int(indptr[t]), int(indptr[t + 1])) for t in token_ids]
+        rows = np.concatenate([indices[a:b] for a, b in spans])
+        values = np.concatenate([data[a:b] for a, b in spans]).astype(np.float64)
+        if not len(rows):
+            return []
+        docs, inverse = np.unique(rows, return_inverse=True)
+        totals = np.bincount(inverse.ravel(), weights=values, minlength=len(docs))
+        keep = totals > 0
+        docs, totals = docs[keep], totals[keep]
+        if len(docs) > k:
+            kth = np.partition(totals, len(totals) - k)[len(totals) - k]
+            chosen = totals >= kth  # every document tied with the k-th, so ties resolve by store order below
+            docs, totals = docs[chosen], totals[chosen]
+        order = np.lexsort((docs, -totals))[:k]
+        return [(int(docs[i]), float(totals[i])) for i in order]

@@ -1,0 +1,161 @@
+"""Demo-world structures whose single-hop facts have *entailing* alternative chains.
+
+The base demo world links pages by arbitrary relations (studied at, worked
+for, corresponded with), so once hint-free construction removes a fact's
+direct link, the shortest remaining path rarely *implies* the answer. These
+structures are built so that it does, WebDetective-style ("Who is the father
+of Kane Cornes?" -> brother -> stepmother -> her husband):
+
+* **Geography** -- every country gets two regions; every existing city is
+  placed in one ("X is part of the R region"); each region gets three towns,
+  half of which contain a district; each town (or its district) has one
+  landmark stating its town/district *and* its country. Chains:
+  city -> region -> country (2 hops), landmark -> town -> region -> country
+  (3), landmark -> district -> town -> region -> country (4), all
+  ``located_in`` composed transitively.
+* **Organisations** -- each organisation states its country ("O is registered
+  in C"): O -> headquarters city -> country (2 hops,
+  ``headquartered_in . located_in => based_in_country``).
+* **Families** (a shared surname; new people linked only to each other):
+  two-hop (child -> sibling -> father/mother), three-hop (child -> sibling ->
+  stepmother -> her husband) and four-hop (child -> sibling -> sibling ->
+  stepmother -> her husband) shapes.
+
+Each structure is laid out so the entailing chain is the *only* shortest
+alternative path (one landmark per town or district, no spouse link where it
+would open a non-entailing shortcut, family pages not linked from elsewhere).
+
+Determinism: everything here draws from its own ``random.Random`` stream
+(seeded from the world seed) *after* the base world is complete, so the base
+world's pages, facts and multi-hop questions are unchanged except for the
+sentences appended to cities, countries and organisations, and new facts are
+appended after the old ones.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from aethersearch.corpus.demo_world import _OCCUPATIONS, _CITY_SUFFIX, _Entity, _join, _Names
+
+if TYPE_CHECKING:
+    from aethersearch.corpus.demo_world import _Builder
+
+_REGION_KINDS = ("Highlands", "Valley", "Coast", "Lowlands", "Plains", "Marches")
+_LANDMARK_KINDS = ("Bridge", "Tower", "Abbey", "Lighthouse", "Gate", "Fountain", "Aqueduct", "Amphitheatre")
+REGIONS_PER_COUNTRY = 2
+TOWNS_PER_REGION = 3
+FAMILY_SHAPES = ("two", "three", "four") * 9
+
+
+def add_structures(builder: _Builder, countries: list[_Entity], cities: list[_Entity], orgs: list[_Entity]) -> None:
+    """Append the geography, organisation-country and family structures to ``builder`` (see module doc)."""
+    rng = random.Random(f"aethersearch-demo-structures:{builder.seed}")
+    names = _Names(rng)
+    names.used_titles = builder.names.used_titles  # shared: titles and words stay unique world-wide
+    names.used_words = builder.names.used_words
+    _geography(builder, rng, names, countries, cities)
+    for org in orgs:
+        builder.fact("based_in_country", org, org.attrs["city"].attrs["country"], rng=rng)
+    for shape in FAMILY_SHAPES:
+        _family(builder, rng, names, shape)
+
+
+def _new(builder: _Builder, kind: str, title: str, **attrs: object) -> _Entity:
+    entity = _Entity(kind, title, **attrs)
+    builder.pages.append(entity)
+    return entity
+
+
+def _geography(builder: _Builder, rng: random.Random, names: _Names, countries: list[_Entity],
+               cities: list[_Entity]) -> None:
+    regions_of: dict[str, list[_Entity]] = {}
+    for country in countries:
+        regions = [_new(builder, "region", names.title(lambda: f"{names.word(2, 2)} {rng.choice(_REGION_KINDS)}"),
+                        country=country) for _ in range(REGIONS_PER_COUNTRY)]
+        regions_of[country.id] = regions
+        for region in regions:
+            region.say(f"{region.title} is a region of {country.title}.", country, relation="located_in")
+        country.say(f"{country.title} is divided into the regions {_join([r.title for r in regions])}.", *regions,
+                    relation="inverse:located_in")
+    members: dict[str, list[_Entity]] = {}
+    for city in cities:
+        region = rng.choice(regions_of[city.attrs["country"].id])
+        city.say(f"{city.title} is part of the {region.title} region.", region, relation="located_in")
+        members.setdefault(region.id, []).append(city)
+    for country in countries:
+        for region in regions_of[country.id]:
+            own = members.get(region.id, [])
+            if own:
+                region.say(f"Cities of {region.title} include {_join([c.title for c in own])}.", *own,
+                           relation="inverse:located_in")
+            towns = [_new(builder, "town", names.title(lambda: names.word(2, 3, rng.choice(_CITY_SUFFIX))))
+                     for _ in range(TOWNS_PER_REGION)]
+            region.say(f"Towns of {region.title} include {_join([t.title for t in towns])}.", *towns,
+                       relation="inverse:located_in")
+            for town in towns:
+                town.say(f"{town.title} is a town in the {region.title} region.", region, relation="located_in")
+                _landmark(builder, rng, names, town, country)
+
+
+def _landmark(builder: _Builder, rng: random.Random, names: _Names, town: _Entity, country: _Entity) -> None:
+    """One landmark in ``town`` itself (3-hop chain) or in a district of it (4-hop chain)."""
+    place, where = town, town.title
+    if rng.random() < 0.5:
+        district = _new(builder, "district", names.title(lambda: names.word(2, 3)))
+        district.say(f"{district.title} is a district of {town.title}.", town, relation="located_in")
+        town.say(f"{town.title} includes the {district.title} district.", district, relation="inverse:located_in")
+        place, where = district, f"the {district.title} district"
+    kind = rng.choice(_LANDMARK_KINDS)
+    landmark = _new(builder, "landmark", names.title(lambda: f"{names.word(2, 2)} {kind}"))
+    landmark.say(f"{landmark.title} is a {kind.lower()} completed in {rng.randint(1450, 1950)}.")
+    landmark.say(f"{landmark.title} is a landmark in {where}.", place, relation="located_in")
+    place.say(f"Sights of {place.title} include {landmark.title}.", landmark, relation="inverse:located_in")
+    builder.fact("located_in", landmark, country, rng=rng, templates="landmark_country")
+
+
+def _person(builder: _Builder, rng: random.Random, names: _Names, surname: str, year: int) -> _Entity:
+    given = names.word(2, 2)
+    person = _new(builder, "person", names.title(lambda: f"{given} {surname}"), surname=surname, year=year)
+    occupation = rng.choice(_OCCUPATIONS)
+    article = "an" if occupation[0] in "aeiou" else "a"
+    person.say(f"{person.title} ({year}) was {article} {occupation} of the {surname} family.")
+    return person
+
+
+def _family(builder: _Builder, rng: random.Random, names: _Names, shape: str) -> None:
+    """A family whose father (or mother) fact on the first child has a 2-, 3- or 4-hop entailing chain."""
+    surname = names.word(2, 3)
+    year = rng.randint(1801, 1900)
+    father = _person(builder, rng, names, surname, year)
+    other = _person(builder, rng, names, surname, year + rng.randint(-5, 8))
+    n_children = 3 if shape == "four" else 2
+    children = [_person(builder, rng, names, surname, year + rng.randint(20, 40)) for _ in range(n_children)]
+    first, second = children[0], children[1]
+    builder.fact("father", first, father, [father.title], rng=rng)
+    first.say(f"{first.title} grew up with a sibling, {second.title}.", second, relation="sibling")
+    if shape == "two":  # other = the mother; first -> second -> father/mother
+        mother = other
+        builder.fact("mother", first, mother, [mother.title], rng=rng)
+        second.say(f"{second.title} was a sibling of {first.title}.", first, relation="sibling")
+        second.say(f"The father of {second.title} was {father.title}.", father, relation="father")
+        second.say(f"The mother of {second.title} was {mother.title}.", mother, relation="mother")
+        mother.say(f"The children of {mother.title} were {_join([c.title for c in children])}.", *children,
+                   relation="inverse:mother")
+    else:  # other = the stepmother, married to the father; first -> ... -> stepmother -> father
+        stepmother = other
+        last = children[-1]
+        if shape == "three":
+            second.say(f"{second.title} was a sibling of {first.title}.", first, relation="sibling")
+        else:
+            third = children[2]
+            second.say(f"The siblings of {second.title} were {first.title} and {third.title}.", first, third,
+                       relation="sibling")
+            third.say(f"{third.title} grew up with a sibling, {second.title}.", second, relation="sibling")
+        last.say(f"The stepmother of {last.title} was {stepmother.title}.", stepmother, relation="stepmother")
+        stepmother.say(f"{stepmother.title} married {father.title}.", father, relation="spouse")
+        stepmother.say(f"{stepmother.title} was the stepmother of {last.title}.", last, relation="inverse:stepmother")
+        father.say(f"{father.title} married {stepmother.title}.", stepmother, relation="spouse")
+    father.say(f"The children of {father.title} were {_join([c.title for c in children])}.", *children,
+               relation="inverse:father")
