@@ -197,7 +197,8 @@ def bench(name: str, corpus: Path | None, fmt: str, queries: list[str], args: ar
           f"build peak RSS {build['peak_rss_mb']:.0f} MB")
     index_dir = out / "bm25"
     local = InProcess(index_dir, queries, args.k, args.batch)
-    server = Server(index_dir, [] if args.micro_batch else ["--no-micro-batch"])
+    server = Server(index_dir, ([] if args.micro_batch else ["--no-micro-batch"])
+                    + ["--processes", str(args.processes)])
     # Interleave the rounds (in-process, then the server at each request size) so that the
     # shared machine's changing load hits both sides alike; report medians over rounds.
     local_rates: list[float] = []
@@ -218,7 +219,8 @@ def bench(name: str, corpus: Path | None, fmt: str, queries: list[str], args: ar
         rates = [r for r, _ in runs]
         latencies = np.array([lat for _, lats in runs for lat in lats]) * 1000
         qps = statistics.median(rates)
-        print(f"  HTTP server, {args.clients} concurrent clients x {n} query/request: {qps:,.0f} q/s   latency per "
+        print(f"  HTTP server ({args.processes} process), {args.clients} concurrent clients x {n} query/request: "
+              f"{qps:,.0f} q/s   latency per "
               f"request p50 {np.percentile(latencies, 50):.1f} ms  p99 {np.percentile(latencies, 99):.1f} ms   "
               f"ratio server/in-process {qps / local_qps:.2f} (target >= 0.8)")
 
@@ -239,6 +241,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None,
                         help="work folder to keep and reuse builds across runs (default: a temporary folder)")
     parser.add_argument("--no-micro-batch", dest="micro_batch", action="store_false")
+    parser.add_argument("--processes", type=int, default=1, help="server worker processes (aether serve --processes)")
     args = parser.parse_args()
     passages = args.passages or (50_000 if args.quick else 1_000_000)
     n_queries = args.queries or (1_000 if args.quick else 3_000)

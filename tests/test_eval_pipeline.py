@@ -38,7 +38,7 @@ def test_eval_with_no_arguments_runs_the_embedded_demo(demo: tuple[Path, str]) -
     em = scores["overall"]["micro"]["metrics"]["em"]["mean"]
     assert 0.05 < em < 1.0  # the lexical baseline really answers some questions, not all
     assert (out / "report.html").stat().st_size > 1000
-    if "sandbox" in output:  # the issue-8 part of the demo, when present
+    if "sandbox evaluation" in output:  # the issue-8 part of the demo, when present
         assert (out / "sandbox_run" / "traces.jsonl").exists()
 
 

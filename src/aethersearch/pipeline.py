@@ -242,9 +242,13 @@ def run_demo(out_dir: Path, *, concurrency: int = 8, sandbox: bool = True,
     release_dir, index_dir = build_demo_inputs(out)
     result = run_eval(release_dir, out, index_search(index_dir), agent="lexical", budget=DEMO_BUDGET,
                       concurrency=concurrency, progress=progress)
-    extra = {}
+    extra: dict[str, Any] = {}
     if sandbox:
-        sandbox_summary = sandbox_demo(out)
-        if sandbox_summary is not None:
-            extra["sandbox"] = sandbox_summary
+        try:
+            sandbox_summary = sandbox_demo(out)
+        except ImportError as exc:  # a half-installed optional part must not sink the main result
+            extra["sandbox_error"] = f"the sandbox part of the demo could not run: {exc}"
+        else:
+            if sandbox_summary is not None:
+                extra["sandbox"] = sandbox_summary
     return result._replace(extra=extra)

@@ -122,3 +122,18 @@ def test_rollout_rows_with_gold_or_duplicate_ids_are_rejected(tmp_path: Path) ->
     with pytest.raises(DataError, match="duplicate id 'a'"):
         load_rollout_questions(path)
     assert Outcome.ENDPOINT_ERROR.value == "endpoint_error"
+
+
+def test_predictions_can_be_re_exported_from_traces_alone(tmp_path: Path) -> None:
+    from aethersearch.rollout.store import export_predictions
+
+    qs = helpers.questions(3)
+    with ScriptedServer(helpers.MODEL) as server:
+        _run(tmp_path, server.url, qs)
+    run = tmp_path / "run"
+    exported = run / "predictions.jsonl"
+    expected = sorted(exported.read_bytes().splitlines())
+    exported.unlink()
+    with (run / "traces.jsonl").open("ab") as handle:
+        handle.write(b'{"id": "q0')  # a torn tail is ignored
+    assert sorted(export_predictions(run).read_bytes().splitlines()) == expected  # traces order

@@ -90,3 +90,29 @@ def test_environments_agree_over_http_and_in_process(server_url: str, demo_index
     assert [(d.title, d.text) for d in a.documents] == [(d.title, d.text) for d in b.documents]
     assert va.documents[0].text == vb.documents[0].text and va.call.returned_ids == [fact.subject_id]
     assert missing.documents == [] and "unknown page" in (missing.call.error or "")
+
+
+@pytest.mark.slow
+def test_multi_process_server_answers_the_same(demo_index_dir: Path, demo_index, demo_world) -> None:  # type: ignore[no-untyped-def]
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "serve", str(demo_index_dir),
+                             "--port", str(port), "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "server did not come up"
+                time.sleep(0.3)
+        queries = [f.question for f in demo_world.facts[:20]]
+        responses = [httpx.post(f"{url}/retrieve", json={"queries": [q], "topk": 3, "return_scores": True},
+                                timeout=30).json()["result"][0] for q in queries]
+        expected = demo_index.index.search(queries, 3)
+        assert [[(h["document"]["id"], h["score"]) for h in r] for r in responses] == expected
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -154,6 +154,7 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(1, "--workers", help="index calls running at once"),
         micro_batch: bool = typer.Option(True, "--micro-batch/--no-micro-batch"),
         pages: Path | None = typer.Option(None, "--pages", help="page store for /access (if the index holds passages)"),
+        processes: int = typer.Option(1, "--processes", help="uvicorn worker processes sharing the port"),
     ) -> None:
         """Serve an index over HTTP with the Search-R1 /retrieve API (+ /access, /health)."""
         from aethersearch.search.server import ServerLimits
@@ -162,4 +163,5 @@ def register(app: typer.Typer) -> None:
         limits = ServerLimits(max_topk=max_topk, max_batch=max_batch, max_query_chars=max_query_chars,
                               max_body_bytes=max_body_bytes, workers=workers, micro_batch=micro_batch)
         console.print(f"serving {escape(str(index))} on http://{host}:{port} (POST /retrieve, /access; GET /health)")
-        run_server(str(index), host=host, port=port, limits=limits, pages_dir=str(pages) if pages else None)
+        run_server(str(index), host=host, port=port, limits=limits, pages_dir=str(pages) if pages else None,
+                   processes=processes)

@@ -188,6 +188,8 @@ def register(app: typer.Typer) -> None:
         sandbox_summary = result.extra.get("sandbox")
         if sandbox_summary:
             _print_sandbox(sandbox_summary)
+        if result.extra.get("sandbox_error"):
+            console.print(f"[yellow]warning: {escape(result.extra['sandbox_error'])}[/]")
         if result.report_path is not None:
             console.print(f"report: {escape(str(result.report_path))}")
 

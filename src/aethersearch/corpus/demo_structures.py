@@ -44,6 +44,29 @@ if TYPE_CHECKING:
 
 _REGION_KINDS = ("Highlands", "Valley", "Coast", "Lowlands", "Plains", "Marches")
 _LANDMARK_KINDS = ("Bridge", "Tower", "Abbey", "Lighthouse", "Gate", "Fountain", "Aqueduct", "Amphitheatre")
+#: Phrasings of the structures' chain sentences ({s} the page, {o} the linked page), drawn per sentence:
+#: encyclopedic prose varies, so a reader has to cope with more than one verb per relation.
+_PHRASES: dict[str, tuple[str, ...]] = {
+    "city_region": ("{s} is part of the {o} region.", "{s} lies in the {o} region.",
+                    "{s} is located in the {o} region.", "{s} belongs to the {o} region."),
+    "region_country": ("{s} is a region of {o}.", "{s} lies in {o}.", "{s} is located in {o}.",
+                       "{s} forms part of {o}."),
+    "town_region": ("{s} is a town in the {o} region.", "{s} lies in the {o} region.",
+                    "{s} is part of the {o} region.", "The town of {s} belongs to the {o} region."),
+    "district_town": ("{s} is a district of {o}.", "{s} is part of {o}.", "{s} lies in {o}.",
+                      "{s} makes up the old quarter of {o}."),
+    "landmark_place": ("{s} is a landmark in {o}.", "{s} stands in {o}.", "{s} is located in {o}.",
+                       "Visitors find {s} in {o}."),
+    "sibling": ("{s} grew up with a sibling, {o}.", "{s} was a sibling of {o}.", "{s}'s sibling was {o}.",
+                "{s} and {o} were raised together."),
+    "father": ("The father of {s} was {o}.", "{s}'s father was {o}.", "{o} was the father of {s}.",
+               "{s} was a child of {o}."),
+    "mother": ("The mother of {s} was {o}.", "{s}'s mother was {o}.", "{o} was the mother of {s}.",
+               "{s} was a child of {o}."),
+    "stepmother": ("The stepmother of {s} was {o}.", "{s}'s stepmother was {o}.",
+                   "{s} was raised by a stepmother, {o}."),
+    "spouse": ("{s} married {o}.", "{s} was married to {o}.", "{s} was the wife of {o}."),
+}
 REGIONS_PER_COUNTRY = 2
 TOWNS_PER_REGION = 3
 FAMILY_SHAPES = ("two", "three", "four") * 9
@@ -62,6 +85,13 @@ def add_structures(builder: _Builder, countries: list[_Entity], cities: list[_En
         _family(builder, rng, names, shape)
 
 
+def _say(rng: random.Random, kind: str, page: _Entity, obj: _Entity, relation: str,
+         obj_text: str | None = None) -> None:
+    """State ``relation(page, obj)`` on ``page`` in one of the ``_PHRASES[kind]`` phrasings."""
+    sentence = rng.choice(_PHRASES[kind]).format(s=page.title, o=obj.title if obj_text is None else obj_text)
+    page.say(sentence[0].upper() + sentence[1:], obj, relation=relation)
+
+
 def _new(builder: _Builder, kind: str, title: str, **attrs: object) -> _Entity:
     entity = _Entity(kind, title, **attrs)
     builder.pages.append(entity)
@@ -76,13 +106,13 @@ def _geography(builder: _Builder, rng: random.Random, names: _Names, countries: 
                         country=country) for _ in range(REGIONS_PER_COUNTRY)]
         regions_of[country.id] = regions
         for region in regions:
-            region.say(f"{region.title} is a region of {country.title}.", country, relation="located_in")
+            _say(rng, "region_country", region, country, "located_in")
         country.say(f"{country.title} is divided into the regions {_join([r.title for r in regions])}.", *regions,
                     relation="inverse:located_in")
     members: dict[str, list[_Entity]] = {}
     for city in cities:
         region = rng.choice(regions_of[city.attrs["country"].id])
-        city.say(f"{city.title} is part of the {region.title} region.", region, relation="located_in")
+        _say(rng, "city_region", city, region, "located_in")
         members.setdefault(region.id, []).append(city)
     for country in countries:
         for region in regions_of[country.id]:
@@ -95,7 +125,7 @@ def _geography(builder: _Builder, rng: random.Random, names: _Names, countries: 
             region.say(f"Towns of {region.title} include {_join([t.title for t in towns])}.", *towns,
                        relation="inverse:located_in")
             for town in towns:
-                town.say(f"{town.title} is a town in the {region.title} region.", region, relation="located_in")
+                _say(rng, "town_region", town, region, "located_in")
                 _landmark(builder, rng, names, town, country)
 
 
@@ -104,13 +134,13 @@ def _landmark(builder: _Builder, rng: random.Random, names: _Names, town: _Entit
     place, where = town, town.title
     if rng.random() < 0.5:
         district = _new(builder, "district", names.title(lambda: names.word(2, 3)))
-        district.say(f"{district.title} is a district of {town.title}.", town, relation="located_in")
+        _say(rng, "district_town", district, town, "located_in")
         town.say(f"{town.title} includes the {district.title} district.", district, relation="inverse:located_in")
         place, where = district, f"the {district.title} district"
     kind = rng.choice(_LANDMARK_KINDS)
     landmark = _new(builder, "landmark", names.title(lambda: f"{names.word(2, 2)} {kind}"))
     landmark.say(f"{landmark.title} is a {kind.lower()} completed in {rng.randint(1450, 1950)}.")
-    landmark.say(f"{landmark.title} is a landmark in {where}.", place, relation="located_in")
+    _say(rng, "landmark_place", landmark, place, "located_in", where)
     place.say(f"Sights of {place.title} include {landmark.title}.", landmark, relation="inverse:located_in")
     builder.fact("located_in", landmark, country, rng=rng, templates="landmark_country")
 
@@ -134,27 +164,27 @@ def _family(builder: _Builder, rng: random.Random, names: _Names, shape: str) ->
     children = [_person(builder, rng, names, surname, year + rng.randint(20, 40)) for _ in range(n_children)]
     first, second = children[0], children[1]
     builder.fact("father", first, father, [father.title], rng=rng)
-    first.say(f"{first.title} grew up with a sibling, {second.title}.", second, relation="sibling")
+    _say(rng, "sibling", first, second, "sibling")
     if shape == "two":  # other = the mother; first -> second -> father/mother
         mother = other
         builder.fact("mother", first, mother, [mother.title], rng=rng)
-        second.say(f"{second.title} was a sibling of {first.title}.", first, relation="sibling")
-        second.say(f"The father of {second.title} was {father.title}.", father, relation="father")
-        second.say(f"The mother of {second.title} was {mother.title}.", mother, relation="mother")
+        _say(rng, "sibling", second, first, "sibling")
+        _say(rng, "father", second, father, "father")
+        _say(rng, "mother", second, mother, "mother")
         mother.say(f"The children of {mother.title} were {_join([c.title for c in children])}.", *children,
                    relation="inverse:mother")
     else:  # other = the stepmother, married to the father; first -> ... -> stepmother -> father
         stepmother = other
         last = children[-1]
         if shape == "three":
-            second.say(f"{second.title} was a sibling of {first.title}.", first, relation="sibling")
+            _say(rng, "sibling", second, first, "sibling")
         else:
             third = children[2]
             second.say(f"The siblings of {second.title} were {first.title} and {third.title}.", first, third,
                        relation="sibling")
-            third.say(f"{third.title} grew up with a sibling, {second.title}.", second, relation="sibling")
-        last.say(f"The stepmother of {last.title} was {stepmother.title}.", stepmother, relation="stepmother")
-        stepmother.say(f"{stepmother.title} married {father.title}.", father, relation="spouse")
+            _say(rng, "sibling", third, second, "sibling")
+        _say(rng, "stepmother", last, stepmother, "stepmother")
+        _say(rng, "spouse", stepmother, father, "spouse")
         stepmother.say(f"{stepmother.title} was the stepmother of {last.title}.", last, relation="inverse:stepmother")
         father.say(f"{father.title} married {stepmother.title}.", stepmother, relation="spouse")
     father.say(f"The children of {father.title} were {_join([c.title for c in children])}.", *children,

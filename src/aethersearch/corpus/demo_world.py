@@ -6,9 +6,18 @@ corpus. Names are generated from syllables; every fact is rendered on its
 subject's page as one of several natural sentence templates, and every entity
 mentioned on a page is a hyperlink (``Document.links``) to that entity's page.
 
-Determinism: everything is drawn from one ``random.Random(seed)`` in a fixed
-order and nothing iterates over a ``set`` of strings, so the same seed and sizes
-give byte-identical pages, facts and questions on every machine and run.
+Determinism: the base world is drawn from one ``random.Random(seed)`` in a
+fixed order and nothing iterates over a ``set`` of strings, so the same seed and
+sizes give byte-identical pages, facts and questions on every machine and run.
+The structures of ``corpus/demo_structures.py`` (regions, towns, districts,
+landmarks, organisation countries, families) are drawn afterwards from their own
+stream, so they append pages, sentences and facts without changing the base ones.
+
+Typed edges: every sentence that mentions another page records its relation,
+and ``DemoWorld.relations`` lists them (``inverse:employer`` for "Staff have
+included ...", ``sibling``, ``spouse``, ...), which is what lets the hint-free
+construction keep only chains that *entail* their answer
+(``construct/chain_semantics.py``).
 
 Relations whose answer is itself a page (``born_in``, ``directed_by``,
 ``written_by``, ``founded_by``, ``located_in``, ``employer``, ``educated_at``,
@@ -320,8 +329,8 @@ class _Builder:
             self.fact("capital", country, own[0])
             if len(own) > 1:
                 listed = own[1:6]
-                country.say(f"Other cities of {country.title} include " + _join([c.title for c in listed]) + ".", *listed,
-                            relation="inverse:located_in")
+                country.say(f"Other cities of {country.title} include " + _join([c.title for c in listed]) + ".",
+                            *listed, relation="inverse:located_in")
         for city in cities:
             city.say(f"{city.title} has a population of about {city.attrs['population']:,}.")
             self.fact("located_in", city, city.attrs["country"])

@@ -182,3 +182,20 @@ class RunStore:
         path = self.run_dir / PREDICTIONS
         write_jsonl(path, rows)
         return path
+
+
+def export_predictions(run_dir: str | Path) -> Path:
+    """Rewrite ``predictions.jsonl`` of a run from its traces alone (e.g. after a crash).
+
+    Order: first appearance in ``traces.jsonl``; a torn last line is ignored (not removed).
+    """
+    run_dir = Path(run_dir)
+    traces = run_dir / TRACES
+    read = read_jsonl_tolerant(traces)
+    latest: dict[str, Trace] = {}
+    for line, row in enumerate(read.rows, start=1):
+        trace = validate_row(traces, line, row, Trace)
+        latest[trace.id] = trace
+    path = run_dir / PREDICTIONS
+    write_jsonl(path, [Prediction(id=t.id, prediction=t.prediction, outcome=t.outcome) for t in latest.values()])
+    return path

@@ -26,6 +26,7 @@ index) without adding latency when the server is idle.
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -295,16 +296,43 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     return app
 
 
-def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: ServerLimits | None = None,
-          pages_dir: str | None = None, log_level: str = "warning") -> None:
-    """Open an index directory (and optionally a page store for ``/access``) and serve it until interrupted."""
-    import uvicorn
+SERVE_ENV = "AETHER_SERVE_CONFIG"
 
+
+def _open_app(index_dir: str, limits: ServerLimits | None, pages_dir: str | None) -> FastAPI:
     from aethersearch.corpus.store import open_store
     from aethersearch.search.index_dir import open_index
 
     opened = open_index(index_dir)
     opened.index.search(["warm up the index"], 1)  # JIT-compile (numba) before the first client waits on it
     pages = open_store(pages_dir) if pages_dir else None
-    app = create_app(opened.index, opened.store, limits, pages=pages)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    return create_app(opened.index, opened.store, limits, pages=pages)
+
+
+def app_from_env() -> FastAPI:
+    """App factory for multi-process serving: each uvicorn worker process opens the index (memory-mapped,
+    so the processes share the page cache) from the settings ``serve`` put in the environment."""
+    settings = orjson.loads(os.environ[SERVE_ENV])
+    return _open_app(settings["index"], ServerLimits.model_validate(settings["limits"]), settings["pages"])
+
+
+def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: ServerLimits | None = None,
+          pages_dir: str | None = None, processes: int = 1, log_level: str = "warning") -> None:
+    """Serve an index directory (and optionally a page store for ``/access``) until interrupted.
+
+    ``processes > 1`` runs that many uvicorn worker processes on one port; HTTP parsing
+    then uses more than one core (micro-batching happens within each process).
+    """
+    import uvicorn
+
+    if processes <= 1:
+        app = _open_app(index_dir, limits, pages_dir)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+        return
+    from aethersearch.search.index_dir import open_index
+
+    open_index(index_dir)  # fail here, with a clean message, rather than in every worker
+    os.environ[SERVE_ENV] = orjson.dumps({"index": str(index_dir), "pages": pages_dir,
+                                          "limits": (limits or ServerLimits()).model_dump()}).decode()
+    uvicorn.run("aethersearch.search.server:app_from_env", factory=True, workers=processes, host=host, port=port,
+                log_level=log_level, access_log=False)
