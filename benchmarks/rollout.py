@@ -9,7 +9,9 @@ question) against the scripted OpenAI server running in its own process with a f
 * wall time ÷ the latency-bound ideal ``N·4·0.05/64`` s (target ≤ 1.15),
 * the same ratio for a bare aiohttp client making the same calls (the floor of what
   any harness could reach on this machine, measured side by side in the same run),
-* harness CPU per step (process CPU time ÷ model calls) for both.
+* harness CPU per step (process CPU time ÷ model calls) for both, and for the
+  harness with the same scripted model called in-process (no HTTP, no latency):
+  the cost of the runner, budget, agent loop and fsynced traces alone.
 
 Medians over ``--repeats`` runs. ``--quick`` uses 200 questions.
 Usage: ``.venv/bin/python benchmarks/rollout.py [--quick] [--repeats 3]``
@@ -29,14 +31,20 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import ScriptedRequest, search_r1_rule, serve_in_process
+from aethersearch.agents.llm import Completion, OpenAIClient
+from aethersearch.agents.scripted_server import (
+    ScriptedRequest,
+    apply_stop,
+    count_tokens,
+    search_r1_rule,
+    serve_in_process,
+)
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.environment import ToolResult
+from aethersearch.jsonl import write_jsonl
 from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, ToolCall
 from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
 from aethersearch.rollout.runner import run_questions_async
-from aethersearch.jsonl import write_jsonl
 
 TURNS = 4
 LATENCY_S = 0.05
@@ -86,6 +94,34 @@ async def harness(url: str, n: int, out: Path) -> tuple[float, float, int]:
     return wall, cpu, calls
 
 
+class InProcessModel:
+    """The same scripted replies without HTTP: isolates the harness's own CPU per step."""
+
+    endpoint = "in-process"
+    model = "m"
+
+    async def complete(self, prompt: str, decoding: Decoding) -> Completion:
+        reply = _RULE(ScriptedRequest("completions", {"prompt": prompt}, prompt))
+        text, finish, stop = apply_stop(reply.text, decoding.stop, decoding.max_tokens)
+        return Completion(text, finish, stop, count_tokens(prompt), count_tokens(text), [], 0.0, 1)
+
+
+async def harness_only(n: int, out: Path) -> tuple[float, float, int]:
+    questions = [RolloutQuestion(id=f"q{i:05d}", question=f"Which page covers item {i}") for i in range(n)]
+    rollout = out / "rollout_questions.jsonl"
+    write_jsonl(rollout, questions)
+    agent = SearchR1Agent()
+    budget = Budget(max_tool_calls=8, max_turns=TURNS)
+    fp = build_fingerprint(rollout_file_info(rollout), question_count=n, agent=agent, budget=budget,
+                           decoding=Decoding(), endpoint="in-process", model="m", corpus_hash=None, index_hash=None)
+    env = StaticSearch()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    summary = await run_questions_async(questions, agent, lambda q: env, budget, out / "run", fp,
+                                        llm=InProcessModel(), concurrency=CONCURRENCY)
+    assert summary.outcomes == {"answered": n}, summary.outcomes
+    return time.perf_counter() - wall0, time.process_time() - cpu0, n * TURNS
+
+
 async def bare_client(url: str, n: int) -> tuple[float, float, int]:
     """The same 4 calls per question with a bare aiohttp session and no harness."""
     prompt = "Answer the given question. Question: Which page covers item 1?\n"
@@ -122,12 +158,14 @@ def main() -> None:
     server = ctx.Process(target=serve_in_process, args=(responder, ports, LATENCY_S), daemon=True)
     server.start()
     url = f"http://127.0.0.1:{ports.get(timeout=60)}/v1"
-    results: dict[str, list[tuple[float, float, int]]] = {"harness": [], "bare aiohttp": []}
+    results: dict[str, list[tuple[float, float, int]]] = {"harness": [], "bare aiohttp": [], "no HTTP": []}
     try:
         for _ in range(args.repeats):
             with tempfile.TemporaryDirectory() as tmp:
                 results["harness"].append(asyncio.run(harness(url, n, Path(tmp))))
             results["bare aiohttp"].append(asyncio.run(bare_client(url, n)))
+            with tempfile.TemporaryDirectory() as tmp:
+                results["no HTTP"].append(asyncio.run(harness_only(n, Path(tmp))))
     finally:
         server.terminate()
         server.join(5)
@@ -137,8 +175,8 @@ def main() -> None:
     for name, runs in results.items():
         wall = statistics.median(r[0] for r in runs)
         cpu = statistics.median(r[1] / r[2] for r in runs)
-        print(f"  {name:13s} wall {wall:7.3f} s   wall/ideal {wall / ideal:5.3f}   "
-              f"client CPU/step {cpu * 1e3:6.3f} ms")
+        ratio_text = f"wall/ideal {wall / ideal:5.3f}" if name != "no HTTP" else "(no latency)     "
+        print(f"  {name:13s} wall {wall:7.3f} s   {ratio_text}   client CPU/step {cpu * 1e3:6.3f} ms")
     ratio = statistics.median(r[0] for r in results["harness"]) / ideal
     print(f"harness wall/ideal = {ratio:.3f} (target <= 1.15): {'OK' if ratio <= 1.15 else 'ABOVE TARGET'}")
     sys.exit(0)

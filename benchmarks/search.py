@@ -9,10 +9,13 @@ For each corpus it measures, side by side in one run and with the same queries:
   child process so its peak is not mixed with this process's);
 * in-process batched retrieval (``search()`` + fetching ``contents``, what the server does
   per request) in queries/s;
-* the real server (``aether serve`` as a separate process on 127.0.0.1) under 32
-  concurrent clients, one query per request as Search-R1 rollouts send them: queries/s
-  and p50/p99 latency;
+* the real server (``aether serve`` as a separate process on 127.0.0.1, with 1 and 2
+  worker processes) under 32 concurrent clients, sending 1 query per request (one
+  rollout step) and 16 per request (Search-R1 batches a generation step's queries):
+  queries/s and p50/p99 latency per request;
 * the ratio server / in-process (target >= 0.8).
+
+``--keep DIR`` keeps the generated corpus and builds so a rerun measures only retrieval.
 
 The machine is small and shared: quote medians of ``--repeats`` runs and note the load.
 """
@@ -197,32 +200,34 @@ def bench(name: str, corpus: Path | None, fmt: str, queries: list[str], args: ar
           f"build peak RSS {build['peak_rss_mb']:.0f} MB")
     index_dir = out / "bm25"
     local = InProcess(index_dir, queries, args.k, args.batch)
-    server = Server(index_dir, ([] if args.micro_batch else ["--no-micro-batch"])
-                    + ["--processes", str(args.processes)])
-    # Interleave the rounds (in-process, then the server at each request size) so that the
-    # shared machine's changing load hits both sides alike; report medians over rounds.
+    servers = {p: Server(index_dir, ([] if args.micro_batch else ["--no-micro-batch"]) + ["--processes", str(p)])
+               for p in args.processes}
+    # Interleave the rounds (in-process, then every server setting) so that the shared
+    # machine's changing load hits all sides alike; report medians over rounds.
     local_rates: list[float] = []
-    remote: dict[int, list[tuple[float, list[float]]]] = {n: [] for n in args.per_request}
+    remote: dict[tuple[int, int], list[tuple[float, list[float]]]] = {
+        (p, n): [] for p in args.processes for n in args.per_request}
     try:
-        for n in args.per_request:
-            server.run(queries[:64], args.k, args.clients, n)  # warm up
+        local.run()  # warm the page cache of the memory-mapped index
+        for (p, n) in remote:
+            servers[p].run(queries[:64], args.k, args.clients, n)  # warm up
         for _ in range(args.repeats):
             local_rates.append(local.run())
-            for n in args.per_request:
-                remote[n].append(server.run(queries, args.k, args.clients, n))
+            for (p, n), runs in remote.items():
+                runs.append(servers[p].run(queries, args.k, args.clients, n))
     finally:
-        server.close()
+        for server in servers.values():
+            server.close()
     local_qps = statistics.median(local_rates)
     print(f"  in-process batched (batch {args.batch}, 1 thread): {local_qps:,.0f} q/s  (rounds: "
           f"{', '.join(f'{r:,.0f}' for r in local_rates)})")
-    for n, runs in remote.items():
+    for (p, n), runs in remote.items():
         rates = [r for r, _ in runs]
         latencies = np.array([lat for _, lats in runs for lat in lats]) * 1000
         qps = statistics.median(rates)
-        print(f"  HTTP server ({args.processes} process), {args.clients} concurrent clients x {n} query/request: "
-              f"{qps:,.0f} q/s   latency per "
-              f"request p50 {np.percentile(latencies, 50):.1f} ms  p99 {np.percentile(latencies, 99):.1f} ms   "
-              f"ratio server/in-process {qps / local_qps:.2f} (target >= 0.8)")
+        print(f"  HTTP server ({p} process{'es' if p > 1 else ''}), {args.clients} clients x {n} query/request: "
+              f"{qps:,.0f} q/s  p50 {np.percentile(latencies, 50):.1f} ms  p99 {np.percentile(latencies, 99):.1f} ms"
+              f"  ratio server/in-process {qps / local_qps:.2f} (target >= 0.8)")
 
 
 def main() -> None:
@@ -241,7 +246,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None,
                         help="work folder to keep and reuse builds across runs (default: a temporary folder)")
     parser.add_argument("--no-micro-batch", dest="micro_batch", action="store_false")
-    parser.add_argument("--processes", type=int, default=1, help="server worker processes (aether serve --processes)")
+    parser.add_argument("--processes", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2],
+                        help="server worker processes to compare, comma-separated (aether serve --processes)")
     args = parser.parse_args()
     passages = args.passages or (50_000 if args.quick else 1_000_000)
     n_queries = args.queries or (1_000 if args.quick else 3_000)
