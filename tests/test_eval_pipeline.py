@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -108,3 +111,62 @@ def test_eval_through_a_started_search_server_gives_the_same_predictions(demo: t
     assert (served["corpus_hash"], served["index_hash"]) == (in_process["corpus_hash"], in_process["index_hash"])
     assert (tmp_path / "run" / "predictions.jsonl").read_bytes() == (out / "run" / "predictions.jsonl").read_bytes()
     assert result.summary.errored == 0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed entry point in a subprocess: errors must be one message, exit code 2."""
+    return subprocess.run([sys.executable, "-m", "aethersearch.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+def test_aether_run_refuses_a_release_whose_gold_file_fails_verification(demo: tuple[Path, str],
+                                                                          tmp_path: Path) -> None:
+    out, _ = demo
+    release = tmp_path / "release"
+    shutil.copytree(out / "release", release)
+    eval_file = release / "eval.jsonl"
+    eval_file.write_bytes(eval_file.read_bytes().replace(b'"answers":["', b'"answers":["x', 1))
+    result = _cli("run", str(release), "--out", str(tmp_path / "run"), "--agent", "lexical",
+                  "--index", str(out / "index"), "--no-progress")
+    assert result.returncode == 2 and "fails verification" in result.stderr and "eval.jsonl" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists()  # nothing half-written
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ("nosuch=3", "agent 'lexical' has no setting(s) 'nosuch'"),
+    ("topk", "is not KEY=VALUE"),
+    ("topk=five", "setting topk='five' should be a int"),
+])
+def test_aether_run_bad_agent_config_is_a_one_line_error(demo: tuple[Path, str], tmp_path: Path,
+                                                         config: str, message: str) -> None:
+    out, _ = demo
+    result = _cli("run", str(out / "release"), "--out", str(tmp_path / "run"), "--agent", "lexical",
+                  "--agent-config", config, "--index", str(out / "index"), "--no-progress")
+    assert result.returncode == 2 and message in " ".join(result.stderr.split())
+    assert "Traceback" not in result.stderr and "fix:" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_search_r1_chat_template_fails_before_any_question_runs(demo: tuple[Path, str],
+                                                                      tmp_path: Path) -> None:
+    from aethersearch.agents.base import make_agent
+    from aethersearch.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="chat template 'nope'"):
+        make_agent("search-r1", chat_template="nope")
+    with pytest.raises(ConfigError, match="should be a float"):
+        make_agent("lexical", min_score="high")
+    assert make_agent("lexical", min_score=1).config()["min_score"] == 1  # an int is a fine float
+
+
+@pytest.mark.skipif(__import__("importlib.util").util.find_spec("vllm") is not None,
+                    reason="vllm is installed: the missing-package error cannot occur")
+def test_the_offline_vllm_endpoint_is_reachable_from_the_run_command(demo: tuple[Path, str],
+                                                                     tmp_path: Path) -> None:
+    out, _ = demo
+    result = _cli("run", str(out / "release"), "--out", str(tmp_path / "run"), "--agent", "search-r1",
+                  "--endpoint", "vllm-offline", "--model", "/models/none", "--index", str(out / "index"),
+                  "--no-progress")
+    assert result.returncode == 2 and "needs the vllm package" in result.stderr
+    assert not (tmp_path / "run").exists()

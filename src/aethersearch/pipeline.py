@@ -28,6 +28,8 @@ from aethersearch.errors import AetherError, ConfigError, IntegrityError
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 
 DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
+#: ``--endpoint vllm-offline --model PATH``: generate with ``vllm.LLM`` in this process, no server.
+VLLM_OFFLINE = "vllm-offline"
 
 
 class SearchSetup(NamedTuple):
@@ -136,8 +138,15 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
               agent_config: dict[str, Any] | None = None, endpoint: str | None = None, model: str | None = None,
               api_key: str | None = None, budget: Budget | None = None, decoding: Decoding | None = None,
               concurrency: int = 16, question_timeout_s: float | None = None,
-              progress: Callable[[Any], None] | None = None) -> Any:
-    """Roll ``agent`` out over the release's rollout projection into ``run_dir`` (resumable)."""
+              progress: Callable[[Any], None] | None = None, verify: bool = True) -> Any:
+    """Roll ``agent`` out over the release's rollout projection into ``run_dir`` (resumable).
+
+    ``verify`` (default) first runs the full release verifier here, one layer above the
+    runner, and refuses a release that fails any check (e.g. an edited ``eval.jsonl``,
+    which the runner itself never opens); :func:`run_eval` has already verified.
+    """
+    if verify:
+        verify_or_refuse(Path(release_dir))
     from aethersearch.agents.base import make_agent
     from aethersearch.agents.llm import OpenAIClient
     from aethersearch.rollout.fingerprint import build_fingerprint, load_rollout_questions, release_info
@@ -151,7 +160,12 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
         if not endpoint or not model:
             raise ConfigError(f"agent {agent!r} calls a model: --endpoint and --model are required",
                               fix="pass --endpoint http://HOST:PORT/v1 --model NAME, or use --agent lexical")
-        llm = OpenAIClient(endpoint, model, api_key=api_key, concurrency=concurrency)
+        if endpoint == VLLM_OFFLINE:  # the optional in-process engine (the `vllm` extra, a GPU)
+            from aethersearch.agents.vllm_engine import VLLMEngine
+
+            llm = VLLMEngine(model)
+        else:
+            llm = OpenAIClient(endpoint, model, api_key=api_key, concurrency=concurrency)
     budget = budget or Budget()
     decoding = decoding or Decoding()
     topk = (agent_config or {}).get("topk", getattr(built, "topk", None))
@@ -204,7 +218,7 @@ def run_eval(release_dir: Path, out_dir: Path, search: SearchSetup, **run_option
     release_dir, out_dir = Path(release_dir), Path(out_dir)
     verify_or_refuse(release_dir)
     run_dir = out_dir / "run"
-    summary = run_agent(release_dir, run_dir, search, **run_options)
+    summary = run_agent(release_dir, run_dir, search, verify=False, **run_options)
     scores = score(run_dir, release_dir)
     report_path = report(run_dir, release_dir, out_dir / "report.html")
     return EvalResult(run_dir, release_dir, summary, scores, source_table(scores), report_path, {})

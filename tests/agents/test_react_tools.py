@@ -64,16 +64,51 @@ def test_malformed_tool_calls_are_tool_errors_charged_and_never_replayed() -> No
     assert "cut off at the max_tokens limit" in errors[3]
     assert errors[4] is None
     assert trace.usage.tool_calls == 5  # malformed calls count against the budget
-    # every conversation replayed to the server carries only valid JSON arguments
-    for body in script.bodies:
-        for message in body["messages"]:
-            for tc in message.get("tool_calls") or []:
-                assert isinstance(orjson.loads(tc["function"]["arguments"]), dict)
-    # the model is told what was wrong, in the tool message of that call
+    # no malformed call is ever replayed: only the one valid call, with its parsed arguments
+    replayed = [tc for body in script.bodies for m in body["messages"] for tc in m.get("tool_calls") or []]
+    assert replayed and all(tc["id"] == "c5" and tc["function"]["name"] == "search"
+                            and orjson.loads(tc["function"]["arguments"]) == {"query": "capital of France"}
+                            for tc in replayed)
+    assert not any('"query": "Par' in orjson.dumps(body).decode().replace('\\"', '"') for body in script.bodies)
+    # the model is told what was wrong in a user message; tool messages answer only real calls
     last = script.bodies[-1]["messages"]
+    assert {m["tool_call_id"] for m in last if m["role"] == "tool"} == {"c5"}
+    told = "\n".join(m["content"] for m in last if m["role"] == "user")
+    assert "tool call 1 (search) was not run: the arguments are not valid JSON" in told
+    assert "tool call 1 (browse) was not run: unknown tool 'browse'" in told
     tool_msgs = {m["tool_call_id"]: m["content"] for m in last if m["role"] == "tool"}
-    assert tool_msgs["c1"].startswith("error: the arguments are not valid JSON")
     assert tool_msgs["c5"].startswith('Doc 1(Title: "Paris")')
+
+
+def test_a_malformed_call_next_to_a_valid_one_is_dropped_from_the_replayed_turn() -> None:
+    mixed = [Reply("looking", tool_calls=[call("search", '{"query": "Seine"}', "ok1"),
+                                         call("search", '{"query": ', "bad1"),
+                                         call("visit", '{"page": "d1"}', "bad2")]),
+             Reply("<answer> Paris </answer>")]
+    script = Script(mixed)
+    trace, env = _run(script, Budget(max_tool_calls=8, max_turns=8))
+    assert (trace.outcome, trace.prediction) == (Outcome.ANSWERED, "Paris")  # the server accepted every turn
+    assert env.calls == [("search", "Seine")]
+    assert [tc.error is None for tc in trace.steps[0].tool_calls] == [True, False, False]
+    assert trace.usage.tool_calls == 3
+    second = script.bodies[1]["messages"]
+    assistant = [m for m in second if m["role"] == "assistant"][0]
+    assert [tc["id"] for tc in assistant["tool_calls"]] == ["ok1"] and assistant["content"] == "looking"
+    roles = [m["role"] for m in second]
+    assert roles == ["system", "user", "assistant", "tool", "user"]  # errors come after the tool results
+    assert "tool call 2 (search) was not run" in second[-1]["content"]
+    assert "tool call 3 (visit) was not run: unknown tool 'visit'" in second[-1]["content"]
+
+
+def test_budget_spent_on_malformed_calls_tells_the_model_in_the_forced_final_request() -> None:
+    script = Script([Reply(tool_calls=[call("search", "{bad", "x1"), call("search", "{bad", "x2")])])
+    trace, env = _run(script, Budget(max_tool_calls=1, max_turns=8))
+    assert env.calls == [] and trace.usage.tool_calls == 1 and trace.stop_reason == "budget"
+    final = script.bodies[-1]
+    assert final.get("tools") is None
+    assert all(not m.get("tool_calls") for m in final["messages"])
+    assert "tool call 1 (search) was not run" in final["messages"][-1]["content"]
+    assert final["messages"][-1]["content"].endswith("if you cannot answer.")
 
 
 def test_malformed_calls_exhaust_the_budget_then_one_forced_final_answer() -> None:

@@ -97,9 +97,9 @@ def test_sampling_order_is_deterministic_independent_of_input_order_and_seeded_p
     assert first == sampling_order(list(reversed(cands)), seed=42, dataset="nq")
     assert first != sampling_order(cands, seed=43, dataset="nq")
     assert first != sampling_order(cands, seed=42, dataset="other")
-    # pinned: the draw order must not change between releases of this code
-    assert [c.source_row_number for c in first[:5]] == [c.source_row_number for c in
-                                                         sampling_order(cands, seed=42, dataset="nq")[:5]]
+    # pinned: the draw order must not change between releases of this code (a changed sort key, seed
+    # string or shuffle would silently change every release built from the same sources)
+    assert [c.source_row_number for c in first[:8]] == [10, 21, 8, 24, 7, 37, 18, 15]
 
 
 def test_null_source_ids_sort_before_strings_then_by_key_then_row() -> None:

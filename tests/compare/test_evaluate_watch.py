@@ -110,3 +110,20 @@ def test_watch_recovers_from_a_torn_history_line(tmp_path: Path) -> None:
                        + '\n{"checkpoint": "b", "locat')
     watch(listing, lambda c: {"x": 1.0}, history=history, max_polls=1, sleep=lambda s: None)
     assert [r["checkpoint"] for r in read_history(history)] == ["a", "b"]
+
+
+def test_models_served_at_one_url_are_distinct_checkpoints(tmp_path: Path) -> None:
+    listing = tmp_path / "endpoints.txt"
+    listing.write_text("sft http://127.0.0.1:8000/v1 100\nrl http://127.0.0.1:8000/v1 200\n")
+    history = tmp_path / "history.jsonl"
+    calls: list[str] = []
+
+    def fake_evaluate(checkpoint: Checkpoint) -> dict[str, Any]:
+        calls.append(checkpoint.name)
+        return {"em": 0.5}
+
+    watch(listing, fake_evaluate, history=history, max_polls=1, sleep=lambda s: None)
+    assert calls == ["sft", "rl"]
+    calls.clear()
+    watch(listing, fake_evaluate, history=history, max_polls=1, sleep=lambda s: None)
+    assert calls == []

@@ -115,3 +115,45 @@ def test_report_renders_in_headless_chromium_without_console_errors(report: Path
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.stat().st_size > 20_000
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_budget_exhaustion_table_counts_forced_answers(tmp_path: Path) -> None:
+    rows = eval_rows(3)
+    release = write_release(tmp_path / "release", rows)
+    run = write_run(tmp_path / "run", rows, {r.id for r in rows}, outcomes={rows[1].id: "budget"})
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    traces[0]["stop_reason"] = "budget"  # the runner's forced final answer produced a (correct) answer
+    (run / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
+    html = write_report([run], tmp_path / "r.html", release_dir=release).read_text(encoding="utf-8")
+    table = re.search(r'<table class="budget">(.*?)</table>', html, re.DOTALL)
+    assert table, "no budget-exhaustion table"
+    cells = re.findall(r"<td>([^<]*)</td>", table.group(1))
+    # run, hit budget, answered after budget, EM of those, ended without answer, stop reasons
+    assert cells[:5] == ["run", "2", "1", "1.000", "1"]
+    assert cells[5] == "answer=7, budget=1, max_turns=1"  # the factory's budget-outcome trace says max_turns
+    assert "% hit budget" in html  # the budget-usage chart shows the share of questions that ran out
+    # a scores.json written before budget stops were recorded still renders, with dashes
+    scores = json.loads((run / "scores.json").read_text())
+    del scores["budget"]
+    (run / "scores.json").write_text(json.dumps(scores))
+    html = write_report([run], tmp_path / "old.html").read_text(encoding="utf-8")
+    assert re.search(r'<table class="budget">.*?<td>run</td><td>—</td>', html, re.DOTALL)
+
+
+def test_missing_history_is_an_error_and_history_alone_makes_a_report(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from aethersearch.cli import app
+
+    runner = CliRunner()
+    out = tmp_path / "curve.html"
+    done = runner.invoke(app, ["report", "--out", str(out), "--history", str(tmp_path / "nope.jsonl")])
+    assert done.exit_code != 0 and "training history not found" in str(done.exception)
+    assert not out.exists()  # no report silently missing its training curve
+    history = tmp_path / "history.jsonl"
+    history.write_text("".join(json.dumps({"checkpoint": f"step_{s}", "location": str(s), "step": s,
+                                           "metrics": {"em": s / 1000}}) + "\n" for s in (100, 200)))
+    done = runner.invoke(app, ["report", "--out", str(out), "--history", str(history)])
+    assert done.exit_code == 0, done.output
+    html = out.read_text(encoding="utf-8")
+    assert "Training-time evaluation" in html and "step_200" in html

@@ -24,6 +24,7 @@ def test_score_compare_report_end_to_end(tmp_path: Path) -> None:
         done = runner.invoke(app, ["score", str(run), "--release", str(release), "--resamples", "200"])
         assert done.exit_code == 0, done.output
         assert "overall (micro)" in done.output and "overall (macro)" in done.output
+        assert "mean usage per question (30 recorded): prompt_tokens=100.0" in done.output
     done = runner.invoke(app, ["compare", str(base), str(rl), "--out", str(tmp_path / "cmp.json")])
     assert done.exit_code == 0, done.output
     assert "wrong->right 10" in done.output
@@ -53,3 +54,24 @@ def test_watch_once_on_an_empty_endpoint_list(tmp_path: Path) -> None:
     done = runner.invoke(app, ["watch", str(listing), "--release", str(release), "--history",
                                str(tmp_path / "h.jsonl"), "--once"])
     assert done.exit_code == 0, done.output
+
+
+def test_watch_evaluates_served_checkpoints_appends_history_and_plots_the_curve(tmp_path: Path) -> None:
+    from aethersearch.agents.scripted_server import Reply, ScriptedServer, question_of
+
+    rows = eval_rows(2)
+    release = write_release(tmp_path / "release", rows)
+    answers = {r.question: r.answers[0] for r in rows}
+    history = tmp_path / "h.jsonl"
+    with ScriptedServer(lambda request: Reply(f"<answer> {answers.get(question_of(request) or '', '?')} </answer>")
+                        ) as server:
+        listing = tmp_path / "endpoints.txt"
+        listing.write_text(f"sft {server.url} 100\n")
+        done = runner.invoke(app, ["watch", str(listing), "--release", str(release), "--history", str(history),
+                                   "--agent", "direct", "--runs-dir", str(tmp_path / "runs"), "--once"])
+    assert done.exit_code == 0, done.output
+    assert "sft (step 100): em=1.000" in done.output
+    row = json.loads(history.read_text().splitlines()[0])
+    assert row["checkpoint"] == "sft" and row["metrics"]["val/test_score/nq"] == 1.0
+    assert history.with_suffix(".svg").read_text().lstrip().startswith("<svg")  # the curve, by default
+    assert (tmp_path / "runs" / "sft" / "scores.json").is_file()

@@ -15,7 +15,9 @@ from aethersearch.scoring.judge import (
     PROMPT_HASH,
     JudgeCase,
     JudgeConfig,
+    Verdict,
     cache_key,
+    disagreement_table,
     judge_cases,
     parse_verdict,
 )
@@ -139,3 +141,17 @@ def test_score_run_with_judge_adds_metric_and_disagreement_table(tmp_path: Path)
     assert table["em_vs_verdict"]["1"]["correct"] == 6
     assert (run / "judge_cache.jsonl").is_file()
     assert scores["judge"]["prompt_sha256"] == PROMPT_HASH
+
+
+def test_cli_prints_the_em_vs_judge_disagreement_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from aethersearch.commands.scoring import print_disagreement
+    from rich.console import Console
+
+    verdicts = {"q1": Verdict("correct", False, None), "q2": Verdict("correct", False, None),
+                "q3": Verdict("incorrect", False, None)}
+    judge = {"model": "fake-judge", "errors": {},
+             "disagreement": disagreement_table({"q1": 1.0, "q2": 0.0, "q3": 1.0}, verdicts)}
+    print_disagreement(Console(width=200), judge)
+    out = capsys.readouterr().out
+    assert "EM vs judge fake-judge" in out and "agreement 33.3%" in out
+    assert "judge correct, EM 0: q2" in out and "EM 1, judge not: q3" in out

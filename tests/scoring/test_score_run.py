@@ -219,3 +219,54 @@ def test_aggregate_is_invariant_to_row_order(items, shuffler) -> None:
     shuffled = list(rows)
     shuffler.shuffle(shuffled)
     assert aggregate(rows, ["em", "f1"], resamples=200) == aggregate(shuffled, ["em", "f1"], resamples=200)
+
+
+def _with_budget_stops(run: Path, forced_right: str, forced_wrong: str, unanswered: str) -> None:
+    """Rewrite three traces as the runner writes budget stops: two forced final answers and one without."""
+    traces = read_jsonl(run / "traces.jsonl")
+    for trace in traces:
+        if trace["id"] in (forced_right, forced_wrong, unanswered):
+            trace["stop_reason"] = "budget"
+        if trace["id"] == unanswered:
+            trace.update(outcome="no_answer_tag", prediction=None,
+                         response=trace["response"].split("<think>done")[0])
+    write_jsonl(run / "traces.jsonl", traces)
+
+
+def test_answers_forced_by_budget_exhaustion_score_and_are_counted_separately(tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    nq = [r for r in rows if r.source_dataset == "nq"]
+    right = {r.id for r in rows} - {nq[1].id}
+    run = write_run(tmp_path / "run", rows, right)
+    _with_budget_stops(run, nq[0].id, nq[1].id, nq[2].id)
+    scores = score_run(run, release_dir)
+    # the forced final answer is an answer: outcome answered, scored like any other
+    assert scores["outcomes"]["answered"] == 23 and scores["outcomes"]["no_answer_tag"] == 1
+    assert scores["overall"]["micro"]["metrics"]["em"]["mean"] == pytest.approx(22 / 24)
+    # ... but the budget block says how many answers were forced and how good they were
+    budget = scores["budget"]
+    assert budget["exhausted"] == 3
+    assert budget["by_outcome"] == {"answered": 2, "no_answer_tag": 1}
+    assert budget["answered_after_budget"] == 2
+    assert budget["answered_after_budget_em"] == pytest.approx(0.5)
+    assert budget["stop_reasons"] == {"answer": 21, "budget": 3}
+    assert scores["by_source"]["nq"]["budget"]["exhausted"] == 3
+    assert scores["by_source"]["hotpotqa"]["budget"]["exhausted"] == 0
+    per_q = {row["id"]: row for row in read_scores(run)["per_question"]}
+    assert per_q[nq[0].id]["stop_reason"] == "budget" and per_q[nq[0].id]["em"] == 1.0
+
+
+def test_budget_outcome_counts_as_hitting_the_budget_and_predictions_runs_have_no_stop_reason(
+        tmp_path: Path, release) -> None:
+    release_dir, rows = release
+    run = write_run(tmp_path / "run", rows, {r.id for r in rows}, outcomes={rows[0].id: "budget"},
+                    skip={rows[1].id})
+    budget = score_run(run, release_dir)["budget"]
+    assert budget["exhausted"] == 1 and budget["by_outcome"] == {"budget": 1}
+    assert budget["answered_after_budget"] == 0 and budget["answered_after_budget_em"] is None
+    assert sum(budget["stop_reasons"].values()) == 23  # the missing question has no stop reason
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    write_jsonl(preds / "predictions.jsonl", [{"id": r.id, "prediction": r.answers[0], "outcome": "answered"}
+                                              for r in rows])
+    assert score_run(preds, release_dir)["budget"]["stop_reasons"] == {"unrecorded": 24}

@@ -20,6 +20,7 @@ set ``name``, implement :meth:`Agent.solve` (record each turn with
 from __future__ import annotations
 
 import hashlib
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from aethersearch.agents.prompts import extract_answer, is_abstention
 from aethersearch.environment import Environment
+from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, LLMCall, Outcome, RolloutQuestion, Step, ToolCall
 from aethersearch.registry import resolve
 
@@ -163,6 +165,31 @@ def finish_from_text(response: str, stop_reason: str) -> AgentOutput:
 
 
 def make_agent(name: str, **config: Any) -> Agent:
-    """Build the agent registered as ``name`` (unknown names list the valid ones)."""
+    """Build the agent registered as ``name`` (unknown names list the valid ones).
+
+    A setting the agent does not take, or one it rejects, is a ConfigError naming the
+    agent's accepted settings (``--agent-config`` passes user text straight here).
+    """
     cls = resolve("agent", name, AGENTS)
-    return cls(**config)
+    accepted = [p for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values())
+    names = [p.name for p in accepted]
+    unknown = sorted(set(config) - set(names))
+    settings = ", ".join(f"{p.name}={p.default!r}" for p in accepted) or "none"
+    if unknown and not takes_any:
+        raise ConfigError(f"agent {name!r} has no setting(s) {', '.join(map(repr, unknown))}",
+                          fix=f"its settings (with defaults) are: {settings}")
+    for param in accepted:  # a value of the wrong kind would fail every question, not here
+        default, value = param.default, config.get(param.name, param.default)
+        if isinstance(default, (bool, int, float, str)) and default is not None:
+            kinds = (int, float) if type(default) is float else (type(default),)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and type(default) is not bool):
+                raise ConfigError(f"agent {name!r} setting {param.name}={value!r} should be a "
+                                  f"{type(default).__name__} (default {default!r})",
+                                  fix=f"its settings (with defaults) are: {settings}")
+    try:
+        return cls(**config)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"agent {name!r} rejected its settings {config!r}: {exc}",
+                          fix=f"its settings (with defaults) are: {settings}") from None

@@ -3,10 +3,13 @@
 Why tool calls are validated here: a model's tool call can be malformed — arguments
 that are not JSON, an unknown tool, a wrong argument type, or JSON cut off because
 the reply hit ``max_tokens``. Each becomes a *tool error*: it is charged to the
-budget like a real call (so a model cannot spin for free), the model is told what
-was wrong in the tool message, and the call is replayed to the server with empty
-arguments (``{}``) — never with the invalid text, which real servers reject and
-which would poison every later turn of the conversation.
+budget like a real call (so a model cannot spin for free), it is kept in the trace
+(raw text included), and it is *never* sent back to the server: the assistant message
+replayed in the conversation carries only the valid calls (their arguments
+re-serialised from the parsed value), and the model is told what was wrong in a user
+message after the tool results. Replaying an invalid call — its broken text, an
+unknown tool name, or placeholder arguments such as ``{}`` that miss a required
+field — is rejected by real servers or poisons every later turn of the conversation.
 
 The tool descriptions are the docstrings of the functions below: they are written
 for the model.
@@ -159,22 +162,32 @@ class ReactAgent(Agent):
                 call_id = raw.get("id") if isinstance(raw, dict) and raw.get("id") else f"call_{index}_{number}"
                 name, value, problem = validate_tool_call(raw, tools, truncated)
                 calls.append((call_id, name, value, problem, raw))
-            messages.append({"role": "assistant", "content": completion.text or None, "tool_calls": [
-                {"id": cid, "type": "function", "function": {
-                    "name": name, "arguments": "{}" if problem else orjson.dumps({_ARGUMENT[name]: value}).decode()}}
-                for cid, name, value, problem, _ in calls]})
-            pending = episode.state["pending"] = [cid for cid, *_ in calls]
-            for call_id, name, value, problem, raw in calls:
+            valid = [(cid, name, value) for cid, name, value, problem, _ in calls if problem is None]
+            assistant: dict[str, Any] = {"role": "assistant", "content": completion.text or (None if valid else "")}
+            if valid:  # only valid calls are replayed; malformed ones never reach the server
+                assistant["tool_calls"] = [
+                    {"id": cid, "type": "function",
+                     "function": {"name": name, "arguments": orjson.dumps({_ARGUMENT[name]: value}).decode()}}
+                    for cid, name, value in valid]
+            messages.append(assistant)
+            pending = episode.state["pending"] = [cid for cid, *_ in valid]
+            problems: list[str] = []
+            episode.state["tool_errors"] = problems
+            for number, (call_id, name, value, problem, raw) in enumerate(calls, start=1):
                 if problem is not None:
                     episode.charge_invalid_tool_call(name)
                     record = ToolCall(tool=name, arguments={"raw": _raw_arguments(raw)},
                                       error=problem)
-                    text = f"error: {problem}"
-                else:
-                    record, text = await self._run_tool(episode, name, value)
+                    episode.update_step(index, tool_calls=[record])
+                    problems.append(f"tool call {number} ({name}) was not run: {problem}")
+                    continue
+                record, text = await self._run_tool(episode, name, value)
                 episode.update_step(index, tool_calls=[record])
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
                 pending.remove(call_id)
+            if problems:
+                messages.append({"role": "user", "content": tool_error_message(problems)})
+                episode.state["tool_errors"] = []
 
     def _answer(self, episode: Episode, text: str, stop_reason: str) -> AgentOutput:
         answer = extract_answer(text)
@@ -191,13 +204,20 @@ class ReactAgent(Agent):
             messages.append({"role": "tool", "tool_call_id": call_id,
                              "content": "error: not run, the tool budget is spent"})
         episode.state["pending"] = []
-        messages.append({"role": "user", "content": FORCED_FINAL_PROMPT})
+        problems = episode.state.pop("tool_errors", None)
+        prefix = tool_error_message(problems) + "\n\n" if problems else ""
+        messages.append({"role": "user", "content": prefix + FORCED_FINAL_PROMPT})
         completion = await episode.llm.chat(messages, episode.decoding, None)
         episode.add_step(llm=completion.to_record(), notes={"forced_final": True})
         output = self._answer(episode, completion.text, "budget")
         if output.outcome == Outcome.NO_ANSWER_TAG:
             return output._replace(outcome=Outcome.BUDGET)
         return output
+
+
+def tool_error_message(problems: list[str]) -> str:
+    """The user message telling the model which of its tool calls were malformed, and why."""
+    return "error: " + "; ".join(problems) + ". Call the tools again with valid arguments, or answer."
 
 
 def _raw_arguments(raw: Any) -> str:

@@ -57,7 +57,12 @@ Responder = Callable[[ScriptedRequest], "Reply | str"]
 
 @dataclass
 class Faults:
-    """Seeded fault injection: each request fails with probability ``rate``, kind drawn from ``kinds``."""
+    """Seeded fault injection: each request fails with probability ``rate``, kind drawn from ``kinds``.
+
+    Kinds: ``"429"`` (with ``Retry-After: retry_after_s``), ``"reset"`` (TCP RST),
+    ``"stall"`` (sleep ``stall_s`` before replying), or any other HTTP status as
+    digits (``"500"``, ``"503"``, ``"408"``, ``"400"``, …) answered with a JSON error.
+    """
 
     rate: float = 0.0
     kinds: Sequence[str] = ("429", "500", "reset", "stall")
@@ -204,8 +209,8 @@ class _App:
         if fault == "429":
             return web.json_response({"error": {"message": "rate limited"}}, status=429,
                                      headers={"Retry-After": f"{self.faults.retry_after_s:g}"})
-        if fault == "500":
-            return web.json_response({"error": {"message": "injected server error"}}, status=500)
+        if fault is not None and fault.isdigit():  # "500", "503", "408", "409", "400", …
+            return web.json_response({"error": {"message": f"injected HTTP {fault}"}}, status=int(fault))
         if fault == "reset":
             _reset(request)
             raise asyncio.CancelledError
@@ -241,16 +246,63 @@ class _App:
                 "model": self.model, "choices": [choice], "usage": usage}
 
 
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
+
+
+def _schema_problem(arguments: dict[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """The first way ``arguments`` breaks a tool's ``parameters`` schema (required, extra keys, types)."""
+    properties = schema.get("properties") or {}
+    missing = [key for key in schema.get("required") or [] if key not in arguments]
+    if missing:
+        return f"missing required argument(s) {missing}"
+    if schema.get("additionalProperties") is False:
+        extra = sorted(set(arguments) - set(properties))
+        if extra:
+            return f"unexpected argument(s) {extra}"
+    for key, value in arguments.items():
+        expected = _JSON_TYPES.get((properties.get(key) or {}).get("type", ""))
+        if expected is not None and not isinstance(value, expected):
+            return f"argument {key!r} is not of type {properties[key]['type']}"
+    return None
+
+
 def _invalid_tool_arguments(body: Mapping[str, Any]) -> str | None:
-    """Like real servers, reject a conversation that replays a tool call with non-JSON arguments."""
+    """Like a strict real server, reject a conversation that replays an invalid tool call.
+
+    Rejected: arguments that are not a JSON object; a tool that is not offered in
+    ``tools``, or arguments that break its ``parameters`` schema (when ``tools`` is
+    sent); a ``tool`` message answering a call id no earlier assistant message made.
+    Agents must never replay a malformed call: this is what makes tests catch it.
+    """
+    offered = {}
+    for tool in body.get("tools") or []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            offered[function["name"]] = function.get("parameters") or {}
+    call_ids: set[str] = set()
     for message in body.get("messages") or []:
-        for call in (message.get("tool_calls") or []) if isinstance(message, dict) else []:
-            arguments = (call.get("function") or {}).get("arguments")
+        if not isinstance(message, dict):
+            return "a message is not a JSON object"
+        if message.get("role") == "tool" and message.get("tool_call_id") not in call_ids:
+            return f"tool message answers unknown tool_call_id {message.get('tool_call_id')!r}"
+        for call in message.get("tool_calls") or []:
+            function = (call.get("function") if isinstance(call, dict) else None) or {}
+            arguments = function.get("arguments")
             try:
-                if not isinstance(orjson.loads(arguments), dict):
-                    raise ValueError
-            except (orjson.JSONDecodeError, TypeError, ValueError):
+                parsed = orjson.loads(arguments)
+            except (orjson.JSONDecodeError, TypeError):
+                parsed = None
+            if not isinstance(parsed, dict):
                 return f"invalid tool call arguments in the conversation: {arguments!r}"
+            if offered:
+                name = function.get("name")
+                if name not in offered:
+                    return f"tool call to {name!r}, which is not among the offered tools {sorted(offered)}"
+                problem = _schema_problem(parsed, offered[name])
+                if problem:
+                    return f"tool call {name}({arguments}) in the conversation: {problem}"
+            call_ids.add(call.get("id"))
     return None
 
 

@@ -97,6 +97,7 @@ class SearchR1Agent(Agent):
         self.max_obs_tokens = max_obs_tokens
         self.tokenizer_spec = tokenizer
         self.chat_template = chat_template
+        apply_chat_template(chat_template, "")  # a bad template fails here, not once per question
         self._tokenizer = get_tokenizer(tokenizer)
 
     def config(self) -> dict[str, Any]:

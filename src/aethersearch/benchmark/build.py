@@ -55,6 +55,7 @@ from aethersearch.benchmark.training import (
     IsolationResult,
     Removal,
     build_exclusion_sets,
+    check_exclusions_match,
     empty_exclusion_sets,
     final_overlap,
     isolate,
@@ -236,7 +237,10 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
     sets, training = _training(loaded)
     lap("exclusion_sets")
     reviewed = load_exclusion_list(loaded.resolve(config.exclusions)) if config.exclusions else []
-    isolation = isolate({d: s.rows.candidates for d, s in sources.items()}, sets, reviewed)
+    pools = {d: s.rows.candidates for d, s in sources.items()}
+    if config.exclusions:
+        check_exclusions_match(loaded.resolve(config.exclusions), reviewed, pools)
+    isolation = isolate(pools, sets, reviewed)
     eligible_rows, pool_removals = _apply_pool_filter(pool_filter, isolation)
     lap("dedup")
     quotas, selected, audit_excluded, rounds, decision = _select(loaded, sources, eligible_rows, selection_audit)

@@ -165,7 +165,9 @@ class _Writer:
         rl = [*overlaps["RL"], *(f.question for f in other[30:40])]
         table = pa.table({"id": [f"train_{i}" for i in range(len(rl))], "question": rl,
                           "golden_answers": [["demo"] for _ in rl], "data_source": ["nq"] * len(rl)})
-        pq.write_table(table, tdir / "searchr1_train.parquet")
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)  # into memory, then one atomic write: never a half-written parquet
+        atomic_write_bytes(tdir / "searchr1_train.parquet", sink.getvalue().to_pybytes())
         atomic_write_bytes(tdir / "stage_2.jsonl", encode_jsonl(
             {"idx": i, "question": f.question, "answer": f.answers[0]} for i, f in enumerate(other[40:50])))
         files = [

@@ -145,7 +145,12 @@ def empty_exclusion_sets() -> ExclusionSets:
 
 
 def load_exclusion_list(path: Path) -> list[Exclusion]:
-    """A reviewed exclusion list: ``exclusions: [{key|question|(dataset, source_id), reason}]``."""
+    """A reviewed exclusion list: ``exclusions: [{key|question|(dataset, source_id), reason}]``.
+
+    ``question`` is any published form of the question (it is normalised here);
+    ``key`` is a normalised key exactly as the manifest and exclusion_audit.json
+    write it (used verbatim, so quote it in YAML when it ends with a space).
+    """
     data = read_mapping(path, what="exclusion list")
     entries = data.get("exclusions")
     if not isinstance(entries, list):
@@ -158,13 +163,42 @@ def load_exclusion_list(path: Path) -> list[Exclusion]:
         if isinstance(entry.get("question"), str):
             out.append(Exclusion(question_key(entry["question"]), None, None, entry["reason"], "exclusion list"))
         elif isinstance(entry.get("key"), str):
-            out.append(Exclusion(question_key(entry["key"]), None, None, entry["reason"], "exclusion list"))
+            # Verbatim: a key is already normalised, and normalising it again is not always a no-op
+            # ("what is x ?" has the key "what is x ", whose own key drops the space).
+            out.append(Exclusion(entry["key"], None, None, entry["reason"], "exclusion list"))
         elif isinstance(entry.get("dataset"), str) and entry.get("source_id") is not None:
             out.append(Exclusion(None, entry["dataset"], str(entry["source_id"]), entry["reason"], "exclusion list"))
         else:
             raise ConfigError(f"{path}: exclusion #{number} needs 'key', 'question', or 'dataset' + 'source_id'",
                               fix="name the excluded question by its normalised key or its source id")
     return out
+
+
+def check_exclusions_match(path: Path, exclusions: Sequence[Exclusion],
+                           sources: Mapping[str, Sequence[Candidate]]) -> None:
+    """Refuse a reviewed exclusion that names no question of the configured sources.
+
+    Why: an entry with a typo in its key, a wrong source id, or an id for a
+    source that has none (NQ-Open, Bamboogle) would otherwise exclude nothing
+    and go unnoticed, while the release's manifest claims it was applied.
+    """
+    keys = {c.key for candidates in sources.values() for c in candidates}
+    ids = {(dataset, c.source_id) for dataset, candidates in sources.items() for c in candidates
+           if c.source_id is not None}
+    for number, entry in enumerate(exclusions, start=1):
+        if entry.key is not None and entry.key not in keys:
+            hint = ("; it is not a normalised key (see text.question_key): to give the question's text, "
+                    "write it under 'question'" if question_key(entry.key) != entry.key else "")
+            raise ConfigError(f"{path}: exclusion #{number} (key {entry.key!r}) matches no question of the "
+                              f"configured sources{hint}",
+                              fix="correct the key or the question text, or remove the entry")
+        if entry.key is None and (entry.dataset, entry.source_id) not in ids:
+            known = sorted(sources)
+            why = (f"no source named {entry.dataset!r} (sources: {known})" if entry.dataset not in sources
+                   else f"source {entry.dataset!r} has no question with source_id {entry.source_id!r}")
+            raise ConfigError(f"{path}: exclusion #{number} matches nothing: {why}",
+                              fix="correct the dataset/source_id, or exclude by 'question'/'key' "
+                                  "(sources without ids, such as NQ-Open and Bamboogle, need a key)")
 
 
 def candidate_template(candidate: Candidate) -> str:

@@ -69,6 +69,38 @@ def _sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _list_of(value, kind, keys=()):
+    """True when ``value`` is a list of ``kind`` (and, for dicts, each has ``keys``)."""
+    return isinstance(value, list) and all(
+        isinstance(item, kind) and all(key in item for key in keys) for item in value)
+
+
+def _manifest_shape(manifest):
+    """The first manifest field the checks rely on that has the wrong type, as a message ('' if none)."""
+    rules = (
+        ("name", isinstance(manifest["name"], str), "a string"),
+        ("question_count", _is_int(manifest["question_count"]), "an integer"),
+        ("composition", _list_of(manifest["composition"], dict, ("dataset", "selected")),
+         "a list of objects with 'dataset' and 'selected'"),
+        ("data_sha256", isinstance(manifest["data_sha256"], str), "a string"),
+        ("rollout_sha256", isinstance(manifest["rollout_sha256"], str), "a string"),
+        ("row_sha256", _list_of(manifest["row_sha256"], str), "a list of strings"),
+        ("exclusions", _list_of(manifest["exclusions"], dict), "a list of objects"),
+        ("sources", _list_of(manifest.get("sources", []), dict, ("dataset",)),
+         "a list of objects with 'dataset'"),
+        ("pool_filter_removals", _list_of(manifest.get("pool_filter_removals", []), dict, ("key",)),
+         "a list of objects with 'key'"),
+    )
+    for field, ok, expected in rules:
+        if not ok:
+            return f"field {field!r} must be {expected}"
+    return ""
+
+
 def _lines(data):
     """Data lines (without newlines) with their one-based row numbers."""
     parts = data.split(b"\n")
@@ -134,6 +166,9 @@ class _Checks:
         except ValueError as exc:
             self.fail("manifest", "manifest.json", None, f"invalid JSON: {exc}")
             return None
+        if not isinstance(manifest, dict):
+            self.fail("manifest", "manifest.json", None, f"must be a JSON object, got {type(manifest).__name__}")
+            return None
         needed = ("name", "question_count", "composition", "data_sha256", "rollout_sha256", "row_sha256",
                   "exclusions", "schema_version")
         missing = [k for k in needed if k not in manifest]
@@ -143,6 +178,11 @@ class _Checks:
         if manifest.get("kind") not in RELEASE_KINDS:
             self.fail("manifest", "manifest.json", None,
                       f"kind {manifest.get('kind')!r} is not one of {', '.join(RELEASE_KINDS)}")
+        problem = _manifest_shape(manifest)
+        if problem:
+            # A tampered or hand-edited manifest must be reported, not crash the checks that read it.
+            self.fail("manifest", "manifest.json", None, problem)
+            return None
         self.ok("manifest", f"{manifest['name']} schema {manifest['schema_version']}")
         return manifest
 
@@ -287,10 +327,11 @@ class _Checks:
             if source is None:
                 self.fail("provenance", "eval.jsonl", row, f"source_dataset {value['source_dataset']!r} is not a "
                           "source in the manifest")
-            elif (value.get("source_split"), value.get("source_file")) != (source["split"], source["source_file"]):
+            elif (value.get("source_split"), value.get("source_file")) != (source.get("split"),
+                                                                             source.get("source_file")):
                 self.fail("provenance", "eval.jsonl", row, f"source_split/source_file {value.get('source_split')!r}/"
-                          f"{value.get('source_file')!r} differ from the manifest's {source['split']!r}/"
-                          f"{source['source_file']!r}")
+                          f"{value.get('source_file')!r} differ from the manifest's {source.get('split')!r}/"
+                          f"{source.get('source_file')!r}")
         self.ok("provenance", f"{len(sources)} sources")
 
     def exclusions(self, manifest, rows):
@@ -320,8 +361,14 @@ class _Checks:
 
 
 def run_checks(release_dir):
-    """Every check on ``release_dir``; returns a list of Check."""
-    return _Checks(release_dir).run()
+    """Every check on ``release_dir``; returns a list of Check (a broken release is reported, never raised)."""
+    checks = _Checks(release_dir)
+    try:
+        return checks.run()
+    except Exception as exc:  # a shape no check anticipated: still a FAIL line, not a traceback
+        checks.results.append(Check("verifier", False, None, None,
+                                    f"stopped by {type(exc).__name__}: {exc} (a release file is malformed)"))
+        return checks.results
 
 
 def main(argv=None):

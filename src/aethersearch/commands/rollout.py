@@ -98,11 +98,11 @@ def register(app: typer.Typer) -> None:
 
     @app.command("run")
     def run(
-        release: Path = typer.Argument(..., help="release directory (only rollout_questions.jsonl is read)"),
+        release: Path = typer.Argument(..., help="release directory (verified first; the runner reads only rollout_questions.jsonl)"),
         out: Path = typer.Option(..., "--out", help="run directory (rerun the same command to resume)"),
         agent: str = typer.Option("search-r1", "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
-        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL"),
+        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL, or vllm-offline (the vllm extra) with --model PATH"),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
         index: Path | None = typer.Option(None, "--index", help="search in-process on this index directory"),
@@ -139,7 +139,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("eval_out"), "--out", help="output directory (run/, report.html)"),
         agent: str = typer.Option("lexical", "--agent"),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
-        endpoint: str | None = typer.Option(None, "--endpoint"),
+        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL, or vllm-offline"),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
         index: Path | None = typer.Option(None, "--index", help="index directory (in-process, or --serve it)"),

@@ -43,8 +43,44 @@ def print_scores(scores: dict[str, Any]) -> None:
     outcomes = ", ".join(f"{k}={v}" for k, v in scores["outcomes"].items() if v)
     join = scores["join"]
     console.print(f"outcomes: {outcomes}")
+    judge = scores.get("judge")
+    if judge:
+        print_disagreement(console, judge)
+    usage = scores.get("usage") or {}
+    if usage.get("questions_with_usage"):
+        means = ", ".join(f"{field}={usage[field]['mean']:.1f}" for field in
+                          ("prompt_tokens", "completion_tokens", "turns", "tool_calls") if field in usage)
+        console.print(f"mean usage per question ({usage['questions_with_usage']} recorded): {means}")
+    budget = scores.get("budget")
+    if budget and budget["exhausted"]:
+        console.print(f"budget exhausted: {budget['exhausted']} questions; {budget['answered_after_budget']} "
+                      "answered by the forced final request (scored as answered)")
     console.print(f"missing={len(join['missing'])} duplicates={len(join['duplicates'])} "
                   f"unknown={len(join['unknown'])}  ->  {Path(scores['run_dir']) / 'scores.json'}")
+
+
+def print_disagreement(console: Any, judge: dict[str, Any]) -> None:
+    """The EM-vs-judge table (rows EM 0/1, columns verdicts) and the ids where the two disagree."""
+    from rich.table import Table
+
+    disagreement = judge["disagreement"]
+    agreement = disagreement["agreement"]
+    table = Table(title=f"EM vs judge {judge['model']} (agreement "
+                        f"{'—' if agreement is None else f'{100 * agreement:.1f}%'}, {disagreement['judged']} judged)")
+    verdicts = list(next(iter(disagreement["em_vs_verdict"].values())))
+    table.add_column("EM")
+    for verdict in verdicts:
+        table.add_column(verdict, justify="right")
+    for em_value, counts in disagreement["em_vs_verdict"].items():
+        table.add_row(em_value, *(str(counts[v]) for v in verdicts))
+    console.print(table)
+    for key, label in (("judge_correct_em_not", "judge correct, EM 0"), ("em_correct_judge_not", "EM 1, judge not")):
+        ids = disagreement[key]
+        if ids:
+            shown = ", ".join(ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
+            console.print(f"{label}: {shown}")
+    if judge.get("errors"):
+        console.print(f"[yellow]judge errors on {len(judge['errors'])} questions (scored not correct)[/]")
 
 
 def print_comparison(result: dict[str, Any]) -> None:
@@ -109,7 +145,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report(
-        runs: Annotated[list[Path], typer.Argument(help="Run directories; the first is the comparison reference.")],
+        runs: Annotated[list[Path] | None, typer.Argument(help="Run directories; the first is the comparison "
+                                                               "reference (none: --history only).")] = None,
         out: Annotated[Path, typer.Option(help="HTML file to write.")] = Path("report.html"),
         release: Annotated[Path | None, typer.Option(help="Release, to score runs not scored yet.")] = None,
         history: Annotated[Path | None, typer.Option(help="History JSONL written by `aether watch`.")] = None,
@@ -118,7 +155,7 @@ def register(app: typer.Typer) -> None:
         """Write one self-contained HTML report (tables, charts, comparison, curve, flipped traces)."""
         from aethersearch.report.html import write_report
 
-        path = write_report(runs, out, release_dir=release, history=history, allow=allow or ())
+        path = write_report(runs or [], out, release_dir=release, history=history, allow=allow or ())
         typer.echo(f"wrote {path}")
 
     @app.command("watch")
@@ -131,7 +168,8 @@ def register(app: typer.Typer) -> None:
         search_url: Annotated[str | None, typer.Option(help="Retrieval server (`aether serve`).")] = None,
         agent: Annotated[str, typer.Option(help="Agent to evaluate with.")] = "search-r1",
         runs_dir: Annotated[Path, typer.Option(help="Where each checkpoint's run directory goes.")] = Path("runs/watch"),
-        plot: Annotated[Path | None, typer.Option(help="SVG training curve to rewrite after each checkpoint.")] = None,
+        plot: Annotated[Path | None, typer.Option(help="SVG training curve to rewrite after each checkpoint "
+                                                       "(default: the history path with .svg).")] = None,
         poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 60.0,
         settle: Annotated[float, typer.Option(help="A checkpoint dir must be unchanged this long.")] = 30.0,
         once: Annotated[bool, typer.Option(help="Evaluate what is there now and exit.")] = False,
@@ -155,9 +193,12 @@ def register(app: typer.Typer) -> None:
             micro = result.scores["overall"]["micro"]["metrics"]
             return {**result.metrics, "em": micro["em"]["mean"], "f1": micro["f1"]["mean"]}
 
+        plot = plot if plot is not None else history.with_suffix(".svg")
         result = watch(target, evaluate_checkpoint, history=history, plot=plot, poll_s=poll, settle_s=settle,
                        max_polls=1 if once else None)
         for row in result.evaluated:
             typer.echo(f"{row['checkpoint']} (step {row['step']}): em={row['metrics']['em']:.3f}")
+        if result.evaluated:
+            typer.echo(f"history: {history}  curve: {plot}")
         for failure in result.failed:
             typer.echo(f"FAILED {failure['checkpoint']}: {failure['error']}", err=True)

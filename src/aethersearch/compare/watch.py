@@ -141,14 +141,16 @@ def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None
     existing = read_jsonl_tolerant(history)
     if existing.torn_tail is not None:
         truncate_to(history, existing.valid_bytes)  # a crash mid-append: drop the torn row, keep the rest
-    done = {row.get("location") for row in existing.rows if isinstance(row, dict)}
+    # A checkpoint is (name, location): one server may serve several models at one URL
+    # (``sft http://h/v1`` and ``rl http://h/v1``), each its own checkpoint.
+    done = {(row.get("checkpoint"), row.get("location")) for row in existing.rows if isinstance(row, dict)}
     evaluated: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
     polls = 0
     while True:
         polls += 1
         for checkpoint in discover(target, settle_s=settle_s):
-            if checkpoint.location in done:
+            if (checkpoint.name, checkpoint.location) in done:
                 continue
             started = time.monotonic()
             try:
@@ -162,7 +164,7 @@ def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None
                    "elapsed_s": round(time.monotonic() - started, 3)}
             with DurableAppender(history) as appender:
                 appender.append(row)
-            done.add(checkpoint.location)
+            done.add((checkpoint.name, checkpoint.location))
             evaluated.append(row)
             if plot is not None:
                 plot_history(history, plot)

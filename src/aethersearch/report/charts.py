@@ -96,17 +96,27 @@ def outcome_chart(runs: Mapping[str, Mapping[str, Any]]) -> str:
     return _svg(fig)
 
 
+def _budget_share(scores: Mapping[str, Any]) -> float:
+    """Fraction of the release's questions whose episode ran out of budget (0 when not recorded)."""
+    exhausted = (scores.get("budget") or {}).get("exhausted")
+    total = scores.get("denominator") or 0
+    return _finite(exhausted / total) if exhausted is not None and total else 0.0
+
+
 def usage_chart(runs: Mapping[str, Mapping[str, Any]]) -> str:
-    """Mean tool calls, turns and tokens per question for each run (budget usage)."""
-    fields = (("tool_calls", "tool calls"), ("turns", "turns"), ("prompt_tokens", "prompt tokens"),
-              ("completion_tokens", "completion tokens"))
-    fig, axes = plt.subplots(1, len(fields), figsize=(9.0, 2.6))
+    """Mean tool calls, turns and tokens per question for each run, and the share that hit the budget."""
+    fields = (("tool_calls", "mean tool calls"), ("turns", "mean turns"), ("prompt_tokens", "mean prompt tokens"),
+              ("completion_tokens", "mean completion tokens"), ("budget", "% hit budget"))
+    fig, axes = plt.subplots(1, len(fields), figsize=(11.0, 2.6))
     names = list(runs)
     for ax, (field, title) in zip(axes, fields, strict=True):
-        values = [_finite((runs[n].get("usage") or {}).get(field, {}).get("mean")) for n in names]
+        if field == "budget":
+            values = [100 * _budget_share(runs[n]) for n in names]
+        else:
+            values = [_finite((runs[n].get("usage") or {}).get(field, {}).get("mean")) for n in names]
         ax.bar(range(len(names)), values, color=[_PALETTE[i % len(_PALETTE)] for i in range(len(names))])
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
-        ax.set_title(f"mean {title}", fontsize=9)
+        ax.set_title(title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return _svg(fig)

@@ -147,6 +147,17 @@ def _load_traces(run_dir: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _budget_view(scores: Mapping[str, Any]) -> dict[str, str]:
+    """Display cells of ``scores["budget"]`` (``—`` for a scores.json written before budget stops were kept)."""
+    budget = scores.get("budget")
+    if not budget:
+        return {"exhausted": "—", "answered_after_budget": "—", "em": "—", "unanswered": "—", "reasons": "—"}
+    reasons = ", ".join(f"{k}={v}" for k, v in budget.get("stop_reasons", {}).items()) or "—"
+    return {"exhausted": fmt(budget["exhausted"]), "answered_after_budget": fmt(budget["answered_after_budget"]),
+            "em": fmt(budget.get("answered_after_budget_em")),
+            "unanswered": fmt(budget["exhausted"] - budget["answered_after_budget"]), "reasons": reasons}
+
+
 def _pair_view(pair: Mapping[str, Any], index_of: Mapping[str, int],
                have_trace: Mapping[int, set[str]]) -> dict[str, Any]:
     rows = []
@@ -172,6 +183,9 @@ def _pair_view(pair: Mapping[str, Any], index_of: Mapping[str, int],
 def _history_view(history: Path | None) -> dict[str, Any] | None:
     if history is None:
         return None
+    if not Path(history).is_file():
+        raise DataError(history, "training history not found",
+                        fix="pass --history the JSONL that `aether watch --history` writes, or drop --history")
     rows = read_history(history)
     if not rows:
         return None
@@ -224,7 +238,8 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
         runs_view.append({"index": i, "name": name, "scores": scores, "metrics": metrics, "table": table,
                           "model": fingerprint.model if fingerprint else None,
                           "agent": fingerprint.agent if fingerprint else None,
-                          "judge": _judge_block(scores), "extras": _extras(run_dir)})
+                          "judge": _judge_block(scores), "extras": _extras(run_dir),
+                          "budget": _budget_view(scores)})
     trace_view = []
     for i, found in traces.items():
         for qid in sorted(found):

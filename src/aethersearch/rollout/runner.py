@@ -7,6 +7,10 @@ Why it is built like this:
 * every episode runs under its own :class:`~aethersearch.rollout.budget.BudgetTracker`,
   with the agent holding only budget-wrapped tools and model; ``BudgetExhausted``
   ends the episode with one forced final-answer request and ``stop_reason="budget"``;
+  if that request yields an answer (or a refusal) the outcome is ``answered``
+  (``abstained``) — it is a real prediction, as in Search-R1's final rollout, and
+  ``stop_reason`` still says the budget ended it — otherwise the outcome is ``budget``,
+  never a plain wrong answer;
 * every failure becomes a recorded outcome — ``endpoint_error`` for the model or a
   per-question deadline, ``tool_error`` for tools or agent faults — never a crash of
   the run; errored ids are retried when the same command is run again, finished ids

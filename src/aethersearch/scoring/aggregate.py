@@ -14,6 +14,13 @@ values (F1 fractions) a multinomial over the distinct values, so those are drawn
 directly (same distribution, no n x B index matrix). Seeds derive from the
 source *name* (crc32), never from Python's randomised ``hash``, so results do not
 depend on ``PYTHONHASHSEED`` or on the order predictions were written.
+
+Budget exhaustion is reported next to, not folded into, the outcome breakdown:
+when the runner's budget runs out it asks once more for a final answer and
+records ``stop_reason="budget"``; if that yields an answer the outcome is
+``answered`` (and it is scored like any answer), otherwise ``no_answer_tag`` or
+``budget``. ``budget_summary`` counts every question that hit the budget, by its
+outcome, so "answered" never hides how many answers were forced.
 """
 
 from __future__ import annotations
@@ -143,12 +150,45 @@ def usage_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+BUDGET_STOP = "budget"
+UNRECORDED = "unrecorded"
+
+
+def hit_budget(row: Mapping[str, Any]) -> bool:
+    """True when the episode ran out of budget: ``stop_reason`` budget (forced final answer) or outcome budget."""
+    return row.get("stop_reason") == BUDGET_STOP or str(row.get("outcome")) == Outcome.BUDGET.value
+
+
+def budget_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Questions that exhausted the budget, by the outcome they ended in, plus every stop reason's count.
+
+    ``answered_after_budget`` are answers produced by the runner's forced final
+    request; they are scored (their outcome is ``answered``) and their mean EM
+    is given so a checkpoint that only answers when forced is visible.
+    ``stop_reasons`` covers questions with a row (``unrecorded``: a
+    ``predictions.jsonl`` run, which keeps no stop reason).
+    """
+    stopped = [row for row in rows if hit_budget(row)]
+    by_outcome = {label: count for label, count in outcome_counts(stopped).items() if count}
+    forced = [row for row in stopped if str(row.get("outcome")) == Outcome.ANSWERED.value]
+    reasons = Counter(str(row.get("stop_reason") or UNRECORDED) for row in rows
+                      if str(row.get("outcome")) != "missing")
+    em_values = [float(row["em"]) for row in forced if "em" in row]
+    return {
+        "exhausted": len(stopped),
+        "by_outcome": by_outcome,
+        "answered_after_budget": len(forced),
+        "answered_after_budget_em": (sum(em_values) / len(em_values)) if em_values else None,
+        "stop_reasons": dict(sorted(reasons.items())),
+    }
+
+
 def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
               resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
-    """Per-source and overall estimates, outcome breakdown and usage for scored per-question rows.
+    """Per-source and overall estimates, outcome breakdown, usage and budget stops for scored rows.
 
-    Each row needs ``source``, ``outcome``, a float per metric name and an optional
-    ``usage`` mapping. The result is independent of row order.
+    Each row needs ``source``, ``outcome``, a float per metric name and optional
+    ``usage`` mapping and ``stop_reason``. The result is independent of row order.
     """
     groups = _group(rows)
     by_source: dict[str, Any] = {}
@@ -163,6 +203,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
                                                 name=f"{metric}/{source}").as_dict()
         entry["outcomes"] = outcome_counts(ordered)
         entry["usage"] = usage_summary(ordered)
+        entry["budget"] = budget_summary(ordered)
         by_source[source] = entry
     micro: dict[str, Any] = {}
     macro: dict[str, Any] = {}
@@ -182,4 +223,5 @@ def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
         },
         "outcomes": outcome_counts(rows),
         "usage": usage_summary(rows),
+        "budget": budget_summary(rows),
     }

@@ -82,7 +82,8 @@ def per_question_rows(rows: list[JoinedRow], *, compat: str | None) -> list[dict
     out = []
     for row in rows:
         entry: dict[str, Any] = {"id": row.id, "source": row.source, "outcome": row.outcome,
-                                 "present": row.present, "prediction": row.prediction}
+                                 "stop_reason": row.stop_reason, "present": row.present,
+                                 "prediction": row.prediction}
         entry.update(score_row(row, compat=compat))
         entry["usage"] = row.usage.model_dump() if row.usage is not None else None
         out.append(entry)

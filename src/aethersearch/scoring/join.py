@@ -35,6 +35,7 @@ class RunEntry(NamedTuple):
     extraction: Extraction
     usage: Usage | None
     attempt: int = 1
+    stop_reason: str | None = None
 
 
 class RunFile(NamedTuple):
@@ -56,6 +57,8 @@ class JoinedRow(NamedTuple):
     outcome: str
     present: bool
     usage: Usage | None
+    stop_reason: str | None = None
+    """Why the episode ended (``trace.stop_reason``); None for missing rows and ``predictions.jsonl`` runs."""
 
 
 class JoinResult(NamedTuple):
@@ -102,7 +105,7 @@ def load_run(run_dir: Path, *, compat: str | None = None) -> RunFile:
         for number, value in iter_jsonl(traces):
             trace = validate_row(traces, number, value, Trace)
             entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat), trace.usage,
-                                    trace.attempt))
+                                    trace.attempt, trace.stop_reason))
         return RunFile(traces, "traces", entries)
     if compat is not None:
         raise ConfigError(f"--compat {compat} needs raw responses but {run_dir} has no {TRACES_FILE}",
@@ -159,5 +162,6 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
         else:
             outcome = entry.extraction.outcome
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
-                                  entry.extraction.prediction, Outcome(outcome).value, True, entry.usage))
+                                  entry.extraction.prediction, Outcome(outcome).value, True, entry.usage,
+                                  entry.stop_reason))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))

@@ -204,6 +204,17 @@ class BM25Index:
         return cls(retriever, store, config, manifest["corpus_hash"], manifest["index_hash"])
 
     # ------------------------------------------------------------------ search
+    def warm_up(self) -> None:
+        """Run both retrieval paths once, so numba compiles before a client waits on it.
+
+        Selective queries take the sparse path and never touch bm25s's jitted code; without
+        this the first common-word query after start-up stalls every queued request for the
+        compile (measured ~8 s on this machine).
+        """
+        if self._n_docs and self._vocab:
+            self._retriever.retrieve([[0]], k=1, show_progress=False, n_threads=self.config.n_threads)
+            self._search_sparse([0], 1)
+
     def query_token_ids(self, query: str) -> list[int]:
         """The query's token ids in the index vocabulary (unknown tokens dropped)."""
         vocab = self._vocab

@@ -110,6 +110,13 @@ class HybridIndex:
                                      fix="rebuild the hybrid index")
         return cls([o.index for o in opened], config, manifest["corpus_hash"], manifest["index_hash"])
 
+    def warm_up(self) -> None:
+        """Warm every component that can be warmed (numba compile before serving)."""
+        for component in self.components:
+            warm = getattr(component, "warm_up", None)
+            if callable(warm):
+                warm()
+
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
         """Top-``k`` fused ``(doc_id, rrf score)`` per query."""
         if k <= 0:

@@ -304,7 +304,9 @@ def _open_app(index_dir: str, limits: ServerLimits | None, pages_dir: str | None
     from aethersearch.search.index_dir import open_index
 
     opened = open_index(index_dir)
-    opened.index.search(["warm up the index"], 1)  # JIT-compile (numba) before the first client waits on it
+    warm_up = getattr(opened.index, "warm_up", None)  # JIT-compile (numba) before the first client waits on it
+    if callable(warm_up):
+        warm_up()
     pages = open_store(pages_dir) if pages_dir else None
     return create_app(opened.index, opened.store, limits, pages=pages)
 

@@ -34,15 +34,18 @@ def metadata_diagnostics(metadata: Any) -> dict[str, Any]:
     if isinstance(metadata.get("level"), str):
         diagnostics["level"] = metadata["level"]
     facts = metadata.get("supporting_facts")
-    if isinstance(facts, dict) and isinstance(facts.get("title"), list) and isinstance(facts.get("sent_id"), list):
-        pairs = [(str(t), int(s)) for t, s in zip(facts["title"], facts["sent_id"], strict=False)]
+    if (isinstance(facts, dict) and isinstance(facts.get("title"), list) and isinstance(facts.get("sent_id"), list)
+            and all(isinstance(s, int) and not isinstance(s, bool) for s in facts["sent_id"])):
+        # (a malformed sent_id list is not coerced: it stays, untouched, in extra.metadata below)
+        pairs = [(str(t), s) for t, s in zip(facts["title"], facts["sent_id"], strict=False)]
         diagnostics["supporting_facts"] = pairs
         diagnostics["supporting_pages"] = list(dict.fromkeys(t for t, _ in pairs))
     steps = metadata.get("question_decomposition")
     if isinstance(steps, list):
         diagnostics["decomposition"] = [step for step in steps if isinstance(step, dict)]
-    small = {k: v for k, v in metadata.items()
-             if k not in {"supporting_facts", "question_decomposition", "context", "paragraphs"}}
+    dropped = {"question_decomposition", "context", "paragraphs"} | ({"supporting_facts"} if "supporting_facts"
+                                                                      in diagnostics else set())
+    small = {k: v for k, v in metadata.items() if k not in dropped}
     diagnostics["extra"] = {"metadata": small}
     return diagnostics
 

@@ -1,0 +1,177 @@
+"""Optional Ray backend: shard a run's questions across Ray workers, one run-dir contract.
+
+Why: one asyncio process saturates one core; a large checkpoint sweep against a
+pool of model servers wants many. Each worker runs the ordinary runner
+(:func:`~aethersearch.rollout.runner.run_questions`) on its shard into its own
+sub-directory ``<run>/shards/shard-<k>/`` (same fingerprint, so each shard is itself
+resumable), and the driver merges every shard's traces into ``<run>/traces.jsonl``
+(one fsync per merge) and re-exports ``predictions.jsonl``. The result is the same
+run directory a single-process run writes, so resume, scoring and comparison do not
+know which backend made it.
+
+Crash safety follows from three rules:
+
+* the driver merges any shard traces left by an earlier, interrupted run *before*
+  it decides what is unfinished, so a finished question is never run again;
+* a merged trace that equals the run's latest trace for its id is skipped, so a
+  crash between the merge's fsync and the shard's removal duplicates nothing;
+* before a retry, the errored trace of each id is copied into its shard's log, so
+  the shard's runner numbers the new attempt after it.
+
+Workers must build their own model client and environments (sockets do not
+pickle), so the backend takes *builders*: ``env_builder() -> environment factory``
+and ``llm_builder() -> LLM | None``, both picklable (Ray uses cloudpickle, so
+closures are fine). ``executor="local"`` runs the shards in threads of this
+process (no Ray needed; used by the tests); ``executor="ray"`` needs the ``ray``
+extra and an initialised (or auto-started) Ray cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from aethersearch.agents.base import make_agent
+from aethersearch.errors import ConfigError
+from aethersearch.jsonl import dumps, read_jsonl_tolerant, validate_row
+from aethersearch.records import ERROR_OUTCOMES, Budget, RolloutQuestion, RunFingerprint, Trace
+from aethersearch.rollout.runner import EnvironmentFactory, RunSummary, run_questions
+from aethersearch.rollout.store import TRACES, RunStore
+
+SHARDS_DIR = "shards"
+EXECUTORS = ("local", "ray")
+
+
+def shard_questions(questions: Sequence[RolloutQuestion], shards: int) -> list[list[RolloutQuestion]]:
+    """Deal ``questions`` round-robin into ``shards`` lists (empty lists dropped); deterministic."""
+    if shards < 1:
+        raise ConfigError(f"shards must be at least 1, got {shards}", fix="pass --shards 1 or more")
+    dealt: list[list[RolloutQuestion]] = [[] for _ in range(shards)]
+    for number, question in enumerate(questions):
+        dealt[number % shards].append(question)
+    return [part for part in dealt if part]
+
+
+def run_shard(questions: list[RolloutQuestion], agent: str, agent_config: dict[str, Any],
+              env_builder: Callable[[], EnvironmentFactory], llm_builder: Callable[[], Any] | None,
+              budget: Budget, shard_dir: str, fingerprint: RunFingerprint, concurrency: int) -> str:
+    """One worker's job: the ordinary runner on one shard, into its own directory."""
+    llm = llm_builder() if llm_builder is not None else None
+    run_questions(questions, make_agent(agent, **agent_config), env_builder(), budget, shard_dir,
+                  fingerprint, llm=llm, concurrency=concurrency)
+    return shard_dir
+
+
+def _append_durably(path: Path, traces: list[Trace]) -> None:
+    if not traces:
+        return
+    with path.open("ab") as handle:
+        handle.write(b"".join(dumps(t) + b"\n" for t in traces))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def merge_shards(run_dir: Path, store: RunStore) -> int:
+    """Fold every ``shards/shard-*/traces.jsonl`` into the run's log, then remove the shards.
+
+    Returns how many traces were added. A torn last line of a shard (a worker killed
+    mid-append) is ignored: that question was not finished and will run again.
+    """
+    shards_root = run_dir / SHARDS_DIR
+    if not shards_root.is_dir():
+        return 0
+    added: list[Trace] = []
+    shard_dirs = sorted(p for p in shards_root.iterdir() if p.is_dir())
+    for shard_dir in shard_dirs:
+        log = shard_dir / TRACES
+        read = read_jsonl_tolerant(log)
+        for line, row in enumerate(read.rows, start=1):
+            trace = validate_row(log, line, row, Trace)
+            if store.latest.get(trace.id) == trace:  # a seeded copy, or already merged before a crash
+                continue
+            added.append(trace)
+            store.latest[trace.id] = trace
+    _append_durably(store.traces_path, added)
+    for shard_dir in shard_dirs:
+        shutil.rmtree(shard_dir)
+    return len(added)
+
+
+def _seed_shard(shard_dir: Path, store: RunStore, fingerprint: RunFingerprint,
+                questions: list[RolloutQuestion]) -> None:
+    """Create the shard's run dir, carrying the errored traces of its ids (for attempt numbers)."""
+    RunStore.open(shard_dir, fingerprint)
+    seeds = [store.latest[q.id] for q in questions if q.id in store.latest]
+    _append_durably(shard_dir / TRACES, seeds)
+
+
+def _run_all(jobs: list[tuple[Any, ...]], executor: str) -> None:
+    if executor == "local":
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            for future in [pool.submit(run_shard, *job) for job in jobs]:
+                future.result()
+        return
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("the Ray backend needs the ray package",
+                          fix="pip install 'aethersearch[ray]', or use executor='local'") from None
+    if not ray.is_initialized():
+        ray.init()
+    remote = ray.remote(run_shard)
+    ray.get([remote.remote(*job) for job in jobs])
+
+
+def run_sharded(questions: Sequence[RolloutQuestion], agent: str, env_builder: Callable[[], EnvironmentFactory],
+                budget: Budget, run_dir: str | Path, fingerprint: RunFingerprint, *,
+                agent_config: dict[str, Any] | None = None, llm_builder: Callable[[], Any] | None = None,
+                shards: int = 4, concurrency: int = 16, executor: str = "ray") -> RunSummary:
+    """Run every unfinished question of ``questions`` into ``run_dir`` over ``shards`` workers.
+
+    Same contract as :func:`~aethersearch.rollout.runner.run_questions`: the fingerprint is
+    checked against ``run.json``, finished ids are skipped, errored ones retried.
+    """
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}", fix=f"use one of {', '.join(EXECUTORS)}")
+    start = time.monotonic()
+    run_dir = Path(run_dir)
+    store = RunStore.open(run_dir, fingerprint)
+    merge_shards(run_dir, store)  # work an interrupted run finished counts as finished
+    finished = store.finished_ids()
+    todo = [q for q in questions if q.id not in finished]
+    config = dict(agent_config or {})
+    jobs = []
+    for number, part in enumerate(shard_questions(todo, shards) if todo else []):
+        shard_dir = run_dir / SHARDS_DIR / f"shard-{number:03d}"
+        _seed_shard(shard_dir, store, fingerprint, part)
+        jobs.append((part, agent, config, env_builder, llm_builder, budget, str(shard_dir), fingerprint,
+                     concurrency))
+    if jobs:
+        _run_all(jobs, executor)
+    merge_shards(run_dir, store)
+    predictions = store.export_predictions(q.id for q in questions)
+    new = [store.latest[q.id] for q in todo if q.id in store.latest]
+    counts = Counter(t.outcome.value for t in new)
+    errored = sum(t.outcome in ERROR_OUTCOMES for t in new)
+    return RunSummary(run_dir=run_dir, total=len(questions), skipped=len(questions) - len(todo),
+                      attempted=len(todo), errored=errored, outcomes=dict(counts),
+                      elapsed_s=time.monotonic() - start, predictions_path=predictions,
+                      torn_tail_path=store.torn_tail_path)
+
+
+def ray_available() -> bool:
+    """True when the ``ray`` package can be imported (the tests skip the Ray path otherwise)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+__all__ = ["merge_shards", "ray_available", "run_shard", "run_sharded", "shard_questions"]
