@@ -112,6 +112,16 @@ def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
     assert [p.name for p in target.parent.iterdir()] == ["f.json"]
 
 
+def test_atomic_write_gives_a_normal_file_mode(tmp_path: Path) -> None:
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    target = tmp_path / "report.html"
+    atomic_write_bytes(target, b"<html></html>")
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_cli_prints_clean_error_without_traceback(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "aethersearch.cli", "version"], capture_output=True, text=True

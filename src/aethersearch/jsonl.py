@@ -135,15 +135,27 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _default_file_mode() -> int:
+    """The mode ``open()`` would give a new file (0o666 minus the umask); mkstemp gives 0o600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_FILE_MODE = _default_file_mode()
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same directory, fsync, then rename.
 
     A reader never sees a half-written file, and a crash leaves the old file intact.
+    The file gets the usual permissions of a new file (not mkstemp's private 0600).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -132,3 +132,13 @@ def test_wikispeedia_graph_from_snap_files() -> None:
     matrix[paris, france] = 0
     ref = shortest_path(sp.csr_array(matrix), unweighted=True, indices=paris)
     assert graph.distance(paris, france, removed_edge=(paris, france)) == int(ref[france]) == 2
+
+
+def test_out_of_range_node_indices_are_refused_not_wrapped() -> None:
+    graph = LinkGraph.from_arrays(4, np.array([0, 1, 2]), np.array([1, 2, 3]))
+    assert graph.distance(0, 3) == 3
+    # numpy would read index -1 as the last page and answer a question nobody asked
+    for call in (lambda: graph.bfs(-1), lambda: graph.distance(0, -1), lambda: graph.shortest_path(4, 0),
+                 lambda: graph.k_hop(-2, 1), lambda: graph.distance(0, 3, removed_edge=(0, 9))):
+        with pytest.raises(UnknownPageError, match="outside the graph's 4 pages"):
+            call()

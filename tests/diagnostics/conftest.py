@@ -30,7 +30,7 @@ def demo_sandbox(tmp_path_factory: pytest.TempPathFactory) -> DemoSandbox:
     root = tmp_path_factory.mktemp("demo_sandbox")
     release = build_demo_sandbox_release(root / "release", seed=0)
     store = import_corpus("demo", "demo", root / "corpus", seed=0).store
-    index = build_index(store, "bm25", root / "index", config={"numba": False}).index  # 752 pages: no JIT
+    index = build_index(store, "bm25", root / "index", config={"numba": False}).index  # 1,072 pages: no JIT
     sandbox = open_sandbox(release, index, store)
     diagnostics = {row["id"]: row for row in read_jsonl(release / "diagnostics.jsonl")}
     gold = {row["id"]: row["answers"] for row in read_jsonl(release / "eval.jsonl")}

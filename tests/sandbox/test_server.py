@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from aethersearch.environment import Environment
+from aethersearch.errors import EndpointError
 from aethersearch.sandbox.client import HttpSandboxEpisode, SandboxClient
 from aethersearch.sandbox.environment import HttpSandboxFactory, InProcessSandboxFactory
 from aethersearch.sandbox.server import create_app
@@ -43,9 +45,9 @@ def test_http_episode_lifecycle_masking_and_trace(mini_sandbox) -> None:
             assert (await http.post(f"/episodes/{eid}/visit", json={"page": "chad"})).status_code == 200
 
             trace = (await http.get(f"/episodes/{eid}/trace")).json()["trace"]
-            assert [c["tool"] for c in trace] == ["search"] + ["visit"] * 9
+            assert [c["tool"] for c in trace] == ["search"] + ["visit"] * 10  # refusals are traced too
             closed = (await http.post(f"/episodes/{eid}/close")).json()
-            assert len(closed["trace"]) == 10
+            assert len(closed["trace"]) == 11
             after = await http.post(f"/episodes/{eid}/search", json={"query": "Kane", "k": 2})
             assert after.status_code == 409 and "closed" in after.json()["detail"]
 
@@ -69,7 +71,8 @@ def test_http_episodes_are_isolated_and_unique_per_run_and_question(mini_sandbox
             fresh = replaced.json()["episode_id"]
             assert fresh != a and (await http.post(f"/episodes/{fresh}/visit", json={"page": "chad"})).status_code == 404
             assert (await http.get("/health")).json()["open_episodes"] == 2
-            assert (await http.post(f"/episodes/{a}/search", json={"query": "", "k": 2})).status_code == 422
+            assert (await http.post(f"/episodes/{a}/search", json={"query": "", "k": 2})).status_code == 409  # closed
+            assert (await http.post(f"/episodes/{fresh}/search", json={"query": "", "k": 2})).status_code == 422
             assert (await http.post(f"/episodes/{b}/search", json={"query": "x", "k": 999})).status_code == 422
 
     _run(scenario())
@@ -93,6 +96,44 @@ def test_http_client_environment_matches_in_process(mini_sandbox) -> None:
         assert len(await remote.trace()) == 6
         await remote.close()
         await local.close()
+        await client.aclose()
+
+    _run(scenario())
+
+
+def test_http_refusals_are_logged_in_the_trace_like_in_process(mini_sandbox) -> None:
+    """An invalid search or visit sent over HTTP is charged and traced exactly as in-process."""
+    async def scenario() -> None:
+        client = SandboxClient("http://sandbox", transport=httpx.ASGITransport(app=create_app(mini_sandbox)))
+        remote = await HttpSandboxFactory(client).open("q1", run_id="refusals")
+        local = await InProcessSandboxFactory(mini_sandbox).open("q1", run_id="refusals")
+        calls = [("search", ("", 3)), ("search", ("Kane", 999)), ("search", ("Kane", 0)),
+                 ("search", ("q" * 600, 3)), ("visit", ("x" * 300,)), ("visit", ("",)), ("visit", ("kane",))]
+        for tool, args in calls:
+            r, lo = await getattr(remote, tool)(*args), await getattr(local, tool)(*args)
+            assert bool(r.call.error) == bool(lo.call.error) and r.call.error == lo.call.error, (tool, args)
+        remote_trace, local_trace = await remote.trace(), local.trace
+        assert len(remote_trace) == len(local_trace) == len(calls)
+        assert [c.error is not None for c in remote_trace] == [True] * 6 + [False]
+        assert remote_trace[1].arguments == {"query": "Kane", "k": 999}
+        await client.aclose()
+
+    _run(scenario())
+
+
+def test_closed_and_unknown_episodes_answer_clearly(mini_sandbox) -> None:
+    async def scenario() -> None:
+        app = create_app(mini_sandbox)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sandbox") as http:
+            eid = (await http.post("/episodes", json={"question_id": "q1"})).json()["episode_id"]
+            await http.post(f"/episodes/{eid}/close")
+            for page in ("kane", "../etc/passwd"):  # a closed episode is a 409 whatever the argument
+                response = await http.post(f"/episodes/{eid}/visit", json={"page": page})
+                assert response.status_code == 409 and "closed" in response.json()["detail"], page
+        client = SandboxClient("http://sandbox", transport=httpx.ASGITransport(app=app))
+        gone = HttpSandboxEpisode(client, "deadbeef", "q1", ("search", "visit"))
+        with pytest.raises(EndpointError, match="deadbeef"):
+            await gone.trace()
         await client.aclose()
 
     _run(scenario())

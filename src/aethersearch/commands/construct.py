@@ -34,10 +34,21 @@ def summary_table(built: Any) -> Table:
 
 def _config(seed: int, min_hops: int, max_hops: int, max_questions: int | None, max_alternatives: int,
             grounding: bool) -> Any:
-    from aethersearch.construct.hintfree import ConstructionConfig
+    """The run's ConstructionConfig; an out-of-range option is a ConfigError naming it (never a traceback)."""
+    from pydantic import ValidationError
 
-    return ConstructionConfig(seed=seed, min_hops=min_hops, max_hops=max_hops, max_questions=max_questions,
-                              max_alternatives=max_alternatives, require_grounding=grounding)
+    from aethersearch.construct.hintfree import ConstructionConfig
+    from aethersearch.errors import ConfigError
+
+    try:
+        return ConstructionConfig(seed=seed, min_hops=min_hops, max_hops=max_hops, max_questions=max_questions,
+                                  max_alternatives=max_alternatives, require_grounding=grounding)
+    except ValidationError as exc:
+        problems = "; ".join(f"--{str(e['loc'][0]).replace('_', '-')} {e['input']!r}: {e['msg'].lower()}"
+                             for e in exc.errors())
+        raise ConfigError(f"invalid construction option(s): {problems}",
+                          fix="paths need --min-hops >= 2; --max-questions and --max-alternatives must be "
+                              "positive / non-negative") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -232,6 +232,7 @@ class BuiltRelease(NamedTuple):
 def build_demo_release(out_dir: str | Path, *, seed: int = 0, config: ConstructionConfig | None = None,
                        overwrite: bool = False) -> BuiltRelease:
     """Generate the demo world (``seed``), construct its hint-free questions and write the release."""
+    from aethersearch.construct.chain_semantics import demo_chain_validator
     from aethersearch.construct.release_writer import write_hintfree_release
     from aethersearch.construct.triples import demo_triples
     from aethersearch.corpus.demo_world import generate_world
@@ -242,7 +243,13 @@ def build_demo_release(out_dir: str | Path, *, seed: int = 0, config: Constructi
     triples = demo_triples(world)
     graph = LinkGraph.from_documents(world.documents)
     pages = {doc.id: doc for doc in world.documents}
-    result = construct_hintfree(triples.triples, graph, pages, config=config, page_aliases=triples.page_aliases)
+    # The demo world's typed edges let us demand more than the paper's rule-based
+    # check: a chain is kept only if its relations compose to the question's
+    # relation, so every question is answerable by reasoning along its chain.
+    validators = [RuleBasedValidator(pages, require_grounding=config.require_grounding),
+                  demo_chain_validator(world)]
+    result = construct_hintfree(triples.triples, graph, pages, config=config, page_aliases=triples.page_aliases,
+                                validators=validators)
     path = write_hintfree_release(
         result, out_dir, name="webdetective_demo", source_dataset="webdetective-demo", config=config,
         corpus={"kind": "demo-world", "seed": seed, "documents": len(world.documents),

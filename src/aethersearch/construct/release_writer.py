@@ -87,8 +87,14 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
     if not result.questions:
         raise ShortageError(f"construction accepted no questions (rejected: {result.rejected})",
                             fix="relax --min-hops/--max-hops or check the triples and graph")
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} exists and is not a directory", fix="choose another --out")
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
+        if not (out / "manifest.json").is_file():  # --force replaces a release, never an arbitrary folder
+            raise ConfigError(f"{out} is not a release directory (no manifest.json); refusing to replace it",
+                              fix="choose a new --out directory or remove it yourself")
     eval_rows, diagnostics = release_rows(result, name=name, source_dataset=source_dataset)
     files = encode_release_rows(eval_rows, diagnostics)
     data_sha = sha256_bytes(files["eval.jsonl"])
@@ -117,9 +123,13 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
     try:
         write_release_files(tmp, files)
         tmp.chmod(0o755)
-        if out.exists():
-            shutil.rmtree(out)
+        old = None
+        if out.exists():  # move the old release aside first, so a failed swap never loses both
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+            os.replace(out, old / out.name)
         os.replace(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -249,6 +249,7 @@ class LinkGraph:
         if removed_edge is None:
             return -1, -1
         source, target = removed_edge
+        self._check_nodes(np.array([source, target]), "removed edge")
         return int(source), self.edge_position(int(source), int(target))
 
     def _search(self, removed_edge: Edge | None, *, bottom_up: bool = True) -> _Search:
@@ -268,7 +269,9 @@ class LinkGraph:
         frontier), which builds and caches :meth:`reverse` on first use.
         """
         dist = np.full(self.n_nodes, -1, dtype=np.int32)
-        frontier = np.unique(np.atleast_1d(np.asarray(sources, dtype=np.int32)))
+        frontier = np.unique(np.atleast_1d(np.asarray(sources, dtype=np.int64)))
+        self._check_nodes(frontier, "source")
+        frontier = frontier.astype(np.int32)
         dist[frontier] = 0
         search = self._search(removed_edge)
         search.visit(frontier)
@@ -291,8 +294,18 @@ class LinkGraph:
         """
         return self._bidirectional(source, target, removed_edge, max_depth)[0]
 
+    def _check_nodes(self, nodes: np.ndarray | int, what: str) -> None:
+        """Node indices must lie in ``[0, n_nodes)``: numpy would silently wrap a negative one."""
+        arr = np.atleast_1d(np.asarray(nodes))
+        if len(arr) and (arr.min() < 0 or arr.max() >= self.n_nodes):
+            bad = int(arr[(arr < 0) | (arr >= self.n_nodes)][0])
+            raise UnknownPageError(f"{what} node index {bad} is outside the graph's {self.n_nodes} pages",
+                                   fix="map page ids to indices with LinkGraph.index_of")
+
     def _bidirectional(self, source: int, target: int, removed_edge: Edge | None,
                        max_depth: int | None) -> tuple[int, np.ndarray, np.ndarray]:
+        self._check_nodes(source, "source")
+        self._check_nodes(target, "target")
         fwd = np.full(self.n_nodes, -1, dtype=np.int32)
         bwd = np.full(self.n_nodes, -1, dtype=np.int32)
         fwd[source] = 0

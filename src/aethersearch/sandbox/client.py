@@ -125,6 +125,10 @@ class HttpSandboxEpisode:
     async def trace(self) -> list[ToolCall]:
         """The server-side action log of this episode."""
         response = await self._client.request("GET", f"/episodes/{self.episode_id}/trace")
+        if response.status_code != 200:
+            raise EndpointError(f"cannot read the trace of sandbox episode {self.episode_id}: {_detail(response)}",
+                                status=response.status_code,
+                                fix="the server holds episodes in memory only; was it restarted?")
         return [ToolCall.model_validate(c) for c in response.json()["trace"]]
 
     async def close(self) -> None:

@@ -12,7 +12,9 @@ Endpoints (JSON bodies):
 * ``POST /episodes/{id}/search`` ``{query, k?}`` -> ``{documents, call}``
 * ``POST /episodes/{id}/visit`` ``{page}`` -> ``{documents, call}``; an unknown or
   still-masked page is a 404 ``{detail, call}`` (same message for both); an
-  invalid name (path-like, control characters, too long) is a 422
+  invalid name (path-like, control characters, too long) is a 422; an empty or over-long query or
+  an out-of-range ``k`` is a 422 ``{detail, call}`` from search. Every refusal is logged in the
+  episode trace, as in-process (only bodies of the wrong shape are refused before the episode)
 * ``POST /episodes/{id}/close`` -> ``{episode_id, trace}`` ; ``GET /episodes/{id}/trace`` -> ``{episode_id, trace}``
 * ``GET /health`` -> release id, question and open-episode counts
 
@@ -31,10 +33,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from aethersearch.errors import AetherError, ConfigError, ToolError
-from aethersearch.sandbox.episode import MAX_K, Sandbox, SandboxEpisode
+from aethersearch.sandbox.episode import Sandbox, SandboxEpisode
 from aethersearch.sandbox.tools import MAX_PAGE_NAME, MAX_QUERY_CHARS, validate_page_name
 
 MAX_OPEN_EPISODES = 10_000
+# Request fields longer than this are rejected unlogged (422) so a trace never stores a huge argument;
+# anything shorter reaches the episode, whose own limits (MAX_QUERY_CHARS, MAX_PAGE_NAME) refuse and log it.
+MAX_BODY_CHARS = 4 * max(MAX_QUERY_CHARS, MAX_PAGE_NAME)
 
 
 class CreateEpisode(BaseModel):
@@ -50,15 +55,17 @@ class SearchBody(BaseModel):
     """Body of ``POST /episodes/{id}/search``."""
 
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    k: int = Field(default=5, ge=1, le=MAX_K)
+    # Only a hard size cap here: an empty or over-long query and an out-of-range k are refused by the
+    # episode itself, so the refusal is logged in the trace exactly as in-process.
+    query: str = Field(max_length=MAX_BODY_CHARS)
+    k: int = 5
 
 
 class VisitBody(BaseModel):
     """Body of ``POST /episodes/{id}/visit``."""
 
     model_config = ConfigDict(extra="forbid")
-    page: str = Field(min_length=1, max_length=MAX_PAGE_NAME)
+    page: str = Field(max_length=MAX_BODY_CHARS)  # names are validated (and logged) by the episode
 
 
 def _result_json(documents: list[Any], call: Any) -> dict[str, Any]:
@@ -112,7 +119,8 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int = MAX_OPEN_EPISODES) 
         except ToolError as exc:
             raise HTTPException(409, exc.message) from None
         if result.call.error is not None:
-            raise HTTPException(422, result.call.error)
+            return JSONResponse(status_code=422, content={"detail": result.call.error,
+                                                          "call": result.call.model_dump(mode="json")})
         return _result_json(result.documents, result.call)
 
     @app.post("/episodes/{episode_id}/visit")
@@ -120,15 +128,17 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int = MAX_OPEN_EPISODES) 
         ep = episode(episode_id)
         try:
             validate_page_name(body.page)
+            invalid = None
         except ToolError as exc:
-            # Logged in the trace too, so a refused call is visible in diagnostics.
-            result = ep.visit_sync(body.page)
-            return JSONResponse(status_code=422, content={"detail": exc.message,
-                                                          "call": result.call.model_dump(mode="json")})
+            invalid = exc.message
         try:
+            # An invalid name is refused inside the episode too, so it is logged in the trace.
             result = await run_in_threadpool(ep.visit_sync, body.page)
         except ToolError as exc:
             raise HTTPException(409, exc.message) from None
+        if invalid is not None:
+            return JSONResponse(status_code=422, content={"detail": invalid,
+                                                          "call": result.call.model_dump(mode="json")})
         if result.call.error is not None:
             return JSONResponse(status_code=404, content={"detail": result.call.error,
                                                           "call": result.call.model_dump(mode="json")})
