@@ -112,3 +112,12 @@ def test_trace_records_tool_arguments_ids_suppressions_and_time(mini_sandbox) ->
     assert trace[1].suppressed_ids == ["nicole"] and all(c.elapsed_s >= 0 for c in trace)
     asyncio.run(ep.close())
     assert ep.closed
+
+
+def test_a_malformed_k_is_a_logged_refusal_not_a_crash(mini_sandbox) -> None:
+    ep = mini_sandbox.episode("q1", run_id="k")
+    for bad in ("5", 2.5, None, 0, 51):
+        result = asyncio.run(ep.search("Kane Cornes", bad))  # type: ignore[arg-type]
+        assert result.documents == [] and "k must be an integer between 1 and 50" in (result.call.error or "")
+    assert asyncio.run(ep.search("Kane Cornes", True)).call.error is None  # bool is an int (k=1)
+    assert len(ep.trace) == 6

@@ -16,6 +16,7 @@ reads a hint-free release's ``diagnostics.jsonl`` and returns a
 
 from __future__ import annotations
 
+import operator
 import threading
 import time
 import uuid
@@ -135,8 +136,12 @@ class SandboxEpisode:
             self._check_open()
             try:
                 query = validate_query(query)
-                if not 1 <= int(k) <= MAX_K:
-                    raise ToolError(f"k must be between 1 and {MAX_K}, got {k}")
+                try:
+                    k = operator.index(k)  # any integer type; "5", 2.5 or None is a refusal, not a crash
+                except TypeError:
+                    k = -1
+                if not 1 <= k <= MAX_K:
+                    raise ToolError(f"k must be an integer between 1 and {MAX_K}, got {args['k']!r}")
             except ToolError as exc:
                 return ToolResult([], self._log(ToolCall(tool="search", arguments=args, error=exc.message,
                                                          elapsed_s=self._clock() - start)))
