@@ -335,12 +335,15 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     Writes under ``out_dir``: ``sandbox_release/`` (the hint-free release),
     ``sandbox_corpus/`` and ``sandbox_index/`` (store and BM25 index of the demo
     world), and ``sandbox_run/`` (run.json, traces.jsonl, scores.json,
-    factorised.json, probes.json). Returns a summary for the caller to print
-    and to include in its own report. Rerunning resumes (finished questions are
+    factorised.json, probes.json), and ``sandbox_report.html`` (the HTML report
+    of that run: its factorised table and probe rates). Returns a summary for
+    the caller to print and to include in its own report (``report`` is the
+    sandbox report's path). Rerunning resumes (finished questions are
     not redone); the release, corpus and index are rebuilt deterministically.
     """
     from aethersearch.construct.hintfree import build_demo_sandbox_release
     from aethersearch.corpus.importers import import_corpus
+    from aethersearch.report.html import write_report
     from aethersearch.rollout.fingerprint import build_fingerprint, load_rollout_questions, release_info
     from aethersearch.rollout.runner import run_questions
     from aethersearch.sandbox.episode import open_sandbox
@@ -369,8 +372,11 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     lead_astray = lead_astray_probe(run_dir, release_dir, store=store, ratio=ratio, seed=seed, agent=agent,
                                     environment_factory=lambda q: sandbox.episode(q.id, run_id="demo-noisy"),
                                     concurrency=concurrency)
+    # the sandbox run's own report: written after the probes so it shows their rates
+    report_path = write_report([run_dir], out / "sandbox_report.html", release_dir=release_dir)
     return {
         "run_dir": str(run_dir),
+        "report": str(report_path),
         "release_dir": str(release_dir),
         "agent": agent.name,
         "questions": summary.total,

@@ -83,3 +83,13 @@ def test_report_renders_the_factorised_table_and_probe_rates(demo, tmp_path: Pat
     for key in ("gen_score", "f1_good_refusal", "f1_knowledge_utilisation", "knowledge_sufficiency",
                 "search_score", "lead_astray_rate"):
         assert key in html, key
+
+
+def test_demo_writes_a_sandbox_report_with_the_factorised_table_and_probe_rates(demo) -> None:
+    out, summary = demo
+    report = Path(summary["report"])
+    assert report == out / "sandbox_report.html" and report.is_file()
+    html = report.read_text(encoding="utf-8")
+    assert "Factorised metrics" in html and "Probes (Forget / Lead-astray)" in html
+    for key in ("gen_score", "f1_good_refusal", "knowledge_sufficiency", "lead_astray_rate"):
+        assert key in html, key

@@ -119,5 +119,5 @@ def test_a_malformed_k_is_a_logged_refusal_not_a_crash(mini_sandbox) -> None:
     for bad in ("5", 2.5, None, 0, 51):
         result = asyncio.run(ep.search("Kane Cornes", bad))  # type: ignore[arg-type]
         assert result.documents == [] and "k must be an integer between 1 and 50" in (result.call.error or "")
-    assert asyncio.run(ep.search("Kane Cornes", True)).call.error is None  # bool is an int (k=1)
-    assert len(ep.trace) == 6
+    assert asyncio.run(ep.search("Kane Cornes", 2)).call.error is None
+    assert len(ep.trace) == 6 and ep.trace[0].arguments == {"query": "Kane Cornes", "k": "5"}

@@ -9,7 +9,8 @@ baseline. Each round r = 1..R_max:
 2. every document a tool returns enters the **evidence memory** and gets an
    Evidence ID (``E1``, ``E2``...); agents see one-line summaries, never the
    whole corpus text, but can fetch any document back by its EID;
-3. an **extractor** distils each new document into a finding attached to its EID;
+3. an **extractor** distils the facts of each new document; every fact gets its
+   own EID (``E2.1``, ``E2.2``...) that resolves to the full document it came from;
 4. an **aggregator** builds C^{r+1} (the evidence index plus its analysis) and
    may propose an answer decomposed into **atomic claims**, each citing an EID;
 5. a **verifier** checks that each claim is entailed by the full text of its EID;
@@ -44,8 +45,9 @@ SOLVER_PROMPT = (
     "differently from the other solvers.\n\nContext so far:\n{context}\n\nQuestion: {question}\n"
 )
 EXTRACTOR_PROMPT = (
-    "You are the extraction agent of EvidenceLoop. For each document below, write one line "
-    "'E<id>: <the fact in it that helps answer the question>' or 'E<id>: irrelevant'.\n\n"
+    "You are the extraction agent of EvidenceLoop. For each document below, write one line per "
+    "fact in it that helps answer the question, 'E<id>: <the fact>' (several lines for several "
+    "facts), or 'E<id>: irrelevant'. Each fact is remembered under its own evidence id.\n\n"
     "{documents}\n\nQuestion: {question}\n"
 )
 AGGREGATOR_PROMPT = (
@@ -53,7 +55,8 @@ AGGREGATOR_PROMPT = (
     "round inside <context> and </context>: what is established (cite evidence ids), what is "
     "still missing, and which pages to explore next. If the evidence answers the question, "
     "also give <answer> short answer </answer> and decompose it into atomic claims, each citing "
-    "exactly one evidence id: <claim eid=\"E2\"> claim text </claim>. Otherwise write "
+    "exactly one evidence id, a document's (E2) or a fact's (E2.1): "
+    "<claim eid=\"E2.1\"> claim text </claim>. Otherwise write "
     "<continue>.\n\nRound {round} of {max_rounds}.\n\nEvidence memory:\n{memory}\n\n"
     "Previous context:\n{context}\n\nQuestion: {question}\n"
 )
@@ -74,7 +77,7 @@ REFUSAL = "I don't know"
 _ACTION = re.compile(r"<(search|visit|fetch)>(.*?)</\1>", re.DOTALL)
 _DONE = re.compile(r"<done\s*/?>|<answer>", re.IGNORECASE)
 _CONTEXT = re.compile(r"<context>(.*?)</context>", re.DOTALL)
-_CLAIM = re.compile(r"<claim\s+eid\s*=\s*\"?\s*([A-Za-z]*\d+)\s*\"?\s*>(.*?)</claim>", re.DOTALL)
+_CLAIM = re.compile(r"<claim\s+eid\s*=\s*\"?\s*([A-Za-z]*\d+(?:\.\d+)?)\s*\"?\s*>(.*?)</claim>", re.DOTALL)
 _VERDICT = re.compile(r"<verdict\s+claim\s*=\s*\"?(\d+)\"?\s*>\s*([A-Za-z_ ]+?)\s*</verdict>")
 _FINDING = re.compile(r"^\W*(E\d+)\W*[:\-–]\s*(.+?)\s*$", re.MULTILINE)
 
@@ -268,12 +271,14 @@ class EvidenceLoopAgent(Agent):
         prompt = EXTRACTOR_PROMPT.format(documents=documents, question=episode.question_seen)
         completion = await episode.llm.chat([{"role": "user", "content": prompt}], episode.decoding)
         findings: dict[str, str] = {}
+        facts: dict[str, str] = {}
         for eid, finding in _FINDING.findall(completion.text):
             if eid in eids and finding.casefold() != "irrelevant":
-                memory.record_finding(eid, finding)
-                findings[eid] = finding
+                fact_eid = memory.add_fact(eid, finding)
+                facts[fact_eid] = memory.facts(eid)[fact_eid]
+                findings.setdefault(eid, finding)
         episode.add_step(agent="extractor", llm=completion.to_record(),
-                         notes={"round": round_, "eids": eids, "findings": findings})
+                         notes={"round": round_, "eids": eids, "findings": findings, "facts": facts})
 
     async def _aggregate(self, episode: Episode, memory: EvidenceMemory, context: str,
                          round_: int) -> Proposal:

@@ -181,7 +181,8 @@ def require_reviews(resolution: Resolution, *, template: Path,
     more = len(resolution.unreviewed) - 20
     if more > 0:
         shown += f"\n  ... and {more} more"
-    target = str(reviews_path) if reviews_path is not None else "a review file passed with --reviews"
+    target = (str(reviews_path) if reviews_path is not None
+              else "a review file named by the build config's audit.reviews field")
     raise ReviewRequired(
         f"{len(resolution.unreviewed)} flagged near-duplicate pair(s) have no review decision:\n{shown}\n"
         f"  a template with every pending pair was written to {template}",

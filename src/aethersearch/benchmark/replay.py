@@ -14,8 +14,10 @@ with its own parsers (``replay_sources``), shares nothing with the builder but
 * ``sampling_replay``  - quotas recomputed from the plan, isolation and the seeded
                          per-source draw replayed, giving the same ids in the same order.
 
-Results go to ``<release>.independent_validation.json`` beside the release (atomic write) and are printed as
-OK/FAIL per check. The replay reimplements the rule the manifest's ``sampling``
+Results go to ``<release>.independent_validation.json`` beside the release (atomic write;
+not inside it, because a frozen release's verifier refuses files its checksums do not
+list; ``aether replay --out PATH`` writes elsewhere) and are printed as OK/FAIL per
+check together with that path. The replay reimplements the rule the manifest's ``sampling``
 field states: sort by (source id, null first; question key; row number), then
 ``random.Random(f"{seed}:{dataset}").shuffle``; take the first ``quota`` eligible.
 """
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.benchmark.replay_sources import RawRow, read_original
-from aethersearch.errors import AetherError, DataError
+from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.jsonl import atomic_write_json
 from aethersearch.text import question_key
 
@@ -108,20 +110,35 @@ def _read_eval(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def source_dir_candidates(release_dir: Path) -> list[Path]:
+    """Where a release's build config usually lives, best guess first.
+
+    The manifest deliberately records paths exactly as the build config wrote
+    them (relative), so builds stay byte-identical whatever the output
+    directory; the replay has to look for the config's directory instead.
+    ``aether build --demo --out X`` writes its sources to ``X_sources`` beside
+    ``X``, so that sibling is tried before the current directory and the
+    release's parent.
+    """
+    release_dir = Path(release_dir)
+    return [release_dir.parent / f"{release_dir.name}_sources", Path.cwd(), release_dir.parent, release_dir]
+
+
 def find_base_dir(manifest: dict[str, Any], release_dir: Path, candidates: Sequence[Path] = ()) -> Path:
     """The directory the manifest's relative paths are written against.
 
-    The manifest records paths as written in the build config; the first of
-    ``candidates``, the current directory, the release's parent and the release
-    itself under which every listed source file exists is used.
+    The first of ``candidates`` (e.g. ``--base-dir``, or a ``--config`` file's
+    directory), then ``source_dir_candidates(release_dir)``, under which every
+    listed source file exists is used.
     """
     paths = [s["path"] for s in manifest.get("sources", [])]
-    for base in [*candidates, Path.cwd(), release_dir.parent, release_dir]:
+    tried = [*candidates, *source_dir_candidates(release_dir)]
+    for base in tried:
         if all((Path(p) if Path(p).is_absolute() else base / p).exists() for p in paths):
             return base
     raise AetherError(f"cannot find the original source files listed in {release_dir / 'manifest.json'} "
-                      f"(e.g. {paths[:1]}) relative to the current directory or the release",
-                      fix="run from the build config's directory or pass --base-dir DIR")
+                      f"(e.g. {paths[:1]}) under any of: {', '.join(str(b) for b in tried)}",
+                      fix="pass --base-dir DIR, the build config's directory (`aether replay` also takes --config BUILD.yaml)")
 
 
 def _resolve(base: Path, path: str) -> Path:
@@ -377,16 +394,26 @@ def default_output(release_dir: Path) -> Path:
     return release_dir.with_name(f"{release_dir.name}.{OUTPUT}")
 
 
-def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: Path | None = None) -> ReplayReport:
+def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: Path | None = None,
+                   config: Path | None = None) -> ReplayReport:
     """Run every independent check, write ``independent_validation.json`` and return the report.
 
-    A broken release is reported through FAIL checks, never by raising; only a
+    The sources are looked up under ``base_dir``, then ``config``'s directory,
+    then ``source_dir_candidates``. The report goes to ``output`` or, by default,
+    ``default_output(release_dir)`` (beside the release, not in it). A broken release is reported through FAIL checks, never by raising; only a
     missing manifest or unreadable eval file (nothing to check) raises DataError.
     """
     release_dir = Path(release_dir)
+    target = Path(output) if output is not None else default_output(release_dir)
+    if target.resolve().is_relative_to(release_dir.resolve()):
+        raise ConfigError(f"refusing to write the replay report {target} inside the release {release_dir}",
+                          fix="a release is frozen (its verifier refuses unlisted files); pass an --out "
+                              "path outside it, or omit --out to write it beside the release")
     manifest = _read_json(release_dir / "manifest.json")
     eval_rows = _read_eval(release_dir / "eval.jsonl")
-    base = find_base_dir(manifest, release_dir, [base_dir] if base_dir is not None else [])
+    hints = [Path(p) for p in (base_dir, Path(config).resolve().parent if config is not None else None)
+             if p is not None]
+    base = find_base_dir(manifest, release_dir, hints)
     training, training_problems = _training_sets(manifest, base)
     originals, source_problems = _source_rows(manifest, base)
     checks = [check_training_hashes(manifest, base), check_source_hashes(manifest, base),
@@ -397,7 +424,6 @@ def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: P
     else:
         checks.append(check_rows(manifest, originals, eval_rows))
         checks.append(check_sampling(manifest, originals, training, eval_rows))
-    target = output if output is not None else default_output(release_dir)
     atomic_write_json(target, {
         "schema_version": 1, "release": manifest.get("name"), "data_sha256": manifest.get("data_sha256"),
         "base_dir": str(Path(base).resolve()),

@@ -62,16 +62,28 @@ def register(app: typer.Typer) -> None:
         release: Path = typer.Argument(..., help="release directory"),
         base_dir: Path | None = typer.Option(None, "--base-dir",
                                              help="directory the build config's relative paths start from"),
+        config: Path | None = typer.Option(None, "--config", "-c",
+                                           help="the build config the release was built from (its directory "
+                                                "is used as --base-dir)"),
+        out: Path | None = typer.Option(None, "--out", "-o",
+                                        help="where to write independent_validation.json "
+                                             "(default: <release>.independent_validation.json beside the release)"),
     ) -> None:
-        """Independently rebuild exclusions and selection from the original files; OK/FAIL per check."""
+        """Independently rebuild exclusions and selection from the original files; OK/FAIL per check.
+
+        Sources are looked up under --base-dir, --config's directory, <release>_sources
+        beside the release (what `aether build --demo --out <release>` writes), the
+        current directory and the release's parent. The report is written beside the
+        release, never inside it (the frozen release's verifier refuses unlisted files).
+        """
         from rich.console import Console
         from rich.markup import escape
 
         from aethersearch.benchmark.replay import replay_release
 
-        report = replay_release(release, base_dir=base_dir)
+        report = replay_release(release, base_dir=base_dir, config=config, output=out)
         console = Console()
         for check in report.checks:
             console.print(f"[{'green' if check.ok else 'red'}]{escape(check.line())}[/]", highlight=False)
-        console.print(f"wrote {report.output}")
+        console.print(f"wrote {escape(str(report.output))}", highlight=False)
         raise typer.Exit(0 if report.ok else 1)

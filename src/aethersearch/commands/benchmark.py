@@ -82,6 +82,7 @@ def register(app: typer.Typer) -> None:
                 replayed = replay_release(release, base_dir=base_dir)
                 for check in replayed.checks:
                     console.print(f"[{'green' if check.ok else 'red'}]{escape(check.line())}[/]", highlight=False)
+                console.print(f"wrote {escape(str(replayed.output))}", highlight=False)
                 ok = ok and replayed.ok
         console.print(f"[{'green' if ok else 'red'}]{'OK' if ok else 'FAIL'}[/]: {escape(str(release))}")
         raise typer.Exit(0 if ok else 1)

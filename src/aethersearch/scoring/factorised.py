@@ -5,7 +5,10 @@ Hint-free Multi-Hop Questions and Factorised Metrics" (WebDetective,
 arXiv:2510.05137). Each question q has an evidence chain E(q) = {e1..en} (the
 pages of its masked path, ``DiagnosticsRow.evidence``). The metrics factor one
 pass rate into *did the agent have the knowledge* x *did it use it or refuse
-appropriately*.
+appropriately*. The paper's exact equations could not be retrieved when this
+was written: the definitions below are rebuilt from its metric descriptions
+(as summarised in DESIGN.md) and are the ones this toolkit computes; each
+function's docstring repeats its formula.
 
 Per question, with G(q) the evidence the agent **gathered through tools** and
 P(q) the evidence **confirmed parametric** (the Forget probe's isolated, no-search
