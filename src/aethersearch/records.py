@@ -186,6 +186,7 @@ class ToolCall(Record):
     suppressed_ids: list[str] = Field(default_factory=list)
     error: str | None = None
     elapsed_s: float = 0.0
+    started_at: float | None = None  # Unix time the call began (set by environments that log actions)
 
 
 class LLMCall(Record):

@@ -172,3 +172,14 @@ def test_blocked_uint8_pass_equals_brute_force_over_every_pair(queries: list[str
     got = set(zip(result.query_index.tolist(), result.choice_index.tolist(), result.score.tolist(), strict=True))
     assert got == expected
     assert result.pairs_visited == len(queries) * len(choices)
+
+
+def test_review_required_without_a_reviews_file_says_where_reviews_go(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`aether build` has no --reviews flag: the fix must name the config's audit.reviews field."""
+    monkeypatch.chdir(tmp_path)
+    _, audit = hooks(tmp_path, None)
+    with pytest.raises(ReviewRequired) as info:
+        audit([candidate(SIBLING)])
+    assert "audit.reviews" in info.value.fix and "--reviews" not in info.value.fix
+    assert (tmp_path / "audit_reviews.todo.json").exists()

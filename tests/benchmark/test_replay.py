@@ -182,3 +182,26 @@ def test_cli_audit_prints_the_flagged_pair_and_replay_prints_ok(demo: tuple[Path
     (src / "train" / "stage_2.jsonl").write_text("", encoding="utf-8")
     tampered = runner.invoke(app, ["replay", str(result.release_dir), "--base-dir", str(src)], env={"COLUMNS": "200"})
     assert tampered.exit_code == 1 and "FAIL training_hashes" in tampered.output
+
+
+CARD_COUNTS = ("pairs_flagged", "questions_involved", "questions_retained_with_reason", "questions_excluded")
+
+
+@pytest.mark.parametrize("decision,expected", [("retain", (1, 1, 1, 0)), ("exclude", (1, 1, 0, 1))])
+def test_card_counts_land_in_the_manifest_and_exclusion_audit(demo: tuple[Path, dict], tmp_path: Path,
+                                                             decision: str, expected: tuple[int, ...]) -> None:
+    """Pairs flagged, questions involved, retained with reasons, excluded: in both release files."""
+    src, first = _copy(demo, tmp_path)
+    _review(src, first, decision, "checked by hand")
+    result = build_from_config(src / "build.yaml", tmp_path / "rel")
+    manifest = json.loads((result.release_dir / "manifest.json").read_text(encoding="utf-8"))
+    audit = json.loads((result.release_dir / "exclusion_audit.json").read_text(encoding="utf-8"))
+    for where, report in (("manifest.json", manifest["audit"]["report"]),
+                          ("exclusion_audit.json", audit["audit"]["report"])):
+        assert tuple(report["counts"][k] for k in CARD_COUNTS) == expected, where
+        assert report["settings"]["similarity"] == {"scorer": "ratio", "threshold": 92.0}, where
+        assert report["methods"]["similarity"]["pairs_visited"] >= report["training_union_size"], where
+        assert [(p["decision"], p["reason"]) for p in report["flagged_pairs"]] == [(decision, "checked by hand")]
+    assert len(audit["retained"]) == expected[2]
+    if decision == "exclude":
+        assert [e["origin"] for e in manifest["exclusions"]] == ["selection audit"]

@@ -110,6 +110,8 @@ def test_trace_records_tool_arguments_ids_suppressions_and_time(mini_sandbox) ->
     assert [c.tool for c in trace] == ["search", "visit", "visit", "visit", "visit", "search", "visit"]
     assert trace[0].arguments == {"query": "Graham Cornes", "k": 5}
     assert trace[1].suppressed_ids == ["nicole"] and all(c.elapsed_s >= 0 for c in trace)
+    stamps = [c.started_at for c in trace]
+    assert all(stamp is not None for stamp in stamps) and stamps == sorted(stamps)
     asyncio.run(ep.close())
     assert ep.closed
 

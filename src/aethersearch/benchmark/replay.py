@@ -409,6 +409,9 @@ def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: P
         raise ConfigError(f"refusing to write the replay report {target} inside the release {release_dir}",
                           fix="a release is frozen (its verifier refuses unlisted files); pass an --out "
                               "path outside it, or omit --out to write it beside the release")
+    if not release_dir.is_dir():
+        raise DataError(release_dir, "no such release directory",
+                        fix="pass the directory `aether build` wrote (it holds manifest.json and eval.jsonl)")
     manifest = _read_json(release_dir / "manifest.json")
     eval_rows = _read_eval(release_dir / "eval.jsonl")
     hints = [Path(p) for p in (base_dir, Path(config).resolve().parent if config is not None else None)

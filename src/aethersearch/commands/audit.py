@@ -18,8 +18,10 @@ def register(app: typer.Typer) -> None:
         target: Path = typer.Argument(..., help="release directory (eval.jsonl) or JSONL of {id, question}"),
         training: Path = typer.Option(..., "--training", "-t", help="training registry (YAML/JSON)"),
         reviews: Path | None = typer.Option(None, "--reviews", help="review decisions JSON, to show each pair's status"),
-        threshold: float | None = typer.Option(None, "--threshold", help="similarity threshold (default 85)"),
-        rare_threshold: float | None = typer.Option(None, "--rare-threshold", help="rare-token threshold (default 0.6)"),
+        threshold: float | None = typer.Option(None, "--threshold", min=0.0, max=100.0,
+                                              help="similarity threshold, 0-100 (default 85)"),
+        rare_threshold: float | None = typer.Option(None, "--rare-threshold", min=0.0, max=1.0,
+                                                   help="rare-token threshold, 0-1 (default 0.6)"),
         top: int = typer.Option(20, "--top", help="how many flagged pairs to print"),
         json_out: Path | None = typer.Option(None, "--json", help="also write every flagged pair and the counts here"),
     ) -> None:

@@ -155,6 +155,8 @@ def register(app: typer.Typer) -> None:
         micro_batch: bool = typer.Option(True, "--micro-batch/--no-micro-batch"),
         pages: Path | None = typer.Option(None, "--pages", help="page store for /access (if the index holds passages)"),
         processes: int = typer.Option(1, "--processes", help="uvicorn worker processes sharing the port"),
+        http: str = typer.Option("auto", "--http", help="HTTP parser: auto (httptools if installed), h11, httptools"),
+        loop: str = typer.Option("auto", "--loop", help="event loop: auto (uvloop if installed), asyncio, uvloop"),
     ) -> None:
         """Serve an index over HTTP with the Search-R1 /retrieve API (+ /access, /health)."""
         from aethersearch.search.server import ServerLimits
@@ -164,4 +166,4 @@ def register(app: typer.Typer) -> None:
                               max_body_bytes=max_body_bytes, workers=workers, micro_batch=micro_batch)
         console.print(f"serving {escape(str(index))} on http://{host}:{port} (POST /retrieve, /access; GET /health)")
         run_server(str(index), host=host, port=port, limits=limits, pages_dir=str(pages) if pages else None,
-                   processes=processes)
+                   processes=processes, http=http, loop=loop)

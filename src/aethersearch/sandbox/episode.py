@@ -118,6 +118,8 @@ class SandboxEpisode:
         return doc if self.mask is None else self.mask.render(doc)
 
     def _log(self, call: ToolCall) -> ToolCall:
+        """Append a call to the action log, stamped with the wall-clock time it began."""
+        call = call.model_copy(update={"started_at": round(time.time() - call.elapsed_s, 6)})
         self._trace.append(call)
         return call
 

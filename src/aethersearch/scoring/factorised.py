@@ -46,6 +46,9 @@ For the 7-source benchmark there is no masked path; see
 ``text_requirements`` / ``episode_from_text``: the requirements are "a gold alias
 occurs in retrieved text" plus each supporting page (HotpotQA/2Wiki supporting
 facts' titles, MuSiQue decomposition paragraph titles) having been retrieved.
+Confirmed parametric knowledge there comes from the Forget probe run on MuSiQue
+decompositions (``probe_forget.decomposition_hops``): a known step covers its
+``page:<title>``, a known last step also the ``answer`` requirement.
 
 Endpoint and tool *errors* (``ERROR_OUTCOMES``) say nothing about knowledge use:
 they are excluded from every denominator and counted as ``n_errors``.

