@@ -13,7 +13,12 @@ For each corpus it measures, side by side in one run and with the same queries:
   worker processes) under 32 concurrent clients, sending 1 query per request (one
   rollout step) and 16 per request (Search-R1 batches a generation step's queries):
   queries/s and p50/p99 latency per request;
-* the ratio server / in-process (target >= 0.8).
+* the ratio server / in-process (target >= 0.8);
+* ``--impl h11,fast`` compares uvicorn's pure-Python stack (h11 + asyncio) with
+  httptools + uvloop (``uvicorn[standard]``) side by side in the same run.
+
+The load generator is one aiohttp process on uvloop (when installed), so it spends
+as little of the shared cores as possible on itself.
 
 ``--keep DIR`` keeps the generated corpus and builds so a rerun measures only retrieval.
 

@@ -1,4 +1,8 @@
-"""Offset-indexed JSONL document store: O(1)-ish random access without loading the corpus.
+"""Offset-indexed JSONL document store: random access without loading the corpus.
+
+Row -> document is O(1) (one offset lookup and one slice); id -> row is a binary
+search over a memory-mapped sorted hash array, O(log n) page touches (measured
+~8 us per lookup at 200k documents on the shared 2-core machine), not a true O(1) hash table.
 
 Why this layout: Search-R1's wiki-18 has 21M passages; holding them as Python
 objects costs tens of GB. The store keeps one canonical JSON line per document
