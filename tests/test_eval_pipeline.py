@@ -41,8 +41,17 @@ def test_eval_with_no_arguments_runs_the_embedded_demo(demo: tuple[Path, str]) -
     em = scores["overall"]["micro"]["metrics"]["em"]["mean"]
     assert 0.05 < em < 1.0  # the lexical baseline really answers some questions, not all
     assert (out / "report.html").stat().st_size > 1000
-    if "sandbox evaluation" in output:  # the issue-8 part of the demo, when present
-        assert (out / "sandbox_run" / "traces.jsonl").exists()
+    assert "sandbox evaluation" in output and "gen_score" in output and "lead_astray" in output
+    assert (out / "sandbox_run" / "traces.jsonl").exists()
+
+
+def test_the_demo_report_shows_both_evaluations_with_factorised_metrics_and_probes(
+        demo: tuple[Path, str]) -> None:
+    out, _ = demo
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "run: per-source scores" in html and "sandbox_run: per-source scores" in html
+    assert "Factorised metrics" in html and "gen_score" in html
+    assert "Probes (Forget / Lead-astray)" in html and "lead_astray_rate" in html
 
 
 def test_eval_resumes_the_finished_demo_run_without_redoing_it(demo: tuple[Path, str]) -> None:

@@ -265,4 +265,17 @@ def run_demo(out_dir: Path, *, concurrency: int = 8, sandbox: bool = True,
         else:
             if sandbox_summary is not None:
                 extra["sandbox"] = sandbox_summary
+                result = result._replace(report_path=_demo_report(result, out))
     return result._replace(extra=extra)
+
+
+def _demo_report(result: EvalResult, out: Path) -> Path:
+    """One demo report holding both evaluations: the benchmark run and the sandbox run.
+
+    The sandbox run carries ``factorised.json`` and ``probes.json``, so the
+    report shows the factorised table and the probe rates beside the per-source
+    scores. The two runs answer different releases, so they are not compared.
+    """
+    from aethersearch.report.html import write_report
+
+    return write_report([result.run_dir, out / "sandbox_run"], out / "report.html", compare=False)

@@ -204,4 +204,11 @@ def _print_sandbox(summary: dict[str, Any]) -> None:
     for key, value in (summary.get("factorised") or {}).items():
         if isinstance(value, (int, float)):
             table.add_row(key, f"{value:.3f}" if isinstance(value, float) else str(value))
+    probes = summary.get("probes") or {}
+    for probe in ("forget", "lead_astray"):
+        for key, value in (probes.get(probe) or {}).items():
+            if isinstance(value, float):
+                table.add_row(f"{probe}: {key}", f"{value:.3f}")
+            elif isinstance(value, (int, str)) and key in ("n_eligible", "n", "reason", "status"):
+                table.add_row(f"{probe}: {key}", str(value))
     console.print(table)

@@ -197,12 +197,14 @@ def _history_view(history: Path | None) -> dict[str, Any] | None:
 
 
 def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | None = None,
-                 history: Path | None = None, allow: Sequence[str] = ()) -> Path:
+                 history: Path | None = None, allow: Sequence[str] = (), compare: bool = True) -> Path:
     """Render the report for ``run_dirs`` (first = comparison reference) into ``out_path`` atomically.
 
     Unscored runs are scored first when ``release_dir`` is given. With two or
     more runs the checkpoint comparison is included; a contract mismatch that
-    was not ``allow``-ed is shown as a refusal instead of a table.
+    was not ``allow``-ed is shown as a refusal instead of a table. ``compare=False``
+    puts runs of different evaluations (e.g. the demo's benchmark run and its
+    sandbox run) side by side in one file without comparing them.
     """
     run_dirs = [Path(d) for d in run_dirs]
     if not run_dirs and history is None:
@@ -218,7 +220,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     index_of = {name: i for i, name in enumerate(names)}
 
     comparison, refused = None, None
-    if len(run_dirs) >= 2:
+    if compare and len(run_dirs) >= 2:
         try:
             comparison = compare_runs(run_dirs, allow=allow)
         except AetherError as exc:
