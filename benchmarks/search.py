@@ -171,8 +171,9 @@ class Server:
         import httpx
 
         port = _free_port()
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "serve", str(index_dir),
-                                      "--port", str(port), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                      "--port", str(port), *extra], stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
         while True:
@@ -182,7 +183,9 @@ class Server:
             except httpx.TransportError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
                     self.close()
-                    raise RuntimeError("server did not start") from None
+                    self.log.seek(0)
+                    raise RuntimeError(f"server {' '.join(extra)} did not start:\n"
+                                       f"{self.log.read().decode(errors='replace')[-2000:]}") from None
                 time.sleep(0.2)
 
     def run(self, queries: list[str], k: int, clients: int, per_request: int) -> tuple[float, list[float]]:
@@ -216,8 +219,15 @@ def bench(name: str, corpus: Path | None, fmt: str, queries: list[str], args: ar
     index_dir = out / "bm25"
     local = InProcess(index_dir, queries, args.k, args.batch)
     base = [] if args.micro_batch else ["--no-micro-batch"]
-    servers = {(p, impl): Server(index_dir, base + ["--processes", str(p)] + IMPLS[impl])
-               for p in args.processes for impl in args.impl}
+    servers: dict[tuple[int, str], Server] = {}
+    try:
+        for p in args.processes:
+            for impl in args.impl:
+                servers[p, impl] = Server(index_dir, base + ["--processes", str(p)] + IMPLS[impl])
+    except RuntimeError:
+        for server in servers.values():  # never leave the already started servers running
+            server.close()
+        raise
     # Interleave the rounds (in-process, then every server setting) so that the shared
     # machine's changing load hits all sides alike; report medians over rounds.
     local_rates: list[float] = []
