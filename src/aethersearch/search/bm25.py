@@ -38,6 +38,7 @@ from pydantic import Field
 from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
+from aethersearch.search.base import IndexIdentity
 
 BM25_DIR = "bm25"
 
@@ -120,7 +121,7 @@ def document_text(raw: dict[str, Any]) -> str:
     return f"{raw.get('title', '')}\n{raw.get('text', '')}"
 
 
-class BM25Index:
+class BM25Index(IndexIdentity):
     """A loaded BM25 index over a document store (satisfies ``search.base.SearchIndex``)."""
 
     backend = "bm25"
@@ -136,14 +137,6 @@ class BM25Index:
         self._tokenize = Tokenizer(config)
         self._vocab: dict[str, int] = retriever.vocab_dict
         self._n_docs = int(retriever.scores["num_docs"])
-
-    @property
-    def corpus_hash(self) -> str:
-        return self._corpus_hash
-
-    @property
-    def index_hash(self) -> str:
-        return self._index_hash
 
     def __len__(self) -> int:
         return self._n_docs

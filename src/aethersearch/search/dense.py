@@ -25,6 +25,7 @@ from pydantic import Field
 from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
+from aethersearch.search.base import IndexIdentity
 
 DENSE_DIR = "dense"
 
@@ -87,7 +88,7 @@ def _encode(model: Any, texts: list[str], batch_size: int) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32)
 
 
-class DenseIndex:
+class DenseIndex(IndexIdentity):
     """Exact dense retrieval over a store (satisfies ``search.base.SearchIndex``)."""
 
     backend = "dense"
@@ -101,14 +102,6 @@ class DenseIndex:
         self.config = config
         self._corpus_hash = corpus_hash
         self._index_hash = index_hash
-
-    @property
-    def corpus_hash(self) -> str:
-        return self._corpus_hash
-
-    @property
-    def index_hash(self) -> str:
-        return self._index_hash
 
     @classmethod
     def build(cls, store: JsonlStore, config: DenseConfig, out_dir: Path,

@@ -20,7 +20,7 @@ from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json, loads
 from aethersearch.records import Record
-from aethersearch.search.base import SearchIndex
+from aethersearch.search.base import IndexIdentity, SearchIndex
 
 HYBRID_DIR = "hybrid"
 
@@ -55,7 +55,7 @@ def rrf_fuse(rankings: Sequence[Sequence[tuple[str, float]]], k: int, k_rrf: int
     return [(d, fused[d]) for d in order[:k]]
 
 
-class HybridIndex:
+class HybridIndex(IndexIdentity):
     """RRF over component indexes (satisfies ``search.base.SearchIndex``)."""
 
     backend = "hybrid"
@@ -66,14 +66,6 @@ class HybridIndex:
         self.config = config
         self._corpus_hash = corpus_hash
         self._index_hash = index_hash
-
-    @property
-    def corpus_hash(self) -> str:
-        return self._corpus_hash
-
-    @property
-    def index_hash(self) -> str:
-        return self._index_hash
 
     @staticmethod
     def _open(config: HybridConfig, store: JsonlStore) -> list[Any]:
