@@ -31,8 +31,15 @@ def _check_tools(tools: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _refused(tool: str, arguments: dict[str, object], message: str, started: float) -> ToolResult:
+    """A refused call: no documents, the reason in ``call.error``."""
     return ToolResult([], ToolCall(tool=tool, arguments=arguments, error=message,
                                    elapsed_s=time.perf_counter() - started))
+
+
+def _served(tool: str, arguments: dict[str, object], documents: list[Document], started: float) -> ToolResult:
+    """A successful call: the documents in rank order and their ids in the trace."""
+    return ToolResult(documents, ToolCall(tool=tool, arguments=arguments, returned_ids=[d.id for d in documents],
+                                          elapsed_s=time.perf_counter() - started))
 
 
 class IndexEnvironment:
@@ -56,9 +63,7 @@ class IndexEnvironment:
             documents = [self.store.get(doc_id) for doc_id, _ in hits if doc_id in self.store]
         except (AetherError, OSError, ValueError) as exc:
             return _refused("search", arguments, f"search failed: {exc}", started)
-        return ToolResult(documents, ToolCall(tool="search", arguments=arguments,
-                                              returned_ids=[d.id for d in documents],
-                                              elapsed_s=time.perf_counter() - started))
+        return _served("search", arguments, documents, started)
 
     async def visit(self, page: str) -> ToolResult:
         """Open one page by its id and read its full text."""
@@ -69,8 +74,7 @@ class IndexEnvironment:
         if page not in self.store:
             return _refused("visit", arguments, f"unknown page {page!r}", started)
         doc = self.store.get(page)
-        return ToolResult([doc], ToolCall(tool="visit", arguments=arguments, returned_ids=[doc.id],
-                                          elapsed_s=time.perf_counter() - started))
+        return _served("visit", arguments, [doc], started)
 
     async def close(self) -> None:
         """Nothing to release: the index and store outlive the episode."""
@@ -98,9 +102,7 @@ class RetrievalServerEnvironment:
         except AetherError as exc:
             return _refused("search", arguments, f"search failed: {exc.message}", started)
         documents = [hit.document for hit in hits]
-        return ToolResult(documents, ToolCall(tool="search", arguments=arguments,
-                                              returned_ids=[d.id for d in documents],
-                                              elapsed_s=time.perf_counter() - started))
+        return _served("search", arguments, documents, started)
 
     async def visit(self, page: str) -> ToolResult:
         """Open one page by its id and read its full text."""
@@ -114,8 +116,7 @@ class RetrievalServerEnvironment:
             return _refused("visit", arguments, f"visit failed: {exc.message}", started)
         if found is None:
             return _refused("visit", arguments, f"unknown page {page!r}", started)
-        return ToolResult([found], ToolCall(tool="visit", arguments=arguments, returned_ids=[found.id],
-                                            elapsed_s=time.perf_counter() - started))
+        return _served("visit", arguments, [found], started)
 
     async def close(self) -> None:
         """Close the HTTP client if this environment owns it."""
