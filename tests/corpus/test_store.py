@@ -87,3 +87,22 @@ def test_any_ids_round_trip(tmp_path_factory: pytest.TempPathFactory, ids: list[
     store = build_store([Document(id=i, title=i, text="t") for i in ids], root / "s")
     assert [store.get(i).id for i in ids] == ids
     assert all(store.row_of(i) == n for n, i in enumerate(ids))
+
+
+def test_id_lookup_goes_through_the_bucket_directory_and_finds_every_id(tmp_path) -> None:
+    import numpy as np
+
+    from aethersearch.corpus.store import bucket_bits, build_store, open_store
+    from aethersearch.records import Document
+
+    docs = [Document(id=f"page-{i}", title=f"Page {i}", text="t") for i in range(5000)]
+    store = build_store(docs, tmp_path / "store")
+    buckets = np.load(tmp_path / "store" / "id_buckets.npy")
+    assert len(buckets) == (1 << bucket_bits(5000)) + 1 and buckets[-1] == 5000
+    assert np.all(np.diff(buckets) >= 0) and np.diff(buckets).max() < 32  # a bucket is a handful of hashes
+    assert [store.row_of(doc.id) for doc in docs] == list(range(5000))
+    assert store.row_of("page-5000") is None and "missing" not in store
+    # a store written before the bucket directory existed still answers by binary search
+    (tmp_path / "store" / "id_buckets.npy").unlink()
+    older = open_store(tmp_path / "store")
+    assert [older.row_of(doc.id) for doc in docs[:200]] == list(range(200))
