@@ -13,25 +13,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from aethersearch.commands.options import parse_key_values
+
 console = Console()
 
 
 def _settings(pairs: list[str] | None) -> dict[str, Any]:
     """``key=value`` options; values are parsed as JSON when they can be (``k1=1.2``, ``stemmer=null``)."""
-    import orjson
-
-    from aethersearch.errors import ConfigError
-
-    out: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set {pair!r} is not key=value", fix="e.g. --set k1=1.2 --set stemmer=null")
-        try:
-            out[key] = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            out[key] = value
-    return out
+    return parse_key_values(pairs, flag="--set", example="--set k1=1.2 --set stemmer=null")
 
 
 def register(app: typer.Typer) -> None:

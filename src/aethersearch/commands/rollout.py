@@ -15,24 +15,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from aethersearch.commands.options import parse_key_values
+
 console = Console()
 
 
 def _agent_config(pairs: list[str]) -> dict[str, Any]:
-    import orjson
-
-    from aethersearch.errors import ConfigError
-
-    config: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--agent-config {pair!r} is not KEY=VALUE", fix="e.g. --agent-config topk=5")
-        try:
-            config[key] = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            config[key] = value
-    return config
+    """``--agent-config KEY=VALUE`` options (JSON values where they parse)."""
+    return parse_key_values(pairs, flag="--agent-config", example="--agent-config topk=5")
 
 
 @contextlib.contextmanager
