@@ -30,6 +30,7 @@ from aethersearch.agents.lexical import answer_type, candidates, content_terms
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Document, RolloutQuestion
+from aethersearch.release_layout import release_layout
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -357,7 +358,7 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     # ~1,100 pages: plain numpy scoring beats paying numba's JIT compile on every demo run
     opened = build_index(store, "bm25", out / "sandbox_index", config={"numba": False}, overwrite=True)
     sandbox = open_sandbox(release_dir, opened.index, store)
-    questions = load_rollout_questions(release_dir / "rollout_questions.jsonl")
+    questions = load_rollout_questions(release_layout(release_dir).rollout)
     agent = LexicalBrowseAgent()
     fingerprint = build_fingerprint(release_info(release_dir), question_count=len(questions), agent=agent,
                                     budget=DEMO_BUDGET, decoding=_no_decoding(), endpoint=None, model=None,

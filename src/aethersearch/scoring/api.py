@@ -24,9 +24,10 @@ from aethersearch.jsonl import (
     validate_row,
 )
 from aethersearch.records import SCHEMA_VERSION, Outcome, RunFingerprint
+from aethersearch.release_layout import release_layout
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
 from aethersearch.scoring.extract import check_compat
-from aethersearch.scoring.join import EVAL_FILE, JoinedRow, join, load_release, load_run
+from aethersearch.scoring.join import JoinedRow, join, load_release, load_run
 from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, disagreement_table, judge_cases
 from aethersearch.scoring.metrics import METRICS, score_all
 
@@ -55,9 +56,9 @@ def _check_release(fingerprint: RunFingerprint | None, release_dir: Path, size: 
     if fingerprint.question_count != size:
         raise IntegrityError(
             f"run was made for {fingerprint.question_count} questions (release {fingerprint.release_id!r}) "
-            f"but {Path(release_dir) / EVAL_FILE} has {size}",
+            f"but {release_layout(release_dir).eval} has {size}",
             fix="score the run against the release it was rolled out on")
-    manifest = Path(release_dir) / "manifest.json"
+    manifest = release_layout(release_dir).manifest
     if manifest.is_file():
         try:
             release_id = loads(manifest.read_bytes()).get("release_id")
@@ -144,7 +145,7 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
         "run_dir": str(run_dir),
         "run_file": joined.run_file,
         "release_dir": str(release_dir),
-        "release_eval_sha256": sha256_file(release_dir / EVAL_FILE),
+        "release_eval_sha256": sha256_file(release_layout(release_dir).eval),
         "fingerprint": fingerprint.model_dump(mode="json") if fingerprint is not None else None,
         "compat": compat,
         "question_count": len(release),
