@@ -170,7 +170,7 @@ def _training_sets(manifest: dict[str, Any], base: Path) -> tuple[_Training, lis
             problems.append(f"{registry}: cannot read the training registry ({exc})")
             data = {}
         files = data.get("files", []) if isinstance(data, dict) else []
-        registry_entries = {f.get("path"): f for f in files if isinstance(f, dict)}
+        registry_entries = {str(f.get("path")): f for f in files if isinstance(f, dict)}
     for entry in training.get("files", []):
         path = _resolve(root, entry["path"])
         options = dict((registry_entries.get(entry["path"]) or {}).get("options") or {})
@@ -279,7 +279,7 @@ def check_rows(manifest: dict[str, Any], originals: dict[str, list[RawRow]],
     bad = []
     for row in eval_rows:
         source = sources.get(row.get("source_dataset"))
-        original = by_row.get(row.get("source_dataset"), {}).get(row.get("source_row_number"))
+        original = by_row.get(str(row.get("source_dataset")), {}).get(int(row.get("source_row_number") or 0))
         where = f"{row.get('id')} ({row.get('source_file')} row {row.get('source_row_number')})"
         if source is None or original is None:
             bad.append(f"{where}: no such row in the original file")
@@ -303,16 +303,22 @@ def replay_quotas(plan: Sequence[tuple[str, int, int | None]]) -> dict[str, int]
     caps = {d: cap for d, _, cap in plan}
     short = {d for d, planned, cap in plan if cap is not None and cap < planned}
     missing = sum(p for _, p, _ in plan) - sum(quota.values())
-    receivers = [d for d, _, _ in plan if d not in short and (caps[d] is None or quota[d] < caps[d])]
+
+    def has_room(dataset: str) -> bool:
+        cap = caps[dataset]
+        return cap is None or quota[dataset] < cap
+
+    receivers = [d for d, _, _ in plan if d not in short and has_room(d)]
     while missing > 0 and receivers:
         each, extra = divmod(missing, len(receivers))
         missing = 0
         for position, dataset in enumerate(receivers):
             want = each + (position < extra)
-            room = want if caps[dataset] is None else min(want, caps[dataset] - quota[dataset])
+            cap = caps[dataset]
+            room = want if cap is None else min(want, cap - quota[dataset])
             quota[dataset] += room
             missing += want - room
-        receivers = [d for d in receivers if caps[d] is None or quota[d] < caps[d]]
+        receivers = [d for d in receivers if has_room(d)]
     return quota
 
 

@@ -112,7 +112,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int = MAX_OPEN_EPISODES) 
                 "tools": list(new.tools)}
 
     @app.post("/episodes/{episode_id}/search")
-    async def search(episode_id: str, body: SearchBody) -> dict[str, Any]:
+    async def search(episode_id: str, body: SearchBody) -> dict[str, Any] | JSONResponse:
         ep = episode(episode_id)
         try:
             result = await run_in_threadpool(ep.search_sync, body.query, body.k)

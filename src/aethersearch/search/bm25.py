@@ -171,7 +171,7 @@ class BM25Index(IndexIdentity):
             corpus_ids.append(array("i", [i for i in ids if i >= 0]))
             if on_document is not None:
                 on_document(row + 1)
-        del word_ids
+        word_ids.clear()  # the closure keeps the name alive; free the entries
         if not corpus_ids:
             raise ConfigError("cannot build a BM25 index over an empty corpus", fix="import a corpus with documents")
         tokenized_s = time.perf_counter() - started
@@ -237,7 +237,7 @@ class BM25Index(IndexIdentity):
         )
         docs, scores = np.asarray(docs), np.asarray(scores)
         for row, qi in enumerate(dense):
-            pairs = sorted(((float(s), int(d)) for d, s in zip(docs[row], scores[row]) if s > 0),
+            pairs = sorted(((float(s), int(d)) for d, s in zip(docs[row], scores[row], strict=True) if s > 0),
                            key=lambda p: (-p[0], p[1]))
             results[qi] = [(id_at(d), s) for s, d in pairs]
         return results
