@@ -20,8 +20,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.errors import ConfigError
-from aethersearch.records import Budget, Decoding, RolloutQuestion, RunLimits
-from aethersearch.rollout.session import DEFAULT_CONCURRENCY, RunSettings, SearchSetup
+from aethersearch.records import DEFAULT_CONCURRENCY, Budget, Decoding, RolloutQuestion, RunLimits
+from aethersearch.rollout.session import RunSettings, SearchSetup
+
+__all__ = [
+    "Evaluation",
+    "evaluate",
+    "evaluate_run",
+]
 
 EnvironmentFactory = Callable[[RolloutQuestion], Any]
 

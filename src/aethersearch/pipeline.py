@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.errors import AetherError, IntegrityError
-from aethersearch.records import Budget, Decoding, RunLimits
-from aethersearch.rollout.session import DEFAULT_CONCURRENCY, RunSettings, SearchSetup
+from aethersearch.records import DEFAULT_CONCURRENCY, Budget, Decoding, RunLimits
+from aethersearch.rollout.session import RunSettings, SearchSetup
 
 DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
 

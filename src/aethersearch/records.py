@@ -17,6 +17,32 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+__all__ = [
+    "Budget",
+    "DEFAULT_CONCURRENCY",
+    "DETERMINISTIC_KINDS",
+    "Decoding",
+    "DiagnosticsRow",
+    "Document",
+    "ERROR_OUTCOMES",
+    "ErrorKind",
+    "EvalRow",
+    "LLMCall",
+    "Outcome",
+    "Prediction",
+    "RETRIED_OUTCOMES",
+    "Record",
+    "RolloutQuestion",
+    "RunFingerprint",
+    "RunLimits",
+    "SCHEMA_VERSION",
+    "SearchHit",
+    "Step",
+    "ToolCall",
+    "Trace",
+    "Usage",
+]
+
 SCHEMA_VERSION = 1
 
 

@@ -152,7 +152,7 @@ class _Retry(NamedTuple):
 
 def retry_delay(attempts: int, base_s: float, cap_s: float) -> float:
     """Seconds to wait before evaluating a checkpoint again after ``attempts`` failures (doubling, capped)."""
-    return min(cap_s, base_s * 2 ** max(0, attempts - 1))
+    return min(cap_s, base_s * 2.0 ** max(0, attempts - 1))
 
 
 def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None = None,
