@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
     @index_app.command("build")
     def index_build(
         corpus: Path = typer.Argument(..., help="a store directory, or a corpus file to import first"),
-        backend: str = typer.Option("bm25", "--backend", help="bm25 | dense | hybrid"),
+        backend: str = typer.Option("bm25", "--backend", help="bm25 | bm25-maxscore | dense | hybrid"),
         out: Path = typer.Option(..., "--out", help="index directory to write"),
         fmt: str = typer.Option("jsonl", "--format", help="format of a raw corpus file"),
         links: Path | None = typer.Option(None, "--links", help="links TSV for a raw corpus"),
