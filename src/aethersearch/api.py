@@ -23,6 +23,12 @@ from typing import Any, NamedTuple
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 
+__all__ = [
+    "Evaluation",
+    "evaluate",
+    "evaluate_run",
+]
+
 EnvironmentFactory = Callable[[RolloutQuestion], Any]
 
 

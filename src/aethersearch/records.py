@@ -17,6 +17,27 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+__all__ = [
+    "Budget",
+    "Decoding",
+    "DiagnosticsRow",
+    "Document",
+    "ERROR_OUTCOMES",
+    "EvalRow",
+    "LLMCall",
+    "Outcome",
+    "Prediction",
+    "Record",
+    "RolloutQuestion",
+    "RunFingerprint",
+    "SCHEMA_VERSION",
+    "SearchHit",
+    "Step",
+    "ToolCall",
+    "Trace",
+    "Usage",
+]
+
 SCHEMA_VERSION = 1
 
 

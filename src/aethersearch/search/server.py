@@ -414,6 +414,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
         req = _parse(raw, RetrieveRequest)
         topk = _validate_retrieve(req, limits)
         results = await batcher.run(req.queries, topk) if req.queries else []
+        body: list[list[Any]]
         if req.return_scores:
             body = [[{"document": doc, "score": score} for doc, score in hits] for hits in results]
         else:
