@@ -247,7 +247,7 @@ class BM25Index(IndexIdentity):
         )
         docs, scores = np.asarray(docs), np.asarray(scores)
         for row, qi in enumerate(dense):
-            pairs = sorted(((float(s), int(d)) for d, s in zip(docs[row], scores[row]) if s > 0),
+            pairs = sorted(((float(s), int(d)) for d, s in zip(docs[row], scores[row], strict=True) if s > 0),
                            key=lambda p: (-p[0], p[1]))
             results[qi] = [(id_at(d), s) for s, d in pairs]
         return results
