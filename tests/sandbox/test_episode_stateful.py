@@ -83,7 +83,7 @@ def make_machine(sandbox_factory):
 
         @invariant()
         def episodes_agree_with_the_model(self) -> None:
-            for ep, visited, calls in zip(self.episodes, self.model, self.calls):
+            for ep, visited, calls in zip(self.episodes, self.model, self.calls, strict=True):
                 assert ep.visited == visited  # no unlock ever leaks in from another episode
                 assert len(ep.trace) == calls  # every action is logged
 

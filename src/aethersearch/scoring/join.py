@@ -159,14 +159,14 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
     rows: list[JoinedRow] = []
     missing: list[str] = []
     for gold in release:
-        entry = chosen.get(gold.id)
-        if entry is None:
+        found = chosen.get(gold.id)
+        if found is None:
             missing.append(gold.id)
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
                                   None, MISSING, False, None))
         else:
-            outcome = entry.extraction.outcome
+            outcome = found.extraction.outcome
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
-                                  entry.extraction.prediction, Outcome(outcome).value, True, entry.usage,
-                                  entry.stop_reason))
+                                  found.extraction.prediction, Outcome(outcome).value, True, found.usage,
+                                  found.stop_reason))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))
