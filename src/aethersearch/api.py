@@ -56,20 +56,26 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
                  environment_factory: EnvironmentFactory | None = None, run_dir: Path | None = None,
                  budget: Budget | None = None, decoding: Decoding | None = None, retrieval_topk: int = 3,
                  concurrency: int = 16, api_key: str | None = None, compat: str | None = None,
-                 corpus_hash: str | None = None, index_hash: str | None = None) -> Evaluation:
+                 corpus_hash: str | None = None, index_hash: str | None = None,
+                 metric_keys: str = "both") -> Evaluation:
     """Roll ``agent`` out on the release's frozen questions against ``endpoint``, score it, return everything.
 
     Tools come from ``search_url`` (a running ``aether serve`` retrieval server)
     or from ``environment_factory`` (one Environment per question). A rerun with
-    the same ``run_dir`` resumes instead of regenerating.
+    the same ``run_dir`` resumes instead of regenerating. ``metric_keys`` picks the
+    trainers' key style: ``searchr1`` (``val/test_score/{source}``), ``verl``
+    (``val-core/{source}/reward/mean@1``) or ``both``; each adds the overall key
+    under the source ``all``.
     """
     from aethersearch.agents.base import make_agent
     from aethersearch.agents.llm import OpenAIClient
     from aethersearch.rollout.fingerprint import build_fingerprint, load_rollout_questions, release_info
     from aethersearch.rollout.runner import NoEnvironment, run_questions
-    from aethersearch.scoring.api import score_run, searchr1_metrics
+    from aethersearch.interop.metric_keys import check_style, validation_metrics
+    from aethersearch.scoring.api import score_run
 
     release = Path(release)
+    check_style(metric_keys)  # refuse a bad style before the rollout, not after it
     info = release_info(release)
     questions = load_rollout_questions(info.rollout_path)
     built = make_agent(agent, **(agent_config or {}))
@@ -100,11 +106,13 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
     run_questions(questions, built, environment_factory, budget, run_dir, fingerprint, llm=llm,
                   decoding=fingerprint.decoding, concurrency=concurrency)
     scores = score_run(run_dir, release, compat=compat)
-    return Evaluation(searchr1_metrics(scores), run_dir, scores)
+    return Evaluation(validation_metrics(scores, metric_keys), run_dir, scores)
 
 
 def evaluate(endpoint: str, release: Path, **options: Any) -> dict[str, float]:
-    """Evaluate the model behind ``endpoint`` on ``release``; returns ``{"val/test_score/{source}": EM}``.
+    """Evaluate the model behind ``endpoint`` on ``release``; returns ``{"val/test_score/{source}": EM, ...}``.
+
+    By default both trainers' key styles, per source and overall (``metric_keys=``).
 
     Options are those of :func:`evaluate_run` (``model`` is required).
     """

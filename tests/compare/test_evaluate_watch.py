@@ -46,7 +46,13 @@ def test_evaluate_returns_searchr1_metric_keys(tmp_path: Path, release) -> None:
     with ScriptedServer(search_r1_rule(answers, searches=1)) as server:
         got = evaluate(server.url, release_dir, model="scripted", environment_factory=lambda q: OnePageEnvironment(),
                        run_dir=tmp_path / "run")
-    assert got == {"val/test_score/bamboogle": 1.0, "val/test_score/hotpotqa": 0.0, "val/test_score/nq": 1.0}
+    per_source = {"bamboogle": 1.0, "hotpotqa": 0.0, "nq": 1.0, "all": 2 / 3}
+    assert got == {**{f"val/test_score/{s}": v for s, v in per_source.items()},
+                   **{f"val-core/{s}/reward/mean@1": v for s, v in per_source.items()}}
+    dead_endpoint = "http://127.0.0.1:9/v1"  # the finished run resumes: no model call is made
+    only_searchr1 = evaluate(dead_endpoint, release_dir, model="scripted", run_dir=tmp_path / "run",
+                             environment_factory=lambda q: OnePageEnvironment(), metric_keys="searchr1")
+    assert only_searchr1 == {f"val/test_score/{s}": v for s, v in per_source.items()}
     scores = json.loads((tmp_path / "run" / "scores.json").read_text())
     assert scores["usage"]["tool_calls"]["total"] == len(rows)
 

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.jsonl import DurableAppender, atomic_write_text, read_jsonl_tolerant, truncate_to
+from aethersearch.compare.loggers import MetricLogger
 
 _STEP = re.compile(r"(\d+)$")
 
@@ -128,7 +129,8 @@ class WatchResult(NamedTuple):
 
 def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None = None,
           poll_s: float = 60.0, settle_s: float = 30.0, max_polls: int | None = None,
-          stop_after: int | None = None, sleep: Callable[[float], None] = time.sleep) -> WatchResult:
+          stop_after: int | None = None, sleep: Callable[[float], None] = time.sleep,
+          loggers: Sequence[MetricLogger] = ()) -> WatchResult:
     """Poll ``target`` and evaluate each checkpoint not yet in ``history``, appending one row each.
 
     ``max_polls=1`` evaluates what is there now and returns (``--once``);
@@ -166,6 +168,8 @@ def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None
                 appender.append(row)
             done.add((checkpoint.name, checkpoint.location))
             evaluated.append(row)
+            for logger in loggers:  # after the durable append: the history stays the record
+                logger.log(metrics, checkpoint.step)
             if plot is not None:
                 plot_history(history, plot)
             if stop_after is not None and len(evaluated) >= stop_after:
