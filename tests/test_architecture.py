@@ -29,10 +29,10 @@ LAYERS: list[set[str]] = [
     {"agents"},
     {"rollout"},
     {"scoring"},
-    {"compare", "report"},
+    {"compare", "report", "interop"},
     {"pipeline", "diagnose", "cli", "commands", "api"},
 ]
-GOLD_READERS = {"benchmark", "construct", "scoring", "compare", "report"}
+GOLD_READERS = {"benchmark", "construct", "scoring", "compare", "report", "interop"}
 ROLLOUT_SIDE = {"agents", "rollout"}
 
 
