@@ -27,7 +27,13 @@ from aethersearch.records import SCHEMA_VERSION, Outcome, RunFingerprint
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
 from aethersearch.scoring.extract import check_compat
 from aethersearch.scoring.join import EVAL_FILE, JoinedRow, join, load_release, load_run
-from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, disagreement_table, judge_cases
+from aethersearch.scoring.judge import (
+    PROMPT_HASH,
+    JudgeCase,
+    JudgeConfig,
+    disagreement_table,
+    judge_cases,
+)
 from aethersearch.scoring.metrics import METRICS, score_all
 
 SCORES_FILE = "scores.json"

@@ -20,7 +20,12 @@ from typing import NamedTuple
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl, read_records, validate_row
 from aethersearch.records import EvalRow, Outcome, Prediction, Trace, Usage
-from aethersearch.scoring.extract import Extraction, check_compat, resolve_prediction, resolve_trace
+from aethersearch.scoring.extract import (
+    Extraction,
+    check_compat,
+    resolve_prediction,
+    resolve_trace,
+)
 
 TRACES_FILE = "traces.jsonl"
 PREDICTIONS_FILE = "predictions.jsonl"
