@@ -172,7 +172,7 @@ def _training_sets(manifest: dict[str, Any], base: Path) -> tuple[_Training, lis
             problems.append(f"{registry}: cannot read the training registry ({exc})")
             data = {}
         files = data.get("files", []) if isinstance(data, dict) else []
-        registry_entries = {f.get("path"): f for f in files if isinstance(f, dict)}
+        registry_entries = {str(f.get("path")): f for f in files if isinstance(f, dict)}
     for entry in training.get("files", []):
         path = _resolve(root, entry["path"])
         options = dict((registry_entries.get(entry["path"]) or {}).get("options") or {})
@@ -281,7 +281,7 @@ def check_rows(manifest: dict[str, Any], originals: dict[str, list[RawRow]],
     bad = []
     for row in eval_rows:
         source = sources.get(row.get("source_dataset"))
-        original = by_row.get(row.get("source_dataset"), {}).get(row.get("source_row_number"))
+        original = by_row.get(str(row.get("source_dataset")), {}).get(int(row.get("source_row_number") or 0))
         where = f"{row.get('id')} ({row.get('source_file')} row {row.get('source_row_number')})"
         if source is None or original is None:
             bad.append(f"{where}: no such row in the original file")

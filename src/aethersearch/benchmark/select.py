@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from aethersearch.benchmark.sources.base import Candidate
 from aethersearch.benchmark.training import sort_key
@@ -42,8 +42,8 @@ class AuditDecision(NamedTuple):
     """What a selection audit decided about one selection."""
 
     exclude: dict[str, str]   # normalised question key -> reason; triggers the deterministic reselection
-    retained: list[dict]      # reviewed flagged pairs kept, each with its reason (-> exclusion_audit.json)
-    report: dict              # counts and flagged pairs (-> manifest + exclusion_audit.json)
+    retained: list[dict[str, Any]]      # reviewed flagged pairs kept, each with its reason (-> exclusion_audit.json)
+    report: dict[str, Any]              # counts and flagged pairs (-> manifest + exclusion_audit.json)
 
 
 SelectionAudit = Callable[[Sequence[Candidate]], AuditDecision]

@@ -103,7 +103,7 @@ def compare_pair(a_scores: dict[str, Any], b_scores: dict[str, Any], metrics: Se
             results.setdefault(scope, {})[metric] = _compare_metric(
                 scope_ids, a, b, metric, resamples=resamples, seed=seed, name=f"{metric}/{scope}")
             if metric in BINARY_METRICS and scope == OVERALL:
-                table = flips(scope_ids, a, b)
+                table = flips(scope_ids, a.tolist(), b.tolist())
                 flip_tables[metric] = {
                     direction: [{"id": q, "source": va[q][0]} for q in found]
                     for direction, found in table.items()}

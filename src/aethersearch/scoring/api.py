@@ -28,7 +28,13 @@ from aethersearch.release_layout import release_layout
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
 from aethersearch.scoring.extract import check_compat
 from aethersearch.scoring.join import JoinedRow, join, load_release, load_run
-from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, disagreement_table, judge_cases
+from aethersearch.scoring.judge import (
+    PROMPT_HASH,
+    JudgeCase,
+    JudgeConfig,
+    disagreement_table,
+    judge_cases,
+)
 from aethersearch.scoring.metrics import METRICS, score_all
 
 SCORES_FILE = "scores.json"

@@ -31,6 +31,18 @@ from collections.abc import Callable, Sequence
 
 from aethersearch.text import normalize_answer
 
+__all__ = [
+    "BINARY_METRICS",
+    "METRICS",
+    "cover_em",
+    "em",
+    "f1",
+    "popqa_acc",
+    "score_all",
+    "squad_em",
+    "subem",
+]
+
 Metric = Callable[[str | None, Sequence[str]], float]
 
 
