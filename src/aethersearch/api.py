@@ -18,10 +18,13 @@ import asyncio
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, RolloutQuestion
+
+if TYPE_CHECKING:
+    from aethersearch.scoring.scores_file import Scores
 
 EnvironmentFactory = Callable[[RolloutQuestion], Any]
 
@@ -29,9 +32,9 @@ EnvironmentFactory = Callable[[RolloutQuestion], Any]
 class Evaluation(NamedTuple):
     """An evaluation: Search-R1's metric keys, the run directory it wrote, and its full scores."""
 
-    metrics: dict[str, float]
+    metrics: dict[str, float | None]
     run_dir: Path
-    scores: dict[str, Any]
+    scores: Scores
 
 
 def _search_hashes(search_url: str) -> tuple[str | None, str | None]:
@@ -97,7 +100,7 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
     return Evaluation(searchr1_metrics(scores), run_dir, scores)
 
 
-def evaluate(endpoint: str, release: Path, **options: Any) -> dict[str, float]:
+def evaluate(endpoint: str, release: Path, **options: Any) -> dict[str, float | None]:
     """Evaluate the model behind ``endpoint`` on ``release``; returns ``{"val/test_score/{source}": EM}``.
 
     Options are those of :func:`evaluate_run` (``model`` is required).

@@ -26,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
-from aethersearch.agents.prompts import extract_answer, is_abstention
+from aethersearch.abstention import is_abstention
+from aethersearch.agents.prompts import extract_answer
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, LLMCall, Outcome, RolloutQuestion, Step, ToolCall

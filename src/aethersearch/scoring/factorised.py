@@ -175,7 +175,7 @@ def episode_from_sandbox(
     The answer and outcome are the scorer's (``scoring.extract.resolve_trace``), so
     Pass@1 here always agrees with ``scores.json``.
     """
-    scored = resolve_trace(trace)
+    scored = resolve_trace(trace, golds=golds)  # gold wins over a refusal-shaped answer
     evidence = evidence_of(diagnostics)
     if not evidence:
         raise DataError(
@@ -272,7 +272,7 @@ def episode_from_text(
     returned; an id missing from the store is a DataError (the run and the corpus
     do not match).
     """
-    scored = resolve_trace(trace)
+    scored = resolve_trace(trace, golds=golds)  # gold wins over a refusal-shaped answer
     requirements = text_requirements(diagnostics, golds)
     ids = gathered_ids(trace, gathering_tools)
     texts: list[str] = []

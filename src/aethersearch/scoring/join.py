@@ -20,7 +20,13 @@ from typing import NamedTuple
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl, read_records, validate_row
 from aethersearch.records import EvalRow, Outcome, Prediction, Trace, Usage
-from aethersearch.scoring.extract import Extraction, check_compat, resolve_prediction, resolve_trace
+from aethersearch.scoring.extract import (
+    Extraction,
+    check_compat,
+    resolve_prediction,
+    resolve_trace,
+    settle,
+)
 
 TRACES_FILE = "traces.jsonl"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -154,14 +160,14 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
     rows: list[JoinedRow] = []
     missing: list[str] = []
     for gold in release:
-        entry = chosen.get(gold.id)
-        if entry is None:
+        found = chosen.get(gold.id)
+        if found is None:
             missing.append(gold.id)
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
                                   None, MISSING, False, None))
         else:
-            outcome = entry.extraction.outcome
+            settled = settle(found.extraction, gold.answers)  # gold wins over a refusal-shaped answer
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
-                                  entry.extraction.prediction, Outcome(outcome).value, True, entry.usage,
-                                  entry.stop_reason))
+                                  settled.prediction, Outcome(settled.outcome).value, True, found.usage,
+                                  found.stop_reason))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))
