@@ -20,8 +20,10 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/aether eval --out demo_out
 
-## Install and run the whole test suite.
+## Install, lint (ruff with bugbear), type-check (mypy strict) and run the whole test suite.
 test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy src
 	$(BIN)/python -m pytest -q
 
 ## Run every benchmark (slow; prints ratios against each issue's reference).

@@ -23,6 +23,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 
+__all__ = [
+    "Evaluation",
+    "evaluate",
+    "evaluate_run",
+]
+
 if TYPE_CHECKING:
     from aethersearch.scoring.scores_file import Scores
 

@@ -8,6 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = [
+    "AetherError",
+    "BudgetExhausted",
+    "ConfigError",
+    "DataError",
+    "EndpointError",
+    "IntegrityError",
+    "ReviewRequired",
+    "ShortageError",
+    "ToolError",
+]
+
 
 class AetherError(Exception):
     """Base of every error the toolkit raises on purpose."""

@@ -30,6 +30,9 @@ from aethersearch.records import ERROR_OUTCOMES, Budget, Decoding, RolloutQuesti
 if TYPE_CHECKING:
     from aethersearch.scoring.scores_file import MetricEstimate, Scores
 
+if TYPE_CHECKING:
+    from aethersearch.agents.llm import LLM
+
 DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
 #: ``--endpoint vllm-offline --model PATH``: generate with ``vllm.LLM`` in this process, no server.
 VLLM_OFFLINE = "vllm-offline"
@@ -158,7 +161,7 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
     info = release_info(release_dir)
     questions = load_rollout_questions(info.rollout_path)
     built = make_agent(agent, **(agent_config or {}))
-    llm = None
+    llm: LLM | None = None
     if built.needs_llm:
         if not endpoint or not model:
             raise ConfigError(f"agent {agent!r} calls a model: --endpoint and --model are required",

@@ -17,6 +17,27 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+__all__ = [
+    "Budget",
+    "Decoding",
+    "DiagnosticsRow",
+    "Document",
+    "ERROR_OUTCOMES",
+    "EvalRow",
+    "LLMCall",
+    "Outcome",
+    "Prediction",
+    "Record",
+    "RolloutQuestion",
+    "RunFingerprint",
+    "SCHEMA_VERSION",
+    "SearchHit",
+    "Step",
+    "ToolCall",
+    "Trace",
+    "Usage",
+]
+
 SCHEMA_VERSION = 1
 
 
@@ -85,11 +106,22 @@ class Document(Record):
     text: str
     links: list[str] = Field(default_factory=list)
     url: str | None = None
+    source_contents: str | None = Field(
+        default=None, description="the corpus row's own `contents`, kept only when it differs from the "
+                                  "rebuilt `\"Title\"\\nText` (so servers pass it through byte for byte)")
+    source_id: int | None = Field(default=None, description="the corpus row's id when it was a JSON integer")
 
     @property
     def contents(self) -> str:
-        """Search-R1 / FlashRAG ``contents``: ``"Title"\\nText``."""
+        """Search-R1 / FlashRAG ``contents``: the corpus row's own string, else ``"Title"\\nText``."""
+        if self.source_contents is not None:
+            return self.source_contents
         return f'"{self.title}"\n{self.text}'
+
+    @property
+    def wire_id(self) -> str | int:
+        """The id as the corpus wrote it (an integer stays an integer on the wire)."""
+        return self.source_id if self.source_id is not None else self.id
 
 
 class SearchHit(Record):

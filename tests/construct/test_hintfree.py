@@ -7,6 +7,7 @@ scipy matrix from the pages' links, deletes v0 -> vn, and runs
 
 from __future__ import annotations
 
+from itertools import pairwise
 import re
 import subprocess
 from pathlib import Path
@@ -41,7 +42,7 @@ def _check_release(release: Path, documents: list[Document], min_hops: int, max_
     diagnostics = read_records(release / "diagnostics.jsonl", DiagnosticsRow)
     assert [r.id for r in eval_rows] == [d.id for d in diagnostics]
     assert read_jsonl(release / "rollout_questions.jsonl") == [{"id": r.id, "question": r.question} for r in eval_rows]
-    for row, diag in zip(eval_rows, diagnostics):
+    for row, diag in zip(eval_rows, diagnostics, strict=True):
         path = diag.path
         v0, vn = index[path[0]], index[path[-1]]
         assert matrix[v0, vn], "the triple's direct link exists in the original graph"
@@ -54,7 +55,7 @@ def _check_release(release: Path, documents: list[Document], min_hops: int, max_
         assert min_hops <= diag.hops <= max_hops
         for candidate in [path, *diag.alternative_paths]:
             assert len(candidate) == len(path) and candidate[0] == path[0] and candidate[-1] == path[-1]
-            assert all(reduced[index[a], index[b]] for a, b in zip(candidate, candidate[1:]))
+            assert all(reduced[index[a], index[b]] for a, b in pairwise(candidate))
         assert diag.evidence == path and len(diag.hop_questions) == diag.hops
         assert [h["page"] for h in diag.hop_questions] == path[:-1]
         # No direct link remains where the agent looks: v0 is served without vn's link and answer.
@@ -156,6 +157,6 @@ def test_real_wikispeedia_release_paths_are_shortest_paths(tmp_path: Path, wikis
     assert len(diagnostics) == 12
     rows = read_records(built.path / "eval.jsonl", EvalRow)
     assert all(r.source_dataset == "webdetective-wikispeedia" for r in rows)
-    for row, diag in zip(rows, diagnostics):
+    for row, diag in zip(rows, diagnostics, strict=True):
         # the triple really is a link-anchored fact of the subject's first paragraph
         assert diag.extra["direct_evidence"] and row.answers[0].casefold() in diag.extra["direct_evidence"].casefold()

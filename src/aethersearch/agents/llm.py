@@ -56,8 +56,15 @@ class Completion(NamedTuple):
 class LLM(Protocol):
     """What agents call: text completion (base models, stop strings) and chat (tool calls)."""
 
-    endpoint: str | None
-    model: str | None
+    @property
+    def endpoint(self) -> str | None:
+        """The base URL (None for an in-process engine)."""
+        ...
+
+    @property
+    def model(self) -> str | None:
+        """The model name sent with every request."""
+        ...
 
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """``/v1/completions``: continue ``prompt``; generation stops at ``decoding.stop``."""

@@ -82,7 +82,7 @@ def validate_tool_call(raw: dict[str, Any], tools: tuple[str, ...], truncated: b
     name = function.get("name") if isinstance(function, dict) else None
     if not isinstance(name, str) or name not in tools:
         return str(name), "", f"unknown tool {name!r}; available tools: {', '.join(tools)}"
-    text = function.get("arguments")
+    text = function.get("arguments") if isinstance(function, dict) else None
     try:
         arguments = orjson.loads(text) if isinstance(text, (str, bytes)) else text
     except orjson.JSONDecodeError as exc:
@@ -125,7 +125,7 @@ class ReactAgent(Agent):
 
     def _tools(self, episode: Episode) -> tuple[str, ...]:
         offered = tuple(episode.env.tools)
-        names = [n for n in ("search", "visit") if n in offered]
+        names: list[str] = [n for n in ("search", "visit") if n in offered]
         if "visit" in offered:
             names.append("access")
         return tuple(names)

@@ -290,7 +290,7 @@ def _invalid_tool_arguments(body: Mapping[str, Any]) -> str | None:
             function = (call.get("function") if isinstance(call, dict) else None) or {}
             arguments = function.get("arguments")
             try:
-                parsed = orjson.loads(arguments)
+                parsed = orjson.loads(arguments) if isinstance(arguments, (str, bytes)) else None
             except (orjson.JSONDecodeError, TypeError):
                 parsed = None
             if not isinstance(parsed, dict):

@@ -81,7 +81,7 @@ class HFTokenizer:
         ids = self._tok(text, add_special_tokens=False)["input_ids"]
         if len(ids) <= n:
             return text
-        return self._tok.decode(ids[:n], skip_special_tokens=True)
+        return str(self._tok.decode(ids[:n], skip_special_tokens=True))
 
 
 @lru_cache(maxsize=8)

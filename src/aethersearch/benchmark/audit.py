@@ -132,9 +132,9 @@ def _merge(queries: Sequence[tuple[str | None, str, str]], union: TrainingUnion,
            char: Any, token: Any) -> list[FlaggedPair]:
     """Merge both passes into one FlaggedPair per (selected, training) pair."""
     merged: dict[tuple[int, int], list[float | None]] = {}
-    for q, c, s in zip(char.query_index.tolist(), char.choice_index.tolist(), char.score.tolist()):
+    for q, c, s in zip(char.query_index.tolist(), char.choice_index.tolist(), char.score.tolist(), strict=True):
         merged.setdefault((q, c), [None, None])[0] = float(s)
-    for q, c, s in zip(token.query_index.tolist(), token.choice_index.tolist(), token.score.tolist()):
+    for q, c, s in zip(token.query_index.tolist(), token.choice_index.tolist(), token.score.tolist(), strict=True):
         merged.setdefault((q, c), [None, None])[1] = float(s)
     out = []
     for (q, c), (sim, tok) in sorted(merged.items()):
@@ -178,10 +178,10 @@ def audit_pool(keys: Sequence[str], union: TrainingUnion, settings: AuditSetting
     token = rare_token_pairs(union.tokens(), distinct, k=rt.k, max_df=rt.max_df,
                              threshold=pool.rare_token_threshold)
     remove: dict[str, str] = {}
-    for q, c, s in zip(char.query_index.tolist(), char.choice_index.tolist(), char.score.tolist()):
+    for q, c, s in zip(char.query_index.tolist(), char.choice_index.tolist(), char.score.tolist(), strict=True):
         remove.setdefault(distinct[q], f"pool audit: {settings.similarity.scorer} {s:.2f} >= "
                                        f"{pool.similarity_threshold} with training question {union.keys[c]!r}")
-    for q, c, s in zip(token.query_index.tolist(), token.choice_index.tolist(), token.score.tolist()):
+    for q, c, s in zip(token.query_index.tolist(), token.choice_index.tolist(), token.score.tolist(), strict=True):
         remove.setdefault(distinct[q], f"pool audit: rare-token overlap {s:.3f} >= "
                                        f"{pool.rare_token_threshold} with training question {union.keys[c]!r}")
     report = {

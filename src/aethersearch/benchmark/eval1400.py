@@ -33,7 +33,7 @@ import yaml
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import atomic_write_bytes
 
-POPQA_FILES = {
+POPQA_FILES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "parquet200": ("search_r1_processed/graphrag_r2_popqa_test_200.parquet", "searchr1_parquet", {}),
     "flashrag16": ("flashrag_format/from_searchr1_test_sample/popqa.jsonl", "flashrag_jsonl", {}),
 }
@@ -133,6 +133,6 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
               "description": "Seven open-domain QA sources (NQ, TriviaQA, PopQA, HotpotQA, 2Wiki, MuSiQue, "
                              "Bamboogle), isolated from the checkpoints' training questions.",
               "training_registry": "training_registry.yaml", "sources": sources}
-    path = out_dir / "build.yaml"
-    atomic_write_bytes(path, yaml.safe_dump(config, sort_keys=False).encode())
-    return path
+    config_path = out_dir / "build.yaml"
+    atomic_write_bytes(config_path, yaml.safe_dump(config, sort_keys=False).encode())
+    return config_path

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.benchmark.replay_sources import RawRow, read_original
+from aethersearch.benchmark.verify_release_template import card_quotas
 from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.jsonl import atomic_write_json
 from aethersearch.text import question_key
@@ -170,7 +171,7 @@ def _training_sets(manifest: dict[str, Any], base: Path) -> tuple[_Training, lis
             problems.append(f"{registry}: cannot read the training registry ({exc})")
             data = {}
         files = data.get("files", []) if isinstance(data, dict) else []
-        registry_entries = {f.get("path"): f for f in files if isinstance(f, dict)}
+        registry_entries = {str(f.get("path")): f for f in files if isinstance(f, dict)}
     for entry in training.get("files", []):
         path = _resolve(root, entry["path"])
         options = dict((registry_entries.get(entry["path"]) or {}).get("options") or {})
@@ -279,7 +280,7 @@ def check_rows(manifest: dict[str, Any], originals: dict[str, list[RawRow]],
     bad = []
     for row in eval_rows:
         source = sources.get(row.get("source_dataset"))
-        original = by_row.get(row.get("source_dataset"), {}).get(row.get("source_row_number"))
+        original = by_row.get(str(row.get("source_dataset")), {}).get(int(row.get("source_row_number") or 0))
         where = f"{row.get('id')} ({row.get('source_file')} row {row.get('source_row_number')})"
         if source is None or original is None:
             bad.append(f"{where}: no such row in the original file")
@@ -298,21 +299,15 @@ def check_rows(manifest: dict[str, Any], originals: dict[str, list[RawRow]],
 
 
 def replay_quotas(plan: Sequence[tuple[str, int, int | None]]) -> dict[str, int]:
-    """The card's quota rule, reimplemented: caps first, shortfall split evenly, remainder in order."""
-    quota = {d: planned if cap is None else min(planned, cap) for d, planned, cap in plan}
-    caps = {d: cap for d, _, cap in plan}
-    short = {d for d, planned, cap in plan if cap is not None and cap < planned}
-    missing = sum(p for _, p, _ in plan) - sum(quota.values())
-    receivers = [d for d, _, _ in plan if d not in short and (caps[d] is None or quota[d] < caps[d])]
-    while missing > 0 and receivers:
-        each, extra = divmod(missing, len(receivers))
-        missing = 0
-        for position, dataset in enumerate(receivers):
-            want = each + (position < extra)
-            room = want if caps[dataset] is None else min(want, caps[dataset] - quota[dataset])
-            quota[dataset] += room
-            missing += want - room
-        receivers = [d for d in receivers if caps[d] is None or quota[d] < caps[d]]
+    """The card's quota rule: the one specification (``card_quotas``) the builder and release verifier use.
+
+    The replay keeps its own parsers and draw, but the quota rule is a
+    specification, not an implementation detail to re-derive: three copies had
+    drifted (6,558 of 192,109 random capped plans disagreed), so all callers now
+    share this function and ``tests/benchmark/test_quota_rule.py`` property-tests it
+    against a literal one-question-at-a-time deal.
+    """
+    quota, _unplaced = card_quotas(list(plan))
     return quota
 
 

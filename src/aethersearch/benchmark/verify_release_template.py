@@ -65,6 +65,54 @@ def question_key(question):
     return text.rstrip("?\uff1f")
 
 
+def card_quotas(plan):
+    """THE quota rule (the one specification; the builder and the replay call this function).
+
+    ``plan`` is a sequence of ``(dataset, planned, cap)`` in the fixed source
+    order (``cap`` may be None). A source whose cap is below its planned count
+    supplies its cap and receives nothing; its shortfall is dealt out one
+    question at a time, round-robin over the other sources in plan order,
+    skipping a source once its cap is reached. Dealt this way the receivers'
+    extras stay within one of each other, and a remainder goes to the earliest
+    sources (the card: 75 Bamboogle questions -> 12 each to six sources, the 3
+    left to NQ, TriviaQA, PopQA). Returns ``(quotas, unplaced)``: a dict in plan
+    order and the number of questions no cap had room for (0 for a feasible plan).
+    Implemented round by round, so it is fast for any count.
+    """
+    quota = {}
+    room = {}
+    shortfall = 0
+    for dataset, planned, cap in plan:
+        if cap is not None and cap < planned:
+            quota[dataset] = cap
+            room[dataset] = 0
+            shortfall += planned - cap
+        else:
+            quota[dataset] = planned
+            room[dataset] = None if cap is None else cap - planned
+    free = [dataset for dataset, _, _ in plan if room[dataset] != 0]
+    while shortfall > 0 and free:
+        share, remainder = divmod(shortfall, len(free))
+        # A source with room below the share fills up during the deal: give it its room, deal the rest.
+        full = [d for d in free if room[d] is not None and room[d] < share]
+        if full:
+            for d in full:
+                quota[d] += room[d]
+                shortfall -= room[d]
+                room[d] = 0
+        elif share:
+            for d in free:  # `share` complete rounds
+                quota[d] += share
+                room[d] = None if room[d] is None else room[d] - share
+            shortfall = remainder
+        else:  # the last, partial round goes to the earliest sources with room
+            for d in free[:remainder]:
+                quota[d] += 1
+            shortfall = 0
+        free = [d for d in free if room[d] != 0]
+    return quota, shortfall
+
+
 def _sha256(data):
     return hashlib.sha256(data).hexdigest()
 

@@ -5,6 +5,8 @@ Thin commands: parse options, call one public function, print with rich.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 import typer
@@ -32,7 +34,7 @@ def register(app: typer.Typer) -> None:
         from aethersearch.benchmark.audit import audit_selection_file
         from aethersearch.jsonl import atomic_write_json
 
-        config: dict = {}
+        config: dict[str, Any] = {}
         if threshold is not None:
             config["similarity"] = {"threshold": threshold}
         if rare_threshold is not None:

@@ -80,8 +80,9 @@ def register(app: typer.Typer) -> None:
                 from aethersearch.benchmark.replay import replay_release
 
                 replayed = replay_release(release, base_dir=base_dir)
-                for check in replayed.checks:
-                    console.print(f"[{'green' if check.ok else 'red'}]{escape(check.line())}[/]", highlight=False)
+                for replay_check in replayed.checks:
+                    console.print(f"[{'green' if replay_check.ok else 'red'}]{escape(replay_check.line())}[/]",
+                                  highlight=False)
                 console.print(f"wrote {escape(str(replayed.output))}", highlight=False)
                 ok = ok and replayed.ok
         console.print(f"[{'green' if ok else 'red'}]{'OK' if ok else 'FAIL'}[/]: {escape(str(release))}")

@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
     @index_app.command("build")
     def index_build(
         corpus: Path = typer.Argument(..., help="a store directory, or a corpus file to import first"),
-        backend: str = typer.Option("bm25", "--backend", help="bm25 | dense | hybrid"),
+        backend: str = typer.Option("bm25", "--backend", help="bm25 | bm25-maxscore | dense | hybrid"),
         out: Path = typer.Option(..., "--out", help="index directory to write"),
         fmt: str = typer.Option("jsonl", "--format", help="format of a raw corpus file"),
         links: Path | None = typer.Option(None, "--links", help="links TSV for a raw corpus"),
@@ -133,13 +133,20 @@ def register(app: typer.Typer) -> None:
 
     @app.command("serve")
     def serve(
-        index: Path = typer.Argument(..., help="index directory"),
-        port: int = typer.Option(8000, "--port"),
+        index_arg: Path | None = typer.Argument(None, metavar="[INDEX]", help="index directory (or --index)"),
+        index_opt: Path | None = typer.Option(None, "--index", "-i", help="index directory"),
+        port: int = typer.Option(8000, "--port", help="TCP port, 1-65535"),
         host: str = typer.Option("127.0.0.1", "--host", help="bind address (loopback by default)"),
-        max_topk: int = typer.Option(100, "--max-topk"),
-        max_batch: int = typer.Option(512, "--max-batch"),
+        max_topk: int = typer.Option(100, "--max-topk", help="largest topk a request may ask for"),
+        max_batch: int = typer.Option(16384, "--max-batch", help="queries per /retrieve request (Search-R1's "
+                                                                 "train_grpo.sh sends 2,560)"),
         max_query_chars: int = typer.Option(4096, "--max-query-chars"),
-        max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes"),
+        max_body_mb: float = typer.Option(16.0, "--max-body-mb", help="largest request body, MB"),
+        max_response_mb: float = typer.Option(64.0, "--max-response-mb",
+                                              help="largest reply one request may produce, MB (413 beyond)"),
+        max_urls: int = typer.Option(64, "--max-urls", help="urls per /access request"),
+        url_prefix: str = typer.Option("https://en.wikipedia.org/wiki/", "--url-prefix",
+                                       help="url of a hit whose corpus row has none: this + the page id"),
         workers: int = typer.Option(1, "--workers", help="index calls running at once"),
         micro_batch: bool = typer.Option(True, "--micro-batch/--no-micro-batch"),
         pages: Path | None = typer.Option(None, "--pages", help="page store for /access (if the index holds passages)"),
@@ -147,12 +154,39 @@ def register(app: typer.Typer) -> None:
         http: str = typer.Option("auto", "--http", help="HTTP parser: auto (httptools if installed), h11, httptools"),
         loop: str = typer.Option("auto", "--loop", help="event loop: auto (uvloop if installed), asyncio, uvloop"),
     ) -> None:
-        """Serve an index over HTTP with the Search-R1 /retrieve API (+ /access, /health)."""
-        from aethersearch.search.server import ServerLimits
+        """Serve an index over HTTP with the Search-R1 /retrieve API (+ ASearcher /access, /health).
+
+        Prints the "serving ... on URL" line only once the server answers; exits non-zero
+        with a message (never a traceback) for a bad option, a busy port or a bad index.
+        """
+        from aethersearch.search.server import limits_from_options
         from aethersearch.search.server import serve as run_server
 
-        limits = ServerLimits(max_topk=max_topk, max_batch=max_batch, max_query_chars=max_query_chars,
-                              max_body_bytes=max_body_bytes, workers=workers, micro_batch=micro_batch)
-        console.print(f"serving {escape(str(index))} on http://{host}:{port} (POST /retrieve, /access; GET /health)")
+        index = index_option(index_arg, index_opt)
+        limits = limits_from_options(
+            max_topk=max_topk, max_batch=max_batch, max_query_chars=max_query_chars,
+            max_body_bytes=_mb(max_body_mb), max_response_bytes=_mb(max_response_mb), max_urls=max_urls,
+            url_prefix=url_prefix, workers=workers, micro_batch=micro_batch)
+
+        def ready(url: str) -> None:
+            console.print(f"serving {escape(str(index))} on {url} (POST /retrieve, /access; GET /health)",
+                          soft_wrap=True)
+
         run_server(str(index), host=host, port=port, limits=limits, pages_dir=str(pages) if pages else None,
-                   processes=processes, http=http, loop=loop)
+                   processes=processes, http=http, loop=loop, on_ready=ready)
+
+
+def _mb(value: float) -> int:
+    return int(value * (1 << 20))
+
+
+def index_option(positional: Path | None, option: Path | None) -> Path:
+    """The index directory, given as ``--index DIR`` (the spelling ``run`` and ``eval`` use) or positionally."""
+    from aethersearch.errors import ConfigError
+
+    if positional is not None and option is not None and positional != option:
+        raise ConfigError(f"two different indexes given: {positional} and --index {option}", fix="pass one")
+    index = option if option is not None else positional
+    if index is None:
+        raise ConfigError("no index given", fix="pass --index DIR (an `aether index build` output)")
+    return index

@@ -29,6 +29,7 @@ the whole thing on the two built-in sources and write a release.
 
 from __future__ import annotations
 
+from itertools import pairwise
 import random
 import re
 from collections import Counter
@@ -136,7 +137,7 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
     seen_pairs: set[tuple[str, str]] = set()
     seen_keys: set[str] = set()
     all_triples = sorted(triples, key=lambda t: t.id)
-    by_pair = {}
+    by_pair: dict[tuple[str, str], QATriple] = {}
     for triple in all_triples:
         pair, key = (triple.subject, triple.answer_page), question_key(triple.question)
         by_pair.setdefault(pair, triple)
@@ -186,7 +187,7 @@ def _construct_one(triple: QATriple, graph: LinkGraph, pages: Mapping[str, Docum
     mask: ChainMask | None = None
     stated = False
     for path in paths:
-        if not all(_mention(terms[b]).search(pages[a].text) for a, b in zip(path, path[1:])):
+        if not all(_mention(terms[b]).search(pages[a].text) for a, b in pairwise(path)):
             continue
         stated = True
         hidden = {page: list(terms[page]) for page in path[1:]}
@@ -204,14 +205,14 @@ def _construct_one(triple: QATriple, graph: LinkGraph, pages: Mapping[str, Docum
         verdict = validator.validate(candidate)
         if not verdict.ok:
             return verdict.reason or f"rejected_by_{validator.name}"
-    hop_questions = [_hop_question(pages[a], pages[b], terms[b], by_pair) for a, b in zip(chosen, chosen[1:])]
+    hop_questions = [_hop_question(pages[a], pages[b], terms[b], by_pair) for a, b in pairwise(chosen)]
     truncated = len(enumerated) >= max(16, config.max_alternatives + 1) or len(others) > config.max_alternatives
     return ConstructedQuestion(triple, chosen, alternatives, truncated, mask, hop_questions)
 
 
 def _followable(path: Sequence[str], mask: ChainMask, pages: Mapping[str, Document]) -> bool:
     """Whether each ``v_(i-1)``'s *served* page still links to and mentions ``v_i``."""
-    for a, b in zip(path, path[1:]):
+    for a, b in pairwise(path):
         served = mask.render(pages[a])
         if b not in served.links or not _mention(mask.hidden_terms[b]).search(served.text):
             return False
@@ -246,7 +247,7 @@ def build_demo_release(out_dir: str | Path, *, seed: int = 0, config: Constructi
     # The demo world's typed edges let us demand more than the paper's rule-based
     # check: a chain is kept only if its relations compose to the question's
     # relation, so every question is answerable by reasoning along its chain.
-    validators = [RuleBasedValidator(pages, require_grounding=config.require_grounding),
+    validators: list[ChainValidator] = [RuleBasedValidator(pages, require_grounding=config.require_grounding),
                   demo_chain_validator(world)]
     result = construct_hintfree(triples.triples, graph, pages, config=config, page_aliases=triples.page_aliases,
                                 validators=validators)

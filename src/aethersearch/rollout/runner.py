@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from aethersearch.agents.base import Agent, AgentOutput, Episode
+from aethersearch.agents.base import NO_MODEL, Agent, AgentOutput, Episode
 from aethersearch.environment import Environment
 from aethersearch.errors import AetherError, BudgetExhausted, DataError, EndpointError
 from aethersearch.records import (
@@ -113,7 +113,7 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
     tracker = BudgetTracker(budget)
     episode = Episode(question=question, question_seen=agent.question_seen(question.question),
                       env=BudgetedEnvironment(env, tracker),
-                      llm=BudgetedLLM(llm, tracker) if llm is not None else None,
+                      llm=BudgetedLLM(llm, tracker) if llm is not None else NO_MODEL,
                       decoding=agent.effective_decoding(decoding), charge=tracker.charge_tool)
     error: str | None = None
 
@@ -155,7 +155,7 @@ async def _make_env(factory: EnvironmentFactory, question: RolloutQuestion) -> E
     env = factory(question)
     if inspect.isawaitable(env):
         env = await env
-    return env  # type: ignore[return-value]
+    return env
 
 
 async def run_questions_async(

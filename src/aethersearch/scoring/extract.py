@@ -82,7 +82,7 @@ def extract_searchr1(prompt: str, response: str) -> str | None:
     found = ANSWER_SPAN.findall(prompt + response)
     if len(found) <= 1:
         return None
-    return found[-1].strip()
+    return str(found[-1]).strip()
 
 
 def searchr1_prompt(question: str) -> str:

@@ -36,6 +36,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aethersearch.text import normalize_answer
 
+__all__ = [
+    "ABSTENTION_AWARE",
+    "ALL_METRICS",
+    "BINARY_METRICS",
+    "Golds",
+    "METRICS",
+    "cover_em",
+    "em",
+    "f1",
+    "gold_list",
+    "popqa_acc",
+    "score_all",
+    "squad_em",
+    "subem",
+]
+
+
 Golds = str | Sequence[str]
 """One gold string or a sequence of gold aliases."""
 

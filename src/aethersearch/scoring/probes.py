@@ -297,10 +297,12 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
     run_questions(questions, agent, noisy, fingerprint.budget, probe_dir, fingerprint,
                   llm=llm, decoding=fingerprint.decoding, concurrency=concurrency)
     parametric = parametric_from_probes(run_dir)
-    common = dict(environment=fingerprint.environment, store=store, parametric=parametric)
-    clean = {ep.id: ep for ep in episodes_for_run(traces, diagnostics, gold, **common)
+    clean = {ep.id: ep for ep in episodes_for_run(traces, diagnostics, gold, environment=fingerprint.environment,
+                                                    store=store, parametric=parametric)
              if ep.outcome not in ERROR_OUTCOMES}
-    noisy_eps = {ep.id: ep for ep in episodes_for_run(load_traces(probe_dir), diagnostics, gold, **common)
+    noisy_eps = {ep.id: ep for ep in episodes_for_run(load_traces(probe_dir), diagnostics, gold,
+                                                             environment=fingerprint.environment, store=store,
+                                                             parametric=parametric)
                  if ep.outcome not in ERROR_OUTCOMES}
     summary = {**lead_astray_summary(clean, noisy_eps, ratio=ratio, seed=seed),
                "probe_dir": str(probe_dir.relative_to(run_dir))}

@@ -25,6 +25,29 @@ from aethersearch.jsonl import iter_jsonl, loads, sha256_file, validate_row
 from aethersearch.records import Record, RunFingerprint, Usage
 from aethersearch.scoring.binding import GoldBinding
 
+__all__ = [
+    "QUESTIONS_FILE",
+    "SCORES_FILE",
+    "SCORES_SCHEMA_VERSION",
+    "BootstrapSettings",
+    "BudgetSummary",
+    "Disagreement",
+    "ErrorSummary",
+    "JoinSummary",
+    "JudgeSummary",
+    "MacroScores",
+    "MetricEstimate",
+    "MicroScores",
+    "Overall",
+    "PerQuestionFile",
+    "QuestionScore",
+    "Scores",
+    "SourceScores",
+    "UsageSummary",
+    "UsageTotal",
+    "read_scores",
+]
+
 SCORES_SCHEMA_VERSION = 2
 """2: gold binding, error counts, abstention-aware metrics, nested per-question values (1 was untyped)."""
 
