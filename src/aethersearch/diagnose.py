@@ -344,8 +344,8 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     from aethersearch.construct.hintfree import build_demo_sandbox_release
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.report.html import write_report
-    from aethersearch.rollout.fingerprint import build_fingerprint, load_rollout_questions, release_info
-    from aethersearch.rollout.runner import run_questions
+    from aethersearch.pipeline import run_release
+    from aethersearch.rollout.session import RunSettings, SearchSetup
     from aethersearch.sandbox.episode import open_sandbox
     from aethersearch.scoring.api import score_run
     from aethersearch.scoring.probes import factorise_run, forget_probe, lead_astray_probe
@@ -357,15 +357,13 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     # ~1,100 pages: plain numpy scoring beats paying numba's JIT compile on every demo run
     opened = build_index(store, "bm25", out / "sandbox_index", config={"numba": False}, overwrite=True)
     sandbox = open_sandbox(release_dir, opened.index, store)
-    questions = load_rollout_questions(release_dir / "rollout_questions.jsonl")
     agent = LexicalBrowseAgent()
-    fingerprint = build_fingerprint(release_info(release_dir), question_count=len(questions), agent=agent,
-                                    budget=DEMO_BUDGET, decoding=_no_decoding(), endpoint=None, model=None,
-                                    corpus_hash=store.content_hash, index_hash=opened.index.index_hash,
-                                    environment="sandbox", retrieval_topk=agent.topk)
     run_dir = out / "sandbox_run"
-    summary = run_questions(questions, agent, lambda q: sandbox.episode(q.id, run_id="demo"), DEMO_BUDGET,
-                            run_dir, fingerprint, concurrency=concurrency)
+    # the one run path (verified release, same run.json fields as `aether run`), with the masked sandbox as tools
+    search = SearchSetup(lambda q: sandbox.episode(q.id, run_id="demo"), store.content_hash,
+                         opened.index.index_hash, "masked sandbox", environment="sandbox")
+    summary = run_release(release_dir, run_dir, RunSettings(agent=agent.name, budget=DEMO_BUDGET,
+                                                            concurrency=concurrency), search, agent=agent)
     scores = score_run(run_dir, release_dir)
     factorised = factorise_run(run_dir, release_dir, store=store)
     forget = forget_probe(run_dir, release_dir, llm=None)
@@ -387,8 +385,3 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
         "probes": {"forget": forget, "lead_astray": lead_astray},
     }
 
-
-def _no_decoding() -> Any:
-    from aethersearch.records import Decoding
-
-    return Decoding()

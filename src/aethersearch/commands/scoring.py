@@ -235,5 +235,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{row['checkpoint']} (step {row['step']}): em={row['metrics']['em']:.3f}")
         if result.evaluated:
             typer.echo(f"history: {history}  curve: {plot}")
-        for failure in result.failed:
-            typer.echo(f"FAILED {failure['checkpoint']}: {failure['error']}", err=True)
+        for failure in result.failed:  # recorded in the history as failed, never as a score
+            then = "will retry with backoff" if failure["will_retry"] else "giving up"
+            typer.echo(f"FAILED {failure['checkpoint']} (attempt {failure['attempt']}, {then}): {failure['error']}",
+                       err=True)
+        if once and result.failed:
+            raise typer.Exit(3)

@@ -16,11 +16,18 @@ from typing import Any, NamedTuple
 from aethersearch import __version__
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.jsonl import iter_jsonl, loads, sha256_file, validate_row
-from aethersearch.records import Budget, Decoding, RolloutQuestion, RunFingerprint
+from aethersearch.records import (
+    Budget,
+    Decoding,
+    RolloutQuestion,
+    RunFingerprint,
+    RunLimits,
+)
 
 ROLLOUT_FILE = "rollout_questions.jsonl"
-#: Fields that may differ on resume: the same model served at another address is the same run.
-RESUME_IGNORED = frozenset({"endpoint"})
+#: Fields that may differ on resume: the same model served at another address, run with other
+#: parallelism or patience, is the same run (run.json is rewritten with the latest values).
+RESUME_IGNORED = frozenset({"endpoint", "concurrency", "limits"})
 
 _ID_KEYS = ("release_id", "name", "id")
 _DATA_KEYS = ("data_sha256", "eval_sha256", "canonical_data_sha256", "eval_jsonl_sha256")
@@ -128,8 +135,16 @@ def build_fingerprint(
     index_hash: str | None,
     environment: str = "search",
     retrieval_topk: int | None = None,
+    concurrency: int | None = None,
+    limits: RunLimits | None = None,
+    served_model: dict[str, Any] | None = None,
+    sent_decoding: dict[str, Any] | None = None,
 ) -> RunFingerprint:
-    """The run.json record for these settings (decoding as the agent will really send it)."""
+    """The run.json record for these settings (decoding as the agent will really send it).
+
+    Callers outside tests go through :func:`aethersearch.rollout.session.prepare_run`,
+    which fills every field the same way for the CLI, the Python API and the probes.
+    """
     return RunFingerprint(
         release_id=info.release_id, release_data_sha256=info.data_sha256,
         rollout_sha256=info.rollout_sha256, question_count=question_count,
@@ -137,7 +152,8 @@ def build_fingerprint(
         agent=agent.name, agent_config=agent.config(),
         prompt_template_hash=agent.prompt_template_hash(), budget=budget,
         endpoint=endpoint, model=model, decoding=agent.effective_decoding(decoding),
-        retrieval_topk=retrieval_topk, software_version=__version__,
+        retrieval_topk=retrieval_topk, software_version=__version__, concurrency=concurrency,
+        limits=limits, served_model=served_model, sent_decoding=sent_decoding,
     )
 
 

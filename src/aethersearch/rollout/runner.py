@@ -38,9 +38,11 @@ from aethersearch.agents.base import NO_MODEL, Agent, AgentOutput, Episode
 from aethersearch.environment import Environment
 from aethersearch.errors import AetherError, BudgetExhausted, DataError, EndpointError
 from aethersearch.records import (
+    DETERMINISTIC_KINDS,
     ERROR_OUTCOMES,
     Budget,
     Decoding,
+    ErrorKind,
     Outcome,
     RolloutQuestion,
     RunFingerprint,
@@ -48,6 +50,7 @@ from aethersearch.records import (
     Usage,
 )
 from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
+from aethersearch.rollout.health import ErrorReport, error_report
 from aethersearch.rollout.store import RunStore
 
 EnvironmentFactory = Callable[[RolloutQuestion], "Environment | Awaitable[Environment]"]
@@ -75,6 +78,7 @@ class RunSummary(NamedTuple):
     elapsed_s: float
     predictions_path: Path
     torn_tail_path: Path | None
+    errors: ErrorReport
 
 
 class NoEnvironment:
@@ -116,6 +120,7 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
                       llm=BudgetedLLM(llm, tracker) if llm is not None else NO_MODEL,
                       decoding=agent.effective_decoding(decoding), charge=tracker.charge_tool)
     error: str | None = None
+    kind: ErrorKind | None = None
 
     async def solve() -> AgentOutput:
         try:
@@ -129,14 +134,16 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
         if tracker.final_granted:
             output = output._replace(stop_reason="budget")
     except EndpointError as exc:
-        output, error = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "endpoint_error"), str(exc)
+        kind = endpoint_error_kind(exc)
+        outcome = Outcome.REQUEST_REJECTED if kind in DETERMINISTIC_KINDS else Outcome.ENDPOINT_ERROR
+        output, error = AgentOutput("", None, outcome, outcome.value), str(exc)
     except TimeoutError:
-        output = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "deadline")
+        output, kind = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "deadline"), ErrorKind.DEADLINE
         error = f"question {question.id!r} passed its {timeout_s:g}s deadline"
     except BudgetExhausted as exc:  # the forced final answer itself tried to overrun
         output, error = AgentOutput("", None, Outcome.BUDGET, "budget"), str(exc)
     except Exception as exc:  # noqa: BLE001 — a tool or agent fault is this question's outcome
-        output = AgentOutput("", None, Outcome.TOOL_ERROR, "tool_error")
+        output, kind = AgentOutput("", None, Outcome.TOOL_ERROR, "tool_error"), ErrorKind.TOOL
         error = f"{type(exc).__name__}: {exc}"
     finally:
         try:
@@ -147,8 +154,16 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
         error = f"budget: {tracker.exhausted}; {error}"
     return Trace(id=question.id, question_seen=episode.question_seen, agent=agent.name,
                  steps=episode.steps, response=output.response, prediction=output.prediction,
-                 outcome=output.outcome, stop_reason=output.stop_reason, error=error,
+                 outcome=output.outcome, stop_reason=output.stop_reason, error=error, error_kind=kind,
                  usage=_usage(episode), elapsed_s=round(time.monotonic() - start, 6), attempt=attempt)
+
+
+def endpoint_error_kind(exc: EndpointError) -> ErrorKind:
+    """The recorded kind of an endpoint failure (an unknown or missing kind is ``endpoint``)."""
+    try:
+        return ErrorKind(exc.kind) if exc.kind else ErrorKind.ENDPOINT
+    except ValueError:
+        return ErrorKind.ENDPOINT
 
 
 async def _make_env(factory: EnvironmentFactory, question: RolloutQuestion) -> Environment:
@@ -191,6 +206,19 @@ async def run_questions_async(
                           fix="pass --endpoint URL --model NAME, or use the 'lexical' agent")
     decoding = decoding or fingerprint.decoding
     store = RunStore.open(run_dir, fingerprint)
+    try:
+        return await _run_locked(store, questions, agent, environment_factory, budget, llm=llm,
+                                 decoding=decoding, concurrency=concurrency,
+                                 question_timeout_s=question_timeout_s, progress=progress, start=start)
+    finally:
+        store.close()
+
+
+async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], agent: Agent,
+                      environment_factory: EnvironmentFactory, budget: Budget, *, llm: Any | None,
+                      decoding: Decoding, concurrency: int, question_timeout_s: float | None,
+                      progress: Callable[[Progress], None] | None, start: float) -> RunSummary:
+    """The body of a run, while this process holds the run directory's lock."""
     finished = store.finished_ids()
     todo = [q for q in questions if q.id not in finished]
     skipped = len(questions) - len(todo)
@@ -208,6 +236,7 @@ async def run_questions_async(
                 trace = Trace(id=question.id, question_seen=question.question, agent=agent.name,
                               outcome=Outcome.TOOL_ERROR, stop_reason="tool_error",
                               error=f"environment: {type(exc).__name__}: {exc}",
+                              error_kind=ErrorKind.ENVIRONMENT,
                               attempt=store.next_attempt(question.id))
             else:
                 trace = await run_episode(question, agent, env, llm, budget, decoding,
@@ -226,9 +255,10 @@ async def run_questions_async(
     finally:
         await asyncio.to_thread(writer.close)
     predictions = store.export_predictions(q.id for q in questions)
-    return RunSummary(run_dir=Path(run_dir), total=len(questions), skipped=skipped, attempted=len(todo),
+    return RunSummary(run_dir=store.run_dir, total=len(questions), skipped=skipped, attempted=len(todo),
                       errored=errored, outcomes=dict(counts), elapsed_s=time.monotonic() - start,
-                      predictions_path=predictions, torn_tail_path=store.torn_tail_path)
+                      predictions_path=predictions, torn_tail_path=store.torn_tail_path,
+                      errors=error_report(store.latest, (q.id for q in questions)))
 
 
 def run_questions(questions: Sequence[RolloutQuestion], agent: Agent,

@@ -215,8 +215,9 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
     as not applicable, with the reason, rather than faked.
     """
     from aethersearch.agents.base import make_agent
-    from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
-    from aethersearch.rollout.runner import NoEnvironment, run_questions
+    from aethersearch.rollout.fingerprint import rollout_file_info
+    from aethersearch.rollout.runner import NoEnvironment
+    from aethersearch.rollout.session import RunSettings, SearchSetup, start_run
 
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = load_fingerprint(run_dir)
@@ -237,12 +238,12 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
     write_jsonl(questions_path, rollout_rows(hops))
     agent = make_agent("direct")
     budget = budget or Budget(max_tool_calls=0, max_turns=1)
-    probe_fp = build_fingerprint(rollout_file_info(questions_path), question_count=len(hops), agent=agent,
-                                 budget=budget, decoding=fingerprint.decoding,
-                                 endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
-                                 corpus_hash=None, index_hash=None, environment="none")
-    run_questions(rollout_rows(hops), agent, lambda _q: NoEnvironment(), budget, probe_dir, probe_fp,
-                  llm=llm, concurrency=concurrency)
+    # the one run path: same fingerprint fields and error rule as `aether run` (a probe of errors is no probe)
+    settings = RunSettings(agent=agent.name, budget=budget, decoding=fingerprint.decoding, concurrency=concurrency,
+                           endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None))
+    start_run(rollout_file_info(questions_path), settings,
+              SearchSetup(lambda _q: NoEnvironment(), None, None, "no tools", environment="none"), probe_dir,
+              questions=rollout_rows(hops), agent=agent, llm=llm)
     isolated = {qid: scored.prediction for qid, scored in _answered(load_traces(probe_dir)).items()}
     gold = _gold(release_dir)
     full_correct = {qid: scored.outcome is Outcome.ANSWERED and is_correct(scored.prediction, gold[qid].answers)
@@ -265,7 +266,8 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
     rebuilt from run.json (``agent`` + ``agent_config``) unless one is passed.
     """
     from aethersearch.agents.base import make_agent
-    from aethersearch.rollout.runner import run_questions
+    from aethersearch.rollout.fingerprint import release_info
+    from aethersearch.rollout.session import RunSettings, SearchSetup, start_run
 
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = load_fingerprint(run_dir)
@@ -294,8 +296,13 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
                                 key=question.id, exclude=sorted(exclude), exclude_titles=titles)
 
     probe_dir = run_dir / "probes" / f"lead_astray-r{ratio:g}-s{seed}"
-    run_questions(questions, agent, noisy, fingerprint.budget, probe_dir, fingerprint,
-                  llm=llm, decoding=fingerprint.decoding, concurrency=concurrency)
+    # the run's own settings through the one run path; only the tools (noisy) and the question subset differ
+    settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
+                           endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
+                           budget=fingerprint.budget, decoding=fingerprint.decoding, concurrency=concurrency)
+    search = SearchSetup(noisy, fingerprint.corpus_hash, fingerprint.index_hash, f"distractors at {ratio:g}",
+                         environment=fingerprint.environment)
+    start_run(release_info(release_dir), settings, search, probe_dir, questions=questions, agent=agent, llm=llm)
     parametric = parametric_from_probes(run_dir)
     clean = {ep.id: ep for ep in episodes_for_run(traces, diagnostics, gold, environment=fingerprint.environment,
                                                     store=store, parametric=parametric)

@@ -1,0 +1,69 @@
+"""One run path: the CLI and the Python API write the same run.json for the same settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from aethersearch import pipeline
+from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.api import evaluate_run
+from aethersearch.cli import app
+from aethersearch.records import RunFingerprint
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return pipeline.build_demo_inputs(tmp_path_factory.mktemp("demo"))
+
+
+def test_api_and_cli_write_identical_run_json_for_identical_settings(demo: tuple[Path, Path],
+                                                                     tmp_path: Path) -> None:
+    release, index = demo
+    with ScriptedServer(search_r1_rule(lambda q: "Paris", searches=1), model="qwen-sft") as server:
+        cli = CliRunner().invoke(app, ["run", str(release), "--out", str(tmp_path / "cli"), "--agent", "search-r1",
+                                       "--endpoint", server.url, "--model", "qwen-sft", "--index", str(index),
+                                       "--agent-config", "topk=5", "--no-progress"], catch_exceptions=False)
+        assert cli.exit_code == 0, cli.output
+        api = evaluate_run(server.url, release, model="qwen-sft", index=index, agent_config={"topk": 5},
+                           run_dir=tmp_path / "api")
+    cli_json = (tmp_path / "cli" / "run.json").read_bytes()
+    assert (api.run_dir / "run.json").read_bytes() == cli_json
+    recorded = RunFingerprint.model_validate(orjson.loads(cli_json))
+    assert recorded.retrieval_topk == 5 and recorded.agent_config["topk"] == 5  # not a hard-coded 3
+    assert recorded.concurrency == 64 and recorded.limits is not None
+    assert recorded.limits.question_deadline_s is not None and recorded.limits.question_deadline_s < 600
+    assert recorded.served_model == {"id": "qwen-sft"}  # what GET /v1/models reported
+    assert recorded.sent_decoding is not None
+    assert recorded.sent_decoding["temperature"] == 0.0 and "max_tokens" in recorded.sent_decoding
+    assert recorded.sent_decoding.get("stop") == recorded.decoding.stop or "stop" not in recorded.sent_decoding
+
+
+def test_a_resume_with_other_concurrency_or_limits_is_the_same_run(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    release, index = demo
+    args = ["run", str(release), "--out", str(tmp_path / "run"), "--agent", "lexical", "--index", str(index),
+            "--no-progress"]
+    first = CliRunner().invoke(app, args, catch_exceptions=False)
+    again = CliRunner().invoke(app, [*args, "--concurrency", "4", "--call-timeout", "10"], catch_exceptions=False)
+    assert first.exit_code == again.exit_code == 0
+    assert "0 run, 140 already finished" in again.output
+    recorded = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
+    assert recorded["concurrency"] == 4 and recorded["limits"]["call_timeout_s"] == 10.0
+
+
+def test_the_api_verifies_the_release_like_the_cli(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    from aethersearch.errors import IntegrityError
+
+    release, index = demo
+    tampered = tmp_path / "release"
+    shutil.copytree(release, tampered)
+    eval_file = tampered / "eval.jsonl"
+    eval_file.write_bytes(eval_file.read_bytes().replace(b'"answers":["', b'"answers":["x', 1))
+    with pytest.raises(IntegrityError, match="fails verification"):
+        evaluate_run("http://127.0.0.1:9/v1", tampered, model="m", index=index, run_dir=tmp_path / "run")
+    assert not (tmp_path / "run" / "run.json").exists()
