@@ -38,7 +38,7 @@ EnvironmentFactory = Callable[[RolloutQuestion], Any]
 class Evaluation(NamedTuple):
     """An evaluation: Search-R1's metric keys, the run directory it wrote, and its full scores."""
 
-    metrics: dict[str, float | None]
+    metrics: dict[str, float]
     run_dir: Path
     scores: Scores
 
@@ -73,7 +73,8 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
                  run_dir: Path | None = None, budget: Budget | None = None, decoding: Decoding | None = None,
                  retrieval_topk: int | None = None, concurrency: int = DEFAULT_CONCURRENCY,
                  limits: RunLimits | None = None, api_key: str | None = None, compat: str | None = None,
-                 corpus_hash: str | None = None, index_hash: str | None = None) -> Evaluation:
+                 corpus_hash: str | None = None, index_hash: str | None = None,
+                 metric_keys: str = "both") -> Evaluation:
     """Roll ``agent`` out on the release's frozen questions against ``endpoint``, score it, return everything.
 
     The run goes through :func:`aethersearch.pipeline.run_release`, the same path
@@ -82,15 +83,20 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
     ``aether serve``), ``index`` (an index directory, searched in-process) or
     ``environment_factory``. ``retrieval_topk`` sets the agent's ``topk`` (what
     is recorded is what the agent sends). A rerun with the same ``run_dir``
-    resumes instead of regenerating.
+    resumes instead of regenerating. ``metric_keys`` picks the trainers' key
+    style: ``searchr1`` (``val/test_score/{source}``), ``verl``
+    (``val-core/{source}/reward/mean@1``) or ``both``; each adds the overall key
+    under the source ``all``.
 
     Raises :class:`~aethersearch.errors.RunFailed` — never all-zero metrics —
     when more questions end in error than ``limits.max_error_rate`` allows
     (default: any), e.g. an unreachable or misconfigured endpoint.
     """
     from aethersearch import pipeline
-    from aethersearch.scoring.api import score_run, searchr1_metrics
+    from aethersearch.interop.metric_keys import check_style, validation_metrics
+    from aethersearch.scoring.api import score_run
 
+    check_style(metric_keys)  # refuse a bad style before the rollout, not after it
     config = dict(agent_config or {})
     if retrieval_topk is not None:
         config["topk"] = retrieval_topk
@@ -103,11 +109,13 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
     run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="aether-eval-"))
     pipeline.run_release(release, run_dir, settings, search, api_key=api_key)
     scores = score_run(run_dir, release, compat=compat)
-    return Evaluation(searchr1_metrics(scores), run_dir, scores)
+    return Evaluation(validation_metrics(scores, metric_keys), run_dir, scores)
 
 
-def evaluate(endpoint: str, release: Path, **options: Any) -> dict[str, float | None]:
-    """Evaluate the model behind ``endpoint`` on ``release``; returns ``{"val/test_score/{source}": EM}``.
+def evaluate(endpoint: str, release: Path, **options: Any) -> dict[str, float]:
+    """Evaluate the model behind ``endpoint`` on ``release``; returns ``{"val/test_score/{source}": EM, ...}``.
+
+    By default both trainers' key styles, per source and overall (``metric_keys=``).
 
     Options are those of :func:`evaluate_run` (``model`` is required). Raises
     :class:`~aethersearch.errors.RunFailed` (with the error summary) instead of

@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rollout",
     "scoring",
     "diagnostics",
+    "interop",
 )
 
 app = typer.Typer(

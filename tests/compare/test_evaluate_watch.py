@@ -59,8 +59,17 @@ def test_evaluate_returns_searchr1_metric_keys(tmp_path: Path, demo_release: Pat
     with ScriptedServer(search_r1_rule(lambda q: answers[q.rstrip("?")], searches=1)) as server:
         got = evaluate(server.url, demo_release, model="scripted",
                        environment_factory=lambda q: OnePageEnvironment(), run_dir=tmp_path / "run")
+        calls = server.stats.requests
+        only_searchr1 = evaluate(server.url, demo_release, model="scripted", run_dir=tmp_path / "run",
+                                 environment_factory=lambda q: OnePageEnvironment(), metric_keys="searchr1")
+        resumed_calls = server.stats.requests - calls
     sources = sorted({r.source_dataset for r in rows})
-    assert got == {f"val/test_score/{s}": (0.0 if s == wrong else 1.0) for s in sources}
+    per_source = {s: (0.0 if s == wrong else 1.0) for s in sources}
+    per_source["all"] = sum(r.source_dataset != wrong for r in rows) / len(rows)
+    assert got == pytest.approx({**{f"val/test_score/{s}": v for s, v in per_source.items()},
+                                 **{f"val-core/{s}/reward/mean@1": v for s, v in per_source.items()}})
+    assert only_searchr1 == pytest.approx({f"val/test_score/{s}": v for s, v in per_source.items()})
+    assert resumed_calls <= 1  # the finished run resumed (at most a preflight call), nothing regenerated
     scores = json.loads((tmp_path / "run" / "scores.json").read_text())
     assert scores["usage"]["tool_calls"]["total"] == len(rows)
 

@@ -51,6 +51,7 @@ AGENTS: dict[str, str] = {
     "direct": "aethersearch.agents.baselines:DirectAgent",
     "naive-rag": "aethersearch.agents.baselines:NaiveRagAgent",
     "lexical": "aethersearch.agents.lexical:LexicalAgent",
+    "lexical-browse": "aethersearch.agents.browse:LexicalBrowseAgent",
     "evidenceloop": "aethersearch.agents.evidenceloop:EvidenceLoopAgent",
 }
 

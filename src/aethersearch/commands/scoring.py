@@ -208,6 +208,9 @@ def register(app: typer.Typer) -> None:
         poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 60.0,
         settle: Annotated[float, typer.Option(help="A checkpoint dir must be unchanged this long.")] = 30.0,
         once: Annotated[bool, typer.Option(help="Evaluate what is there now and exit.")] = False,
+        logger: Annotated[list[str] | None, typer.Option("--logger", help="Also log to wandb (offline) or "
+                                                         "tensorboard (repeatable; optional extras).")] = None,
+        metric_keys: Annotated[str, typer.Option(help="Metric key style: searchr1, verl or both.")] = "both",
     ) -> None:
         """Evaluate each new checkpoint on the frozen split as it appears; append to a history; plot the curve."""
         import re
@@ -224,13 +227,23 @@ def register(app: typer.Typer) -> None:
             url = checkpoint.location if checkpoint.kind == "endpoint" else str(endpoint)
             model = checkpoint.name if checkpoint.kind == "endpoint" else checkpoint.location
             run_dir = runs_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", checkpoint.name)
-            result = evaluate_run(url, release, model=model, agent=agent, search_url=search_url, run_dir=run_dir)
+            result = evaluate_run(url, release, model=model, agent=agent, search_url=search_url, run_dir=run_dir,
+                                  metric_keys=metric_keys)
             micro = result.scores.overall.micro.metrics
             return {**result.metrics, "em": micro["em"].mean, "f1": micro["f1"].mean}
 
+        from aethersearch.compare.loggers import make_loggers
+        from aethersearch.interop.metric_keys import check_style
+
+        check_style(metric_keys)
+        loggers = make_loggers(logger or [], log_dir=history.parent)
         plot = plot if plot is not None else history.with_suffix(".svg")
-        result = watch(target, evaluate_checkpoint, history=history, plot=plot, poll_s=poll, settle_s=settle,
-                       max_polls=1 if once else None)
+        try:
+            result = watch(target, evaluate_checkpoint, history=history, plot=plot, poll_s=poll, settle_s=settle,
+                           max_polls=1 if once else None, loggers=loggers)
+        finally:
+            for opened in loggers:
+                opened.close()
         for row in result.evaluated:
             typer.echo(f"{row['checkpoint']} (step {row['step']}): em={row['metrics']['em']:.3f}")
         if result.evaluated:

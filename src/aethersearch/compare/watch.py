@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.errors import AetherError, ConfigError, DataError
+from aethersearch.compare.loggers import MetricLogger
 from aethersearch.jsonl import (
     DurableAppender,
     atomic_write_text,
@@ -159,7 +160,7 @@ def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None
           poll_s: float = 60.0, settle_s: float = 30.0, max_polls: int | None = None,
           stop_after: int | None = None, sleep: Callable[[float], None] = time.sleep,
           retry_base_s: float = 60.0, retry_cap_s: float = 3600.0, max_attempts: int = 5,
-          clock: Callable[[], float] = time.monotonic) -> WatchResult:
+          clock: Callable[[], float] = time.monotonic, loggers: Sequence[MetricLogger] = ()) -> WatchResult:
     """Poll ``target`` and evaluate each checkpoint not yet in ``history``, appending one row each.
 
     ``max_polls=1`` evaluates what is there now and returns (``--once``);
@@ -218,6 +219,8 @@ def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None
             done.add(key)
             retries.pop(key, None)
             evaluated.append(row)
+            for logger in loggers:  # after the durable append: the history stays the record
+                logger.log(metrics, checkpoint.step)
             if plot is not None:
                 plot_history(history, plot)
             if stop_after is not None and len(evaluated) >= stop_after:
