@@ -162,7 +162,7 @@ def test_lines_without_row_ids_are_matched_by_question(tmp_path: Path, release: 
     assert result.imported == 30 and result.step == 7
     runner.invoke(app, ["score", str(tmp_path / "run"), "--release", str(release)])
     per_row = [row for _, row in iter_jsonl(tmp_path / "run" / "scores_questions.jsonl")]
-    assert [row["em"] for row in per_row] == rewards
+    assert [row["values"]["em"] for row in per_row] == rewards
 
 
 def test_generations_scored_against_other_gold_are_refused(tmp_path: Path, release: Path) -> None:
