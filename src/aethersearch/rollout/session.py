@@ -105,6 +105,12 @@ def make_llm(settings: RunSettings, *, api_key: str | None = None) -> Any:
     limits = settings.limits
     # a call can never outlive its question: the per-question deadline bounds every retry loop
     deadline = limits.question_deadline_s or limits.call_timeout_s * (limits.max_retries + 1) + 60.0
+    if "," in settings.endpoint:  # several replicas of one model: balanced, with failover
+        from aethersearch.agents.replicas import ReplicaPool, split_endpoints
+
+        return ReplicaPool(split_endpoints(settings.endpoint), settings.model, api_key=api_key,
+                           concurrency=settings.concurrency, call_timeout_s=limits.call_timeout_s,
+                           deadline_s=deadline, max_retries=limits.max_retries)
     return OpenAIClient(settings.endpoint, settings.model, api_key=api_key, concurrency=settings.concurrency,
                         call_timeout_s=limits.call_timeout_s, deadline_s=deadline,
                         max_retries=limits.max_retries)
