@@ -67,3 +67,16 @@ def test_the_api_verifies_the_release_like_the_cli(demo: tuple[Path, Path], tmp_
     with pytest.raises(IntegrityError, match="fails verification"):
         evaluate_run("http://127.0.0.1:9/v1", tampered, model="m", index=index, run_dir=tmp_path / "run")
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_a_finished_run_resumes_without_its_model_server(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    import socket
+
+    release, index = demo
+    with ScriptedServer(search_r1_rule(lambda q: "Paris", searches=1)) as server:
+        first = evaluate_run(server.url, release, model="scripted", index=index, run_dir=tmp_path / "run")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    again = evaluate_run(dead, release, model="scripted", index=index, run_dir=tmp_path / "run")  # no preflight
+    assert again.metrics == first.metrics
