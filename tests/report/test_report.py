@@ -163,3 +163,21 @@ def test_missing_history_is_an_error_and_history_alone_makes_a_report(tmp_path: 
     assert done.exit_code == 0, done.output
     html = out.read_text(encoding="utf-8")
     assert "Training-time evaluation" in html and "step_200" in html
+
+
+def test_report_shows_the_error_count_beside_every_figure_of_a_run_with_errors(tmp_path: Path) -> None:
+    rows = eval_rows(3)
+    release = write_release(tmp_path / "release", rows)
+    run = write_run(tmp_path / "run", rows, {r.id for r in rows}, outcomes={rows[0].id: "endpoint_error"})
+    html = write_report([run], tmp_path / "r.html", release_dir=release).read_text(encoding="utf-8")
+    table = re.search(r'<table class="per-source">(.*?)</table>', html, re.DOTALL)
+    assert table
+    body = table.group(1)
+    nq = re.search(r"<tr><td>nq</td>(.*?)</tr>", body, re.DOTALL)
+    other = re.search(r"<tr><td>hotpotqa</td>(.*?)</tr>", body, re.DOTALL)
+    assert nq and other
+    figures = re.findall(r"<td>[^<]*<span class=\"ci\">.*?</td>", nq.group(1), re.DOTALL)
+    assert figures and all("(1 err)" in cell for cell in figures)
+    assert "err)" not in other.group(1)
+    runs = re.search(r'<table class="runs">(.*?)</table>', html, re.DOTALL)
+    assert runs and "<th>errors</th>" in runs.group(1)

@@ -151,6 +151,10 @@ def popqa_acc(prediction: str | None, golds: Golds) -> float:
     prediction, golds = _prediction(prediction), gold_list(golds)
     if prediction is None:
         return 0.0
+    return _popqa(prediction, golds)
+
+
+def _popqa(prediction: str, golds: Sequence[str]) -> float:
     for gold in golds:
         if not gold:
             continue
@@ -230,5 +234,5 @@ def score_all(prediction: str | None, golds: Golds) -> dict[str, float]:
         "squad_em": out_em,
         "f1": out_f1,
         "cover_em": out_cover,
-        "popqa_acc": popqa_acc(prediction, golds),
+        "popqa_acc": _popqa(prediction, golds),
     }
