@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.report.html import nested_tables, write_report
+from aethersearch.errors import DataError
 from aethersearch.records import Budget
+from aethersearch.report.html import nested_tables, write_report
 from tests.scoring.factory import eval_rows, write_release, write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,12 +133,17 @@ def test_budget_exhaustion_table_counts_forced_answers(tmp_path: Path) -> None:
     assert cells[:5] == ["run", "2", "1", "1.000", "1"]
     assert cells[5] == "answer=7, budget=1, max_turns=1"  # the factory's budget-outcome trace says max_turns
     assert "% hit budget" in html  # the budget-usage chart shows the share of questions that ran out
-    # a scores.json written before budget stops were recorded still renders, with dashes
+    # a scores.json missing a field is refused naming the field and the fix (never half-rendered)
     scores = json.loads((run / "scores.json").read_text())
     del scores["budget"]
     (run / "scores.json").write_text(json.dumps(scores))
-    html = write_report([run], tmp_path / "old.html").read_text(encoding="utf-8")
-    assert re.search(r'<table class="budget">.*?<td>run</td><td>—</td>', html, re.DOTALL)
+    with pytest.raises(DataError, match=r"scores.json \(field 'budget'\)") as info:
+        write_report([run], tmp_path / "old.html")
+    assert "aether score" in (info.value.fix or "")
+    # ... and so is one of an older schema version
+    (run / "scores.json").write_text(json.dumps({**scores, "schema_version": 1}))
+    with pytest.raises(DataError, match="schema_version 1"):
+        write_report([run], tmp_path / "old.html")
 
 
 def test_missing_history_is_an_error_and_history_alone_makes_a_report(tmp_path: Path) -> None:
