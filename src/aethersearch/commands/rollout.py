@@ -22,6 +22,8 @@ console = Console()
 _LIMITS = RunLimits()
 _QUESTION_DEADLINE = _LIMITS.question_deadline_s or 0.0
 _STOP_AFTER = _LIMITS.stop_after_failures or 0
+ENDPOINT_HELP = ("OpenAI-compatible base URL (several replicas: comma-separated, balanced with failover), "
+                 "or vllm-offline (the vllm extra) with --model PATH")
 STOP_HELP = ("stop starting questions after this many in a row failed on the endpoint itself (0: never); "
              "a rerun runs the rest")
 CALL_TIMEOUT_HELP = "seconds one model call may take before it is retried"
@@ -129,7 +131,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="run directory (rerun the same command to resume)"),
         agent: str = typer.Option("search-r1", "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
-        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL (several replicas: comma-separated, balanced with failover), or vllm-offline (the vllm extra) with --model PATH"),
+        endpoint: str | None = typer.Option(None, "--endpoint", help=ENDPOINT_HELP),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
         index: Path | None = typer.Option(None, "--index", help="search in-process on this index directory"),

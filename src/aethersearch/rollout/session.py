@@ -225,7 +225,8 @@ def execute_run(prepared: PreparedRun, run_dir: str | Path, *, progress: Callabl
                               llm_builder=(lambda: make_llm(settings, api_key=api_key))
                               if prepared.llm is not None else None,
                               shards=shards, concurrency=settings.concurrency, executor=executor,
-                              question_timeout_s=limits.question_deadline_s)
+                              question_timeout_s=limits.question_deadline_s,
+                              stop_after_failures=limits.stop_after_failures)
     else:
         summary = run_questions(prepared.questions, prepared.agent, prepared.search.factory, settings.budget,
                                 run_dir, prepared.fingerprint, llm=prepared.llm, concurrency=settings.concurrency,
