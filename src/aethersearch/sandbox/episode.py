@@ -256,7 +256,10 @@ class Sandbox:
 
 def load_masks(release_dir: str | Path) -> dict[str, ChainMask]:
     """Question id -> ChainMask, from a hint-free release's ``diagnostics.jsonl`` (``extra["mask"]``)."""
-    path = release_layout(release_dir).diagnostics
+    try:
+        path = release_layout(release_dir).diagnostics
+    except DataError:
+        path = Path(release_dir) / "diagnostics.jsonl"
     if not path.exists():
         raise DataError(path, "missing: not a hint-free release directory",
                         fix="build one with `aether construct demo --out DIR`")
