@@ -56,7 +56,7 @@ def _check_release(release: Path, documents: list[Document], min_hops: int, max_
         for candidate in [path, *diag.alternative_paths]:
             assert len(candidate) == len(path) and candidate[0] == path[0] and candidate[-1] == path[-1]
             assert all(reduced[index[a], index[b]] for a, b in pairwise(candidate))
-        assert diag.evidence == path and len(diag.hop_questions) == diag.hops
+        assert diag.evidence == path[:-1] and len(diag.hop_questions) == diag.hops  # one item per hop
         assert [h["page"] for h in diag.hop_questions] == path[:-1]
         # No direct link remains where the agent looks: v0 is served without vn's link and answer.
         mask = ChainMask.from_json(diag.extra["mask"])

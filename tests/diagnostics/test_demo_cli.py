@@ -22,7 +22,7 @@ def demo(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def test_demo_writes_scores_factorised_and_probes_into_the_run(demo) -> None:
-    out, summary = demo
+    _out, summary = demo
     run = Path(summary["run_dir"])
     for name in ("run.json", "traces.jsonl", "scores.json", "factorised.json", "probes.json"):
         assert (run / name).is_file(), name
@@ -33,6 +33,8 @@ def test_demo_writes_scores_factorised_and_probes_into_the_run(demo) -> None:
     overall = factorised["overall"]
     assert overall["gen_score"] == pytest.approx(
         (overall["f1_good_refusal"] + overall["f1_knowledge_utilisation"]) / 2 * overall["knowledge_score"])
+    # the honest baseline: distinct failure modes, not the old F1_GR = F1_KU = 1.0 tautology
+    assert overall["f1_good_refusal"] < 1 and overall["f1_knowledge_utilisation"] < 1
     assert overall["pass_at_1"] == pytest.approx(summary["em"])  # factorised Pass@1 agrees with the scorer
     probes = loads((run / "probes.json").read_bytes())
     assert probes["forget"]["applicable"] is False and "no parametric knowledge" in probes["forget"]["reason"]
@@ -52,7 +54,7 @@ def test_demo_rerun_resumes_and_reproduces_the_files(demo) -> None:
 def test_cli_factorise_and_probes(demo) -> None:
     out, summary = demo
     run, release = summary["run_dir"], summary["release_dir"]
-    result = runner.invoke(app, ["factorise", run, "--release", release])
+    result = runner.invoke(app, ["factorise", run, "--release", release, "--corpus", str(out / "sandbox_corpus")])
     assert result.exit_code == 0, result.output
     assert "GenScore" in result.output and "Good-refusal F1" in result.output and "factorised.json" in result.output
     result = runner.invoke(app, ["probe", "forget", run, "--release", release])
@@ -68,7 +70,8 @@ def test_cli_factorise_and_probes(demo) -> None:
 
 
 def test_cli_bad_run_dir_is_a_clear_error(tmp_path: Path, demo) -> None:
-    result = runner.invoke(app, ["factorise", str(tmp_path), "--release", demo[1]["release_dir"]])
+    result = runner.invoke(app, ["factorise", str(tmp_path), "--release", demo[1]["release_dir"],
+                                 "--corpus", str(demo[0] / "sandbox_corpus")])
     assert result.exit_code != 0
     assert isinstance(result.exception, DataError)
     assert "run.json" in str(result.exception) and "fix:" in str(result.exception)
@@ -77,7 +80,7 @@ def test_cli_bad_run_dir_is_a_clear_error(tmp_path: Path, demo) -> None:
 def test_report_renders_the_factorised_table_and_probe_rates(demo, tmp_path: Path) -> None:
     from aethersearch.report.html import write_report
 
-    out, summary = demo
+    _out, summary = demo
     html = write_report([Path(summary["run_dir"])], tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Factorised metrics" in html and "Probes (Forget / Lead-astray)" in html
     for key in ("gen_score", "f1_good_refusal", "f1_knowledge_utilisation", "knowledge_sufficiency",

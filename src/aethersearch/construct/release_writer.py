@@ -58,7 +58,7 @@ def release_rows(result: ConstructionResult, *, name: str, source_dataset: str
         ))
         diagnostics.append(DiagnosticsRow(
             id=qid, source_dataset=source_dataset, question_type=t.relation, path=list(q.path),
-            hops=len(q.path) - 1, alternative_paths=[list(p) for p in q.alternatives], evidence=list(q.path),
+            hops=len(q.path) - 1, alternative_paths=[list(p) for p in q.alternatives], evidence=list(q.path[:-1]),
             hop_questions=q.hop_questions,
             extra={"mask": q.mask.to_json(), "triple_id": t.id, "direct_link": [q.path[0], q.path[-1]],
                    "direct_evidence": t.evidence, "alternative_paths_truncated": q.alternatives_truncated,

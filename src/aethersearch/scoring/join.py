@@ -20,7 +20,13 @@ from typing import NamedTuple
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl, read_records, validate_row
 from aethersearch.records import EvalRow, Outcome, Prediction, Trace, Usage
-from aethersearch.scoring.extract import Extraction, check_compat, resolve_prediction, resolve_trace
+from aethersearch.scoring.extract import (
+    Extraction,
+    check_compat,
+    resolve_prediction,
+    resolve_trace,
+    settle,
+)
 
 TRACES_FILE = "traces.jsonl"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -160,8 +166,8 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
                                   None, MISSING, False, None))
         else:
-            outcome = found.extraction.outcome
+            settled = settle(found.extraction, gold.answers)  # gold wins over a refusal-shaped answer
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
-                                  found.extraction.prediction, Outcome(outcome).value, True, found.usage,
+                                  settled.prediction, Outcome(settled.outcome).value, True, found.usage,
                                   found.stop_reason))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))
