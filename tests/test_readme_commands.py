@@ -8,8 +8,8 @@
   background and must print its ready line. The ``python`` block is executed too.
 * Every ``aether …`` command in the README's prose and table (placeholders such as
   ``DIR`` or ``RUN`` and all) must parse: the command exists, each option exists,
-  and the number of positional arguments is right (a bare name such as ``aether
-  run`` in prose must name a command).
+  and the number of positional arguments is right (prose naming a command or an
+  option, such as ``aether run`` or ``aether score --strict``, must name real ones).
 * The build block reads the real public data (``../shared/data``) and skips with a
   reason when it is absent.
 """
@@ -92,8 +92,11 @@ def test_every_readme_command_parses() -> None:
         if hasattr(command, "commands"):
             problems.append(f"{raw}: {rest[:1] or 'nothing'} is not a subcommand of `{name}`")
             continue
-        if not rest and raw in INLINE.findall(text):
-            continue  # prose naming a command (`aether run`): that it exists is the check
+        if raw in INLINE.findall(text) and all(word.startswith("-") for word in rest):
+            # prose naming a command or an option (`aether run`, `aether score --strict`): they must exist
+            known = {opt for param in command.params for opt in getattr(param, "opts", [])}
+            problems.extend(f"{raw}: no option {word} on `{name}`" for word in rest if word not in known)
+            continue
         try:
             command.make_context(name, rest)
         except Exception as exc:  # noqa: BLE001 -- click's usage errors, reported all at once
