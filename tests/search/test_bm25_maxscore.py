@@ -97,10 +97,11 @@ def test_maxscore_kernel_equals_numpy_accumulator(corpus: list[list[str]], query
     max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(len(WORDS))],
                           dtype=np.float64)
     tokens = np.array([vocab[w] for w in query], dtype=np.int64)
-    fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, tokens, k)
     slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
-    assert fast[0].tolist() == slow[0].tolist()
-    assert fast[1].tolist() == slow[1].tolist()
+    for kernel in ("taat", "daat"):
+        fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, tokens, k, len(corpus), kernel)
+        assert fast[0].tolist() == slow[0].tolist(), kernel
+        assert fast[1].tolist() == slow[1].tolist(), kernel
 
 
 def test_ties_go_to_the_earliest_store_row(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from aethersearch.scoring.extract import (
     check_compat,
     resolve_prediction,
     resolve_trace,
+    settle,
 )
 
 TRACES_FILE = "traces.jsonl"
@@ -165,8 +166,8 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
                                   None, MISSING, False, None))
         else:
-            outcome = found.extraction.outcome
+            settled = settle(found.extraction, gold.answers)  # gold wins over a refusal-shaped answer
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
-                                  found.extraction.prediction, Outcome(outcome).value, True, found.usage,
+                                  settled.prediction, Outcome(settled.outcome).value, True, found.usage,
                                   found.stop_reason))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))

@@ -75,8 +75,9 @@ class _Spill:
         keys, tf = np.unique(ids * n_docs + local, return_counts=True)
         terms = (keys // n_docs).astype(np.int32)
         rows = (keys % n_docs + first_row).astype(np.int32)
-        path = self.directory / f"run{len(self.runs):05d}.npz"
-        np.savez(path, terms=terms, rows=rows, tf=tf.astype(np.int32))
+        path = self.directory / f"run{len(self.runs):05d}"
+        for name, values in (("terms", terms), ("rows", rows), ("tf", tf.astype(np.int32))):
+            np.save(path.with_suffix(f".{name}.npy"), values)  # separate .npy files: the merge memory-maps them
         self.runs.append(path)
         counts = np.bincount(terms, minlength=vocab_size)
         if len(self.df) < vocab_size:
@@ -130,8 +131,9 @@ def write_csr(spill: _Spill, doc_len: npt.NDArray[np.int32], vocab_size: int, ou
     docs_out = np.lib.format.open_memmap(out_dir / DOCS, mode="w+", dtype=np.int32, shape=(total,))
     imp_out = np.lib.format.open_memmap(out_dir / IMPACTS, mode="w+", dtype=np.float32, shape=(total,))
     max_impact = np.zeros(vocab_size, np.float64)
-    runs = [np.load(p, mmap_mode="r") for p in spill.runs]
-    run_terms = [r["terms"] for r in runs]
+    runs = [{name: np.load(p.with_suffix(f".{name}.npy"), mmap_mode="r") for name in ("rows", "tf")}
+            for p in spill.runs]
+    run_terms = [np.load(p.with_suffix(".terms.npy"), mmap_mode="r") for p in spill.runs]
     start_term = 0
     while start_term < vocab_size:
         # the largest term range whose postings fit one buffer (at least one term)
