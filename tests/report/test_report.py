@@ -181,3 +181,24 @@ def test_report_shows_the_error_count_beside_every_figure_of_a_run_with_errors(t
     assert "err)" not in other.group(1)
     runs = re.search(r'<table class="runs">(.*?)</table>', html, re.DOTALL)
     assert runs and "<th>errors</th>" in runs.group(1)
+
+
+def test_a_run_that_changed_since_scoring_is_rescored_with_a_release_and_refused_without(tmp_path: Path) -> None:
+    from aethersearch.errors import IntegrityError
+    from aethersearch.jsonl import read_jsonl, write_jsonl
+    from aethersearch.scoring.api import score_run
+
+    rows = eval_rows(2)
+    release = write_release(tmp_path / "release", rows)
+    run = write_run(tmp_path / "run", rows, set(), skip={rows[0].id})
+    score_run(run, release, resamples=50)
+    traces = read_jsonl(run / "traces.jsonl")
+    resumed = dict(traces[0], id=rows[0].id, question_seen=rows[0].question,
+                   response=f"<answer> {rows[0].answers[0]} </answer>", prediction=rows[0].answers[0])
+    write_jsonl(run / "traces.jsonl", [*traces, resumed])  # the resume answered the missing question
+    with pytest.raises(IntegrityError, match="earlier state"):
+        write_report([run], tmp_path / "stale.html")
+    write_report([run], tmp_path / "fresh.html", release_dir=release)
+    from aethersearch.scoring.scores_file import read_scores
+
+    assert read_scores(run).join.missing == []

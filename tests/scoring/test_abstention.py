@@ -101,3 +101,11 @@ def test_settle_never_touches_other_outcomes() -> None:
     for outcome in (Outcome.NO_ANSWER_TAG, Outcome.BUDGET, Outcome.ENDPOINT_ERROR):
         got = settle(Extraction(None, outcome, 0), ["Unknown"])
         assert got.outcome is outcome
+
+
+@pytest.mark.parametrize("gold", REFUSAL_SHAPED_GOLDS)
+def test_the_verl_reward_settles_refusal_shaped_golds_like_the_scorer(gold: str) -> None:
+    from aethersearch.interop.verl_reward import compute_score
+
+    got = compute_score("nq", f"<think>x</think><answer> {gold} </answer>", {"target": [gold]})
+    assert (got["score"], got["answered"], got["aether_outcome"]) == (1.0, 1.0, "answered")

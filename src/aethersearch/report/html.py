@@ -26,7 +26,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from aethersearch import __version__
 from aethersearch.compare.checkpoints import compare_runs
 from aethersearch.compare.watch import read_history
-from aethersearch.errors import AetherError, DataError
+from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_text, iter_jsonl, loads
 from aethersearch.report import charts
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
@@ -196,11 +196,23 @@ def _history_view(history: Path | None) -> dict[str, Any] | None:
                       "cells": [fmt(row.get("metrics", {}).get(k)) for k in keys]} for row in rows]}
 
 
+def _current_scores(run_dir: Path, release_dir: Path | None) -> Scores:
+    """The run's scores; with ``release_dir``, a run that is unscored, or changed since it was scored, is rescored."""
+    try:
+        return read_scores(run_dir)
+    except (DataError, IntegrityError):
+        if release_dir is None:
+            raise
+    score_run(run_dir, release_dir)
+    return read_scores(run_dir)
+
+
 def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | None = None,
                  history: Path | None = None, allow: Sequence[str] = (), compare: bool = True) -> Path:
     """Render the report for ``run_dirs`` (first = comparison reference) into ``out_path`` atomically.
 
-    Unscored runs are scored first when ``release_dir`` is given. With two or
+    Unscored runs, and runs that changed since they were scored, are (re)scored
+    first when ``release_dir`` is given; otherwise their stale scores are refused. With two or
     more runs the checkpoint comparison is included; a contract mismatch that
     was not ``allow``-ed is shown as a refusal instead of a table. ``compare=False``
     puts runs of different evaluations (e.g. the demo's benchmark run and its
@@ -209,11 +221,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     run_dirs = [Path(d) for d in run_dirs]
     if not run_dirs and history is None:
         raise DataError(out_path, "nothing to report", fix="pass at least one run directory or --history")
-    all_scores: list[Scores] = []
-    for run_dir in run_dirs:
-        if not (run_dir / "scores.json").is_file() and release_dir is not None:
-            score_run(run_dir, release_dir)
-        all_scores.append(read_scores(run_dir))
+    all_scores = [_current_scores(run_dir, release_dir) for run_dir in run_dirs]
     names = [d.name for d in run_dirs]
     if len(set(names)) != len(names):
         names = [str(d) for d in run_dirs]
