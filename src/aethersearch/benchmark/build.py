@@ -62,6 +62,8 @@ from aethersearch.benchmark.training import (
     isolate,
     load_exclusion_list,
     load_registry,
+    parse_exclusions,
+    resolve_exclusions,
 )
 from aethersearch.benchmark.verify import VerifyReport, verify_release
 from aethersearch.errors import AetherError, ConfigError, IntegrityError
@@ -239,10 +241,17 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
     lap("read_sources")
     sets, training = _training(loaded)
     lap("exclusion_sets")
-    reviewed = load_exclusion_list(loaded.resolve(config.exclusions)) if config.exclusions else []
     pools = {d: s.rows.candidates for d, s in sources.items()}
-    if config.exclusions:
-        check_exclusions_match(loaded.resolve(config.exclusions), reviewed, pools)
+    reviewed: list[Any] = []
+    if isinstance(config.exclusions, str):
+        where: Path | str = loaded.resolve(config.exclusions)
+        reviewed = load_exclusion_list(Path(where))
+    elif config.exclusions:
+        where = f"{loaded.path or '<config>'} (exclusions)"
+        reviewed = parse_exclusions(config.exclusions, where)
+    if reviewed:
+        reviewed = resolve_exclusions(reviewed, pools)
+        check_exclusions_match(where, reviewed, pools)
     isolation = isolate(pools, sets, reviewed)
     eligible_rows, pool_removals = _apply_pool_filter(pool_filter, isolation)
     lap("dedup")
@@ -361,6 +370,7 @@ def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filt
         reviews = audit_config.get("reviews")
         pool_filter, selection_audit = make_audit_hooks(
             dict(audit_config), sorted(sets.union),
-            reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review)
+            reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review,
+            stage_keys=dict(sets.keys))
     return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit)
 
