@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
 
     @construct_app.command("demo")
     def demo(
-        out: Path = typer.Option(..., "--out", help="release directory to write"),
+        out: Path = typer.Option(..., "--out", "-o", help="release directory to write"),
         seed: int = typer.Option(0, "--seed", help="demo world seed (also the selection seed)"),
         min_hops: int = typer.Option(2, "--min-hops"),
         max_hops: int = typer.Option(4, "--max-hops"),
@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
     def wikispeedia(
         data: Path = typer.Argument(..., help="Wikispeedia folder (plaintext_articles.tar.gz + "
                                               "wikispeedia_paths-and-graph/links.tsv)"),
-        out: Path = typer.Option(..., "--out", help="release directory to write"),
+        out: Path = typer.Option(..., "--out", "-o", help="release directory to write"),
         seed: int = typer.Option(0, "--seed"),
         min_hops: int = typer.Option(2, "--min-hops"),
         max_hops: int = typer.Option(4, "--max-hops"),
