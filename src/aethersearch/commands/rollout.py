@@ -124,7 +124,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="run directory (rerun the same command to resume)"),
         agent: str = typer.Option("search-r1", "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
-        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL (several replicas: comma-separated, balanced with failover), or vllm-offline (the vllm extra) with --model PATH"),
+        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL; replicas comma-separated; or vllm-offline"),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
         index: Path | None = typer.Option(None, "--index", help="search in-process on this index directory"),
@@ -144,6 +144,8 @@ def register(app: typer.Typer) -> None:
         max_retries: int = typer.Option(_LIMITS.max_retries, "--max-retries", help=RETRIES_HELP),
         max_error_rate: float = typer.Option(_LIMITS.max_error_rate, "--max-error-rate", help=ERROR_RATE_HELP),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
+        ray: str | None = typer.Option(None, "--ray", help="run shards on Ray: auto (a running cluster), HOST:PORT, or local (the ray extra)"),
+        shards: int | None = typer.Option(None, "--shards", help="Ray workers (with --ray; default 4)"),
     ) -> None:
         """Roll an agent out over a release into a resumable run directory.
 
@@ -161,7 +163,7 @@ def register(app: typer.Typer) -> None:
                 model=model, api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                             max_tokens=max_tokens),
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed),
-                concurrency=concurrency, limits=limits, progress=update)
+                concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards)
         _print_summary(summary)
 
     @app.command("eval")
