@@ -17,7 +17,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aethersearch.errors import ConfigError
 from aethersearch.records import DEFAULT_CONCURRENCY, Budget, Decoding, RolloutQuestion, RunLimits
@@ -29,6 +29,9 @@ __all__ = [
     "evaluate_run",
 ]
 
+if TYPE_CHECKING:
+    from aethersearch.scoring.scores_file import Scores
+
 EnvironmentFactory = Callable[[RolloutQuestion], Any]
 
 
@@ -37,7 +40,7 @@ class Evaluation(NamedTuple):
 
     metrics: dict[str, float]
     run_dir: Path
-    scores: dict[str, Any]
+    scores: Scores
 
 
 def search_setup(*, agent: str, agent_config: dict[str, Any] | None = None, search_url: str | None = None,

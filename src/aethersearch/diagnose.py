@@ -120,7 +120,7 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
         "agent": agent.name,
         "questions": summary.total,
         "outcomes": summary.outcomes,
-        "em": scores["overall"]["micro"]["metrics"]["em"]["mean"],
+        "em": scores.overall.micro.metrics["em"].mean,
         "factorised": factorised["overall"],
         "factorised_by_hops": factorised["by_hops"],
         "probes": {"forget": forget, "lead_astray": lead_astray},

@@ -20,13 +20,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aethersearch.errors import AetherError, IntegrityError
-from aethersearch.records import DEFAULT_CONCURRENCY, Budget, Decoding, RunLimits
+from aethersearch.records import DEFAULT_CONCURRENCY, ERROR_OUTCOMES, Budget, Decoding, RunLimits
 from aethersearch.rollout.session import RunSettings, SearchSetup
+
+if TYPE_CHECKING:
+    from aethersearch.scoring.scores_file import MetricEstimate, Scores
 
 DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
 
@@ -37,7 +40,7 @@ class EvalResult(NamedTuple):
     run_dir: Path
     release_dir: Path
     summary: Any
-    scores: dict[str, Any]
+    scores: Scores
     table: list[dict[str, Any]]
     report_path: Path | None
     extra: dict[str, Any]
@@ -177,30 +180,28 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
                        ray_address=None if ray in (None, "local") else ray)
 
 
-def score(run_dir: Path, release_dir: Path) -> dict[str, Any]:
+def score(run_dir: Path, release_dir: Path) -> Scores:
     """Score with the scoring layer (writes scores.json)."""
     from aethersearch.scoring.api import score_run
 
     return score_run(run_dir, release_dir)
 
 
-def source_table(scores: dict[str, Any], metrics: tuple[str, ...] = ("em", "f1", "subem")) -> list[dict[str, Any]]:
+def source_table(scores: Scores, metrics: tuple[str, ...] = ("em", "f1", "subem")) -> list[dict[str, Any]]:
     """Rows ``{source, n, <metric>..., answered, abstained, errors}`` per source, then ``all``."""
     rows = []
-    entries = list(scores.get("by_source", {}).items())
-    overall = scores.get("overall", {}).get("micro")
-    if overall:
-        entries.append(("all", {**overall, "outcomes": scores.get("outcomes", {})}))
-    for source, entry in entries:
-        row: dict[str, Any] = {"source": source, "n": entry.get("n")}
+    micro = scores.overall.micro
+    entries: list[tuple[str, int, Mapping[str, MetricEstimate], Mapping[str, int]]] = [
+        (source, entry.n, entry.metrics, entry.outcomes) for source, entry in scores.by_source.items()]
+    entries.append(("all", micro.n, micro.metrics, scores.outcomes))
+    for source, n, estimates, counts in entries:
+        row: dict[str, Any] = {"source": source, "n": n}
         for metric in metrics:
-            value = entry.get("metrics", {}).get(metric)
-            row[metric] = value.get("mean") if isinstance(value, dict) else None
-        outcomes = entry.get("outcomes", {})
-        counts = outcomes.get("counts", outcomes) if isinstance(outcomes, dict) else {}
+            value = estimates.get(metric)
+            row[metric] = value.mean if value is not None else None
         row["answered"] = counts.get("answered", 0)
         row["abstained"] = counts.get("abstained", 0)
-        row["errors"] = counts.get("endpoint_error", 0) + counts.get("tool_error", 0)
+        row["errors"] = sum(counts.get(o.value, 0) for o in ERROR_OUTCOMES)
         rows.append(row)
     return rows
 

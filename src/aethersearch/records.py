@@ -168,13 +168,17 @@ class RunLimits(Record):
     call that gets no reply in 60 s is retried (at most 3 times, with jittered
     backoff); a question is given up after 5 minutes whatever happens, so a
     stalled server cannot hold a question for 10 minutes; and any question
-    still in error after that fails the run (``max_error_rate`` 0).
+    still in error after that fails the run (``max_error_rate`` 0). A server
+    that dies mid-run stops the run after ``stop_after_failures`` endpoint
+    failures in a row, instead of failing every remaining question one by one.
     """
 
     call_timeout_s: float = Field(default=60.0, gt=0)
     question_deadline_s: float | None = Field(default=300.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     max_error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: stop starting questions after this many in a row failed on the endpoint (None: never)
+    stop_after_failures: int | None = Field(default=50, ge=1)
 
 
 class RunFingerprint(Record):

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from aethersearch.cli import app
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.interop.metric_keys import validation_metrics
+from aethersearch.scoring.scores_file import read_scores
 from aethersearch.interop.verl_import import import_generations
 from aethersearch.interop.verl_reward import compute_score
 from aethersearch.jsonl import iter_jsonl, loads
@@ -42,7 +43,7 @@ def _generation(i: int, golds: list[str]) -> str:
     if kind == 3:
         return think + "<answer> I don't know </answer>"
     if kind == 4:
-        return think + f"<answer>{golds[1].upper()}.</answer>"  # alias, normalised
+        return think + f"<answer>{golds[-1].upper()}.</answer>"  # an alias, normalised
     if kind == 5:
         return think + f"<answer>wrong</answer> then <answer>{golds[0]}</answer>"  # the last tag counts
     return think + f"<answer>The {golds[0]}</answer>"  # article removed by normalisation
@@ -109,13 +110,12 @@ def test_export_reward_import_score_agree_on_every_row(tmp_path: Path, release: 
     assert scored.exit_code == 0, scored.output
 
     per_row = [row for _, row in iter_jsonl(tmp_path / "run" / "scores_questions.jsonl")]
-    assert [row["em"] for row in per_row] == rewards  # every row, in release order
+    assert [row["values"]["em"] for row in per_row] == rewards  # every row, in release order
     assert 0 < sum(rewards) < len(rewards)  # both right and wrong answers were exercised
     outcomes = {row["outcome"] for row in per_row}
     assert {"answered", "no_answer_tag", "abstained"} <= outcomes
 
-    scores = loads((tmp_path / "run" / "scores.json").read_bytes())
-    keys = validation_metrics(scores, "both")
+    keys = validation_metrics(read_scores(tmp_path / "run"), "both")
     for source in set(sources):
         mine = [r for r, s in zip(rewards, sources, strict=True) if s == source]
         assert keys[f"val-core/{source}/reward/mean@1"] == pytest.approx(sum(mine) / len(mine))
@@ -162,7 +162,7 @@ def test_lines_without_row_ids_are_matched_by_question(tmp_path: Path, release: 
     assert result.imported == 30 and result.step == 7
     runner.invoke(app, ["score", str(tmp_path / "run"), "--release", str(release)])
     per_row = [row for _, row in iter_jsonl(tmp_path / "run" / "scores_questions.jsonl")]
-    assert [row["em"] for row in per_row] == rewards
+    assert [row["values"]["em"] for row in per_row] == rewards
 
 
 def test_generations_scored_against_other_gold_are_refused(tmp_path: Path, release: Path) -> None:

@@ -13,6 +13,7 @@ from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
 from aethersearch.cli import app
 from aethersearch.records import RunFingerprint
+from aethersearch.release_layout import release_layout
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +63,50 @@ def test_the_api_verifies_the_release_like_the_cli(demo: tuple[Path, Path], tmp_
     release, index = demo
     tampered = tmp_path / "release"
     shutil.copytree(release, tampered)
-    eval_file = tampered / "eval.jsonl"
+    eval_file = release_layout(tampered).eval
     eval_file.write_bytes(eval_file.read_bytes().replace(b'"answers":["', b'"answers":["x', 1))
     with pytest.raises(IntegrityError, match="fails verification"):
         evaluate_run("http://127.0.0.1:9/v1", tampered, model="m", index=index, run_dir=tmp_path / "run")
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_a_finished_run_resumes_without_its_model_server(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    import socket
+
+    release, index = demo
+    with ScriptedServer(search_r1_rule(lambda q: "Paris", searches=1)) as server:
+        first = evaluate_run(server.url, release, model="scripted", index=index, run_dir=tmp_path / "run")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    again = evaluate_run(dead, release, model="scripted", index=index, run_dir=tmp_path / "run")  # no preflight
+    assert again.metrics == first.metrics
+
+
+def test_run_json_records_what_replicas_are_sent_and_serve(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    from aethersearch.agents.scripted_server import Reply
+
+    release, _ = demo
+    with ScriptedServer(lambda r: Reply("<answer> Paris </answer>"), model="m") as a, \
+            ScriptedServer(lambda r: Reply("<answer> Paris </answer>"), model="m") as b:
+        result = CliRunner().invoke(app, ["run", str(release), "--out", str(tmp_path / "run"), "--agent", "direct",
+                                          "--endpoint", f"{a.url},{b.url}", "--model", "m", "--temperature", "0.7",
+                                          "--no-progress"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    recorded = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
+    assert recorded["served_model"] == {"id": "m"}
+    assert recorded["sent_decoding"]["temperature"] == 0.7
+
+
+def test_sharded_runs_go_through_the_same_path_and_write_the_same_run(demo: tuple[Path, Path],
+                                                                      tmp_path: Path) -> None:
+    from aethersearch.rollout.session import RunSettings
+
+    release, index = demo
+    settings = RunSettings(agent="lexical", budget=pipeline.DEMO_BUDGET)
+    search = pipeline.index_search(index)
+    single = pipeline.run_release(release, tmp_path / "single", settings, search)
+    sharded = pipeline.run_release(release, tmp_path / "sharded", settings, search, shards=3, executor="local")
+    assert single.errors.errored == sharded.errors.errored == 0
+    for name in ("run.json", "predictions.jsonl"):
+        assert (tmp_path / "sharded" / name).read_bytes() == (tmp_path / "single" / name).read_bytes()

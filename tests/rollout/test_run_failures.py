@@ -33,7 +33,7 @@ from aethersearch.rollout.store import RunStore
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 
-FAST = RunLimits(call_timeout_s=5.0, question_deadline_s=30.0, max_retries=1)
+FAST = RunLimits(call_timeout_s=5.0, question_deadline_s=30.0, max_retries=1, stop_after_failures=None)
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +62,50 @@ def test_aether_run_against_a_closed_port_exits_non_zero_with_a_summary(demo: tu
     wall = time.monotonic() - start
     assert result.returncode == 3, result.stdout + result.stderr
     message = " ".join(result.stderr.split())
-    assert "0 of 140 run" in message and "connection" in message and "140" in message
+    assert "0 of 140 run" in message and "connection" in message and "140 questions not run" in message
     assert "fix:" in message and "start the" in message and "--endpoint" in message
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "traces.jsonl").exists()  # nothing that could be scored as EM 0
     assert wall < 60, wall
+    evaluated = _cli("eval", str(release), "--out", str(tmp_path / "eval"), "--agent", "direct",
+                     "--endpoint", f"http://127.0.0.1:{_closed_port()}/v1", "--model", "m", "--no-progress")
+    assert evaluated.returncode == 3 and "0 of 140 run" in " ".join(evaluated.stderr.split())
+    assert not (tmp_path / "eval" / "run" / "scores.json").exists() and not (tmp_path / "eval" / "report.html").exists()
+
+
+def test_a_stalled_server_is_bounded_by_the_call_timeout_and_question_deadline(demo: tuple[Path, Path],
+                                                                              tmp_path: Path) -> None:
+    release, _ = demo
+    defaults = RunLimits()
+    assert defaults.question_deadline_s is not None and defaults.question_deadline_s < 600  # not 10 min a question
+    faults = Faults(rate=1.0, kinds=("stall",), stall_s=60.0)
+    start = time.monotonic()
+    with ScriptedServer(lambda r: Reply("<answer> x </answer>"), faults=faults) as server:
+        result = _cli("run", str(release), "--out", str(tmp_path / "run"), "--agent", "direct", "--endpoint",
+                      server.url, "--model", "scripted", "--no-progress", "--call-timeout", "0.3",
+                      "--question-deadline", "5", "--max-retries", "1", "--stop-after-failures", "0")
+    wall = time.monotonic() - start
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "timeout 140 (retried on rerun)" in " ".join(result.stderr.split())
+    assert wall < 40, wall  # 140 questions, 64 at a time, each given up after 2 x 0.3 s
+    limits = orjson.loads((tmp_path / "run" / "run.json").read_bytes())["limits"]
+    assert limits == {"call_timeout_s": 0.3, "question_deadline_s": 5.0, "max_retries": 1, "max_error_rate": 0.0,
+                      "stop_after_failures": None}
+
+
+def test_a_server_that_dies_mid_run_stops_the_run_instead_of_failing_every_question(tmp_path: Path) -> None:
+    qs = helpers.questions(40)
+    rollout = helpers.write_rollout(tmp_path / "rollout_questions.jsonl", qs)
+    agent = SearchR1Agent()
+    with ScriptedServer(helpers.MODEL, faults=Faults(rate=1.0, kinds=("502",))) as server:
+        fp = helpers.fingerprint(rollout, agent, server.url, count=len(qs))
+        summary = run_questions(qs, agent, lambda q: FakeSearchEnv(), Budget(), tmp_path / "run", fp,
+                                llm=OpenAIClient(server.url, "m", max_retries=0), concurrency=2,
+                                stop_after_failures=5)
+    assert summary.outcomes.get("endpoint_error", 0) <= 7  # the failures in flight when it stopped
+    assert summary.errors.errored == 40 and summary.errors.by_kind["not_run"] >= 33
+    with pytest.raises(RunFailed, match="stopped starting questions after 5 in a row"):
+        enforce_error_rate(summary.errors, 0.0, tmp_path / "run")
 
 
 def test_aether_run_whose_questions_all_fail_exits_non_zero_naming_kinds_and_counts(
@@ -78,7 +117,10 @@ def test_aether_run_whose_questions_all_fail_exits_non_zero_naming_kinds_and_cou
     assert result.returncode == 3, result.stdout + result.stderr
     message = " ".join(result.stderr.split())
     assert "140 of 140 questions ended in error" in message
-    assert "server_error 140 (retried on rerun)" in message
+    failed = int(message.split("server_error ")[1].split()[0])
+    not_run = int(message.split("not_run ")[1].split()[0])
+    assert failed + not_run == 140 and 50 <= failed < 140  # a dead server stops the run after 50 in a row
+    assert "stopped starting questions after 50 in a row failed on the endpoint" in message
     assert "rerun the same command" in message
     run_json = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
     assert run_json["limits"]["max_retries"] == 1

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
+from aethersearch.abstention import is_abstention
 from aethersearch.agents.llm import LLM, Completion
-from aethersearch.agents.prompts import extract_answer, is_abstention
+from aethersearch.agents.prompts import extract_answer
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, LLMCall, Outcome, RolloutQuestion, Step, ToolCall

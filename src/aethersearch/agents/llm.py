@@ -29,9 +29,11 @@ import aiohttp
 import orjson
 
 from aethersearch.errors import ConfigError, EndpointError
-from aethersearch.records import Decoding, LLMCall
+from aethersearch.records import Decoding, LLMCall, RunLimits
 
 TRANSIENT_STATUS = frozenset({408, 409, 429})
+#: A client built outside a run (probes, notebooks) waits and retries like a run with default limits.
+_LIMITS = RunLimits()
 
 
 class Completion(NamedTuple):
@@ -118,9 +120,9 @@ class OpenAIClient:
         *,
         api_key: str | None = None,
         concurrency: int = 64,
-        call_timeout_s: float = 120.0,
-        deadline_s: float = 600.0,
-        max_retries: int = 6,
+        call_timeout_s: float = _LIMITS.call_timeout_s,
+        deadline_s: float = _LIMITS.question_deadline_s or 300.0,
+        max_retries: int = _LIMITS.max_retries,
         backoff_base_s: float = 0.25,
         backoff_cap_s: float = 8.0,
         max_retry_after_s: float = 60.0,

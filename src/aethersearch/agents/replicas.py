@@ -160,6 +160,10 @@ class ReplicaPool:
         """Chat completion on the least-loaded healthy replica (another one if it fails)."""
         return await self._call(lambda client: client.chat(messages, decoding, tools))
 
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
+        """The decoding fields every replica receives (one client code path, so one answer; for run.json)."""
+        return self.replicas[0].client.sent_decoding(decoding)
+
     async def served_model(self) -> dict[str, Any] | None:
         """What every replica serves; ConfigError unless all report the same model.
 

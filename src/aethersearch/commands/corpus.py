@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
     def corpus_import(
         fmt: str = typer.Argument(..., metavar="FORMAT", help="jsonl | dpr | wikiextractor | wikispeedia | demo"),
         source: Path = typer.Argument(..., help="corpus file or folder (ignored for demo)"),
-        out: Path = typer.Option(..., "--out", help="store directory to write"),
+        out: Path = typer.Option(..., "--out", "-o", help="store directory to write"),
         links: Path | None = typer.Option(None, "--links", help="links TSV (source<TAB>target)"),
         chunk: str = typer.Option("none", "--chunk", help="none | paragraph | words"),
         chunk_size: int = typer.Option(100, "--chunk-size", help="words per passage (--chunk words)"),
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
 
     @corpus_app.command("demo")
     def corpus_demo(
-        out: Path = typer.Option(..., "--out", help="folder for corpus.jsonl, links.tsv, facts.jsonl, ..."),
+        out: Path = typer.Option(..., "--out", "-o", help="folder for corpus.jsonl, links.tsv, facts.jsonl, ..."),
         seed: int = typer.Option(0, "--seed"),
     ) -> None:
         """Write the embedded fictional demo world (corpus, links, single- and multi-hop questions)."""
@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
     def index_build(
         corpus: Path = typer.Argument(..., help="a store directory, or a corpus file to import first"),
         backend: str = typer.Option("bm25", "--backend", help="bm25 | bm25-maxscore | dense | hybrid"),
-        out: Path = typer.Option(..., "--out", help="index directory to write"),
+        out: Path = typer.Option(..., "--out", "-o", help="index directory to write"),
         fmt: str = typer.Option("jsonl", "--format", help="format of a raw corpus file"),
         links: Path | None = typer.Option(None, "--links", help="links TSV for a raw corpus"),
         settings: list[str] = typer.Option(None, "--set", help="backend setting key=value (repeatable)"),
@@ -114,15 +114,21 @@ def register(app: typer.Typer) -> None:
 
     @app.command("search")
     def search(
-        index: Path = typer.Argument(..., help="index directory"),
-        query: str = typer.Argument(..., help="the query"),
-        k: int = typer.Option(5, "-k", "--topk", help="how many results"),
+        words: list[str] = typer.Argument(..., metavar="[INDEX] QUERY", help="the query (after the index "
+                                                                               "directory when --index is not given)"),
+        index_opt: Path | None = typer.Option(None, "--index", "-i", help="index directory"),
+        k: int = typer.Option(5, "--topk", "-k", min=1, help="how many results"),
     ) -> None:
         """Search an index and print the top results."""
         from rich.table import Table
 
+        from aethersearch.errors import ConfigError
         from aethersearch.search.index_dir import open_index
 
+        if index_opt is None and len(words) < 2:
+            raise ConfigError("no index given", fix='aether search --index IDX "query"')
+        index = index_option(None if index_opt is not None else Path(words[0]), index_opt)
+        query = " ".join(words if index_opt is not None else words[1:])
         opened = open_index(index)
         hits = opened.index.search([query], k)[0]
         table = Table("rank", "score", "id", "title", "text")

@@ -21,6 +21,11 @@ from aethersearch.records import DEFAULT_CONCURRENCY, RunLimits
 console = Console()
 _LIMITS = RunLimits()
 _QUESTION_DEADLINE = _LIMITS.question_deadline_s or 0.0
+_STOP_AFTER = _LIMITS.stop_after_failures or 0
+ENDPOINT_HELP = ("OpenAI-compatible base URL (several replicas: comma-separated, balanced with failover), "
+                 "or vllm-offline (the vllm extra) with --model PATH")
+STOP_HELP = ("stop starting questions after this many in a row failed on the endpoint itself (0: never); "
+             "a rerun runs the rest")
 CALL_TIMEOUT_HELP = "seconds one model call may take before it is retried"
 DEADLINE_HELP = "seconds one question may take in all (0: no deadline); a stalled server cannot hold it longer"
 RETRIES_HELP = "retries of a failed model call (transient failures only: connection, timeout, 429, 5xx, bad 200)"
@@ -54,7 +59,8 @@ def _progress_bar(enabled: bool):  # type: ignore[no-untyped-def]
         yield update
 
 
-def _limits(call_timeout: float, question_deadline: float, max_retries: int, max_error_rate: float) -> Any:
+def _limits(call_timeout: float, question_deadline: float, max_retries: int, max_error_rate: float,
+            stop_after_failures: int) -> Any:
     """The run's :class:`RunLimits` from the CLI options (a clear error for an out-of-range value)."""
     from pydantic import ValidationError
 
@@ -65,7 +71,8 @@ def _limits(call_timeout: float, question_deadline: float, max_retries: int, max
     check_rate(max_error_rate)
     try:
         return RunLimits(call_timeout_s=call_timeout, question_deadline_s=question_deadline or None,
-                         max_retries=max_retries, max_error_rate=max_error_rate)
+                         max_retries=max_retries, max_error_rate=max_error_rate,
+                         stop_after_failures=stop_after_failures or None)
     except ValidationError as exc:
         problem = exc.errors()[0]
         raise ConfigError(f"--{str(problem['loc'][0]).replace('_s', '').replace('_', '-')}: {problem['msg']}",
@@ -124,7 +131,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="run directory (rerun the same command to resume)"),
         agent: str = typer.Option("search-r1", "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
-        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL; replicas comma-separated; or vllm-offline"),
+        endpoint: str | None = typer.Option(None, "--endpoint", help=ENDPOINT_HELP),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
         index: Path | None = typer.Option(None, "--index", help="search in-process on this index directory"),
@@ -143,6 +150,7 @@ def register(app: typer.Typer) -> None:
                                                 help=DEADLINE_HELP),
         max_retries: int = typer.Option(_LIMITS.max_retries, "--max-retries", help=RETRIES_HELP),
         max_error_rate: float = typer.Option(_LIMITS.max_error_rate, "--max-error-rate", help=ERROR_RATE_HELP),
+        stop_after_failures: int = typer.Option(_STOP_AFTER, "--stop-after-failures", help=STOP_HELP),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
         ray: str | None = typer.Option(None, "--ray", help="run shards on Ray: auto (a running cluster), HOST:PORT, or local (the ray extra)"),
         shards: int | None = typer.Option(None, "--shards", help="Ray workers (with --ray; default 4)"),
@@ -156,7 +164,7 @@ def register(app: typer.Typer) -> None:
         from aethersearch.records import Budget, Decoding
 
         search = _search(index, search_url, agent, tools)
-        limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate)
+        limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
                 release, out, search, agent=agent, agent_config=_agent_config(agent_config), endpoint=endpoint,
@@ -191,6 +199,7 @@ def register(app: typer.Typer) -> None:
         question_deadline: float = typer.Option(_QUESTION_DEADLINE, "--question-deadline", help=DEADLINE_HELP),
         max_retries: int = typer.Option(_LIMITS.max_retries, "--max-retries", help=RETRIES_HELP),
         max_error_rate: float = typer.Option(_LIMITS.max_error_rate, "--max-error-rate", help=ERROR_RATE_HELP),
+        stop_after_failures: int = typer.Option(_STOP_AFTER, "--stop-after-failures", help=STOP_HELP),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
         sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox", help="demo only: add the sandbox evaluation"),
     ) -> None:
@@ -212,7 +221,7 @@ def register(app: typer.Typer) -> None:
                                                               max_tokens=max_tokens),
                                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens,
                                                    seed=seed), concurrency=concurrency, progress=update,
-                               limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate))
+                               limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
                 offered = tuple(t for t in tools.split(",") if t)
                 if serve:
                     if index is None:

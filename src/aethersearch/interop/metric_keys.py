@@ -8,9 +8,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from aethersearch.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aethersearch.scoring.scores_file import MetricEstimate, Scores
 
 Style = Literal["searchr1", "verl", "both"]
 STYLES: tuple[str, ...] = ("searchr1", "verl", "both")
@@ -25,10 +28,14 @@ def check_style(style: str) -> None:
         raise ConfigError(f"unknown metric key style {style!r}", fix=f"use one of: {', '.join(STYLES)}")
 
 
-def validation_metrics(scores: dict[str, Any], style: str = "both", metric: str = "em") -> dict[str, float]:
-    """The per-source and overall mean of ``metric`` from a ``scores.json`` dict, keyed in ``style``."""
+def _mean(estimate: MetricEstimate) -> float:
+    return float("nan") if estimate.mean is None else float(estimate.mean)
+
+
+def validation_metrics(scores: Scores, style: str = "both", metric: str = "em") -> dict[str, float]:
+    """The per-source and overall mean of ``metric`` from a run's typed scores, keyed in ``style``."""
     check_style(style)
-    means = {source: float(entry["metrics"][metric]["mean"]) for source, entry in scores["by_source"].items()}
-    means[OVERALL] = float(scores["overall"]["micro"]["metrics"][metric]["mean"])
+    means = {source: _mean(entry.metrics[metric]) for source, entry in scores.by_source.items()}
+    means[OVERALL] = _mean(scores.overall.micro.metrics[metric])
     templates = {"searchr1": (SEARCHR1_KEY,), "verl": (VERL_KEY,), "both": (SEARCHR1_KEY, VERL_KEY)}[style]
     return {template.format(source=source): value for template in templates for source, value in means.items()}

@@ -56,7 +56,8 @@ def score_response(response: str, golds: list[str], *, row_id: str = "", questio
                    source: str = "") -> tuple[Trace, dict[str, float]]:
     """The trace of one generation and its metric values, exactly as ``aether score`` would compute them."""
     trace = response_trace(row_id, question, response)
-    extraction = resolve_trace(trace)
+    extraction = resolve_trace(trace, golds=golds)  # gold wins over a refusal-shaped answer, as in the join
+    trace = trace.model_copy(update={"outcome": extraction.outcome})
     row = JoinedRow(id=row_id, source=source, question=question, golds=golds, prediction=extraction.prediction,
                     outcome=extraction.outcome.value, present=True, usage=None)
     return trace, score_row(row, compat=None)

@@ -66,6 +66,7 @@ class ErrorReport(NamedTuple):
     retryable: int
     by_kind: dict[str, int]
     examples: dict[str, str]
+    stopped: str | None = None
 
     @property
     def share(self) -> float:
@@ -105,8 +106,11 @@ def trace_kind(trace: Trace) -> str:
     return ErrorKind.ENDPOINT.value
 
 
-def error_report(latest: Mapping[str, Trace], ids: Iterable[str]) -> ErrorReport:
-    """The error report of the questions ``ids`` given each one's latest trace (no trace: ``not_run``)."""
+def error_report(latest: Mapping[str, Trace], ids: Iterable[str], *, stopped: str | None = None) -> ErrorReport:
+    """The error report of the questions ``ids`` given each one's latest trace (no trace: ``not_run``).
+
+    ``stopped`` says why the run stopped starting questions early, if it did.
+    """
     kinds: Counter[str] = Counter()
     examples: dict[str, str] = {}
     total = retryable = 0
@@ -124,7 +128,7 @@ def error_report(latest: Mapping[str, Trace], ids: Iterable[str]) -> ErrorReport
         kinds[kind] += 1
         examples.setdefault(kind, f"{question_id}: {message.splitlines()[0][:200] if message else ''}")
     return ErrorReport(total=total, errored=sum(kinds.values()), retryable=retryable, by_kind=dict(kinds),
-                       examples=examples)
+                       examples=examples, stopped=stopped)
 
 
 def check_rate(max_error_rate: float) -> float:
@@ -140,7 +144,7 @@ def enforce_error_rate(report: ErrorReport, max_error_rate: float, run_dir: str 
     if not report.exceeds(max_error_rate):
         return
     where = f"run {run_dir}" if run_dir is not None else "run"
-    body = "\n    ".join(report.lines())
+    body = "\n    ".join(report.lines() + ([f"({report.stopped})"] if report.stopped else []))
     message = (f"{where}: {report.errored} of {report.total} questions ended in error "
                f"({report.share:.1%} > --max-error-rate {max_error_rate:g}); its scores would be wrong, "
                f"so the run is refused:\n    {body}\n  {report.retryable} of them are retried by rerunning "

@@ -68,7 +68,7 @@ def shard_questions(questions: Sequence[RolloutQuestion], shards: int) -> list[l
 def run_shard(questions: list[RolloutQuestion], agent: str, agent_config: dict[str, Any],
               env_builder: Callable[[], EnvironmentFactory], llm_builder: Callable[[], Any] | None,
               budget: Budget, shard_dir: str, fingerprint: RunFingerprint, concurrency: int,
-              question_timeout_s: float | None = None) -> str:
+              question_timeout_s: float | None = None, stop_after_failures: int | None = None) -> str:
     """One worker's job: the ordinary runner on one shard, into its own directory.
 
     The shard runs under the same per-question deadline as a single-process run
@@ -76,7 +76,8 @@ def run_shard(questions: list[RolloutQuestion], agent: str, agent_config: dict[s
     """
     llm = llm_builder() if llm_builder is not None else None
     run_questions(questions, make_agent(agent, **agent_config), env_builder(), budget, shard_dir,
-                  fingerprint, llm=llm, concurrency=concurrency, question_timeout_s=question_timeout_s)
+                  fingerprint, llm=llm, concurrency=concurrency, question_timeout_s=question_timeout_s,
+                  stop_after_failures=stop_after_failures)
     return shard_dir
 
 
@@ -149,7 +150,8 @@ def run_sharded(questions: Sequence[RolloutQuestion], agent: str, env_builder: C
                 budget: Budget, run_dir: str | Path, fingerprint: RunFingerprint, *,
                 agent_config: dict[str, Any] | None = None, llm_builder: Callable[[], Any] | None = None,
                 shards: int = 4, concurrency: int = 16, executor: str = "ray",
-                question_timeout_s: float | None = None, ray_address: str | None = None) -> RunSummary:
+                question_timeout_s: float | None = None, stop_after_failures: int | None = None,
+                ray_address: str | None = None) -> RunSummary:
     """Run every unfinished question of ``questions`` into ``run_dir`` over ``shards`` workers.
 
     Same contract as :func:`~aethersearch.rollout.runner.run_questions`: the fingerprint is
@@ -166,14 +168,16 @@ def run_sharded(questions: Sequence[RolloutQuestion], agent: str, env_builder: C
         return _run_sharded_locked(questions, agent, env_builder, budget, run_dir, fingerprint, store,
                                    agent_config=agent_config, llm_builder=llm_builder, shards=shards,
                                    concurrency=concurrency, executor=executor, start=start,
-                                   question_timeout_s=question_timeout_s, ray_address=ray_address)
+                                   question_timeout_s=question_timeout_s, stop_after_failures=stop_after_failures,
+                                   ray_address=ray_address)
 
 
 def _run_sharded_locked(questions: Sequence[RolloutQuestion], agent: str,
                         env_builder: Callable[[], EnvironmentFactory], budget: Budget, run_dir: Path,
                         fingerprint: RunFingerprint, store: RunStore, *, agent_config: dict[str, Any] | None,
                         llm_builder: Callable[[], Any] | None, shards: int, concurrency: int, executor: str,
-                        start: float, question_timeout_s: float | None, ray_address: str | None) -> RunSummary:
+                        start: float, question_timeout_s: float | None,
+                        stop_after_failures: int | None, ray_address: str | None) -> RunSummary:
     """The body of :func:`run_sharded` while this process holds the run directory's lock."""
     merge_shards(run_dir, store)  # work an interrupted run finished counts as finished
     finished = store.finished_ids()
@@ -184,7 +188,7 @@ def _run_sharded_locked(questions: Sequence[RolloutQuestion], agent: str,
         shard_dir = run_dir / SHARDS_DIR / f"shard-{number:03d}"
         _seed_shard(shard_dir, store, fingerprint, part)
         jobs.append((part, agent, config, env_builder, llm_builder, budget, str(shard_dir), fingerprint,
-                     concurrency, question_timeout_s))
+                     concurrency, question_timeout_s, stop_after_failures))
     if jobs:
         _run_all(jobs, executor, ray_address)
     merge_shards(run_dir, store)

@@ -158,6 +158,12 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
                  usage=_usage(episode), elapsed_s=round(time.monotonic() - start, 6), attempt=attempt)
 
 
+#: Error kinds that say the endpoint itself is failing (not this one question).
+ENDPOINT_DOWN_KINDS = frozenset({ErrorKind.CONNECTION, ErrorKind.TIMEOUT, ErrorKind.SERVER_ERROR,
+                                 ErrorKind.RATE_LIMITED, ErrorKind.MALFORMED_REPLY, ErrorKind.AUTH,
+                                 ErrorKind.NOT_FOUND, ErrorKind.DEADLINE})
+
+
 def endpoint_error_kind(exc: EndpointError) -> ErrorKind:
     """The recorded kind of an endpoint failure (an unknown or missing kind is ``endpoint``)."""
     try:
@@ -186,13 +192,17 @@ async def run_questions_async(
     concurrency: int = 16,
     question_timeout_s: float | None = None,
     progress: Callable[[Progress], None] | None = None,
+    stop_after_failures: int | None = None,
 ) -> RunSummary:
     """Run every unfinished question of ``questions`` into ``run_dir`` (resuming if it exists).
 
     ``environment_factory(question)`` returns (or awaits to) a fresh Environment per
     episode; ``llm`` is an :class:`~aethersearch.agents.llm.LLM` (None for no-LLM agents).
     The fingerprint is checked against an existing ``run.json`` and the run refused
-    if they differ.
+    if they differ. ``stop_after_failures`` stops starting new questions once that
+    many in a row failed on the endpoint itself (connection, timeout, 5xx, …): a
+    dead server then fails the run in one wave instead of one per question; the
+    questions not started have no trace and run when the command is rerun.
     """
     start = time.monotonic()
     seen: set[str] = set()
@@ -209,7 +219,8 @@ async def run_questions_async(
     try:
         return await _run_locked(store, questions, agent, environment_factory, budget, llm=llm,
                                  decoding=decoding, concurrency=concurrency,
-                                 question_timeout_s=question_timeout_s, progress=progress, start=start)
+                                 question_timeout_s=question_timeout_s, progress=progress, start=start,
+                                 stop_after_failures=stop_after_failures)
     finally:
         store.close()
 
@@ -217,19 +228,23 @@ async def run_questions_async(
 async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], agent: Agent,
                       environment_factory: EnvironmentFactory, budget: Budget, *, llm: Any | None,
                       decoding: Decoding, concurrency: int, question_timeout_s: float | None,
-                      progress: Callable[[Progress], None] | None, start: float) -> RunSummary:
+                      progress: Callable[[Progress], None] | None, start: float,
+                      stop_after_failures: int | None = None) -> RunSummary:
     """The body of a run, while this process holds the run directory's lock."""
     finished = store.finished_ids()
     todo = [q for q in questions if q.id not in finished]
     skipped = len(questions) - len(todo)
     counts: Counter[str] = Counter()
-    done = errored = 0
+    done = errored = in_a_row = 0
+    stopped: str | None = None
     semaphore = asyncio.Semaphore(max(1, concurrency))
     writer = store.writer()
 
     async def one(question: RolloutQuestion) -> None:
-        nonlocal done, errored
+        nonlocal done, errored, in_a_row, stopped
         async with semaphore:
+            if stopped is not None:
+                return  # the endpoint is down: leave the question unstarted (rerun runs it)
             try:
                 env = await _make_env(environment_factory, question)
             except Exception as exc:  # noqa: BLE001 — an environment that fails to open is a tool error
@@ -247,6 +262,13 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
         counts[trace.outcome.value] += 1
         done += 1
         errored += trace.outcome in ERROR_OUTCOMES
+        if trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS:
+            in_a_row += 1
+            if stop_after_failures and in_a_row >= stop_after_failures and stopped is None:
+                stopped = (f"stopped starting questions after {in_a_row} in a row failed on the endpoint "
+                           f"(last: {trace.error_kind}); --stop-after-failures {stop_after_failures}")
+        elif trace.outcome not in ERROR_OUTCOMES:
+            in_a_row = 0
         if progress is not None:
             progress(Progress(done, errored, len(todo), skipped, time.monotonic() - start))
 
@@ -258,7 +280,7 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
     return RunSummary(run_dir=store.run_dir, total=len(questions), skipped=skipped, attempted=len(todo),
                       errored=errored, outcomes=dict(counts), elapsed_s=time.monotonic() - start,
                       predictions_path=predictions, torn_tail_path=store.torn_tail_path,
-                      errors=error_report(store.latest, (q.id for q in questions)))
+                      errors=error_report(store.latest, (q.id for q in questions), stopped=stopped))
 
 
 def run_questions(questions: Sequence[RolloutQuestion], agent: Agent,

@@ -5,8 +5,9 @@ the Python API, the sandbox demo, the probes, the Ray backend) and the copies
 drifted — the API hard-coded ``retrieval_topk=3`` into ``run.json`` and wrote a
 fingerprint ``aether compare`` refused against a CLI run of the same settings.
 Every caller now builds a :class:`RunSettings` and calls :func:`prepare_run`
-(agent, model client, ``GET /v1/models``, fingerprint) and :func:`execute_run`
-(runner or Ray shards, then the ``--max-error-rate`` check), so identical
+(agent, model client, fingerprint) and :func:`execute_run` (``GET /v1/models``
+unless the run is already complete, runner or Ray shards, then the
+``--max-error-rate`` check), so identical
 settings write an identical ``run.json`` whoever asks.
 
 This module stays below the gold boundary: it sees only ``rollout_questions.jsonl``
@@ -24,8 +25,10 @@ from typing import Any, NamedTuple
 from pydantic import Field
 
 from aethersearch.errors import ConfigError, EndpointError, RunFailed
+from aethersearch.jsonl import loads, read_jsonl_tolerant
 from aethersearch.records import (
     DEFAULT_CONCURRENCY,
+    RETRIED_OUTCOMES,
     Budget,
     Decoding,
     Record,
@@ -40,6 +43,7 @@ from aethersearch.rollout.fingerprint import (
 )
 from aethersearch.rollout.health import FIXES, enforce_error_rate
 from aethersearch.rollout.runner import EnvironmentFactory, RunSummary, run_questions
+from aethersearch.rollout.store import RUN_JSON, TRACES
 
 #: ``--endpoint vllm-offline --model PATH``: generate with ``vllm.LLM`` in this process, no server.
 VLLM_OFFLINE = "vllm-offline"
@@ -138,8 +142,8 @@ def served_model(llm: Any, question_count: int) -> dict[str, Any] | None:
     except EndpointError as exc:
         kind = exc.kind or "endpoint"
         raise RunFailed(f"the model endpoint {llm.endpoint} failed before any question ran "
-                        f"(0 of {question_count} run): {exc.message}\n    {kind:<16} {question_count:>6}  "
-                        "(retried on rerun)", run_dir=None, total=question_count, errored=question_count,
+                        f"(0 of {question_count} run): {exc.message}\n    {kind:<16} (GET /v1/models)  "
+                        f"{question_count} questions not run; rerunning the same command runs them", run_dir=None, total=question_count, errored=question_count,
                         kinds={kind: question_count}, retryable=question_count, max_error_rate=0.0,
                         fix=exc.fix or FIXES.get(kind, FIXES["endpoint"])) from None
 
@@ -147,7 +151,7 @@ def served_model(llm: Any, question_count: int) -> dict[str, Any] | None:
 def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *,
                 questions: Sequence[RolloutQuestion] | None = None, agent: Any | None = None,
                 llm: Any | None = None, api_key: str | None = None) -> PreparedRun:
-    """Build the agent and model client, ask the server what it serves, and fingerprint the run.
+    """Build the agent and model client and fingerprint the run (``served_model`` is filled by :func:`execute_run`).
 
     ``agent`` and ``llm`` may be passed prebuilt (an agent class outside the
     registry, a client shared with a probe); otherwise they are built from
@@ -160,9 +164,8 @@ def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *
     client = llm
     if client is None and built.needs_llm:
         client = make_llm(settings, api_key=api_key)
-    served = sent = None
+    sent = None
     if client is not None:
-        served = served_model(client, len(rows))
         sender = getattr(client, "sent_decoding", None)
         sent = sender(built.effective_decoding(settings.decoding)) if sender is not None else None
     fingerprint = build_fingerprint(
@@ -171,8 +174,35 @@ def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *
         model=(settings.model or getattr(client, "model", None)) if client is not None else None,
         corpus_hash=search.corpus_hash, index_hash=search.index_hash,
         environment=search.environment or built.environment, retrieval_topk=getattr(built, "topk", None),
-        concurrency=settings.concurrency, limits=settings.limits, served_model=served, sent_decoding=sent)
+        concurrency=settings.concurrency, limits=settings.limits, served_model=None, sent_decoding=sent)
     return PreparedRun(rows, built, client, search, fingerprint, settings)
+
+
+def _finished_run(run_dir: Path, ids: Sequence[str]) -> RunFingerprint | None:
+    """The stored run.json when every one of ``ids`` already has a final trace (nothing left to run)."""
+    run_json, traces = run_dir / RUN_JSON, run_dir / TRACES
+    if not run_json.is_file() or not traces.is_file():
+        return None
+    try:
+        stored = RunFingerprint.model_validate(loads(run_json.read_bytes()))
+        latest = {row["id"]: row.get("outcome") for row in read_jsonl_tolerant(traces).rows}
+    except (ValueError, KeyError, TypeError):
+        return None  # let the run store report the damage with its file and line
+    retried = {outcome.value for outcome in RETRIED_OUTCOMES}
+    return stored if all(latest.get(i) not in (None, *retried) for i in ids) else None
+
+
+def with_served_model(prepared: PreparedRun, run_dir: str | Path) -> PreparedRun:
+    """Fill ``served_model`` from ``GET /v1/models`` — unless the run is already complete.
+
+    A finished run resumes without touching the endpoint (rescoring a run must
+    never need its model server): its recorded ``served_model`` stands.
+    """
+    if prepared.llm is None:
+        return prepared
+    finished = _finished_run(Path(run_dir), [q.id for q in prepared.questions])
+    served = finished.served_model if finished is not None else served_model(prepared.llm, len(prepared.questions))
+    return prepared._replace(fingerprint=prepared.fingerprint.model_copy(update={"served_model": served}))
 
 
 def execute_run(prepared: PreparedRun, run_dir: str | Path, *, progress: Callable[[Any], None] | None = None,
@@ -185,6 +215,7 @@ def execute_run(prepared: PreparedRun, run_dir: str | Path, *, progress: Callabl
     the summary without the ``--max-error-rate`` check (its ``errors`` field
     still says what failed).
     """
+    prepared = with_served_model(prepared, run_dir)
     settings, limits = prepared.settings, prepared.settings.limits
     if shards is not None and shards > 1:
         from aethersearch.rollout.ray_backend import run_sharded
@@ -197,11 +228,13 @@ def execute_run(prepared: PreparedRun, run_dir: str | Path, *, progress: Callabl
                               llm_builder=(lambda: make_llm(settings, api_key=api_key))
                               if prepared.llm is not None else None,
                               shards=shards, concurrency=settings.concurrency, executor=executor,
-                              question_timeout_s=limits.question_deadline_s, ray_address=ray_address)
+                              question_timeout_s=limits.question_deadline_s,
+                              stop_after_failures=limits.stop_after_failures, ray_address=ray_address)
     else:
         summary = run_questions(prepared.questions, prepared.agent, prepared.search.factory, settings.budget,
                                 run_dir, prepared.fingerprint, llm=prepared.llm, concurrency=settings.concurrency,
-                                question_timeout_s=limits.question_deadline_s, progress=progress)
+                                question_timeout_s=limits.question_deadline_s, progress=progress,
+                                stop_after_failures=limits.stop_after_failures)
     if enforce:
         enforce_error_rate(summary.errors, limits.max_error_rate, run_dir)
     return summary

@@ -185,7 +185,7 @@ def episode_from_sandbox(
     with ``scores.json``; ``correct`` (e.g. the LLM judge's verdict) overrides
     ``correct_fn`` for an answered episode.
     """
-    scored = resolve_trace(trace)
+    scored = resolve_trace(trace, golds=golds)  # gold wins over a refusal-shaped answer
     if len(diagnostics.path) < 3:
         raise DataError(
             "diagnostics.jsonl",
@@ -285,7 +285,7 @@ def episode_from_text(
     returned; an id missing from the store is a DataError (the run and the corpus
     do not match).
     """
-    scored = resolve_trace(trace)
+    scored = resolve_trace(trace, golds=golds)  # gold wins over a refusal-shaped answer
     requirements = text_requirements(diagnostics, golds)
     ids = gathered_ids(trace, gathering_tools)
     texts: list[str] = []
