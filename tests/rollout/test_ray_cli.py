@@ -53,7 +53,7 @@ def test_cli_run_on_a_local_ray_cluster_writes_one_resumable_run(tmp_path: Path)
         ray.shutdown()
     traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
     ids = Counter(t["id"] for t in traces)
-    questions = read_jsonl(release / "rollout_questions.jsonl")
+    questions = read_jsonl(next(release.glob("*rollout_questions.jsonl")))
     assert set(ids) == {q["id"] for q in questions}
     assert max(ids.values()) == 1  # no duplicate ids across shards and reruns
     assert all(t["outcome"] == "answered" for t in traces)
