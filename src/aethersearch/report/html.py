@@ -216,7 +216,15 @@ def _golds(all_scores: Sequence[Scores], release_dir: Path | None) -> dict[str, 
 
     where = Path(release_dir) if release_dir is not None else (
         Path(all_scores[0].gold.release_dir) if all_scores else None)
-    if where is None or not (where / "eval.jsonl").is_file():
+    if where is None or not where.is_dir():
+        return {}
+    from aethersearch.errors import DataError
+    from aethersearch.release_layout import release_layout
+
+    try:
+        if not release_layout(where).eval.is_file():
+            return {}
+    except DataError:  # not a release directory: no golds at hand
         return {}
     return {row.id: list(row.answers) for row in load_release(where)}
 
