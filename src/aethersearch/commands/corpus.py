@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
+from aethersearch.commands.progress import make_console
 from rich.markup import escape
 
 from aethersearch.commands.options import parse_key_values
 
-console = Console()
+console = make_console()
 
 
 def _settings(pairs: list[str] | None) -> dict[str, Any]:
@@ -89,24 +89,25 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="replace an existing index"),
     ) -> None:
         """Build an index directory (config, corpus hash, build stats, index hash)."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        import contextlib
 
+        from aethersearch.commands.progress import progress
         from aethersearch.search.index_dir import build_index
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=False) as progress:
-            tasks: dict[str, Any] = {}
+        with contextlib.ExitStack() as phases:
+            current: dict[str, Any] = {}
 
             def report(phase: str, done: int, total: int) -> None:
-                if phase not in tasks:
-                    tasks[phase] = progress.add_task(phase, total=total or None)
+                if current.get("phase") != phase:  # one progress display per build phase, with its own ETA
+                    phases.close()
+                    current.update(phase=phase, update=phases.enter_context(progress(f"index {phase}", unit=" docs")))
                 if done % 256 == 0 or done == total:
-                    progress.update(tasks[phase], completed=done, total=total or None)
+                    current["update"](done, total or None)
 
             opened = build_index(corpus, backend, out, config=_settings(settings), corpus_format=fmt,
                                  links=links, overwrite=force, on_document=report)
-            for task in tasks.values():
-                progress.update(task, completed=opened.manifest["corpus_size"], total=opened.manifest["corpus_size"])
+            if current:
+                current["update"](opened.manifest["corpus_size"], opened.manifest["corpus_size"])
         stats = opened.manifest["build_stats"]
         console.print(f"[green]built[/] {backend} index of {opened.manifest['corpus_size']:,} documents in "
                       f"{stats['seconds']:.1f}s (peak RSS {stats['peak_rss_mb']:.0f} MB) -> {escape(str(out))}")
