@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import aiohttp
 import orjson
 
+from aethersearch.agents.served import LLAMA_CPP, ServedModel, ServerFacts
 from aethersearch.errors import EndpointError
 from aethersearch.records import Decoding, LLMCall
 
@@ -69,9 +70,22 @@ class LLM(Protocol):
         ...
 
 
-def decoding_body(decoding: Decoding) -> dict[str, Any]:
-    """The OpenAI request fields for ``decoding`` (seed and stop only when set)."""
-    body: dict[str, Any] = {"temperature": decoding.temperature, "top_p": decoding.top_p,
+def decoding_body(decoding: Decoding, flavor: str | None = None) -> dict[str, Any]:
+    """The request fields for ``decoding``: every sampling knob explicit (seed and stop only when set).
+
+    Both spellings of the repetition penalty are sent (``repetition_penalty`` for vLLM,
+    SGLang and TGI, ``repeat_penalty`` for llama.cpp; each server ignores the other's).
+    ``top_k`` off (-1) goes out as 0 to llama.cpp servers (``flavor`` ``"llama.cpp"``),
+    which refuse negatives and read 0 as off; vLLM and SGLang read -1 as off.
+    """
+    top_k = decoding.top_k
+    if flavor == LLAMA_CPP and top_k < 0:
+        top_k = 0
+    body: dict[str, Any] = {"temperature": decoding.temperature, "top_p": decoding.top_p, "top_k": top_k,
+                            "min_p": decoding.min_p, "repetition_penalty": decoding.repetition_penalty,
+                            "repeat_penalty": decoding.repetition_penalty,
+                            "presence_penalty": decoding.presence_penalty,
+                            "frequency_penalty": decoding.frequency_penalty,
                             "max_tokens": decoding.max_tokens}
     if decoding.seed is not None:
         body["seed"] = decoding.seed
@@ -133,6 +147,8 @@ class OpenAIClient:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._rng = random.Random(seed)
+        #: the server's chat template and tokenizer, asked once (see :mod:`aethersearch.agents.served`)
+        self.served = ServedModel(self)
         self._session: aiohttp.ClientSession | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self.calls = 0
@@ -159,7 +175,7 @@ class OpenAIClient:
 
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """Text completion; the stop string itself is not part of ``text`` (OpenAI semantics)."""
-        body = {"model": self.model, "prompt": prompt, **decoding_body(decoding)}
+        body = {"model": self.model, "prompt": prompt, **await self._decoding_fields(decoding)}
         data, elapsed, attempts = await self._post("/completions", body)
         try:
             choice = data["choices"][0]
@@ -172,7 +188,7 @@ class OpenAIClient:
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
                    tools: list[dict[str, Any]] | None = None) -> Completion:
         """Chat completion; ``tool_calls`` are returned raw (agents validate them)."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **decoding_body(decoding)}
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **await self._decoding_fields(decoding)}
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
@@ -186,6 +202,23 @@ class OpenAIClient:
             raise EndpointError(f"{self.base_url}/chat/completions: reply has no choices[0].message",
                                 fix="check that the server speaks the OpenAI chat API") from None
         return self._completion(data, choice, text, tool_calls, elapsed, attempts)
+
+    async def server_facts(self) -> ServerFacts:
+        """What the server says about its model (chat template, tokenizer routes); asked once."""
+        return await self.served.facts()
+
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
+        """The decoding fields every request carries for ``decoding`` (recorded in run.json).
+
+        Exact once the server has been asked (:meth:`server_facts`), since llama.cpp
+        servers get ``top_k`` 0 for "off" where others get -1.
+        """
+        facts = self.served.known_facts
+        return decoding_body(decoding, facts.flavor if facts else None)
+
+    async def _decoding_fields(self, decoding: Decoding) -> dict[str, Any]:
+        facts = await self.served.facts()
+        return decoding_body(decoding, facts.flavor)
 
     @staticmethod
     def _completion(data: dict[str, Any], choice: dict[str, Any], text: str,
