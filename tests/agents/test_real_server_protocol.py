@@ -95,9 +95,10 @@ def test_an_unclosed_answer_at_end_of_text_is_an_invalid_action(stop_reason: boo
     assert trace.steps[0].llm.text == turn1  # exactly what the model wrote, no tag added
     assert trace.steps[0].notes["invalid_action"] is True
     assert (trace.outcome, trace.prediction) == (Outcome.ANSWERED, "Paris")
-    if not stop_reason:  # llama.cpp does not say why it stopped: a continuation settled it
-        assert trace.steps[0].notes["stop"] == "continuation"
+    if not stop_reason:  # llama.cpp does not say why it stopped: a probe, then an uncut generation settled it
+        assert trace.steps[0].notes["stop"] == "regenerated"
         assert model.prompts[1] == PROMPT + turn1  # the probe continued exactly the ambiguous text
+        assert model.prompts[2] == PROMPT and not model.requests[2].get("stop")  # Search-R1's own way
 
 
 @pytest.mark.parametrize("stop_reason", [True, False], ids=["vllm", "llama.cpp"])

@@ -15,8 +15,13 @@ of whatever was left open, turned invalid actions into searches and answers.
 * ``in_text`` — the server kept the stop string (vLLM ``include_stop_str_in_output``);
 * ``stop_reason`` — the server named it (vLLM's ``stop_reason``);
 * ``continuation`` — neither: the model is asked for a few more tokens of the same
-  context with no stop strings; the stop string was matched iff the continuation
-  starts with it (exact for greedy decoding; with sampling it is a fresh sample);
+  context (from before any trailing whitespace, which the server may have cut out
+  of a token such as ``" </"``) with no stop strings; the stop string was matched
+  when the continuation starts with it;
+* ``regenerated`` — the continuation does not show the stop (end of text, or a
+  token boundary it cannot see through): the turn is generated again without stop
+  strings and cut client-side, which is Search-R1 itself (exact for greedy decoding;
+  with sampling it is a fresh sample), at the cost of one longer call;
 * ``no_open_tag`` / ``length`` — nothing to restore.
 
 A stop of lower priority that ends the text while a higher-priority tag is still
@@ -73,12 +78,16 @@ async def _matched(served: Any, prompt: str, completion: Completion, stops: Sequ
     candidates = [stop for stop in stops if _open(written + raw, stop)]
     if not candidates:
         return "", "no_open_tag"
-    probe = await served.complete(prompt + raw, decoding.model_copy(
+    # Continue from before any trailing whitespace: the server cut inside a token such as " </" and the
+    # text re-tokenized with a dangling space is not what the model continued from.
+    head = raw.rstrip()
+    tail = raw[len(head):]
+    probe = await served.complete(prompt + head, decoding.model_copy(
         update={"stop": [], "max_tokens": PROBE_TOKENS}))
     for stop in candidates:
-        if probe.text.startswith(stop):
+        if probe.text.startswith(tail + stop):
             return stop, "continuation"
-    return "", "continuation"
+    return "", "ambiguous"
 
 
 async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[str],
@@ -98,6 +107,10 @@ async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[st
     completion = await llm.complete(prompt, decoding.model_copy(update={"stop": list(stops)}))
     raw, tokens = completion.text, completion.completion_tokens
     restored, how = await _matched(served, prompt, completion, stops, decoding, written)
+    if how == "ambiguous":  # end of text, or a boundary the probe cannot see through: generate uncut
+        again = await served.complete(prompt, decoding.model_copy(update={"stop": []}))
+        return Generation(again, again.text, cut(again.text), again.completion_tokens,
+                          {"stop": "regenerated", "stop_mode": "server", "server_stop_text": raw})
     text = raw + restored
     notes: dict[str, Any] = {"stop": how, "stop_mode": "server"}
     if restored:
