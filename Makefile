@@ -25,8 +25,10 @@ demo: $(STAMP)
 real-model: $(STAMP)
 	bash scripts/install_real_model.sh $(VENV)
 
-## Install and run the whole test suite.
+## Install, lint (ruff with bugbear), type-check (mypy strict) and run the whole test suite.
 test: $(STAMP) real-model
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy src
 	$(BIN)/python -m pytest -q
 
 ## Run every benchmark (slow; prints ratios against each issue's reference).

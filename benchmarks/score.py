@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from aethersearch.jsonl import write_jsonl
+from aethersearch.jsonl import sha256_file, write_jsonl
 from aethersearch.scoring.api import score_run
 from aethersearch.scoring.metrics import score_all
 
@@ -118,6 +118,8 @@ def write_release_and_run(root: Path, cases: list[tuple[str, list[str]]]) -> tup
     write_jsonl(run / "predictions.jsonl", (
         {"id": f"q{i:07d}", "prediction": pred, "outcome": "answered" if i % 50 else "budget"}
         for i, (pred, _) in enumerate(cases)))
+    # scoring verifies the gold against the release's checksums (a release as `aether build` writes it)
+    (release / "checksums.sha256").write_text(f"{sha256_file(release / 'eval.jsonl')}  eval.jsonl\n")
     return release, run
 
 
@@ -150,11 +152,12 @@ def main() -> None:
         scores = score_run(run, release, resamples=1000)
         total, wall = time.process_time() - start, time.perf_counter() - wall
         size = (run / "scores.json").stat().st_size + (run / "scores_questions.jsonl").stat().st_size
-    micro = scores["overall"]["micro"]["metrics"]
+    micro = scores.overall.micro.metrics
     print(f"score_run end to end (files -> scores)     : {total:6.2f} s CPU ({wall:.2f} s wall) = "
           f"{1e6 * total / n:6.2f} us/prediction ({n / total:,.0f}/s per core), outputs {size / 1e6:.1f} MB")
-    print(f"  sanity: em={micro['em']['mean']:.4f} [{micro['em']['ci_low']:.4f}, {micro['em']['ci_high']:.4f}] "
-          f"f1={micro['f1']['mean']:.4f}, budget outcomes={scores['outcomes']['budget']:,}")
+    em, f1 = micro["em"], micro["f1"]
+    print(f"  sanity: em={em.mean:.4f} [{em.ci_low:.4f}, {em.ci_high:.4f}] "
+          f"f1={f1.mean:.4f}, budget outcomes={scores.outcomes['budget']:,}")
     sys.stdout.flush()
 
 

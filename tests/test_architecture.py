@@ -3,28 +3,35 @@
 Gold answers are read only by ``benchmark`` (building/verifying releases),
 ``construct`` (writing releases) and ``scoring``. ``agents`` and ``rollout`` must
 not import any of them, directly or transitively, so an agent can never see gold.
+
+A plain ``import`` is not the only edge: a string registry
+(``{"x": "aethersearch.scoring.metrics:em"}``) loads its target lazily, so every
+string constant that names an ``aethersearch`` module counts as an import here.
+And every agent class must live in ``agents/``, where this boundary is enforced.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aethersearch"
 
 # Lower index = lower layer. A module may import its own layer or lower ones.
 LAYERS: list[set[str]] = [
-    {"errors", "records", "jsonl", "text", "registry", "environment", "__init__", "__version__"},
+    {"errors", "records", "jsonl", "text", "abstention", "registry", "environment", "release_layout", "__init__", "__version__"},
     {"benchmark", "corpus"},
     {"search"},
     {"sandbox", "construct"},
     {"agents"},
     {"rollout"},
     {"scoring"},
-    {"compare", "report"},
+    {"compare", "report", "interop"},
     {"pipeline", "diagnose", "cli", "commands", "api"},
 ]
-GOLD_READERS = {"benchmark", "construct", "scoring", "compare", "report"}
+GOLD_READERS = {"benchmark", "construct", "scoring", "compare", "report", "interop"}
 ROLLOUT_SIDE = {"agents", "rollout"}
 
 
@@ -47,20 +54,31 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Absolute ``aethersearch`` imports of a file (relative imports are refused)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+#: A string constant that names a module (optionally ``:attribute``), as lazy registries do.
+MODULE_STRING = re.compile(r"aethersearch(?:\.[a-z_][a-z0-9_]*)+(?::[A-Za-z_]\w*)?")
+
+
+def _imports_of_source(source: str, where: str) -> set[str]:
+    """Absolute ``aethersearch`` imports of some source, plus modules named by string constants."""
+    tree = ast.parse(source)
     found: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_STRING.fullmatch(node.value):
+            found.add(node.value.split(":")[0])
+        elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            assert not node.level, f"{path}: use absolute imports (line {node.lineno})"
+            assert not node.level, f"{where}: use absolute imports (line {node.lineno})"
             if node.module == "aethersearch":
                 found.update(f"aethersearch.{alias.name}" for alias in node.names)
             elif node.module:
                 found.add(node.module)
     return {name for name in found if name.startswith("aethersearch.")}
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute ``aethersearch`` imports of a file (relative imports are refused)."""
+    return _imports_of_source(path.read_text(encoding="utf-8"), str(path))
 
 
 def _graph() -> dict[str, set[str]]:
@@ -102,3 +120,43 @@ def test_rollout_side_never_reaches_gold_readers() -> None:
             if bad:
                 leaks.append(f"{module} reaches {sorted(bad)}")
     assert not leaks, "the rollout side must not import gold readers:\n" + "\n".join(leaks)
+
+
+def test_string_registries_count_as_imports() -> None:
+    """The detector itself: a registry entry naming a gold reader is an edge to it."""
+    source = 'AGENTS = {"cheat": "aethersearch.scoring.join:GoldAgent"}\nDOC = "see aethersearch.scoring for details"\n'
+    assert _imports_of_source(source, "<test>") == {"aethersearch.scoring.join"}
+
+
+def _agent_classes() -> dict[str, str]:
+    """Every class deriving (transitively, by name) from ``Agent``: class name -> defining module."""
+    bases: dict[str, tuple[str, set[str]]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                names = {b.id if isinstance(b, ast.Name) else b.attr for b in node.bases
+                         if isinstance(b, ast.Name | ast.Attribute)}
+                bases[node.name] = (_module_name(path), names)
+    agents: dict[str, str] = {}
+    frontier = {"Agent"}
+    while frontier:
+        found = {name for name, (_, parents) in bases.items() if parents & frontier and name not in agents}
+        agents.update({name: bases[name][0] for name in found})
+        frontier = found
+    return agents
+
+
+def test_agent_classes_live_in_agents() -> None:
+    """An agent defined elsewhere (e.g. next to the scorer) would escape the gold boundary above."""
+    agents = _agent_classes()
+    assert "SearchR1Agent" in agents, "the agent-class finder no longer sees the built-in agents"
+    outside = sorted(f"{module}:{name}" for name, module in agents.items() if _area(module) != "agents")
+    assert not outside, "agent classes must be defined under aethersearch/agents/:\n" + "\n".join(outside)
+
+
+def test_agent_registry_points_into_agents() -> None:
+    from aethersearch.agents.base import AGENTS
+
+    stray = {name: target for name, target in AGENTS.items() if not target.startswith("aethersearch.agents.")}
+    assert not stray, f"AGENTS entries must name classes under aethersearch.agents: {stray}"

@@ -14,14 +14,23 @@ synchronous code, not from inside a running loop.
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aethersearch.errors import ConfigError
-from aethersearch.records import Budget, Decoding, RolloutQuestion
+from aethersearch.records import DEFAULT_CONCURRENCY, Budget, Decoding, RolloutQuestion, RunLimits
+from aethersearch.rollout.session import RunSettings, SearchSetup
+
+__all__ = [
+    "Evaluation",
+    "evaluate",
+    "evaluate_run",
+]
+
+if TYPE_CHECKING:
+    from aethersearch.scoring.scores_file import Scores
 
 EnvironmentFactory = Callable[[RolloutQuestion], Any]
 
@@ -31,75 +40,85 @@ class Evaluation(NamedTuple):
 
     metrics: dict[str, float]
     run_dir: Path
-    scores: dict[str, Any]
+    scores: Scores
 
 
-def _search_hashes(search_url: str) -> tuple[str | None, str | None]:
-    from aethersearch.search.client import SearchClient
+def search_setup(*, agent: str, agent_config: dict[str, Any] | None = None, search_url: str | None = None,
+                 index: Path | None = None, environment_factory: EnvironmentFactory | None = None,
+                 corpus_hash: str | None = None, index_hash: str | None = None) -> SearchSetup:
+    """The tools of an evaluation, exactly as the CLI builds them for ``--search-url`` / ``--index``.
 
-    async def ask() -> dict[str, Any]:
-        async with SearchClient(search_url) as client:
-            return await client.health()
+    ``environment_factory`` (one Environment per question) is for tools the CLI
+    cannot name; its corpus and index hashes are the caller's to give.
+    """
+    from aethersearch import pipeline
+    from aethersearch.agents.base import make_agent
 
-    health = asyncio.run(ask())
-    return health.get("corpus_hash"), health.get("index_hash")
+    if environment_factory is not None:
+        return SearchSetup(environment_factory, corpus_hash, index_hash, "caller's environment factory")
+    if search_url is not None:
+        return pipeline.server_search(search_url)
+    if index is not None:
+        return pipeline.index_search(Path(index))
+    if make_agent(agent, **(agent_config or {})).environment == "none":
+        return pipeline.no_search()
+    raise ConfigError(f"agent {agent!r} needs a search tool but no search server was given",
+                      fix="pass search_url= (a running `aether serve`), index= (an index directory), "
+                          "or environment_factory=")
 
 
 def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "search-r1",
                  agent_config: dict[str, Any] | None = None, search_url: str | None = None,
-                 environment_factory: EnvironmentFactory | None = None, run_dir: Path | None = None,
-                 budget: Budget | None = None, decoding: Decoding | None = None, retrieval_topk: int = 3,
-                 concurrency: int = 16, api_key: str | None = None, compat: str | None = None,
-                 corpus_hash: str | None = None, index_hash: str | None = None) -> Evaluation:
+                 index: Path | None = None, environment_factory: EnvironmentFactory | None = None,
+                 run_dir: Path | None = None, budget: Budget | None = None, decoding: Decoding | None = None,
+                 retrieval_topk: int | None = None, concurrency: int = DEFAULT_CONCURRENCY,
+                 limits: RunLimits | None = None, api_key: str | None = None, compat: str | None = None,
+                 corpus_hash: str | None = None, index_hash: str | None = None,
+                 metric_keys: str = "both") -> Evaluation:
     """Roll ``agent`` out on the release's frozen questions against ``endpoint``, score it, return everything.
 
-    Tools come from ``search_url`` (a running ``aether serve`` retrieval server)
-    or from ``environment_factory`` (one Environment per question). A rerun with
-    the same ``run_dir`` resumes instead of regenerating.
+    The run goes through :func:`aethersearch.pipeline.run_release`, the same path
+    as ``aether run``: the release is verified first, and identical settings
+    write an identical ``run.json``. Tools come from ``search_url`` (a running
+    ``aether serve``), ``index`` (an index directory, searched in-process) or
+    ``environment_factory``. ``retrieval_topk`` sets the agent's ``topk`` (what
+    is recorded is what the agent sends). A rerun with the same ``run_dir``
+    resumes instead of regenerating. ``metric_keys`` picks the trainers' key
+    style: ``searchr1`` (``val/test_score/{source}``), ``verl``
+    (``val-core/{source}/reward/mean@1``) or ``both``; each adds the overall key
+    under the source ``all``.
+
+    Raises :class:`~aethersearch.errors.RunFailed` — never all-zero metrics —
+    when more questions end in error than ``limits.max_error_rate`` allows
+    (default: any), e.g. an unreachable or misconfigured endpoint.
     """
-    from aethersearch.agents.base import make_agent
-    from aethersearch.agents.llm import OpenAIClient
-    from aethersearch.rollout.fingerprint import build_fingerprint, load_rollout_questions, release_info
-    from aethersearch.rollout.runner import NoEnvironment, run_questions
-    from aethersearch.scoring.api import score_run, searchr1_metrics
+    from aethersearch import pipeline
+    from aethersearch.interop.metric_keys import check_style, validation_metrics
+    from aethersearch.scoring.api import score_run
 
+    check_style(metric_keys)  # refuse a bad style before the rollout, not after it
+    config = dict(agent_config or {})
+    if retrieval_topk is not None:
+        config["topk"] = retrieval_topk
+    search = search_setup(agent=agent, agent_config=config, search_url=search_url, index=index,
+                          environment_factory=environment_factory, corpus_hash=corpus_hash, index_hash=index_hash)
+    settings = RunSettings(agent=agent, agent_config=config, endpoint=endpoint, model=model,
+                           budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
+                           limits=limits or RunLimits())
     release = Path(release)
-    info = release_info(release)
-    questions = load_rollout_questions(info.rollout_path)
-    built = make_agent(agent, **(agent_config or {}))
-    environment = getattr(built, "environment", "search")
-    if environment_factory is None:
-        if search_url is not None:
-            from aethersearch.search.client import SearchClient
-            from aethersearch.search.environment import RetrievalServerEnvironment
-
-            corpus_hash, index_hash = (corpus_hash, index_hash) if corpus_hash else _search_hashes(search_url)
-
-            def environment_factory(question: RolloutQuestion) -> Any:
-                return RetrievalServerEnvironment(SearchClient(search_url), close_client=True)
-        elif environment == "none":
-            def environment_factory(question: RolloutQuestion) -> Any:
-                return NoEnvironment()
-        else:
-            raise ConfigError(f"agent {agent!r} needs a search tool but no search server was given",
-                              fix="pass search_url= (a running `aether serve`), or environment_factory=")
-    budget = budget or Budget()
-    decoding = decoding or Decoding()
-    fingerprint = build_fingerprint(info, question_count=len(questions), agent=built, budget=budget,
-                                    decoding=decoding, endpoint=endpoint, model=model, corpus_hash=corpus_hash,
-                                    index_hash=index_hash, environment=environment,
-                                    retrieval_topk=retrieval_topk)
     run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="aether-eval-"))
-    llm = OpenAIClient(endpoint, model, api_key=api_key, concurrency=concurrency)
-    run_questions(questions, built, environment_factory, budget, run_dir, fingerprint, llm=llm,
-                  decoding=fingerprint.decoding, concurrency=concurrency)
+    pipeline.run_release(release, run_dir, settings, search, api_key=api_key)
     scores = score_run(run_dir, release, compat=compat)
-    return Evaluation(searchr1_metrics(scores), run_dir, scores)
+    return Evaluation(validation_metrics(scores, metric_keys), run_dir, scores)
 
 
 def evaluate(endpoint: str, release: Path, **options: Any) -> dict[str, float]:
-    """Evaluate the model behind ``endpoint`` on ``release``; returns ``{"val/test_score/{source}": EM}``.
+    """Evaluate the model behind ``endpoint`` on ``release``; returns ``{"val/test_score/{source}": EM, ...}``.
 
-    Options are those of :func:`evaluate_run` (``model`` is required).
+    By default both trainers' key styles, per source and overall (``metric_keys=``).
+
+    Options are those of :func:`evaluate_run` (``model`` is required). Raises
+    :class:`~aethersearch.errors.RunFailed` (with the error summary) instead of
+    returning metrics when the run's questions ended in error.
     """
     return evaluate_run(endpoint, release, **options).metrics

@@ -13,6 +13,11 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from aethersearch.records import Document, ToolCall
 
+__all__ = [
+    "Environment",
+    "ToolResult",
+]
+
 
 class ToolResult(NamedTuple):
     """Documents a tool returned (in rank order) and the trace record of the call."""

@@ -8,6 +8,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = [
+    "AetherError",
+    "BudgetExhausted",
+    "ConfigError",
+    "DataError",
+    "EndpointError",
+    "IntegrityError",
+    "ReviewRequired",
+    "RunFailed",
+    "RunLocked",
+    "ShortageError",
+    "ToolError",
+]
+
 
 class AetherError(Exception):
     """Base of every error the toolkit raises on purpose."""
@@ -62,12 +76,50 @@ class BudgetExhausted(AetherError):
 
 
 class EndpointError(AetherError):
-    """An LLM or search endpoint failed in a way that retrying will not fix."""
+    """An LLM or search endpoint failed in a way that retrying (now) will not fix.
+
+    ``kind`` is the failure class the runner records on the trace (an
+    :class:`~aethersearch.records.ErrorKind` value such as ``connection`` or
+    ``context_length``); it decides whether a rerun retries the question.
+    """
 
     def __init__(self, message: str, *, status: int | None = None, transient: bool = False,
-                 fix: str | None = None) -> None:
+                 kind: str | None = None, fix: str | None = None) -> None:
         self.status = status
         self.transient = transient
+        self.kind = kind
+        super().__init__(message, fix=fix)
+
+
+class RunFailed(AetherError):
+    """A run ended with more questions in error than ``--max-error-rate`` allows.
+
+    Why a typed error and not a low score: an unreachable or misconfigured
+    endpoint otherwise yields a run of errors that scores as EM 0.0, which a
+    training loop would log as a collapse. The attributes carry the same
+    summary the CLI prints: ``errored`` of ``total`` questions, counts per
+    error kind, how many of them a rerun will retry, and the fix.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, run_dir: str | Path | None, total: int, errored: int,
+                 kinds: dict[str, int], retryable: int, max_error_rate: float,
+                 fix: str | None = None) -> None:
+        self.run_dir = None if run_dir is None else str(run_dir)
+        self.total = total
+        self.errored = errored
+        self.kinds = dict(kinds)
+        self.retryable = retryable
+        self.max_error_rate = max_error_rate
+        super().__init__(message, fix=fix)
+
+
+class RunLocked(AetherError):
+    """Another process is writing the run directory (two writers would run questions twice)."""
+
+    def __init__(self, message: str, *, pid: int | None, fix: str | None = None) -> None:
+        self.pid = pid
         super().__init__(message, fix=fix)
 
 

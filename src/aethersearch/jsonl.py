@@ -19,6 +19,27 @@ from pydantic import BaseModel, ValidationError
 
 from aethersearch.errors import DataError
 
+__all__ = [
+    "DurableAppender",
+    "TolerantRead",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "dumps",
+    "dumps_pretty",
+    "encode_jsonl",
+    "iter_jsonl",
+    "loads",
+    "read_jsonl",
+    "read_jsonl_tolerant",
+    "read_records",
+    "sha256_bytes",
+    "sha256_file",
+    "truncate_to",
+    "validate_row",
+    "write_jsonl",
+]
+
 M = TypeVar("M", bound=BaseModel)
 
 _DUMP_OPTIONS = orjson.OPT_SORT_KEYS

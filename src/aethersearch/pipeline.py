@@ -20,25 +20,18 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from aethersearch.errors import AetherError, ConfigError, IntegrityError
-from aethersearch.records import Budget, Decoding, RolloutQuestion
+from aethersearch.errors import AetherError, IntegrityError
+from aethersearch.records import DEFAULT_CONCURRENCY, ERROR_OUTCOMES, Budget, Decoding, RunLimits
+from aethersearch.rollout.session import RunSettings, SearchSetup
+
+if TYPE_CHECKING:
+    from aethersearch.scoring.scores_file import MetricEstimate, Scores
 
 DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
-#: ``--endpoint vllm-offline --model PATH``: generate with ``vllm.LLM`` in this process, no server.
-VLLM_OFFLINE = "vllm-offline"
-
-
-class SearchSetup(NamedTuple):
-    """Where episodes get their tools, plus the hashes that go into run.json."""
-
-    factory: Callable[[RolloutQuestion], Any]
-    corpus_hash: str | None
-    index_hash: str | None
-    description: str
 
 
 class EvalResult(NamedTuple):
@@ -47,7 +40,7 @@ class EvalResult(NamedTuple):
     run_dir: Path
     release_dir: Path
     summary: Any
-    scores: dict[str, Any]
+    scores: Scores
     table: list[dict[str, Any]]
     report_path: Path | None
     extra: dict[str, Any]
@@ -72,7 +65,7 @@ def index_search(index_dir: Path, tools: tuple[str, ...] = ("search",)) -> Searc
     opened = open_index(index_dir)
     env = IndexEnvironment(opened.index, opened.store, tools=tools)
     return SearchSetup(lambda q: env, opened.store.content_hash, opened.index.index_hash,
-                       f"in-process index {index_dir}")
+                       f"in-process index {index_dir}", builder=lambda: index_search(index_dir, tools).factory)
 
 
 def server_search(url: str, tools: tuple[str, ...] = ("search",)) -> SearchSetup:
@@ -134,74 +127,81 @@ def no_search() -> SearchSetup:
     return SearchSetup(lambda q: NoEnvironment(), None, None, "no tools")
 
 
+def run_release(release_dir: Path, run_dir: Path, settings: RunSettings, search: SearchSetup, *,
+                api_key: str | None = None, progress: Callable[[Any], None] | None = None, verify: bool = True,
+                enforce: bool = True, agent: Any | None = None, llm: Any | None = None,
+                shards: int | None = None, executor: str = "ray", ray_address: str | None = None) -> Any:
+    """Release + settings → a verified, fingerprinted, resumable run: the one run path.
+
+    ``aether run``/``eval``, :func:`aethersearch.api.evaluate` and the sandbox demo
+    all call this, so identical settings write an identical ``run.json``. It runs
+    the full release verifier (``verify``; gold is read here, one layer above the
+    runner, which never opens ``eval.jsonl``), then
+    :func:`~aethersearch.rollout.session.prepare_run` and
+    :func:`~aethersearch.rollout.session.execute_run`. A run with more questions
+    in error than ``settings.limits.max_error_rate`` raises
+    :class:`~aethersearch.errors.RunFailed` (``enforce``) instead of returning
+    something that would score as a number.
+    """
+    from aethersearch.rollout.fingerprint import release_info
+    from aethersearch.rollout.session import execute_run, prepare_run
+
+    if verify:
+        verify_or_refuse(Path(release_dir))
+    prepared = prepare_run(release_info(release_dir), settings, search, agent=agent, llm=llm, api_key=api_key)
+    return execute_run(prepared, run_dir, progress=progress, enforce=enforce, shards=shards, executor=executor,
+                       api_key=api_key, ray_address=ray_address)
+
+
 def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: str = "lexical",
               agent_config: dict[str, Any] | None = None, endpoint: str | None = None, model: str | None = None,
               api_key: str | None = None, budget: Budget | None = None, decoding: Decoding | None = None,
-              concurrency: int = 16, question_timeout_s: float | None = None,
-              progress: Callable[[Any], None] | None = None, verify: bool = True) -> Any:
+              concurrency: int = DEFAULT_CONCURRENCY, limits: RunLimits | None = None,
+              progress: Callable[[Any], None] | None = None, verify: bool = True, enforce: bool = True,
+              ray: str | None = None, shards: int | None = None) -> Any:
     """Roll ``agent`` out over the release's rollout projection into ``run_dir`` (resumable).
 
-    ``verify`` (default) first runs the full release verifier here, one layer above the
-    runner, and refuses a release that fails any check (e.g. an edited ``eval.jsonl``,
-    which the runner itself never opens); :func:`run_eval` has already verified.
+    Keyword form of :func:`run_release` (the CLI's options map one to one onto
+    :class:`RunSettings`). ``ray`` (``"auto"``, ``HOST:PORT`` or ``"local"`` for a
+    cluster started here) spreads ``shards`` workers (default 4) over Ray into the same
+    run directory.
     """
-    if verify:
-        verify_or_refuse(Path(release_dir))
-    from aethersearch.agents.base import make_agent
-    from aethersearch.agents.llm import OpenAIClient
-    from aethersearch.rollout.fingerprint import build_fingerprint, load_rollout_questions, release_info
-    from aethersearch.rollout.runner import run_questions
+    if ray is not None:
+        shards = shards or 4
+    elif shards is not None and shards > 1:
+        from aethersearch.errors import ConfigError
 
-    info = release_info(release_dir)
-    questions = load_rollout_questions(info.rollout_path)
-    built = make_agent(agent, **(agent_config or {}))
-    llm = None
-    if built.needs_llm:
-        if not endpoint or not model:
-            raise ConfigError(f"agent {agent!r} calls a model: --endpoint and --model are required",
-                              fix="pass --endpoint http://HOST:PORT/v1 --model NAME, or use --agent lexical")
-        if endpoint == VLLM_OFFLINE:  # the optional in-process engine (the `vllm` extra, a GPU)
-            from aethersearch.agents.vllm_engine import VLLMEngine
-
-            llm = VLLMEngine(model)
-        else:
-            llm = OpenAIClient(endpoint, model, api_key=api_key, concurrency=concurrency)
-    budget = budget or Budget()
-    decoding = decoding or Decoding()
-    topk = (agent_config or {}).get("topk", getattr(built, "topk", None))
-    fingerprint = build_fingerprint(info, question_count=len(questions), agent=built, budget=budget,
-                                    decoding=decoding, endpoint=llm.endpoint if llm else None,
-                                    model=model if llm else None, corpus_hash=search.corpus_hash,
-                                    index_hash=search.index_hash, environment=built.environment,
-                                    retrieval_topk=topk)
-    return run_questions(questions, built, search.factory, budget, run_dir, fingerprint, llm=llm,
-                         concurrency=concurrency, question_timeout_s=question_timeout_s, progress=progress)
+        raise ConfigError("--shards needs --ray", fix="pass --ray auto|HOST:PORT|local, or drop --shards")
+    settings = RunSettings(agent=agent, agent_config=agent_config or {}, endpoint=endpoint, model=model,
+                           budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
+                           limits=limits or RunLimits())
+    return run_release(release_dir, run_dir, settings, search, api_key=api_key, progress=progress, verify=verify,
+                       enforce=enforce, shards=shards, executor="ray",
+                       ray_address=None if ray in (None, "local") else ray)
 
 
-def score(run_dir: Path, release_dir: Path) -> dict[str, Any]:
+def score(run_dir: Path, release_dir: Path) -> Scores:
     """Score with the scoring layer (writes scores.json)."""
     from aethersearch.scoring.api import score_run
 
     return score_run(run_dir, release_dir)
 
 
-def source_table(scores: dict[str, Any], metrics: tuple[str, ...] = ("em", "f1", "subem")) -> list[dict[str, Any]]:
+def source_table(scores: Scores, metrics: tuple[str, ...] = ("em", "f1", "subem")) -> list[dict[str, Any]]:
     """Rows ``{source, n, <metric>..., answered, abstained, errors}`` per source, then ``all``."""
     rows = []
-    entries = list(scores.get("by_source", {}).items())
-    overall = scores.get("overall", {}).get("micro")
-    if overall:
-        entries.append(("all", {**overall, "outcomes": scores.get("outcomes", {})}))
-    for source, entry in entries:
-        row: dict[str, Any] = {"source": source, "n": entry.get("n")}
+    micro = scores.overall.micro
+    entries: list[tuple[str, int, Mapping[str, MetricEstimate], Mapping[str, int]]] = [
+        (source, entry.n, entry.metrics, entry.outcomes) for source, entry in scores.by_source.items()]
+    entries.append(("all", micro.n, micro.metrics, scores.outcomes))
+    for source, n, estimates, counts in entries:
+        row: dict[str, Any] = {"source": source, "n": n}
         for metric in metrics:
-            value = entry.get("metrics", {}).get(metric)
-            row[metric] = value.get("mean") if isinstance(value, dict) else None
-        outcomes = entry.get("outcomes", {})
-        counts = outcomes.get("counts", outcomes) if isinstance(outcomes, dict) else {}
+            value = estimates.get(metric)
+            row[metric] = value.mean if value is not None else None
         row["answered"] = counts.get("answered", 0)
         row["abstained"] = counts.get("abstained", 0)
-        row["errors"] = counts.get("endpoint_error", 0) + counts.get("tool_error", 0)
+        row["errors"] = sum(counts.get(o.value, 0) for o in ERROR_OUTCOMES)
         rows.append(row)
     return rows
 

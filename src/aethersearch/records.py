@@ -17,6 +17,32 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+__all__ = [
+    "Budget",
+    "DEFAULT_CONCURRENCY",
+    "DETERMINISTIC_KINDS",
+    "Decoding",
+    "DiagnosticsRow",
+    "Document",
+    "ERROR_OUTCOMES",
+    "ErrorKind",
+    "EvalRow",
+    "LLMCall",
+    "Outcome",
+    "Prediction",
+    "RETRIED_OUTCOMES",
+    "Record",
+    "RolloutQuestion",
+    "RunFingerprint",
+    "RunLimits",
+    "SCHEMA_VERSION",
+    "SearchHit",
+    "Step",
+    "ToolCall",
+    "Trace",
+    "Usage",
+]
+
 SCHEMA_VERSION = 1
 
 
@@ -85,11 +111,22 @@ class Document(Record):
     text: str
     links: list[str] = Field(default_factory=list)
     url: str | None = None
+    source_contents: str | None = Field(
+        default=None, description="the corpus row's own `contents`, kept only when it differs from the "
+                                  "rebuilt `\"Title\"\\nText` (so servers pass it through byte for byte)")
+    source_id: int | None = Field(default=None, description="the corpus row's id when it was a JSON integer")
 
     @property
     def contents(self) -> str:
-        """Search-R1 / FlashRAG ``contents``: ``"Title"\\nText``."""
+        """Search-R1 / FlashRAG ``contents``: the corpus row's own string, else ``"Title"\\nText``."""
+        if self.source_contents is not None:
+            return self.source_contents
         return f'"{self.title}"\n{self.text}'
+
+    @property
+    def wire_id(self) -> str | int:
+        """The id as the corpus wrote it (an integer stays an integer on the wire)."""
+        return self.source_id if self.source_id is not None else self.id
 
 
 class SearchHit(Record):
@@ -133,11 +170,39 @@ class Decoding(Record):
     stop: list[str] = Field(default_factory=list)
 
 
+#: Questions in flight at once (``aether run --concurrency``, ``evaluate(concurrency=)``).
+DEFAULT_CONCURRENCY = 64
+
+
+class RunLimits(Record):
+    """How long a run waits and how often it retries, and how many errors it tolerates.
+
+    Defaults are sized for a 1,400-question run against one model server: a
+    call that gets no reply in 60 s is retried (at most 3 times, with jittered
+    backoff); a question is given up after 5 minutes whatever happens, so a
+    stalled server cannot hold a question for 10 minutes; and any question
+    still in error after that fails the run (``max_error_rate`` 0). A server
+    that dies mid-run stops the run after ``stop_after_failures`` endpoint
+    failures in a row, instead of failing every remaining question one by one.
+    """
+
+    call_timeout_s: float = Field(default=60.0, gt=0)
+    question_deadline_s: float | None = Field(default=300.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    max_error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: stop starting questions after this many in a row failed on the endpoint (None: never)
+    stop_after_failures: int | None = Field(default=50, ge=1)
+
+
 class RunFingerprint(Record):
     """``run.json``: every setting that determines a run's predictions.
 
     ``CONTRACT_FIELDS`` must be equal for two runs to be compared as checkpoints
     (Base/SFT/DPO/RL); ``model`` and ``endpoint`` are what is allowed to differ.
+    The fields after ``software_version`` change results without being part of
+    the contract: how many questions ran at once, the limits, what the server
+    says it serves (``GET /v1/models``) and the decoding fields actually sent
+    with every request (``sent_decoding``, from the endpoint itself).
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -157,6 +222,10 @@ class RunFingerprint(Record):
     decoding: Decoding
     retrieval_topk: int | None = None
     software_version: str
+    concurrency: int | None = None
+    limits: RunLimits | None = None
+    served_model: dict[str, Any] | None = None
+    sent_decoding: dict[str, Any] | None = None
 
     CONTRACT_FIELDS: ClassVar[tuple[str, ...]] = (
         "release_id",
@@ -187,9 +256,37 @@ class Outcome(StrEnum):
     TOOL_ERROR = "tool_error"
     #: the final reply hit ``max_tokens`` before closing an ``<answer>`` (never scored as an answer)
     TRUNCATED = "truncated"
+    #: the server refused this exact request (context length exceeded, invalid request):
+    #: deterministic, so a rerun does not retry it; still an error, never a wrong answer
+    REQUEST_REJECTED = "request_rejected"
 
 
-ERROR_OUTCOMES = frozenset({Outcome.ENDPOINT_ERROR, Outcome.TOOL_ERROR})
+#: Error outcomes a rerun of the same command retries (the failure may be transient).
+RETRIED_OUTCOMES = frozenset({Outcome.ENDPOINT_ERROR, Outcome.TOOL_ERROR})
+#: Every error outcome: no prediction was made, so the question must not count as wrong.
+ERROR_OUTCOMES = RETRIED_OUTCOMES | {Outcome.REQUEST_REJECTED}
+
+
+class ErrorKind(StrEnum):
+    """Why an errored question failed (``Trace.error_kind``); the run's error summary counts these."""
+
+    CONNECTION = "connection"  # refused, reset, DNS: nothing answered
+    TIMEOUT = "timeout"  # a model call got no reply within the per-call timeout
+    RATE_LIMITED = "rate_limited"  # HTTP 429 after every retry
+    SERVER_ERROR = "server_error"  # HTTP 5xx / 408 / 409 after every retry
+    MALFORMED_REPLY = "malformed_reply"  # HTTP 200 whose body is not JSON or has no choices
+    AUTH = "auth"  # HTTP 401 / 403
+    NOT_FOUND = "not_found"  # HTTP 404: wrong URL path or model name
+    CONTEXT_LENGTH = "context_length"  # the prompt no longer fits the model's context (deterministic)
+    INVALID_REQUEST = "invalid_request"  # another 4xx refusal of this request (deterministic)
+    DEADLINE = "deadline"  # the question passed its per-question deadline
+    TOOL = "tool"  # a tool or agent fault
+    ENVIRONMENT = "environment"  # the question's tool environment failed to open
+    ENDPOINT = "endpoint"  # any other endpoint failure
+
+
+#: Error kinds the runner records as ``request_rejected`` (never retried on resume).
+DETERMINISTIC_KINDS = frozenset({ErrorKind.CONTEXT_LENGTH, ErrorKind.INVALID_REQUEST})
 
 
 class ToolCall(Record):
@@ -253,6 +350,7 @@ class Trace(Record):
     outcome: Outcome
     stop_reason: str
     error: str | None = None
+    error_kind: ErrorKind | None = None
     usage: Usage = Field(default_factory=Usage)
     elapsed_s: float = 0.0
     attempt: int = 1

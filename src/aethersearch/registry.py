@@ -13,6 +13,10 @@ from typing import Any
 
 from aethersearch.errors import ConfigError
 
+__all__ = [
+    "resolve",
+]
+
 
 def resolve(kind: str, name: str, table: Mapping[str, str]) -> Any:
     """Import and return the object registered as ``name`` in ``table`` ("module:attr")."""

@@ -16,6 +16,14 @@ import re
 import string
 import unicodedata
 
+__all__ = [
+    "collapse_whitespace",
+    "normalize_answer",
+    "question_key",
+    "template_key",
+    "template_key_of_key",
+]
+
 _WS = re.compile(r"\s+")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)

@@ -57,17 +57,19 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
 
 
 def test_a_non_transient_error_is_a_recorded_outcome_then_retried_on_resume(tmp_path: Path) -> None:
+    # 401 (bad credentials) is not retried call by call, but fixing the key and rerunning must retry it;
+    # a 400 refusal of the request itself is the deterministic `request_rejected` (tests/rollout/test_failures.py)
     qs = helpers.questions(3)
     rollout = helpers.write_rollout(tmp_path / "rollout_questions.jsonl", qs)
     agent = SearchR1Agent()
-    with ScriptedServer(helpers.MODEL, faults=Faults(rate=1.0, kinds=("400",))) as bad:
+    with ScriptedServer(helpers.MODEL, faults=Faults(rate=1.0, kinds=("401",))) as bad:
         fp = helpers.fingerprint(rollout, agent, bad.url, count=len(qs))
         summary = run_questions(qs, agent, lambda q: FakeSearchEnv(), Budget(), tmp_path / "run", fp,
                                 llm=OpenAIClient(bad.url, "m"))
         assert bad.stats.requests == 3  # one call per question, none retried
     assert summary.outcomes == {"endpoint_error": 3} and summary.errored == 3
     traces = read_jsonl(tmp_path / "run" / "traces.jsonl")
-    assert all(t["outcome"] == "endpoint_error" and "HTTP 400" in t["error"] for t in traces)
+    assert all(t["outcome"] == "endpoint_error" and "HTTP 401" in t["error"] for t in traces)
     with ScriptedServer(helpers.MODEL) as good:
         fp = helpers.fingerprint(rollout, agent, good.url, count=len(qs))
         again = run_questions(qs, agent, lambda q: FakeSearchEnv(), Budget(), tmp_path / "run", fp,

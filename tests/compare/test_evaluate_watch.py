@@ -13,7 +13,9 @@ from aethersearch.api import evaluate, evaluate_run
 from aethersearch.compare.watch import Checkpoint, discover, read_history, watch
 from aethersearch.environment import ToolResult
 from aethersearch.errors import AetherError, ConfigError, DataError
-from aethersearch.records import Document, ToolCall
+from aethersearch.jsonl import read_jsonl
+from aethersearch.records import Document, EvalRow, ToolCall
+from aethersearch.release_layout import release_layout
 from tests.scoring.factory import eval_rows, write_release
 
 
@@ -33,20 +35,42 @@ class OnePageEnvironment:
         pass
 
 
+@pytest.fixture(scope="module")
+def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real, verifiable release: ``evaluate`` verifies it like ``aether run`` does."""
+    from aethersearch.benchmark.build import build_from_config
+    from aethersearch.benchmark.demo_sources import write_demo_sources
+
+    root = tmp_path_factory.mktemp("demo")
+    return build_from_config(write_demo_sources(root / "src"), root / "release").release_dir
+
+
 @pytest.fixture()
 def release(tmp_path: Path):
     rows = eval_rows(4)
     return write_release(tmp_path / "release", rows), rows
 
 
-def test_evaluate_returns_searchr1_metric_keys(tmp_path: Path, release) -> None:
-    release_dir, rows = release
-    # the scripted policy answers nq and bamboogle right, hotpotqa wrong
-    answers = {r.question: (r.answers[0] if r.source_dataset != "hotpotqa" else "no idea") for r in rows}
-    with ScriptedServer(search_r1_rule(answers, searches=1)) as server:
-        got = evaluate(server.url, release_dir, model="scripted", environment_factory=lambda q: OnePageEnvironment(),
-                       run_dir=tmp_path / "run")
-    assert got == {"val/test_score/bamboogle": 1.0, "val/test_score/hotpotqa": 0.0, "val/test_score/nq": 1.0}
+def test_evaluate_returns_searchr1_metric_keys(tmp_path: Path, demo_release: Path) -> None:
+    rows = [EvalRow.model_validate(row) for row in read_jsonl(release_layout(demo_release).eval)]
+    wrong = sorted({r.source_dataset for r in rows})[0]
+    # the scripted policy answers every source right except one
+    answers = {r.question.rstrip("?"): (r.answers[0] if r.source_dataset != wrong else "no idea") for r in rows}
+    # (the agent sees NQ's questions with Search-R1's appended "?")
+    with ScriptedServer(search_r1_rule(lambda q: answers[q.rstrip("?")], searches=1)) as server:
+        got = evaluate(server.url, demo_release, model="scripted",
+                       environment_factory=lambda q: OnePageEnvironment(), run_dir=tmp_path / "run")
+        calls = server.stats.requests
+        only_searchr1 = evaluate(server.url, demo_release, model="scripted", run_dir=tmp_path / "run",
+                                 environment_factory=lambda q: OnePageEnvironment(), metric_keys="searchr1")
+        resumed_calls = server.stats.requests - calls
+    sources = sorted({r.source_dataset for r in rows})
+    per_source = {s: (0.0 if s == wrong else 1.0) for s in sources}
+    per_source["all"] = sum(r.source_dataset != wrong for r in rows) / len(rows)
+    assert got == pytest.approx({**{f"val/test_score/{s}": v for s, v in per_source.items()},
+                                 **{f"val-core/{s}/reward/mean@1": v for s, v in per_source.items()}})
+    assert only_searchr1 == pytest.approx({f"val/test_score/{s}": v for s, v in per_source.items()})
+    assert resumed_calls <= 1  # the finished run resumed (at most a preflight call), nothing regenerated
     scores = json.loads((tmp_path / "run" / "scores.json").read_text())
     assert scores["usage"]["tool_calls"]["total"] == len(rows)
 
@@ -127,3 +151,76 @@ def test_models_served_at_one_url_are_distinct_checkpoints(tmp_path: Path) -> No
     calls.clear()
     watch(listing, fake_evaluate, history=history, max_polls=1, sleep=lambda s: None)
     assert calls == []
+
+
+def test_watch_records_a_failed_checkpoint_as_failed_and_retries_it_with_backoff(tmp_path: Path) -> None:
+    from aethersearch.compare.watch import read_history_rows
+    from aethersearch.errors import RunFailed
+
+    listing = tmp_path / "endpoints.txt"
+    listing.write_text("step-100 http://127.0.0.1:1/v1 100\n")
+    history = tmp_path / "history.jsonl"
+    now = [0.0]
+    sleeps: list[float] = []
+    outcomes = iter(["fail", "fail", "ok"])
+
+    def flaky(checkpoint: Checkpoint) -> dict[str, Any]:
+        if next(outcomes) == "fail":
+            raise RunFailed("run x: 140 of 140 questions ended in error", run_dir=None, total=140, errored=140,
+                            kinds={"connection": 140}, retryable=140, max_error_rate=0.0, fix="start the server")
+        return {"em": 0.4}
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    result = watch(listing, flaky, history=history, plot=tmp_path / "curve.svg", poll_s=1000, max_polls=3,
+                   sleep=sleep, clock=lambda: now[0], retry_base_s=30, retry_cap_s=3600)
+    assert sleeps == [30, 60]  # backoff doubles, and is shorter than the poll interval
+    assert [f["attempt"] for f in result.failed] == [1, 2]
+    assert [r["metrics"] for r in result.evaluated] == [{"em": 0.4}]
+    rows = read_history_rows(history)
+    assert [r["status"] for r in rows] == ["failed", "failed", "ok"]
+    assert all("metrics" not in r and "140 of 140" in r["error"] for r in rows[:2])
+    assert [r["metrics"]["em"] for r in read_history(history)] == [0.4]  # the curve never shows a failure as 0
+    assert (tmp_path / "curve.svg").read_text().lstrip().startswith("<svg")  # redrawn from scored rows only
+
+
+def test_watch_gives_up_after_max_attempts_counted_across_restarts(tmp_path: Path) -> None:
+    listing = tmp_path / "endpoints.txt"
+    listing.write_text("dead http://127.0.0.1:1/v1 1\n")
+    history = tmp_path / "history.jsonl"
+    calls: list[str] = []
+
+    def dead(checkpoint: Checkpoint) -> dict[str, Any]:
+        calls.append(checkpoint.name)
+        raise AetherError("unreachable")
+
+    for _ in range(4):  # each restart retries at once, until max_attempts failures are in the history
+        watch(listing, dead, history=history, max_polls=1, sleep=lambda s: None, max_attempts=3)
+    assert calls == ["dead"] * 3
+    assert read_history(history) == []
+
+
+def test_aether_watch_against_a_dead_endpoint_writes_no_score(tmp_path: Path, demo_release: Path) -> None:
+    import socket
+
+    from typer.testing import CliRunner
+
+    from aethersearch.cli import app
+    from aethersearch.compare.watch import read_history_rows
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    listing = tmp_path / "endpoints.txt"
+    listing.write_text(f"step-100 http://127.0.0.1:{port}/v1 100\n")
+    history = tmp_path / "history.jsonl"
+    result = CliRunner().invoke(app, ["watch", str(listing), "--release", str(demo_release), "--history",
+                                      str(history), "--agent", "direct", "--runs-dir", str(tmp_path / "runs"),
+                                      "--once"])
+    assert result.exit_code == 3
+    rows = read_history_rows(history)
+    assert [(r["checkpoint"], r["status"]) for r in rows] == [("step-100", "failed")]
+    assert "metrics" not in rows[0] and "connection" in rows[0]["error"]
+    assert read_history(history) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from collections import Counter
 
 import pytest
@@ -108,9 +109,9 @@ def test_every_accepted_demo_question_has_a_chain_that_composes_to_its_relation(
         typed.setdefault((subject, obj), set()).add(relation)
     for question in result.questions:
         path, relation = question.path, question.triple.relation
-        hops = [sorted(typed[(a, b)]) for a, b in zip(path, path[1:])]  # every hop is a typed edge of the world
+        hops = [sorted(typed[(a, b)]) for a, b in pairwise(path)]  # every hop is a typed edge of the world
         assert relation in compose(hops)[0], (question.triple.question, path, hops)
-        assert (path[0], path[-1]) not in zip(path, path[1:])  # the direct link is not the chain
+        assert (path[0], path[-1]) not in pairwise(path)  # the direct link is not the chain
     assert {q.triple.relation for q in result.questions} >= {"located_in", "based_in_country", "father"}
 
 

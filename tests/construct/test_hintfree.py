@@ -7,6 +7,7 @@ scipy matrix from the pages' links, deletes v0 -> vn, and runs
 
 from __future__ import annotations
 
+from itertools import pairwise
 import re
 import subprocess
 from pathlib import Path
@@ -23,7 +24,7 @@ from aethersearch.construct.validate import Candidate, RuleBasedValidator, Verdi
 from aethersearch.corpus.demo_world import generate_world
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError
-from aethersearch.jsonl import read_jsonl, read_records
+from aethersearch.jsonl import loads, read_jsonl, read_records
 from aethersearch.records import DiagnosticsRow, Document, EvalRow
 from aethersearch.sandbox.mask import ChainMask
 from tests.conftest import SHARED_DATA
@@ -41,7 +42,7 @@ def _check_release(release: Path, documents: list[Document], min_hops: int, max_
     diagnostics = read_records(release / "diagnostics.jsonl", DiagnosticsRow)
     assert [r.id for r in eval_rows] == [d.id for d in diagnostics]
     assert read_jsonl(release / "rollout_questions.jsonl") == [{"id": r.id, "question": r.question} for r in eval_rows]
-    for row, diag in zip(eval_rows, diagnostics):
+    for row, diag in zip(eval_rows, diagnostics, strict=True):
         path = diag.path
         v0, vn = index[path[0]], index[path[-1]]
         assert matrix[v0, vn], "the triple's direct link exists in the original graph"
@@ -54,8 +55,8 @@ def _check_release(release: Path, documents: list[Document], min_hops: int, max_
         assert min_hops <= diag.hops <= max_hops
         for candidate in [path, *diag.alternative_paths]:
             assert len(candidate) == len(path) and candidate[0] == path[0] and candidate[-1] == path[-1]
-            assert all(reduced[index[a], index[b]] for a, b in zip(candidate, candidate[1:]))
-        assert diag.evidence == path and len(diag.hop_questions) == diag.hops
+            assert all(reduced[index[a], index[b]] for a, b in pairwise(candidate))
+        assert diag.evidence == path[:-1] and len(diag.hop_questions) == diag.hops  # one item per hop
         assert [h["page"] for h in diag.hop_questions] == path[:-1]
         # No direct link remains where the agent looks: v0 is served without vn's link and answer.
         mask = ChainMask.from_json(diag.extra["mask"])
@@ -155,7 +156,15 @@ def test_real_wikispeedia_release_paths_are_shortest_paths(tmp_path: Path, wikis
     diagnostics = _check_release(built.path, documents, 2, 4)
     assert len(diagnostics) == 12
     rows = read_records(built.path / "eval.jsonl", EvalRow)
-    assert all(r.source_dataset == "webdetective-wikispeedia" for r in rows)
-    for row, diag in zip(rows, diagnostics):
-        # the triple really is a link-anchored fact of the subject's first paragraph
-        assert diag.extra["direct_evidence"] and row.answers[0].casefold() in diag.extra["direct_evidence"].casefold()
+    assert all(r.source_dataset.startswith("wikispeedia-") for r in rows)  # provenance per seed dataset
+    review = {r["triple_id"]: r for r in read_jsonl(built.path / "seed_review.jsonl")}
+    manifest = loads((built.path / "manifest.json").read_bytes())
+    construction = manifest["construction"]
+    assert construction["rejected"]["seed_answer_not_a_page"] > 0 and construction["triples"]["match_rule"]
+    for row, diag in zip(rows, diagnostics, strict=True):
+        # the question is a real seed question, word for word, about v0 and answered by vn
+        seed = review[diag.extra["triple_id"]]
+        assert seed["accepted"] and seed["question"] == row.question
+        assert (seed["subject_page"], seed["answer_page"]) == (diag.path[0], diag.path[-1])
+        assert diag.extra["equal_shortest_paths"] >= 1 + len(diag.alternative_paths) or \
+            diag.extra["alternative_paths_truncated"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -57,7 +58,7 @@ def test_distances_and_paths_match_scipy_with_an_edge_removed(case: tuple) -> No
     ref_matrix = _reference(graph, removed)
     for path in many:
         assert path[0] == s and path[-1] == t and len(path) - 1 == expected[t]
-        assert all(ref_matrix[a, b] for a, b in zip(path, path[1:]))  # the removed link is never used
+        assert all(ref_matrix[a, b] for a, b in pairwise(path))  # the removed link is never used
 
 
 def test_all_shortest_paths_are_enumerated_and_bounded() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from aethersearch.errors import DataError
 from aethersearch.jsonl import loads
 
 runner = CliRunner()
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +26,7 @@ def demo(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def test_demo_writes_scores_factorised_and_probes_into_the_run(demo) -> None:
-    out, summary = demo
+    _out, summary = demo
     run = Path(summary["run_dir"])
     for name in ("run.json", "traces.jsonl", "scores.json", "factorised.json", "probes.json"):
         assert (run / name).is_file(), name
@@ -33,6 +37,8 @@ def test_demo_writes_scores_factorised_and_probes_into_the_run(demo) -> None:
     overall = factorised["overall"]
     assert overall["gen_score"] == pytest.approx(
         (overall["f1_good_refusal"] + overall["f1_knowledge_utilisation"]) / 2 * overall["knowledge_score"])
+    # the honest baseline: distinct failure modes, not the old F1_GR = F1_KU = 1.0 tautology
+    assert overall["f1_good_refusal"] < 1 and overall["f1_knowledge_utilisation"] < 1
     assert overall["pass_at_1"] == pytest.approx(summary["em"])  # factorised Pass@1 agrees with the scorer
     probes = loads((run / "probes.json").read_bytes())
     assert probes["forget"]["applicable"] is False and "no parametric knowledge" in probes["forget"]["reason"]
@@ -52,7 +58,7 @@ def test_demo_rerun_resumes_and_reproduces_the_files(demo) -> None:
 def test_cli_factorise_and_probes(demo) -> None:
     out, summary = demo
     run, release = summary["run_dir"], summary["release_dir"]
-    result = runner.invoke(app, ["factorise", run, "--release", release])
+    result = runner.invoke(app, ["factorise", run, "--release", release, "--corpus", str(out / "sandbox_corpus")])
     assert result.exit_code == 0, result.output
     assert "GenScore" in result.output and "Good-refusal F1" in result.output and "factorised.json" in result.output
     result = runner.invoke(app, ["probe", "forget", run, "--release", release])
@@ -68,7 +74,8 @@ def test_cli_factorise_and_probes(demo) -> None:
 
 
 def test_cli_bad_run_dir_is_a_clear_error(tmp_path: Path, demo) -> None:
-    result = runner.invoke(app, ["factorise", str(tmp_path), "--release", demo[1]["release_dir"]])
+    result = runner.invoke(app, ["factorise", str(tmp_path), "--release", demo[1]["release_dir"],
+                                 "--corpus", str(demo[0] / "sandbox_corpus")])
     assert result.exit_code != 0
     assert isinstance(result.exception, DataError)
     assert "run.json" in str(result.exception) and "fix:" in str(result.exception)
@@ -77,7 +84,7 @@ def test_cli_bad_run_dir_is_a_clear_error(tmp_path: Path, demo) -> None:
 def test_report_renders_the_factorised_table_and_probe_rates(demo, tmp_path: Path) -> None:
     from aethersearch.report.html import write_report
 
-    out, summary = demo
+    _out, summary = demo
     html = write_report([Path(summary["run_dir"])], tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Factorised metrics" in html and "Probes (Forget / Lead-astray)" in html
     for key in ("gen_score", "f1_good_refusal", "f1_knowledge_utilisation", "knowledge_sufficiency",
@@ -93,3 +100,49 @@ def test_demo_writes_a_sandbox_report_with_the_factorised_table_and_probe_rates(
     assert "Factorised metrics" in html and "Probes (Forget / Lead-astray)" in html
     for key in ("gen_score", "f1_good_refusal", "knowledge_sufficiency", "lead_astray_rate"):
         assert key in html, key
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
+
+
+def _factorised_rows(dom: str) -> dict[str, dict[str, str]]:
+    """Rows of the rendered factorised table(s) with an f1_good_refusal column: label -> column -> cell."""
+    rows: dict[str, dict[str, str]] = {}
+    for table in re.findall(r"<table[^>]*>(.*?)</table>", dom, re.DOTALL):
+        header = re.findall(r"<th[^>]*>([^<]*)</th>", table.split("</tr>", 1)[0])
+        if "f1_good_refusal" not in header:
+            continue
+        for row in table.split("</tr>")[1:]:
+            cells = re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", row)
+            if len(cells) == len(header):
+                rows.setdefault(cells[0], dict(zip(header, cells, strict=True)))
+    return rows
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian `chromium` not installed (apt-get install -y chromium)")
+def test_sandbox_report_renders_in_chromium_with_distinct_failure_modes(demo, tmp_path: Path) -> None:
+    _out, summary = demo
+    url = Path(summary["report"]).resolve().as_uri()
+    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'p'}", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    check = re.search(r'<div id="render-check" data-ready="(\d)" data-tables="(\d+)"', dom.stdout)
+    assert check and check.group(1) == "1", "the page's render self-check did not run"
+    errors = re.search(r'<pre id="console-errors" data-count="(\d+)">', dom.stdout)
+    assert errors and errors.group(1) == "0"
+    rows = _factorised_rows(dom.stdout)
+    overall = rows["overall"]
+    f1_gr, f1_ku = float(overall["f1_good_refusal"]), float(overall["f1_knowledge_utilisation"])
+    # the honest baseline fails in distinct ways: it guesses without evidence (F1_GR) and sometimes refuses
+    # or misreads with the chain served (F1_KU); neither is the old 1.000 tautology
+    assert f1_gr < 1 and f1_ku < 1 and f1_gr != f1_ku
+    assert float(overall["gen_score"]) < float(overall["knowledge_score"])
+    shots = REPO / "test-artifacts"
+    shots.mkdir(exist_ok=True)
+    shot = shots / "sandbox_report.png"
+    shot.unlink(missing_ok=True)
+    done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'q'}", "--window-size=1280,3000",
+                           f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -12,7 +12,14 @@ from aethersearch.agents.llm import OpenAIClient
 from aethersearch.agents.scripted_server import ScriptedServer
 from aethersearch.environment import ToolResult
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
-from aethersearch.records import Budget, Decoding, Document, Outcome, RolloutQuestion, ToolCall
+from aethersearch.records import (
+    Budget,
+    Decoding,
+    Document,
+    Outcome,
+    RolloutQuestion,
+    ToolCall,
+)
 from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
 from tests.diagnostics.evidenceloop_rules import evidenceloop_rule
 
@@ -161,7 +168,7 @@ def test_fetch_reads_full_documents_by_eid_without_a_tool_call() -> None:
 
     agent = make_agent("evidenceloop", n_solvers=1, max_rounds=1, actions_per_round=4, snippet_chars=12)
     with ScriptedServer(rule) as server:
-        output, episode, tracker, env = asyncio.run(_run(agent, server, Budget(max_tool_calls=10, max_turns=20)))
+        _output, episode, tracker, env = asyncio.run(_run(agent, server, Budget(max_tool_calls=10, max_turns=20)))
     solver = [s for s in episode.steps if s.agent == "solver-0"]
     search, fetch, bad, done = solver
     assert "…" in search.observation  # summaries only: snippets cut at snippet_chars

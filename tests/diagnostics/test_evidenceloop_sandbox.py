@@ -49,7 +49,7 @@ def test_evidenceloop_solves_masked_chains_with_eids_claims_and_verdicts(demo_sa
         assert aggregator.notes["eid_docs"][eid] in demo_sandbox.diagnostics[qid]["path"]
         assert trace.usage.tool_calls <= 24
     # the traces feed the factorised metrics: every chain page visited and answered correctly
-    result = factorise_run(tmp_path / "run", demo_sandbox.release)
+    result = factorise_run(tmp_path / "run", demo_sandbox.release, store=demo_sandbox.store)
     assert result["n"] == 3 and result["overall"]["knowledge_sufficiency"] == 1.0
     assert len(result["missing"]) == len(demo_sandbox.questions) - 3  # a partial run: listed, not hidden
     assert result["overall"]["pass_at_1"] == 1.0 and result["overall"]["gen_score"] == 1.0
@@ -57,8 +57,8 @@ def test_evidenceloop_solves_masked_chains_with_eids_claims_and_verdicts(demo_sa
 
 
 def test_shared_budget_holds_across_parallel_solvers_in_the_sandbox(demo_sandbox, tmp_path: Path) -> None:
-    qid = sorted(demo_sandbox.questions)[0]
-    summary, traces = _run(demo_sandbox, tmp_path, [qid], Budget(max_tool_calls=3, max_turns=60), n_solvers=3)
+    qid = min(demo_sandbox.questions)
+    _summary, traces = _run(demo_sandbox, tmp_path, [qid], Budget(max_tool_calls=3, max_turns=60), n_solvers=3)
     trace = traces[qid]
     calls = [c for s in trace.steps for c in s.tool_calls]
     assert len(calls) == trace.usage.tool_calls == 3  # three solvers, one budget of three calls

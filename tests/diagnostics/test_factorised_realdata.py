@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from aethersearch.records import DiagnosticsRow, Document, Outcome, Step, ToolCall, Trace
+from aethersearch.records import (
+    DiagnosticsRow,
+    Document,
+    Outcome,
+    Step,
+    ToolCall,
+    Trace,
+)
 from aethersearch.scoring.factorised import episode_from_text, factorise
 from tests.conftest import require_shared
 from tests.diagnostics.test_factorised import MemoryStore

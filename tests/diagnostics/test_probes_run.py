@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from aethersearch.agents.base import make_agent
@@ -47,9 +46,9 @@ def probed(demo_sandbox, tmp_path_factory):
         run_questions([RolloutQuestion(id=i, question=q[i]) for i in ids], agent,
                       lambda question: demo.sandbox.episode(question.id), BUDGET, run_dir, fingerprint,
                       llm=OpenAIClient(server.url, "scripted"))
-        before = factorise_run(run_dir, demo.release)
-        forget = forget_probe(run_dir, demo.release, llm=OpenAIClient(server.url, "scripted"))
-        after = factorise_run(run_dir, demo.release)
+        before = factorise_run(run_dir, demo.release, store=demo.store)
+        forget = forget_probe(run_dir, demo.release, llm=OpenAIClient(server.url, "scripted"), store=demo.store)
+        after = factorise_run(run_dir, demo.release, store=demo.store)
         astray = lead_astray_probe(run_dir, demo.release, store=demo.store, ratio=0.5, seed=1,
                                    llm=OpenAIClient(server.url, "scripted"),
                                    environment_factory=lambda question: demo.sandbox.episode(question.id))
@@ -60,10 +59,13 @@ def probed(demo_sandbox, tmp_path_factory):
 def test_forget_probe_counts_hops_known_alone_but_lost_in_context(probed) -> None:
     ids, hops, forget = probed["ids"], probed["hops"], probed["forget"]
     known = [h for h in hops if h.question_id in (ids[0], ids[2])]
-    lost = [h.probe_id for h in hops if h.question_id == ids[2]]
+    # q3 walked its whole chain (every hop served) and still answered wrongly: it failed at the last hop,
+    # so only that hop is forgotten, not every hop of the question
+    lost = [max((h for h in hops if h.question_id == ids[2]), key=lambda h: h.hop).probe_id]
     assert forget["applicable"] and forget["n_hops"] == len(hops)
     assert forget["n_known_in_isolation"] == len(known)
     assert forget["forgotten"] == lost
+    assert forget["failed_at"] == {ids[2]: len([h for h in hops if h.question_id == ids[2]])}
     assert forget["forget_rate"] == pytest.approx(len(lost) / len(known))
     probe_traces = load_traces(probed["run_dir"] / "probes" / "forget")
     assert set(probe_traces) == {h.probe_id for h in hops}

@@ -11,20 +11,31 @@ from aethersearch.errors import ConfigError, DataError
 from aethersearch.records import DiagnosticsRow, Document, Outcome, ToolCall
 from aethersearch.sandbox.episode import DictStore
 from aethersearch.scoring.factorised import EpisodeEvidence
-from aethersearch.scoring.probe_forget import forget_summary, hop_questions, probe_questions, rollout_rows
-from aethersearch.scoring.probe_leadastray import NoisyEnvironment, distractor_count, lead_astray_summary
+from aethersearch.scoring.probe_forget import (
+    agent_text,
+    failure_hop,
+    forget_summary,
+    hop_questions,
+    probe_questions,
+    rollout_rows,
+)
+from aethersearch.scoring.probe_leadastray import (
+    NoisyEnvironment,
+    distractor_count,
+    lead_astray_summary,
+)
 
 ROW = DiagnosticsRow(
     id="q1", source_dataset="hintfree", path=["a", "b", "c"], hops=2, evidence=["b", "c"],
     hop_questions=[{"question": "Who is the brother of A?", "answer": "B"},
-                   {"question": "Who is married to B?", "answers": ["C", "Cee"], "page": "c"}])
+                   {"question": "Who is married to B?", "answers": ["C", "Cee"], "page": "b"}])
 
 
 def test_hop_questions_carry_answers_and_evidence_pages() -> None:
     hops = hop_questions(ROW)
     assert [(h.probe_id, h.answers, h.evidence) for h in hops] == [
-        ("q1#hop1", ("B",), ("b", "c")),  # no page keys: the hop's two pages of the chain
-        ("q1#hop2", ("C", "Cee"), ("c",))]
+        ("q1#hop1", ("B",), ("a",)),  # no page key: the chain's i-th evidence item (the page stating hop i)
+        ("q1#hop2", ("C", "Cee"), ("b",))]
     assert [r.model_dump() for r in rollout_rows(hops)] == [
         {"id": "q1#hop1", "question": "Who is the brother of A?"},
         {"id": "q1#hop2", "question": "Who is married to B?"}]
@@ -37,23 +48,63 @@ def test_malformed_hop_question_names_the_row() -> None:
         probe_questions([bad])
 
 
-def test_forget_counts_known_facts_lost_in_context() -> None:
+def test_forget_counts_known_facts_lost_in_context_at_their_hop() -> None:
     other = ROW.model_copy(update={"id": "q2"})
     hops = probe_questions([ROW, other])
     isolated = {"q1#hop1": "B", "q1#hop2": "the Cee", "q2#hop1": "B", "q2#hop2": "wrong"}
-    result = forget_summary(hops, isolated, {"q1": False, "q2": True})
+    result = forget_summary(hops, isolated, {"q1": False, "q2": True}, failed_at={"q1": 2})
     s = result.summary
     assert s["n_hops"] == 4 and s["n_known_in_isolation"] == 3
-    assert s["forgotten"] == ["q1#hop1", "q1#hop2"]  # known alone, but q1 failed in context
-    assert s["forget_rate"] == pytest.approx(2 / 3)
+    assert s["forgotten"] == ["q1#hop2"]  # q1 failed at hop 2: hop 1 was not what it lost
+    assert s["forget_rate"] == pytest.approx(1 / 3)
     assert s["question_forget_rate"] == pytest.approx(1 / 2)
-    assert result.parametric == {"q1": frozenset({"b", "c"}), "q2": frozenset({"b", "c"})}
+    assert result.parametric == {"q1": frozenset({"a", "b"}), "q2": frozenset({"a"})}
+
+
+def test_a_model_that_never_knew_a_hop_has_not_forgotten_the_others() -> None:
+    # the model never knew hop 1; the full run got stuck there (never reached B), so its knowledge of hop 2
+    # was never put to the test: nothing is forgotten (the old rule blamed hop 2 for the wrong answer)
+    hops = probe_questions([ROW])
+    failed = failure_hop(hops, frozenset(), "search: who is the brother of A\n<answer> Zed </answer>")
+    assert failed == 1
+    result = forget_summary(hops, {"q1#hop1": "Zed", "q1#hop2": "C"}, {"q1": False}, failed_at={"q1": failed})
+    assert result.summary["n_known_in_isolation"] == 1 and result.summary["forgotten"] == []
+    assert result.summary["forget_rate"] == 0.0 and result.summary["failed_at"] == {"q1": 1}
+    # knowing hop 1 too, and failing at it in context, is forgetting hop 1
+    again = forget_summary(hops, {"q1#hop1": "B", "q1#hop2": "C"}, {"q1": False}, failed_at={"q1": 1})
+    assert again.summary["forgotten"] == ["q1#hop1"]
+
+
+def test_failure_hop_is_the_first_hop_never_reached() -> None:
+    hops = probe_questions([ROW])
+    assert failure_hop(hops, frozenset({"a"}), "") == 2  # hop 1 served, hop 2 neither served nor named
+    assert failure_hop(hops, frozenset(), "I think B is involved") == 2  # hop 1 reached by naming B
+    assert failure_hop(hops, frozenset({"a", "b"}), "<answer> wrong </answer>") == 2  # had all: last hop
+    assert failure_hop([], frozenset(), "") is None
+
+
+def test_isolated_judge_verdicts_override_exact_match() -> None:
+    hops = probe_questions([ROW])
+    result = forget_summary(hops, {"q1#hop1": "Bee?", "q1#hop2": "C"}, {"q1": False}, failed_at={"q1": 1},
+                            isolated_correct={"q1#hop1": True, "q1#hop2": False})
+    assert result.summary["forgotten"] == ["q1#hop1"] and result.summary["n_known_in_isolation"] == 1
+
+
+def test_agent_text_reads_queries_reasoning_and_answer() -> None:
+    from aethersearch.records import LLMCall, Step, Trace
+
+    t = Trace(id="q1", question_seen="?", agent="a", response="<answer> Zed </answer>", prediction="Zed",
+              outcome=Outcome.ANSWERED, stop_reason="answer",
+              steps=[Step(index=0, llm=LLMCall(text="maybe Cee"),
+                          tool_calls=[ToolCall(tool="search", arguments={"query": "B spouse", "_noise": {"x": 1}})])])
+    text = agent_text(t)
+    assert "maybe Cee" in text and "B spouse" in text and "Zed" in text and "_noise" not in text
 
 
 def test_forget_with_nothing_known_is_undefined_not_zero() -> None:
-    result = forget_summary(probe_questions([ROW]), {}, {"q1": False})
+    result = forget_summary(probe_questions([ROW]), {}, {"q1": False}, failed_at={"q1": 1})
     assert result.summary["forget_rate"] is None and result.summary["n_known_in_isolation"] == 0
-    assert forget_summary(probe_questions([ROW]), {}, {}).summary["n_hops"] == 0  # q1 not in the run
+    assert forget_summary(probe_questions([ROW]), {}, {}, failed_at={}).summary["n_hops"] == 0  # q1 not run
 
 
 def _ep(qid: str, correct: bool, gathered: set[str]) -> EpisodeEvidence:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.report.html import nested_tables, write_report
+from aethersearch.errors import DataError
 from aethersearch.records import Budget
+from aethersearch.report.html import nested_tables, write_report
 from tests.scoring.factory import eval_rows, write_release, write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,12 +133,17 @@ def test_budget_exhaustion_table_counts_forced_answers(tmp_path: Path) -> None:
     assert cells[:5] == ["run", "2", "1", "1.000", "1"]
     assert cells[5] == "answer=7, budget=1, max_turns=1"  # the factory's budget-outcome trace says max_turns
     assert "% hit budget" in html  # the budget-usage chart shows the share of questions that ran out
-    # a scores.json written before budget stops were recorded still renders, with dashes
+    # a scores.json missing a field is refused naming the field and the fix (never half-rendered)
     scores = json.loads((run / "scores.json").read_text())
     del scores["budget"]
     (run / "scores.json").write_text(json.dumps(scores))
-    html = write_report([run], tmp_path / "old.html").read_text(encoding="utf-8")
-    assert re.search(r'<table class="budget">.*?<td>run</td><td>—</td>', html, re.DOTALL)
+    with pytest.raises(DataError, match=r"scores.json \(field 'budget'\)") as info:
+        write_report([run], tmp_path / "old.html")
+    assert "aether score" in (info.value.fix or "")
+    # ... and so is one of an older schema version
+    (run / "scores.json").write_text(json.dumps({**scores, "schema_version": 1}))
+    with pytest.raises(DataError, match="schema_version 1"):
+        write_report([run], tmp_path / "old.html")
 
 
 def test_missing_history_is_an_error_and_history_alone_makes_a_report(tmp_path: Path) -> None:
@@ -157,3 +163,42 @@ def test_missing_history_is_an_error_and_history_alone_makes_a_report(tmp_path: 
     assert done.exit_code == 0, done.output
     html = out.read_text(encoding="utf-8")
     assert "Training-time evaluation" in html and "step_200" in html
+
+
+def test_report_shows_the_error_count_beside_every_figure_of_a_run_with_errors(tmp_path: Path) -> None:
+    rows = eval_rows(3)
+    release = write_release(tmp_path / "release", rows)
+    run = write_run(tmp_path / "run", rows, {r.id for r in rows}, outcomes={rows[0].id: "endpoint_error"})
+    html = write_report([run], tmp_path / "r.html", release_dir=release).read_text(encoding="utf-8")
+    table = re.search(r'<table class="per-source">(.*?)</table>', html, re.DOTALL)
+    assert table
+    body = table.group(1)
+    nq = re.search(r"<tr><td>nq</td>(.*?)</tr>", body, re.DOTALL)
+    other = re.search(r"<tr><td>hotpotqa</td>(.*?)</tr>", body, re.DOTALL)
+    assert nq and other
+    figures = re.findall(r"<td>[^<]*<span class=\"ci\">.*?</td>", nq.group(1), re.DOTALL)
+    assert figures and all("(1 err)" in cell for cell in figures)
+    assert "err)" not in other.group(1)
+    runs = re.search(r'<table class="runs">(.*?)</table>', html, re.DOTALL)
+    assert runs and "<th>errors</th>" in runs.group(1)
+
+
+def test_a_run_that_changed_since_scoring_is_rescored_with_a_release_and_refused_without(tmp_path: Path) -> None:
+    from aethersearch.errors import IntegrityError
+    from aethersearch.jsonl import read_jsonl, write_jsonl
+    from aethersearch.scoring.api import score_run
+
+    rows = eval_rows(2)
+    release = write_release(tmp_path / "release", rows)
+    run = write_run(tmp_path / "run", rows, set(), skip={rows[0].id})
+    score_run(run, release, resamples=50)
+    traces = read_jsonl(run / "traces.jsonl")
+    resumed = dict(traces[0], id=rows[0].id, question_seen=rows[0].question,
+                   response=f"<answer> {rows[0].answers[0]} </answer>", prediction=rows[0].answers[0])
+    write_jsonl(run / "traces.jsonl", [*traces, resumed])  # the resume answered the missing question
+    with pytest.raises(IntegrityError, match="earlier state"):
+        write_report([run], tmp_path / "stale.html")
+    write_report([run], tmp_path / "fresh.html", release_dir=release)
+    from aethersearch.scoring.scores_file import read_scores
+
+    assert read_scores(run).join.missing == []

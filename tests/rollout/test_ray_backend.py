@@ -55,7 +55,7 @@ def test_sharded_run_matches_a_single_process_run_and_resumes_without_calls(tmp_
 def test_errored_ids_are_retried_with_the_next_attempt_number(tmp_path: Path) -> None:
     qs, rollout = _setup(tmp_path, 6)
     agent = SearchR1Agent()
-    with ScriptedServer(helpers.MODEL, faults=Faults(rate=1.0, kinds=("400",))) as bad:
+    with ScriptedServer(helpers.MODEL, faults=Faults(rate=1.0, kinds=("401",))) as bad:
         fp = helpers.fingerprint(rollout, agent, bad.url, count=len(qs))
         url = bad.url
         first = run_sharded(qs, "search-r1", _env_builder, Budget(), tmp_path / "run", fp,

@@ -58,7 +58,8 @@ def make_machine(sandbox_factory):
             for doc in result.documents:
                 assert not mask.is_locked(doc.id, visited), f"locked {doc.id} returned before its predecessor"
                 _visible(mask, doc)
-            for hidden in call.suppressed_ids:
+            assert call.suppressed_ids == []  # agent-facing: nothing about masked pages
+            for hidden in ep.trace[-1].suppressed_ids:  # the action log keeps them
                 assert hidden in mask.predecessor and mask.predecessor[hidden] not in visited
 
         @rule(which=st.integers(0, len(EPISODES) - 1), name=st.sampled_from(PAGE_NAMES))
@@ -75,13 +76,14 @@ def make_machine(sandbox_factory):
                 visited.add(page)
             else:
                 assert result.documents == [] and result.call.error
-                if page is not None:  # masked: same refusal as a missing page, recorded as suppressed
-                    assert result.call.suppressed_ids == [page]
+                assert result.call.suppressed_ids == []
+                if page is not None:  # masked: same refusal as a missing page, logged as suppressed
+                    assert ep.trace[-1].suppressed_ids == [page]
                     assert "no page named" in result.call.error
 
         @invariant()
         def episodes_agree_with_the_model(self) -> None:
-            for ep, visited, calls in zip(self.episodes, self.model, self.calls):
+            for ep, visited, calls in zip(self.episodes, self.model, self.calls, strict=True):
                 assert ep.visited == visited  # no unlock ever leaks in from another episode
                 assert len(ep.trace) == calls  # every action is logged
 
@@ -98,7 +100,8 @@ def test_masked_pages_never_leak_across_interleaved_episodes(mini_index) -> None
 def test_trace_records_tool_arguments_ids_suppressions_and_time(mini_sandbox) -> None:
     ep = mini_sandbox.episode("q1", run_id="r")
     first = asyncio.run(ep.search("Graham Cornes", 5))
-    assert "graham" in first.call.suppressed_ids and "graham" not in first.call.returned_ids
+    assert first.call.suppressed_ids == [] and "graham" not in first.call.returned_ids
+    assert "graham" in ep.trace[0].suppressed_ids
     assert asyncio.run(ep.visit("Nicole Cornes")).call.error  # locked: chad not visited
     for page in ("kane", "Chad Cornes", "nicole"):
         assert asyncio.run(ep.visit(page)).call.error is None

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from aethersearch.errors import DataError
-from aethersearch.sandbox.mask import ChainMask, drop_sentences, split_sentences, _term_pattern
+from aethersearch.sandbox.mask import (
+    ChainMask,
+    _term_pattern,
+    drop_sentences,
+    split_sentences,
+)
 from tests.sandbox.conftest import PAGES, make_masks
 
 DOCS = {doc.id: doc for doc in PAGES}

@@ -26,14 +26,15 @@ def test_http_episode_lifecycle_masking_and_trace(mini_sandbox) -> None:
             eid = created["episode_id"]
             assert created["tools"] == ["search", "visit"]
             hit = (await http.post(f"/episodes/{eid}/search", json={"query": "Graham Cornes", "k": 3})).json()
-            assert "graham" not in hit["call"]["returned_ids"] and "graham" in hit["call"]["suppressed_ids"]
+            assert "graham" not in hit["call"]["returned_ids"] and "suppressed_ids" not in hit["call"]
             assert all("Graham" not in d["text"] for d in hit["documents"])
 
             locked = await http.post(f"/episodes/{eid}/visit", json={"page": "chad"})
             missing = await http.post(f"/episodes/{eid}/visit", json={"page": "no_such_page"})
             assert locked.status_code == missing.status_code == 404
             assert "no page named 'chad'" in locked.json()["detail"]  # same wording as a missing page
-            assert locked.json()["call"]["suppressed_ids"] == ["chad"]
+            assert "suppressed_ids" not in locked.json()["call"]
+            assert app.state.episodes[eid].trace[-2].suppressed_ids == ["chad"]  # kept server-side
 
             for bad in ("../graham", "a/b", "..", "x\\y", "bad\u0000name"):
                 response = await http.post(f"/episodes/{eid}/visit", json={"page": bad})

@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aethersearch.jsonl import atomic_write_json, sha256_file, write_jsonl
+from aethersearch.jsonl import (
+    atomic_write_json,
+    encode_jsonl,
+    sha256_bytes,
+    sha256_file,
+    write_jsonl,
+)
 from aethersearch.records import Budget, Decoding, EvalRow, RunFingerprint
 
 SOURCES = ("nq", "hotpotqa", "bamboogle")
@@ -26,14 +32,24 @@ def eval_rows(per_source: int = 8) -> list[EvalRow]:
 
 
 def write_release(path: Path, rows: list[EvalRow], release_id: str = "test-release") -> Path:
-    """Write ``eval.jsonl`` and a manifest naming the release."""
+    """Write ``eval.jsonl``, the rollout file, a manifest naming the release and ``checksums.sha256``."""
     path.mkdir(parents=True, exist_ok=True)
     write_jsonl(path / "eval.jsonl", rows)
     write_jsonl(path / "rollout_questions.jsonl", [{"id": r.id, "question": r.question} for r in rows])
     atomic_write_json(path / "manifest.json", {"release_id": release_id, "question_count": len(rows)})
-    sums = "".join(f"{sha256_file(path / name)}  {name}\n" for name in ("eval.jsonl", "rollout_questions.jsonl"))
-    (path / "checksums.sha256").write_text(sums)
+    write_checksums(path)
     return path
+
+
+def write_checksums(path: Path) -> None:
+    """(Re)write ``checksums.sha256`` over the release's files, as a builder would (or a tamperer could)."""
+    names = sorted(p.name for p in path.iterdir() if p.is_file() and p.name != "checksums.sha256")
+    (path / "checksums.sha256").write_text("".join(f"{sha256_file(path / n)}  {n}\n" for n in names))
+
+
+def eval_sha256(rows: list[EvalRow]) -> str:
+    """The sha256 of the ``eval.jsonl`` that ``write_release`` writes for ``rows`` (what run.json pins)."""
+    return sha256_bytes(encode_jsonl(rows))
 
 
 def fingerprint(question_count: int, **changes: Any) -> RunFingerprint:
@@ -77,5 +93,6 @@ def write_run(path: Path, rows: list[EvalRow], correct: set[str], *, model: str 
         else:
             traces.append(trace(row.id, row.question, row.answers[0] if row.id in correct else "wrong guess"))
     write_jsonl(path / "traces.jsonl", traces)
-    atomic_write_json(path / "run.json", fingerprint(len(rows), model=model, **(fp_changes or {})))
+    changes = {"release_data_sha256": eval_sha256(rows), **(fp_changes or {})}
+    atomic_write_json(path / "run.json", fingerprint(len(rows), model=model, **changes))
     return path

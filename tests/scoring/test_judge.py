@@ -134,23 +134,27 @@ def test_score_run_with_judge_adds_metric_and_disagreement_table(tmp_path: Path)
         scores = score_run(run, release_dir, judge=config)
     finally:
         server.shutdown()
-    assert "judge" in scores["metrics"]
-    assert scores["overall"]["micro"]["metrics"]["judge"]["mean"] == pytest.approx(7 / 12)
-    table = scores["judge"]["disagreement"]
-    assert table["judge_correct_em_not"] == [rows[6].id]
-    assert table["em_vs_verdict"]["1"]["correct"] == 6
+    assert "judge" in scores.metrics
+    assert scores.overall.micro.metrics["judge"].mean == pytest.approx(7 / 12)
+    assert scores.judge is not None
+    table = scores.judge.disagreement
+    assert table.judge_correct_em_not == [rows[6].id]
+    assert table.em_vs_verdict["1"]["correct"] == 6
     assert (run / "judge_cache.jsonl").is_file()
-    assert scores["judge"]["prompt_sha256"] == PROMPT_HASH
+    assert scores.judge.prompt_sha256 == PROMPT_HASH
 
 
 def test_cli_prints_the_em_vs_judge_disagreement_table(capsys: pytest.CaptureFixture[str]) -> None:
-    from aethersearch.commands.scoring import print_disagreement
     from rich.console import Console
+
+    from aethersearch.commands.scoring import print_disagreement
+    from aethersearch.scoring.scores_file import JudgeSummary
 
     verdicts = {"q1": Verdict("correct", False, None), "q2": Verdict("correct", False, None),
                 "q3": Verdict("incorrect", False, None)}
-    judge = {"model": "fake-judge", "errors": {},
-             "disagreement": disagreement_table({"q1": 1.0, "q2": 0.0, "q3": 1.0}, verdicts)}
+    judge = JudgeSummary(model="fake-judge", base_url="http://127.0.0.1:1/v1", prompt_sha256=PROMPT_HASH,
+                         temperature=0, judged=3, cached=0, errors={},
+                         disagreement=disagreement_table({"q1": 1.0, "q2": 0.0, "q3": 1.0}, verdicts))
     print_disagreement(Console(width=200), judge)
     out = capsys.readouterr().out
     assert "EM vs judge fake-judge" in out and "agreement 33.3%" in out

@@ -129,7 +129,7 @@ def test_unknown_backend_suggests_the_name(tmp_path: Path) -> None:
 def test_demo_world_facts_are_answerable_by_search(demo_world, demo_index) -> None:  # type: ignore[no-untyped-def]
     facts = demo_world.facts[:400]
     hits = demo_index.index.search([f.question for f in facts], 3)
-    found = sum(f.subject_id in [d for d, _ in h] for f, h in zip(facts, hits))
+    found = sum(f.subject_id in [d for d, _ in h] for f, h in zip(facts, hits, strict=True))
     assert found / len(facts) > 0.9
 
 
@@ -163,7 +163,7 @@ def test_sparse_path_for_selective_queries_equals_dense_path(tmp_path: Path) -> 
     never_sparse = build_index(store, "bm25", tmp_path / "dense", config={"sparse_max_fraction": 0.0}).index
     queries = [" ".join(rng.choices(words, k=rng.randint(1, 4))) for _ in range(300)] + ["w1 w1", "", "qqq"]
     for k in (1, 3, 10):
-        for hits_a, hits_b in zip(always_sparse.search(queries, k), never_sparse.search(queries, k)):
+        for hits_a, hits_b in zip(always_sparse.search(queries, k), never_sparse.search(queries, k), strict=True):
             assert [s for _, s in hits_a] == pytest.approx([s for _, s in hits_b], abs=1e-5)
             if hits_b:  # above the k-th score the documents are the same; at it, sparse keeps store order
                 kth = hits_b[-1][1]

@@ -38,7 +38,7 @@ def test_hybrid_index_fuses_components_and_tracks_them(tmp_path: Path) -> None:
                          config={"indexes": [str(tmp_path / "stem"), str(tmp_path / "raw")], "k_rrf": 60})
     queries = ["running race", "lake"]
     got = hybrid.index.search(queries, 3)
-    for q, hits in zip(queries, got):
+    for q, hits in zip(queries, got, strict=True):
         assert hits == rrf_fuse([stem.index.search([q], 100)[0], raw.index.search([q], 100)[0]], 3, 60)
     assert hybrid.manifest["index_hash"] != stem.manifest["index_hash"]
     assert open_index(tmp_path / "hybrid").index.search(queries, 3) == got

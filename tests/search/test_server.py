@@ -9,7 +9,9 @@ import httpx
 import pytest
 
 from aethersearch.search.client import SearchClient
-from aethersearch.search.server import ServerLimits, create_app
+from aethersearch.search.server import ServerLimits, create_app, url_for
+
+WIKI = ServerLimits().url_prefix
 
 QUERIES = ["Who directed the film?", "born in", "orchestra headquarters", "", "zzzz qqqq"]
 
@@ -29,7 +31,8 @@ def _expected(demo_index, queries: list[str], k: int) -> list[list[dict[str, Any
         rows = []
         for doc_id, score in hits:
             doc = demo_index.store.get(doc_id)
-            rows.append({"document": {"id": doc_id, "contents": f'"{doc.title}"\n{doc.text}'}, "score": score})
+            rows.append({"document": {"id": doc_id, "contents": f'"{doc.title}"\n{doc.text}',
+                                      "url": url_for(doc_id, WIKI)}, "score": score})
         out.append(rows)
     return out
 
@@ -66,12 +69,12 @@ def test_both_response_shapes(app, demo_index) -> None:  # type: ignore[no-untyp
     with_scores = _run(_post(app, "/retrieve", json={"queries": ["born in"], "topk": 2, "return_scores": True}))
     without = _run(_post(app, "/retrieve", json={"queries": ["born in"], "topk": 2, "return_scores": False}))
     hits = with_scores.json()["result"][0]
-    assert set(hits[0]) == {"document", "score"} and set(hits[0]["document"]) == {"id", "contents"}
+    assert set(hits[0]) == {"document", "score"} and set(hits[0]["document"]) == {"id", "contents", "url"}
     assert isinstance(hits[0]["score"], float)
     assert without.json() == {"result": [[h["document"] for h in hits]]}
     default = _run(_post(app, "/retrieve", json={"queries": ["born in"]}))  # return_scores defaults to false
     default_hits = default.json()["result"][0]
-    assert len(default_hits) == 3 and all(set(h) == {"id", "contents"} for h in default_hits)
+    assert len(default_hits) == 3 and all(set(h) == {"id", "contents", "url"} for h in default_hits)
     assert default_hits[:2] == without.json()["result"][0]
 
 
@@ -108,7 +111,7 @@ def _tiny_index():  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(("body", "status", "message"), [
     ({"queries": ["x"], "topk": 101}, 422, "topk 101 exceeds the limit of 100"),
     ({"queries": ["x"], "topk": -2}, 422, "topk must be >= 0"),
-    ({"queries": ["x"] * 513}, 422, "batch of 513 queries exceeds the limit of 512"),
+    ({"queries": ["x"] * 16385}, 422, "batch of 16385 queries exceeds the limit of 16384"),
     ({"queries": ["x" * 4097]}, 422, "exceeding the limit of 4096 characters"),
     ({"queries": "not a list"}, 422, "invalid request: queries"),
     ({"topk": 3}, 422, "invalid request: queries"),

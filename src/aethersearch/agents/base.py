@@ -26,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
-from aethersearch.agents.prompts import extract_answer, is_abstention
+from aethersearch.abstention import is_abstention
+from aethersearch.agents.llm import LLM, Completion
+from aethersearch.agents.prompts import extract_answer
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError
 from aethersearch.records import (
@@ -39,12 +41,24 @@ from aethersearch.records import (
 )
 from aethersearch.registry import resolve
 
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "AgentOutput",
+    "Episode",
+    "NO_MODEL",
+    "finish",
+    "finish_from_text",
+    "make_agent",
+]
+
 AGENTS: dict[str, str] = {
     "search-r1": "aethersearch.agents.search_r1:SearchR1Agent",
     "react": "aethersearch.agents.react:ReactAgent",
     "direct": "aethersearch.agents.baselines:DirectAgent",
     "naive-rag": "aethersearch.agents.baselines:NaiveRagAgent",
     "lexical": "aethersearch.agents.lexical:LexicalAgent",
+    "lexical-browse": "aethersearch.agents.browse:LexicalBrowseAgent",
     "evidenceloop": "aethersearch.agents.evidenceloop:EvidenceLoopAgent",
 }
 
@@ -56,6 +70,34 @@ class AgentOutput(NamedTuple):
     prediction: str | None
     outcome: Outcome
     stop_reason: str
+
+
+class _NoModel:
+    """The model slot of an episode whose agent needs none (``needs_llm = False``).
+
+    Why not ``None``: every agent can then call ``episode.llm`` without a None
+    check, and a no-LLM agent that calls a model anyway fails loudly with the fix.
+    """
+
+    endpoint: str | None = None
+    model: str | None = None
+
+    def _refuse(self) -> ConfigError:
+        return ConfigError("this episode has no model: its agent declared needs_llm = False but called one",
+                           fix="give the run an --endpoint and --model, or set needs_llm = True on the agent")
+
+    async def complete(self, prompt: str, decoding: Decoding) -> Completion:
+        """Always refuses (see the class docstring)."""
+        raise self._refuse()
+
+    async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
+                   tools: list[dict[str, Any]] | None = None) -> Completion:
+        """Always refuses (see the class docstring)."""
+        raise self._refuse()
+
+
+#: The model of episodes run without one; see :class:`_NoModel`.
+NO_MODEL: LLM = _NoModel()
 
 
 @dataclass
@@ -71,13 +113,18 @@ class Episode:
     question: RolloutQuestion
     question_seen: str
     env: Environment
-    llm: Any | None
+    #: The budget-wrapped model; :data:`NO_MODEL` (which refuses every call) for no-LLM agents.
+    llm: LLM
     decoding: Decoding
     steps: list[Step] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     #: Budget hook set by the runner: charges one tool call that never reached the
     #: environment (a malformed call). Raises ``BudgetExhausted`` when none is left.
     charge: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.llm is None:  # callers written before NO_MODEL existed
+            self.llm = NO_MODEL
 
     def charge_invalid_tool_call(self, tool: str) -> None:
         """Charge a malformed tool call to the budget (it counts, though the tool never ran)."""
@@ -215,7 +262,8 @@ def make_agent(name: str, **config: Any) -> Agent:
                                   f"{type(default).__name__} (default {default!r})",
                                   fix=f"its settings (with defaults) are: {settings}")
     try:
-        return cls(**config)
+        agent: Agent = cls(**config)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"agent {name!r} rejected its settings {config!r}: {exc}",
                           fix=f"its settings (with defaults) are: {settings}") from None
+    return agent

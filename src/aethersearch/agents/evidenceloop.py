@@ -30,9 +30,10 @@ import asyncio
 import re
 from typing import Any, ClassVar, NamedTuple
 
+from aethersearch.abstention import is_abstention
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish, finish_from_text
 from aethersearch.agents.evidence_memory import EvidenceMemory
-from aethersearch.agents.prompts import FORCED_FINAL_PROMPT, extract_answer, is_abstention
+from aethersearch.agents.prompts import FORCED_FINAL_PROMPT, extract_answer
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
 from aethersearch.records import Outcome, ToolCall
 

@@ -92,4 +92,4 @@ async def render_chat_prompt(prompt: str, chat_template: str, tokenizer: str, ll
         raise ConfigError("prompt_format 'chat' needs the chat template rendered, and the server cannot do it",
                           fix="pass --agent-config chat_template=<name or template with {prompt}>, or "
                               "tokenizer=hf:<model> (a local copy of its tokenizer), or prompt_format=raw")
-    return rendered
+    return str(rendered)

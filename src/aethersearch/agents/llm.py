@@ -22,16 +22,19 @@ import asyncio
 import email.utils
 import random
 import time
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import aiohttp
 import orjson
 
 from aethersearch.agents.served import LLAMA_CPP, ServedModel, ServerFacts
-from aethersearch.errors import EndpointError
-from aethersearch.records import Decoding, LLMCall
+from aethersearch.errors import ConfigError, EndpointError
+from aethersearch.records import Decoding, LLMCall, RunLimits
 
 TRANSIENT_STATUS = frozenset({408, 409, 429})
+#: A client built outside a run (probes, notebooks) waits and retries like a run with default limits.
+_LIMITS = RunLimits()
 
 
 class Completion(NamedTuple):
@@ -57,8 +60,15 @@ class Completion(NamedTuple):
 class LLM(Protocol):
     """What agents call: text completion (base models, stop strings) and chat (tool calls)."""
 
-    endpoint: str | None
-    model: str | None
+    @property
+    def endpoint(self) -> str | None:
+        """The base URL (None for an in-process engine)."""
+        ...
+
+    @property
+    def model(self) -> str | None:
+        """The model name sent with every request."""
+        ...
 
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """``/v1/completions``: continue ``prompt``; generation stops at ``decoding.stop``."""
@@ -124,9 +134,9 @@ class OpenAIClient:
         *,
         api_key: str | None = None,
         concurrency: int = 64,
-        call_timeout_s: float = 120.0,
-        deadline_s: float = 600.0,
-        max_retries: int = 6,
+        call_timeout_s: float = _LIMITS.call_timeout_s,
+        deadline_s: float = _LIMITS.question_deadline_s or 300.0,
+        max_retries: int = _LIMITS.max_retries,
         backoff_base_s: float = 0.25,
         backoff_cap_s: float = 8.0,
         max_retry_after_s: float = 60.0,
@@ -176,14 +186,8 @@ class OpenAIClient:
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """Text completion; the stop string itself is not part of ``text`` (OpenAI semantics)."""
         body = {"model": self.model, "prompt": prompt, **await self._decoding_fields(decoding)}
-        data, elapsed, attempts = await self._post("/completions", body)
-        try:
-            choice = data["choices"][0]
-            text = choice.get("text") or ""
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise EndpointError(f"{self.base_url}/completions: reply has no choices[0].text",
-                                fix="check that the server speaks the OpenAI completions API") from None
-        return self._completion(data, choice, text, [], elapsed, attempts)
+        (choice, text, tool_calls), data, elapsed, attempts = await self._post("/completions", body, _completion_choice)
+        return self._completion(data, choice, text, tool_calls, elapsed, attempts)
 
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
                    tools: list[dict[str, Any]] | None = None) -> Completion:
@@ -192,15 +196,8 @@ class OpenAIClient:
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
-        data, elapsed, attempts = await self._post("/chat/completions", body)
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-            text = message.get("content") or ""
-            tool_calls = list(message.get("tool_calls") or [])
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise EndpointError(f"{self.base_url}/chat/completions: reply has no choices[0].message",
-                                fix="check that the server speaks the OpenAI chat API") from None
+        (choice, text, tool_calls), data, elapsed, attempts = await self._post("/chat/completions", body,
+                                                                               _chat_choice)
         return self._completion(data, choice, text, tool_calls, elapsed, attempts)
 
     async def server_facts(self) -> ServerFacts:
@@ -208,9 +205,13 @@ class OpenAIClient:
         return await self.served.facts()
 
     def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
-        """The decoding fields every request carries for ``decoding`` (recorded in run.json).
+        """The decoding fields this client puts in every request body for ``decoding``.
 
-        Exact once the server has been asked (:meth:`server_facts`), since llama.cpp
+        Why an accessor: ``run.json`` records what was actually sent, not what was
+        asked for, so a knob the client adds (or a server default it overrides)
+        is visible beside the scores. Whatever :func:`decoding_body` sends is what
+        this returns; the two cannot drift. Exact once the server has been asked
+        (:meth:`server_facts`, which :meth:`served_model` does), since llama.cpp
         servers get ``top_k`` 0 for "off" where others get -1.
         """
         facts = self.served.known_facts
@@ -219,6 +220,57 @@ class OpenAIClient:
     async def _decoding_fields(self, decoding: Decoding) -> dict[str, Any]:
         facts = await self.served.facts()
         return decoding_body(decoding, facts.flavor)
+
+    async def served_model(self) -> dict[str, Any] | None:
+        """What ``GET /v1/models`` reports for this client's model, plus ``server`` (recorded in run.json).
+
+        ``server`` is :class:`~aethersearch.agents.served.ServerFacts`: whether the
+        model has a chat template (and its sha256), the tokenize routes, the context.
+
+        Returns the listed entry whose id is ``model`` (or the only entry, as
+        llama.cpp lists one name whatever is asked), reduced to the fields that
+        identify weights (``id``, ``root``, ``parent``, ``max_model_len``,
+        ``owned_by``); None when the server has no such route. An unreachable
+        server raises :class:`EndpointError` after the usual retries, so a dead
+        endpoint fails the run before any question is attempted; several models
+        none of which is ``model`` is a :class:`ConfigError`, as every call
+        would be refused.
+        """
+        session = self._ensure_session()
+        url = self.base_url + "/models"
+        attempt = 0
+        while True:
+            attempt += 1
+            timeout = aiohttp.ClientTimeout(total=self.call_timeout_s)
+            try:
+                async with session.get(url, timeout=timeout) as resp:
+                    status, raw = resp.status, await resp.read()
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                failure = EndpointError(f"{url}: connection failed after {attempt} attempt(s): "
+                                        f"{type(exc).__name__}: {exc}", transient=True, kind="connection")
+            except TimeoutError:
+                failure = EndpointError(f"{url}: no reply within {self.call_timeout_s:g}s (attempt {attempt})",
+                                        transient=True, kind="timeout")
+            else:
+                if status in (401, 403):
+                    raise EndpointError(f"{url}: HTTP {status}: the server refused the credentials",
+                                        status=status, kind="auth",
+                                        fix="pass the server's key with --api-key (or AETHER_API_KEY)")
+                # what the server says about the model's chat template and tokenizer rides along
+                facts = {"server": (await self.server_facts()).model_dump(mode="json")}
+                if status != 200:
+                    return facts  # no /models route (some proxies)
+                try:
+                    listed = [m for m in orjson.loads(raw).get("data") or [] if isinstance(m, dict)]
+                except (orjson.JSONDecodeError, AttributeError):
+                    return facts
+                return {**(_pick_model(listed, self.model, url) or {}), **facts}
+            if attempt > self.max_retries:
+                raise EndpointError(f"{failure.message} — the model endpoint is unreachable; "
+                                    f"gave up after {self.max_retries} retries", transient=True, kind=failure.kind,
+                                    fix=f"start the model server or correct --endpoint (tried {self.base_url})")
+            self.retries += 1
+            await asyncio.sleep(self._backoff(attempt - 1, None))
 
     @staticmethod
     def _completion(data: dict[str, Any], choice: dict[str, Any], text: str,
@@ -237,8 +289,17 @@ class OpenAIClient:
             return min(self.max_retry_after_s, retry_after + 0.1 * jitter)
         return jitter
 
-    async def _post(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], float, int]:
-        """POST with retries on transient failures; returns (json, elapsed_s, attempts)."""
+    async def _post(self, path: str, body: dict[str, Any],
+                    parse: Callable[[Any], _T]) -> tuple[_T, dict[str, Any], float, int]:
+        """POST with retries on transient failures; returns (parsed, json, elapsed_s, attempts).
+
+        ``parse`` pulls the choice out of a 200 reply; a 200 whose body is not JSON
+        or that ``parse`` rejects (no ``choices``) is retried like a 5xx, because
+        real servers produce them transiently (a proxy's truncated body, an
+        overloaded worker's empty reply). A 4xx other than 408/409/429 is the
+        server refusing this exact request: raised at once with its kind
+        (``context_length``, ``invalid_request``, ``auth``, ``not_found``).
+        """
         session = self._ensure_session()
         assert self._semaphore is not None
         url = self.base_url + path
@@ -251,8 +312,8 @@ class OpenAIClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise EndpointError(f"{url}: total deadline of {self.deadline_s:g}s passed after "
-                                    f"{attempt - 1} attempt(s)", transient=True,
-                                    fix="raise the deadline or check the server's health")
+                                    f"{attempt - 1} attempt(s)", transient=True, kind="timeout",
+                                    fix="raise --call-timeout/--question-deadline or check the server's health")
             timeout = aiohttp.ClientTimeout(total=min(self.call_timeout_s, remaining))
             retry_after: float | None = None
             try:
@@ -264,31 +325,97 @@ class OpenAIClient:
                         retry_after = _retry_after(resp.headers.get("Retry-After"))
                 if status == 200:
                     try:
-                        return orjson.loads(raw), time.monotonic() - start, attempt
-                    except orjson.JSONDecodeError:
-                        raise EndpointError(f"{url}: HTTP 200 with a body that is not JSON",
-                                            status=200, fix="check the server") from None
-                detail = raw[:300].decode("utf-8", "replace")
-                if status not in TRANSIENT_STATUS and status < 500:
-                    raise EndpointError(f"{url}: HTTP {status}: {detail}", status=status,
-                                        fix="fix the request (model name, context length, fields); "
-                                            "this error is not retried")
-                failure = EndpointError(f"{url}: HTTP {status} after {attempt} attempt(s): {detail}",
-                                        status=status, transient=True)
+                        data = orjson.loads(raw)
+                        return parse(data), data, time.monotonic() - start, attempt
+                    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError):
+                        failure = EndpointError(f"{url}: HTTP 200 whose body is not an OpenAI reply (not JSON, "
+                                                f"or no choices) after {attempt} attempt(s): "
+                                                f"{raw[:200].decode('utf-8', 'replace')!r}",
+                                                status=200, transient=True, kind="malformed_reply")
+                else:
+                    detail = raw[:300].decode("utf-8", "replace")
+                    if status not in TRANSIENT_STATUS and status < 500:
+                        raise _refusal(url, status, detail)
+                    failure = EndpointError(f"{url}: HTTP {status} after {attempt} attempt(s): {detail}",
+                                            status=status, transient=True,
+                                            kind="rate_limited" if status == 429 else "server_error")
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
                 failure = EndpointError(f"{url}: connection failed after {attempt} attempt(s): "
-                                        f"{type(exc).__name__}: {exc}", transient=True)
+                                        f"{type(exc).__name__}: {exc}", transient=True, kind="connection")
             except TimeoutError:
                 failure = EndpointError(f"{url}: no reply within {timeout.total:g}s "
-                                        f"(attempt {attempt})", transient=True)
+                                        f"(attempt {attempt})", transient=True, kind="timeout")
             if attempt > self.max_retries:
                 raise EndpointError(f"{failure.message} — giving up after {self.max_retries} retries",
-                                    status=failure.status, transient=True,
+                                    status=failure.status, transient=True, kind=failure.kind,
                                     fix="check the server; rerun the same command to retry errored ids")
             pause = self._backoff(attempt - 1, retry_after)
             if time.monotonic() + pause >= deadline:
                 raise EndpointError(f"{failure.message} — next retry would pass the "
                                     f"{self.deadline_s:g}s deadline", status=failure.status,
-                                    transient=True, fix="raise the deadline or check the server")
+                                    transient=True, kind=failure.kind,
+                                    fix="raise the deadline or check the server")
             self.retries += 1
             await asyncio.sleep(pause)
+
+
+_T = TypeVar("_T")
+_Choice = tuple[dict[str, Any], str, list[dict[str, Any]]]
+
+#: Phrases servers use when a prompt does not fit (vLLM, SGLang, llama.cpp, TGI, OpenAI).
+_CONTEXT_PHRASES = ("maximum context length", "context length", "context_length", "exceeds the available context",
+                    "exceed_context_size", "context window", "too many tokens", "prompt is too long",
+                    "input validation error: `inputs` tokens")
+
+
+def _completion_choice(data: Any) -> _Choice:
+    choice = data["choices"][0]
+    text = choice.get("text") or ""
+    if not isinstance(text, str):
+        raise TypeError("choices[0].text is not a string")
+    return choice, text, []
+
+
+def _chat_choice(data: Any) -> _Choice:
+    choice = data["choices"][0]
+    message = choice["message"]
+    text = message.get("content") or ""
+    if not isinstance(text, str):
+        raise TypeError("choices[0].message.content is not a string")
+    return choice, text, list(message.get("tool_calls") or [])
+
+
+def _refusal(url: str, status: int, detail: str) -> EndpointError:
+    """The typed error for a 4xx refusal: which kind, whether a rerun can help, and the fix."""
+    if status in (401, 403):
+        return EndpointError(f"{url}: HTTP {status}: {detail}", status=status, kind="auth",
+                             fix="pass the server's key with --api-key (or AETHER_API_KEY); this error is "
+                                 "not retried call by call, a rerun retries the question")
+    if status == 404:
+        return EndpointError(f"{url}: HTTP 404: {detail}", status=status, kind="not_found",
+                             fix="check --endpoint (the base URL ending in /v1) and --model (a name the "
+                                 "server lists at /v1/models); this error is not retried call by call")
+    lowered = detail.lower()
+    if any(phrase in lowered for phrase in _CONTEXT_PHRASES):
+        return EndpointError(f"{url}: HTTP {status}: the prompt exceeds the model's context: {detail}",
+                             status=status, kind="context_length",
+                             fix="deterministic (not retried on resume): lower --max-new-tokens, the "
+                                 "observation length or --max-turns, or serve the model with a longer context")
+    return EndpointError(f"{url}: HTTP {status}: the server refused the request: {detail}", status=status,
+                         kind="invalid_request",
+                         fix="deterministic (not retried on resume): fix the request fields the message "
+                             "names (decoding parameters, tools), then run into a new --out")
+
+
+def _pick_model(listed: list[dict[str, Any]], model: str | None, url: str) -> dict[str, Any] | None:
+    keep = ("id", "root", "parent", "max_model_len", "owned_by")
+    match = [m for m in listed if m.get("id") == model]
+    if not match and len(listed) == 1:
+        match = listed
+    if not match:
+        if not listed:
+            return None
+        names = ", ".join(repr(m.get("id")) for m in listed[:10])
+        raise ConfigError(f"{url} serves {names}, not {model!r}: every call would be refused",
+                          fix=f"pass --model with one of: {names}")
+    return {key: match[0][key] for key in keep if match[0].get(key) is not None}

@@ -78,12 +78,6 @@ REACT_SYSTEM_PROMPT = (
 )
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_ABSTAIN = re.compile(
-    r"^\s*(i\s+(do\s+not|don'?t|cannot|can'?t)\s+(know|answer|tell|say|find|determine)|"
-    r"unknown|no\s+answer|not\s+enough\s+information|insufficient\s+(information|evidence)|"
-    r"cannot\s+be\s+determined|unanswerable|n/?a)\b",
-    re.IGNORECASE,
-)
 
 
 def search_r1_question(question: str) -> str:
@@ -112,11 +106,6 @@ def extract_answer(text: str) -> str | None:
     """The content of the last ``<answer>…</answer>`` in ``text`` (stripped), or None."""
     matches = _ANSWER_TAG.findall(text)
     return matches[-1].strip() if matches else None
-
-
-def is_abstention(answer: str) -> bool:
-    """True for an explicit refusal ("I don't know", "unknown", "cannot be determined", …)."""
-    return bool(_ABSTAIN.match(answer.strip().strip(".!")))
 
 
 def apply_chat_template(template: str, prompt: str) -> str:

@@ -81,7 +81,7 @@ def validate_tool_call(raw: dict[str, Any], tools: tuple[str, ...], truncated: b
     name = function.get("name") if isinstance(function, dict) else None
     if not isinstance(function, dict) or not isinstance(name, str) or name not in tools:
         return str(name), "", f"unknown tool {name!r}; available tools: {', '.join(tools)}"
-    text = function.get("arguments")
+    text = function.get("arguments") if isinstance(function, dict) else None
     try:
         arguments = orjson.loads(text) if isinstance(text, (str, bytes)) else text
     except orjson.JSONDecodeError as exc:

@@ -67,8 +67,11 @@ class Faults:
     """Seeded fault injection: each request fails with probability ``rate``, kind drawn from ``kinds``.
 
     Kinds: ``"429"`` (with ``Retry-After: retry_after_s``), ``"reset"`` (TCP RST),
-    ``"stall"`` (sleep ``stall_s`` before replying), or any other HTTP status as
-    digits (``"500"``, ``"503"``, ``"408"``, ``"400"``, …) answered with a JSON error.
+    ``"stall"`` (sleep ``stall_s`` before replying), ``"badjson"`` (HTTP 200 with a
+    truncated, non-JSON body), ``"nochoices"`` (HTTP 200 with ``"choices": []``),
+    ``"context"`` (HTTP 400 with vLLM's context-length message), or any other HTTP
+    status as digits (``"500"``, ``"503"``, ``"408"``, ``"400"``, …) answered with a
+    JSON error.
     """
 
     rate: float = 0.0
@@ -266,6 +269,16 @@ class _App:
         if fault == "429":
             return web.json_response({"error": {"message": "rate limited"}}, status=429,
                                      headers={"Retry-After": f"{self.faults.retry_after_s:g}"})
+        if fault == "badjson":  # a proxy's truncated body
+            return web.Response(body=b'{"id": "cmpl-scripted", "choices": [{"text": "tru', status=200,
+                                content_type="application/json")
+        if fault == "nochoices":  # an overloaded worker's empty reply
+            return web.json_response({"id": "cmpl-scripted", "object": "text_completion", "choices": []})
+        if fault == "context":  # vLLM's refusal of a prompt longer than the model's context
+            return web.json_response({"object": "error", "type": "BadRequestError", "code": 400, "message":
+                                      "This model's maximum context length is 4096 tokens. However, you "
+                                      "requested 4608 tokens (4096 in the messages, 512 in the completion)."},
+                                     status=400)
         if fault is not None and fault.isdigit():  # "500", "503", "408", "409", "400", …
             return web.json_response({"error": {"message": f"injected HTTP {fault}"}}, status=int(fault))
         if fault == "reset":
@@ -347,7 +360,7 @@ def _invalid_tool_arguments(body: Mapping[str, Any]) -> str | None:
             function = (call.get("function") if isinstance(call, dict) else None) or {}
             arguments = function.get("arguments")
             try:
-                parsed = orjson.loads(arguments)
+                parsed = orjson.loads(arguments) if isinstance(arguments, (str, bytes)) else None
             except (orjson.JSONDecodeError, TypeError):
                 parsed = None
             if not isinstance(parsed, dict):

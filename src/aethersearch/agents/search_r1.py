@@ -158,7 +158,7 @@ class SearchR1Agent(Agent):
         episode.update_step(index, tool_calls=[result.call], observation=cut,
                             notes={"observation_tokens": tokens, "observation_cut": tokens > self.max_obs_tokens,
                                    "tokenizer": episode.state["cut"].name})
-        return cut
+        return str(cut)
 
     async def solve(self, episode: Episode) -> AgentOutput:
         """Generate, act, observe until an answer (the runner's budget ends the search turns)."""

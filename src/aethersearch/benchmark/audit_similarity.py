@@ -53,7 +53,8 @@ class SimilarityPairs(NamedTuple):
 
 def scorer_function(name: str) -> Callable[..., float]:
     """The rapidfuzz scorer registered under ``name`` (unknown names get a did-you-mean)."""
-    return resolve("similarity scorer", name, SCORERS)
+    scorer: Callable[..., float] = resolve("similarity scorer", name, SCORERS)
+    return scorer
 
 
 def check_threshold(threshold: float, *, what: str) -> float:

@@ -97,8 +97,12 @@ class TokenPairs(NamedTuple):
 def _query_matrices(index: TokenIndex, query_keys: Sequence[str], k: int,
                     max_df: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray, int]:
     """(rare-token selector, idf-weighted query matrix, query weights, queries with no rare token)."""
-    sel_ptr, sel_idx, sel_val = [0], [], []
-    w_ptr, w_idx, w_val = [0], [], []
+    sel_ptr: list[int] = [0]
+    sel_idx: list[int] = []
+    sel_val: list[float] = []
+    w_ptr: list[int] = [0]
+    w_idx: list[int] = []
+    w_val: list[float] = []
     weights = np.zeros(len(query_keys), dtype=np.float64)
     without = 0
     for row, tokens in enumerate(tokenize_many(query_keys)):

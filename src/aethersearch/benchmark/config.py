@@ -55,13 +55,18 @@ class BuildConfig(_Strict):
 
     schema_version: int = 1
     name: str = Field(description="release name; row ids are <name>_0001, <name>_0002, ...")
+    file_stem: str | None = Field(default=None, description="release files are named <file_stem>.jsonl, "
+                                  "<file_stem>_manifest.json, ... (default: name; the card's is eval_1400)")
+    deviations: list[str] = Field(default_factory=list, description="deviations from the published card, "
+                                  "recorded in the manifest and the generated card")
     revision: str = "1.0.0"
     description: str = ""
     seed: int = 42
     planned_per_source: int = Field(default=200, ge=0)
     sources: list[SourceConfig] = Field(min_length=1)
     training_registry: str | None = Field(default=None, description="training registry file (YAML/JSON)")
-    exclusions: str | None = Field(default=None, description="reviewed exclusion list (YAML/JSON)")
+    exclusions: str | list[dict[str, Any]] | None = Field(
+        default=None, description="reviewed exclusions: a list file (YAML/JSON) or the entries inline")
     audit: dict[str, Any] | None = Field(default=None, description="opaque section for benchmark.audit")
     max_audit_rounds: int = Field(default=10, ge=1)
     license: str = "other"
@@ -72,6 +77,18 @@ class BuildConfig(_Strict):
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]*$", value):
             raise ValueError(f"release name {value!r} must be letters, digits, '_' or '-'")
         return value
+
+    @field_validator("file_stem")
+    @classmethod
+    def _file_stem(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]*$", value):
+            raise ValueError(f"file_stem {value!r} must be letters, digits, '_' or '-'")
+        return value
+
+    @property
+    def stem(self) -> str:
+        """The stem the release's files are named by."""
+        return self.file_stem or self.name
 
     @model_validator(mode="after")
     def _unique_datasets(self) -> BuildConfig:

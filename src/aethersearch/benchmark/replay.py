@@ -33,8 +33,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.benchmark.replay_sources import RawRow, read_original
+from aethersearch.benchmark.verify_release_template import card_quotas, manifest_core_sha256, pretty_json
 from aethersearch.errors import AetherError, ConfigError, DataError
-from aethersearch.jsonl import atomic_write_json
+from aethersearch.jsonl import atomic_write_bytes
+from aethersearch.release_layout import release_layout
 from aethersearch.text import question_key
 
 OUTPUT = "independent_validation.json"
@@ -110,18 +112,25 @@ def _read_eval(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def source_dir_candidates(release_dir: Path) -> list[Path]:
+def source_dir_candidates(release_dir: Path, config_name: str | None = None) -> list[Path]:
     """Where a release's build config usually lives, best guess first.
 
-    The manifest deliberately records paths exactly as the build config wrote
-    them (relative), so builds stay byte-identical whatever the output
-    directory; the replay has to look for the config's directory instead.
-    ``aether build --demo --out X`` writes its sources to ``X_sources`` beside
-    ``X``, so that sibling is tried before the current directory and the
-    release's parent.
+    The manifest records paths exactly as the build config wrote them (relative
+    to the config), so builds stay byte-identical whatever the output directory,
+    and records the config's file name. ``aether build --demo --out X`` writes
+    its sources to ``X_sources`` beside ``X``; the README flow writes the config
+    to a folder (``cfg/``) beside the release. So: ``X_sources``, then every
+    folder beside the release or in the current directory that holds a file of
+    the config's name, then the current directory, the release's parent and the
+    release. A candidate is only used if every recorded source file exists under
+    it, and the replay then checks every file's sha256.
     """
     release_dir = Path(release_dir)
-    return [release_dir.parent / f"{release_dir.name}_sources", Path.cwd(), release_dir.parent, release_dir]
+    found: list[Path] = []
+    if config_name:
+        for root in (release_dir.resolve().parent, Path.cwd()):
+            found += sorted(p.parent for p in root.glob(f"*/{config_name}") if p.is_file())
+    return [release_dir.parent / f"{release_dir.name}_sources", *found, Path.cwd(), release_dir.parent, release_dir]
 
 
 def find_base_dir(manifest: dict[str, Any], release_dir: Path, candidates: Sequence[Path] = ()) -> Path:
@@ -132,11 +141,11 @@ def find_base_dir(manifest: dict[str, Any], release_dir: Path, candidates: Seque
     listed source file exists is used.
     """
     paths = [s["path"] for s in manifest.get("sources", [])]
-    tried = [*candidates, *source_dir_candidates(release_dir)]
+    tried = [*candidates, *source_dir_candidates(release_dir, manifest.get("config_path"))]
     for base in tried:
         if all((Path(p) if Path(p).is_absolute() else base / p).exists() for p in paths):
             return base
-    raise AetherError(f"cannot find the original source files listed in {release_dir / 'manifest.json'} "
+    raise AetherError(f"cannot find the original source files listed in {release_layout(release_dir).manifest} "
                       f"(e.g. {paths[:1]}) under any of: {', '.join(str(b) for b in tried)}",
                       fix="pass --base-dir DIR, the build config's directory (`aether replay` also takes --config BUILD.yaml)")
 
@@ -170,7 +179,7 @@ def _training_sets(manifest: dict[str, Any], base: Path) -> tuple[_Training, lis
             problems.append(f"{registry}: cannot read the training registry ({exc})")
             data = {}
         files = data.get("files", []) if isinstance(data, dict) else []
-        registry_entries = {f.get("path"): f for f in files if isinstance(f, dict)}
+        registry_entries = {str(f.get("path")): f for f in files if isinstance(f, dict)}
     for entry in training.get("files", []):
         path = _resolve(root, entry["path"])
         options = dict((registry_entries.get(entry["path"]) or {}).get("options") or {})
@@ -203,7 +212,9 @@ def check_training_hashes(manifest: dict[str, Any], base: Path) -> ReplayCheck:
                            f"now {'missing' if actual is None else actual[:12] + '...'}")
     if registry and training.get("registry_sha256"):
         actual = _sha256(_resolve(base, registry))
-        if actual != training["registry_sha256"]:
+        if actual is None:
+            changed.append(f"registry {registry}: missing (looked under {base})")
+        elif actual != training["registry_sha256"]:
             changed.append(f"registry {registry}: sha256 changed")
     detail = (f"{len(files)} training file(s) unchanged" if not changed
               else f"{len(changed)} changed since the build: " + "; ".join(changed))
@@ -218,8 +229,9 @@ def check_source_hashes(manifest: dict[str, Any], base: Path) -> ReplayCheck:
         refs = [(source["path"], source["sha256"])]
         refs += [(ref["path"], ref["sha256"]) for ref in (source.get("option_files") or {}).values()]
         for path, sha in refs:
-            if _sha256(_resolve(base, path)) != sha:
-                changed.append(f"{path} ({source['dataset']})")
+            actual = _sha256(_resolve(base, path))
+            if actual != sha:
+                changed.append(f"{path} ({source['dataset']}): {'missing' if actual is None else 'sha256 changed'}")
     detail = (f"{len(manifest.get('sources', []))} source file(s) unchanged" if not changed
               else "changed since the build: " + ", ".join(changed))
     return ReplayCheck("source_hashes", not changed, detail, {"changed": len(changed), "changed_files": changed})
@@ -279,7 +291,7 @@ def check_rows(manifest: dict[str, Any], originals: dict[str, list[RawRow]],
     bad = []
     for row in eval_rows:
         source = sources.get(row.get("source_dataset"))
-        original = by_row.get(row.get("source_dataset"), {}).get(row.get("source_row_number"))
+        original = by_row.get(str(row.get("source_dataset")), {}).get(int(row.get("source_row_number") or 0))
         where = f"{row.get('id')} ({row.get('source_file')} row {row.get('source_row_number')})"
         if source is None or original is None:
             bad.append(f"{where}: no such row in the original file")
@@ -298,21 +310,15 @@ def check_rows(manifest: dict[str, Any], originals: dict[str, list[RawRow]],
 
 
 def replay_quotas(plan: Sequence[tuple[str, int, int | None]]) -> dict[str, int]:
-    """The card's quota rule, reimplemented: caps first, shortfall split evenly, remainder in order."""
-    quota = {d: planned if cap is None else min(planned, cap) for d, planned, cap in plan}
-    caps = {d: cap for d, _, cap in plan}
-    short = {d for d, planned, cap in plan if cap is not None and cap < planned}
-    missing = sum(p for _, p, _ in plan) - sum(quota.values())
-    receivers = [d for d, _, _ in plan if d not in short and (caps[d] is None or quota[d] < caps[d])]
-    while missing > 0 and receivers:
-        each, extra = divmod(missing, len(receivers))
-        missing = 0
-        for position, dataset in enumerate(receivers):
-            want = each + (position < extra)
-            room = want if caps[dataset] is None else min(want, caps[dataset] - quota[dataset])
-            quota[dataset] += room
-            missing += want - room
-        receivers = [d for d in receivers if caps[d] is None or quota[d] < caps[d]]
+    """The card's quota rule: the one specification (``card_quotas``) the builder and release verifier use.
+
+    The replay keeps its own parsers and draw, but the quota rule is a
+    specification, not an implementation detail to re-derive: three copies had
+    drifted (6,558 of 192,109 random capped plans disagreed), so all callers now
+    share this function and ``tests/benchmark/test_quota_rule.py`` property-tests it
+    against a literal one-question-at-a-time deal.
+    """
+    quota, _unplaced = card_quotas(list(plan))
     return quota
 
 
@@ -394,26 +400,22 @@ def default_output(release_dir: Path) -> Path:
     return release_dir.with_name(f"{release_dir.name}.{OUTPUT}")
 
 
-def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: Path | None = None,
-                   config: Path | None = None) -> ReplayReport:
-    """Run every independent check, write ``independent_validation.json`` and return the report.
+def replay_report(release_dir: Path, *, base_dir: Path | None = None, config: Path | None = None
+                  ) -> tuple[ReplayReport, bytes]:
+    """Run every independent check; returns the report and the canonical bytes of independent_validation.json.
 
-    The sources are looked up under ``base_dir``, then ``config``'s directory,
-    then ``source_dir_candidates``. The report goes to ``output`` or, by default,
-    ``default_output(release_dir)`` (beside the release, not in it). A broken release is reported through FAIL checks, never by raising; only a
-    missing manifest or unreadable eval file (nothing to check) raises DataError.
+    The bytes name no local directory (a release built twice anywhere is
+    byte-identical) and bind the manifest they validated by
+    ``manifest_core_sha256``: the manifest minus its ``files`` map, so the
+    manifest can record this report's own sha256 without a cycle.
     """
     release_dir = Path(release_dir)
-    target = Path(output) if output is not None else default_output(release_dir)
-    if target.resolve().is_relative_to(release_dir.resolve()):
-        raise ConfigError(f"refusing to write the replay report {target} inside the release {release_dir}",
-                          fix="a release is frozen (its verifier refuses unlisted files); pass an --out "
-                              "path outside it, or omit --out to write it beside the release")
     if not release_dir.is_dir():
         raise DataError(release_dir, "no such release directory",
-                        fix="pass the directory `aether build` wrote (it holds manifest.json and eval.jsonl)")
-    manifest = _read_json(release_dir / "manifest.json")
-    eval_rows = _read_eval(release_dir / "eval.jsonl")
+                        fix="pass the directory `aether build` wrote (it holds the manifest and the eval file)")
+    layout = release_layout(release_dir)
+    manifest = _read_json(layout.manifest)
+    eval_rows = _read_eval(layout.eval)
     hints = [Path(p) for p in (base_dir, Path(config).resolve().parent if config is not None else None)
              if p is not None]
     base = find_base_dir(manifest, release_dir, hints)
@@ -427,11 +429,34 @@ def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: P
     else:
         checks.append(check_rows(manifest, originals, eval_rows))
         checks.append(check_sampling(manifest, originals, training, eval_rows))
-    atomic_write_json(target, {
+    data = pretty_json({
         "schema_version": 1, "release": manifest.get("name"), "data_sha256": manifest.get("data_sha256"),
-        "base_dir": str(Path(base).resolve()),
+        "manifest_core_sha256": manifest_core_sha256(manifest),
         "ok": all(c.ok for c in checks),
-        "shared_with_builder": ["aethersearch.text.question_key"],
+        "shared_with_builder": ["aethersearch.text.question_key",
+                                "verify_release_template.card_quotas (the quota rule's one specification)"],
         "checks": [{"name": c.name, "status": "OK" if c.ok else "FAIL", "detail": c.detail, "counts": c.counts}
                    for c in checks]})
-    return ReplayReport(release_dir, checks, target)
+    return ReplayReport(release_dir, checks, base), data
+
+
+def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: Path | None = None,
+                   config: Path | None = None) -> ReplayReport:
+    """Run every independent check, write the report to ``output`` (beside the release) and return it.
+
+    The sources are looked up under ``base_dir``, then ``config``'s directory,
+    then ``source_dir_candidates``. The report goes to ``output`` or, by default,
+    ``default_output(release_dir)``; the copy made at build time is inside the
+    release. A broken release is reported through FAIL checks, never by raising; only a
+    missing manifest or unreadable eval file (nothing to check) raises DataError.
+    """
+    release_dir = Path(release_dir)
+    target = Path(output) if output is not None else default_output(release_dir)
+    if target.resolve().is_relative_to(release_dir.resolve()):
+        raise ConfigError(f"refusing to write the replay report {target} inside the release {release_dir}",
+                          fix="a release is frozen (its verifier refuses unlisted files); pass an --out "
+                              "path outside it, or omit --out to write it beside the release")
+    report, data = replay_report(release_dir, base_dir=base_dir, config=config)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, data)
+    return ReplayReport(release_dir, report.checks, target)

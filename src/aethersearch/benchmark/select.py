@@ -2,12 +2,13 @@
 
 The card's rule, as a general algorithm (``compute_quotas``): every source has a
 planned count (200) and, optionally, a plan-level cap (Bamboogle has 125). A
-capped source supplies its cap; the total shortfall is split evenly over the
-other sources, the remainder going one each to the earliest of them in the
-fixed source order (NQ, TriviaQA, PopQA, ...). If a receiving source's cap is
-below its share it takes what its cap allows and the rest is split again over
-the others (water-filling), so the receivers' extras stay within one. 200 x 7 with
-Bamboogle capped at 125 gives 213/213/213/212/212/212/125.
+capped source supplies its cap; the total shortfall is dealt round-robin over the
+other sources in the fixed source order (NQ, TriviaQA, PopQA, ...), skipping a
+source whose cap is reached, so the receivers' extras stay within one and a
+remainder goes to the earliest. 200 x 7 with Bamboogle capped at 125 gives
+213/213/213/212/212/212/125. The rule itself has ONE implementation,
+``card_quotas`` in the standalone verifier (standard library only, shipped in
+every release); this module, the replay and the shipped verifier all call it.
 
 Sampling (``sample``): each source's *complete* candidate list (every row read)
 is sorted by ``training.sort_key`` (source id with nulls first, normalised
@@ -24,10 +25,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from aethersearch.benchmark.sources.base import Candidate
 from aethersearch.benchmark.training import sort_key
+from aethersearch.benchmark.verify_release_template import card_quotas
 from aethersearch.errors import ConfigError, ShortageError
 
 __all__ = [
@@ -40,8 +42,8 @@ class AuditDecision(NamedTuple):
     """What a selection audit decided about one selection."""
 
     exclude: dict[str, str]   # normalised question key -> reason; triggers the deterministic reselection
-    retained: list[dict]      # reviewed flagged pairs kept, each with its reason (-> exclusion_audit.json)
-    report: dict              # counts and flagged pairs (-> manifest + exclusion_audit.json)
+    retained: list[dict[str, Any]]      # reviewed flagged pairs kept, each with its reason (-> exclusion_audit.json)
+    report: dict[str, Any]              # counts and flagged pairs (-> manifest + exclusion_audit.json)
 
 
 SelectionAudit = Callable[[Sequence[Candidate]], AuditDecision]
@@ -65,31 +67,7 @@ def compute_quotas(plan: Sequence[PlanEntry]) -> dict[str, int]:
     names = [entry.dataset for entry in plan]
     if len(set(names)) != len(names):
         raise ConfigError(f"duplicate source names in the plan: {names}", fix="give each source a unique name")
-    quota = {e.dataset: e.planned if e.cap is None else min(e.planned, e.cap) for e in plan}
-    shortfall = sum(e.planned for e in plan) - sum(quota.values())
-    short = {e.dataset for e in plan if e.cap is not None and e.cap < e.planned}
-    room = {e.dataset: None if e.cap is None else e.cap - quota[e.dataset] for e in plan}
-    receivers = [n for n in names if n not in short and room[n] != 0]
-    # Water-filling: split evenly over the free receivers (remainder to the earliest); a receiver
-    # whose room is smaller than its share is fixed at its room and the split is redone without it.
-    fixed: dict[str, int] = {}
-    extras: dict[str, int] = {}
-    unplaced = 0
-    while shortfall > 0:
-        free = [n for n in receivers if n not in fixed]
-        remaining = shortfall - sum(fixed.values())
-        if not free:
-            unplaced = remaining
-            break
-        share, remainder = divmod(remaining, len(free))
-        extras = {n: share + (1 if i < remainder else 0) for i, n in enumerate(free)}
-        over = {n: room[n] for n in free if room[n] is not None and extras[n] > room[n]}  # type: ignore[operator]
-        if not over:
-            break
-        fixed.update(over)  # type: ignore[arg-type]
-        extras = {}
-    for name, extra in [*fixed.items(), *extras.items()]:
-        quota[name] += extra
+    quota, unplaced = card_quotas([(e.dataset, e.planned, e.cap) for e in plan])
     if unplaced:
         raise ConfigError(f"the plan needs {sum(e.planned for e in plan)} questions but the caps allow only "
                           f"{sum(quota.values())} ({unplaced} short)",
@@ -126,7 +104,8 @@ def sample(orders: Mapping[str, Sequence[Candidate]], eligible: Mapping[str, Cal
             raise ShortageError(
                 f"source {dataset!r} is short: needed {quota} eligible questions, available {available}"
                 + (f" ({note})" if note else ""),
-                fix=f"give {dataset!r} a smaller plan (planned: {available}, or cap: {available} to "
-                    "redistribute its shortfall) or use a larger source file")
+                fix=f"cap {dataset!r} at what it has (cap: {available} in its source entry), so the card's rule "
+                    "redistributes the rest to the other sources; or use a larger source file (lowering only its "
+                    "planned count does not help: it still receives a share of other sources' shortfall)")
         selected[dataset] = chosen
     return selected

@@ -80,8 +80,9 @@ def register(app: typer.Typer) -> None:
                 from aethersearch.benchmark.replay import replay_release
 
                 replayed = replay_release(release, base_dir=base_dir)
-                for check in replayed.checks:
-                    console.print(f"[{'green' if check.ok else 'red'}]{escape(check.line())}[/]", highlight=False)
+                for replay_check in replayed.checks:
+                    console.print(f"[{'green' if replay_check.ok else 'red'}]{escape(replay_check.line())}[/]",
+                                  highlight=False)
                 console.print(f"wrote {escape(str(replayed.output))}", highlight=False)
                 ok = ok and replayed.ok
         console.print(f"[{'green' if ok else 'red'}]{'OK' if ok else 'FAIL'}[/]: {escape(str(release))}")
@@ -93,7 +94,10 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Argument(..., help="directory for build.yaml and training_registry.yaml"),
         popqa: str = typer.Option("parquet200", help="PopQA slice: parquet200 or flashrag16"),
         popqa_planned: int = typer.Option(None, help="PopQA planned count (the slices are short of 213)"),
-        popqa_cap: int = typer.Option(None, help="PopQA cap: supply only this many, redistribute the rest"),
+        popqa_cap: int = typer.Option(None, help="PopQA cap: supply only this many, redistribute the rest "
+                                      "(default: the slice's size, 200 or 16)"),
+        audit: bool = typer.Option(True, "--audit/--no-audit", help="turn the near-duplicate audit on (the card's "
+                                   "step 5; --no-audit only for quick experiments)"),
     ) -> None:
         """Write the real benchmark's build config over the public data; print its path."""
         from aethersearch.benchmark.eval1400 import POPQA_FILES, write_eval1400_config
@@ -102,7 +106,7 @@ def register(app: typer.Typer) -> None:
         if popqa not in POPQA_FILES:
             raise ConfigError(f"unknown PopQA slice {popqa!r}", fix=f"use one of {sorted(POPQA_FILES)}")
         plan = {k: v for k, v in (("planned", popqa_planned), ("cap", popqa_cap)) if v is not None} or None
-        typer.echo(write_eval1400_config(shared_data, out, popqa=popqa, popqa_plan=plan))  # type: ignore[arg-type]
+        typer.echo(write_eval1400_config(shared_data, out, popqa=popqa, popqa_plan=plan, audit=audit))  # type: ignore[arg-type]
 
     @app.command("demo-sources")
     def demo_sources(

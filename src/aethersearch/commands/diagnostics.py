@@ -66,6 +66,14 @@ def _store(corpus: Path | None) -> Any:
     return open_store(corpus)
 
 
+def _judge(url: str | None, model: str, key_env: str | None) -> Any:
+    if url is None:
+        return None
+    from aethersearch.scoring.judge import JudgeConfig
+
+    return JudgeConfig(base_url=url, model=model, api_key_env=key_env)
+
+
 def _llm(endpoint: str | None, model: str | None, run: Path) -> Any:
     """An LLM client for the probes: the given endpoint/model, else the run's own (None if it had none)."""
     from aethersearch.errors import ConfigError
@@ -91,16 +99,18 @@ def register(app: typer.Typer) -> None:
     def factorise_command(
         run: Path = typer.Argument(..., help="Run directory (run.json + traces.jsonl)."),
         release: Path = typer.Option(..., "--release", help="The release the run was rolled out on."),
-        corpus: Path | None = typer.Option(None, "--corpus",
-                                           help="Document store; needed for releases without evidence chains."),
-        count_search: bool = typer.Option(False, "--count-search",
-                                          help="Also count pages returned by search as gathered (default: visits)."),
+        corpus: Path = typer.Option(..., "--corpus",
+                                    help="Document store the run searched (served text is rebuilt from it)."),
+        judge: str | None = typer.Option(None, "--judge", help="OpenAI-compatible base URL of an LLM judge "
+                                                             "(correctness as in `aether score --judge`)."),
+        judge_model: str = typer.Option("gpt-4o-mini", "--judge-model", help="Judge model name."),
+        judge_key_env: str | None = typer.Option(None, "--judge-key-env", help="Env var holding the judge API key."),
     ) -> None:
         """Write factorised.json (Knowledge Sufficiency, Search Score, F1_GR, F1_KU, GenScore, Pass@1)."""
         from aethersearch.scoring.probes import factorise_run
 
-        tools = ("search", "visit") if count_search else None
-        result = factorise_run(run, release, store=_store(corpus), gathering_tools=tools)
+        result = factorise_run(run, release, store=_store(corpus),
+                               judge=_judge(judge, judge_model, judge_key_env))
         print_factorised(result)
         typer.echo(f"wrote {run / 'factorised.json'}")
 
@@ -114,11 +124,17 @@ def register(app: typer.Typer) -> None:
         endpoint: str | None = typer.Option(None, "--endpoint", help="Model endpoint (default: the run's)."),
         model: str | None = typer.Option(None, "--model", help="Model name (default: the run's)."),
         concurrency: int = typer.Option(8, "--concurrency", min=1),
+        corpus: Path | None = typer.Option(None, "--corpus", help="Document store the run searched (lets the "
+                                                                 "per-hop attribution see served evidence)."),
+        judge: str | None = typer.Option(None, "--judge", help="OpenAI-compatible base URL of an LLM judge."),
+        judge_model: str = typer.Option("gpt-4o-mini", "--judge-model", help="Judge model name."),
+        judge_key_env: str | None = typer.Option(None, "--judge-key-env", help="Env var holding the judge API key."),
     ) -> None:
-        """Ask each hop's sub-question without search; forget rate = known alone but lost in context."""
+        """Ask each hop's sub-question without search; forget rate = known alone but lost at that hop in context."""
         from aethersearch.scoring.probes import forget_probe
 
-        summary = forget_probe(run, release, llm=_llm(endpoint, model, run), concurrency=concurrency)
+        summary = forget_probe(run, release, llm=_llm(endpoint, model, run), concurrency=concurrency,
+                               store=_store(corpus), judge=_judge(judge, judge_model, judge_key_env))
         _print_probe("forget", summary, ("forget_rate", "n_known_in_isolation", "n_forgotten", "n_hops"))
         typer.echo(f"wrote {run / 'probes.json'}")
 

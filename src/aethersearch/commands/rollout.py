@@ -16,8 +16,21 @@ from rich.console import Console
 from rich.markup import escape
 
 from aethersearch.commands.options import parse_key_values
+from aethersearch.records import DEFAULT_CONCURRENCY, RunLimits
 
 console = Console()
+_LIMITS = RunLimits()
+_QUESTION_DEADLINE = _LIMITS.question_deadline_s or 0.0
+_STOP_AFTER = _LIMITS.stop_after_failures or 0
+ENDPOINT_HELP = ("OpenAI-compatible base URL (several replicas: comma-separated, balanced with failover), "
+                 "or vllm-offline (the vllm extra) with --model PATH")
+STOP_HELP = ("stop starting questions after this many in a row failed on the endpoint itself (0: never); "
+             "a rerun runs the rest")
+CALL_TIMEOUT_HELP = "seconds one model call may take before it is retried"
+DEADLINE_HELP = "seconds one question may take in all (0: no deadline); a stalled server cannot hold it longer"
+RETRIES_HELP = "retries of a failed model call (transient failures only: connection, timeout, 429, 5xx, bad 200)"
+ERROR_RATE_HELP = ("share of questions allowed to end in error before the run fails (exit 3) with a summary; "
+                   "0: any question still in error after its retries fails the run")
 
 
 def _agent_config(pairs: list[str], prompt_format: str | None = None) -> dict[str, Any]:
@@ -49,14 +62,40 @@ def _progress_bar(enabled: bool):  # type: ignore[no-untyped-def]
         yield update
 
 
+def _limits(call_timeout: float, question_deadline: float, max_retries: int, max_error_rate: float,
+            stop_after_failures: int) -> Any:
+    """The run's :class:`RunLimits` from the CLI options (a clear error for an out-of-range value)."""
+    from pydantic import ValidationError
+
+    from aethersearch.errors import ConfigError
+    from aethersearch.records import RunLimits
+    from aethersearch.rollout.health import check_rate
+
+    check_rate(max_error_rate)
+    try:
+        return RunLimits(call_timeout_s=call_timeout, question_deadline_s=question_deadline or None,
+                         max_retries=max_retries, max_error_rate=max_error_rate,
+                         stop_after_failures=stop_after_failures or None)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigError(f"--{str(problem['loc'][0]).replace('_s', '').replace('_', '-')}: {problem['msg']}",
+                          fix="timeouts are positive seconds, --max-retries a whole number >= 0") from None
+
+
 def _print_summary(summary: Any) -> None:
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary.outcomes.items())) or "nothing new"
     console.print(f"{summary.attempted} run, {summary.skipped} already finished, {summary.errored} errored "
                   f"({outcomes}) in {summary.elapsed_s:.1f}s -> {escape(str(summary.run_dir))}")
     if summary.torn_tail_path is not None:
         console.print(f"[yellow]a torn last line was set aside to {escape(str(summary.torn_tail_path))}[/]")
-    if summary.errored:
-        console.print("[yellow]rerun the same command to retry the errored questions[/]")
+    report = summary.errors
+    if report.errored:  # tolerated by --max-error-rate, but never silent
+        console.print(f"[yellow]{report.errored} of {report.total} questions are in error "
+                      f"(within --max-error-rate):[/]")
+        for line in report.lines():
+            console.print(f"[yellow]    {escape(line)}[/]")
+        for fix in report.fixes():
+            console.print(f"[yellow]  fix: {escape(fix)}[/]")
 
 
 def _print_table(table: list[dict[str, Any]]) -> None:
@@ -96,7 +135,7 @@ def register(app: typer.Typer) -> None:
         agent: str = typer.Option("search-r1", "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default: the chat template when the server reports one), chat or raw"),
-        endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL, or vllm-offline (the vllm extra) with --model PATH"),
+        endpoint: str | None = typer.Option(None, "--endpoint", help=ENDPOINT_HELP),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
         index: Path | None = typer.Option(None, "--index", help="search in-process on this index directory"),
@@ -109,22 +148,34 @@ def register(app: typer.Typer) -> None:
         top_p: float = typer.Option(1.0, "--top-p"),
         max_new_tokens: int = typer.Option(500, "--max-new-tokens", help="max_tokens of each model call (Search-R1: 500)"),
         seed: int | None = typer.Option(0, "--seed"),
-        concurrency: int = typer.Option(64, "--concurrency"),
-        question_timeout: float | None = typer.Option(None, "--question-timeout", help="seconds per question"),
+        concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="questions in flight at once"),
+        call_timeout: float = typer.Option(_LIMITS.call_timeout_s, "--call-timeout", help=CALL_TIMEOUT_HELP),
+        question_deadline: float = typer.Option(_QUESTION_DEADLINE, "--question-deadline", "--question-timeout",
+                                                help=DEADLINE_HELP),
+        max_retries: int = typer.Option(_LIMITS.max_retries, "--max-retries", help=RETRIES_HELP),
+        max_error_rate: float = typer.Option(_LIMITS.max_error_rate, "--max-error-rate", help=ERROR_RATE_HELP),
+        stop_after_failures: int = typer.Option(_STOP_AFTER, "--stop-after-failures", help=STOP_HELP),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
+        ray: str | None = typer.Option(None, "--ray", help="run shards on Ray: auto (a running cluster), HOST:PORT, or local (the ray extra)"),
+        shards: int | None = typer.Option(None, "--shards", help="Ray workers (with --ray; default 4)"),
     ) -> None:
-        """Roll an agent out over a release into a resumable run directory."""
+        """Roll an agent out over a release into a resumable run directory.
+
+        Exits non-zero (3) with a summary of error kinds, counts and the fix when more
+        questions end in error than --max-error-rate allows (default: any).
+        """
         from aethersearch import pipeline
         from aethersearch.records import Budget, Decoding
 
         search = _search(index, search_url, agent, tools)
+        limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
                 release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format), endpoint=endpoint,
                 model=model, api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                             max_tokens=max_tokens),
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed),
-                concurrency=concurrency, question_timeout_s=question_timeout, progress=update)
+                concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards)
         _print_summary(summary)
 
     @app.command("eval")
@@ -148,7 +199,12 @@ def register(app: typer.Typer) -> None:
         top_p: float = typer.Option(1.0, "--top-p"),
         max_new_tokens: int = typer.Option(500, "--max-new-tokens"),
         seed: int | None = typer.Option(0, "--seed"),
-        concurrency: int = typer.Option(64, "--concurrency"),
+        concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="questions in flight at once"),
+        call_timeout: float = typer.Option(_LIMITS.call_timeout_s, "--call-timeout", help=CALL_TIMEOUT_HELP),
+        question_deadline: float = typer.Option(_QUESTION_DEADLINE, "--question-deadline", help=DEADLINE_HELP),
+        max_retries: int = typer.Option(_LIMITS.max_retries, "--max-retries", help=RETRIES_HELP),
+        max_error_rate: float = typer.Option(_LIMITS.max_error_rate, "--max-error-rate", help=ERROR_RATE_HELP),
+        stop_after_failures: int = typer.Option(_STOP_AFTER, "--stop-after-failures", help=STOP_HELP),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
         sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox", help="demo only: add the sandbox evaluation"),
     ) -> None:
@@ -169,7 +225,8 @@ def register(app: typer.Typer) -> None:
                                api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                               max_tokens=max_tokens),
                                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens,
-                                                 seed=seed), concurrency=concurrency, progress=update)
+                                                   seed=seed), concurrency=concurrency, progress=update,
+                               limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
                 offered = tuple(t for t in tools.split(",") if t)
                 if serve:
                     if index is None:

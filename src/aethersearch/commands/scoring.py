@@ -6,81 +6,107 @@ Heavy imports stay inside the functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+if TYPE_CHECKING:
+    from aethersearch.scoring.scores_file import JudgeSummary, MetricEstimate, Scores
 
-def _pct(value: Any) -> str:
-    return "—" if value is None or value != value else f"{100 * value:.1f}"
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None or math.isnan(value) else f"{100 * value:.1f}"
 
 
-def print_scores(scores: dict[str, Any]) -> None:
-    """Per-source table (mean and 95% CI, in %) plus the labelled micro and macro overall rows."""
+def _unscored_note(errors: int, missing: int = 0) -> str:
+    """What stands beside a figure computed over questions that were never really attempted."""
+    parts = ([f"{errors} err"] if errors else []) + ([f"{missing} missing"] if missing else [])
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def print_scores(scores: Scores) -> None:
+    """Per-source table (mean and 95% CI, in %) plus the labelled micro and macro overall rows.
+
+    Every figure computed over questions that ended in errors carries the error
+    count beside it, so a run of endpoint failures never reads as a low score.
+    """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    metrics = [m for m in ("em", "subem", "f1", "cover_em", "judge") if m in scores["metrics"]]
-    table = Table(title=f"{scores['run_dir']}  (denominator {scores['denominator']}, %)")
+    shown = ("em", "subem", "subem_answered", "f1", "cover_em", "judge")
+    metrics = [m for m in shown if m in scores.metrics]
+    missing = scores.errors.missing
+    title = f"{scores.run_dir}  (denominator {scores.denominator}, %)"
+    if scores.errors.unscored:
+        title += f"\n{_unscored_note(scores.errors.count, missing).strip(' ()')}: each scored 0 in every figure"
+    table = Table(title=escape(title))
     table.add_column("source")
     table.add_column("n", justify="right")
     for metric in metrics:
         table.add_column(metric, justify="right")
 
-    def cells(block: dict[str, Any]) -> list[str]:
-        return [f"{_pct(block[m]['mean'])} [{_pct(block[m]['ci_low'])}, {_pct(block[m]['ci_high'])}]"
+    def cells(block: Mapping[str, MetricEstimate], note: str) -> list[str]:
+        return [f"{_pct(block[m].mean)} [{_pct(block[m].ci_low)}, {_pct(block[m].ci_high)}]{note}"
                 for m in metrics]
 
-    for source, entry in scores["by_source"].items():
-        table.add_row(source, str(entry["n"]), *cells(entry["metrics"]))
-    micro = scores["overall"]["micro"]
-    table.add_row("overall (micro)", str(micro["n"]), *cells(micro["metrics"]))
-    table.add_row("overall (macro)", f"{scores['overall']['macro']['sources']} src",
-                  *cells(scores["overall"]["macro"]["metrics"]))
+    for source, entry in scores.by_source.items():
+        table.add_row(escape(source), str(entry.n), *cells(entry.metrics, _unscored_note(entry.errors)))
+    micro, macro = scores.overall.micro, scores.overall.macro
+    table.add_row("overall (micro)", str(micro.n), *cells(micro.metrics, _unscored_note(micro.errors, missing)))
+    table.add_row("overall (macro)", f"{macro.sources} src",
+                  *cells(macro.metrics, _unscored_note(macro.errors, missing)))
     console = Console()
     console.print(table)
-    outcomes = ", ".join(f"{k}={v}" for k, v in scores["outcomes"].items() if v)
-    join = scores["join"]
+    outcomes = ", ".join(f"{k}={v}" for k, v in scores.outcomes.items() if v)
+    join = scores.join
     console.print(f"outcomes: {outcomes}")
-    judge = scores.get("judge")
-    if judge:
-        print_disagreement(console, judge)
-    usage = scores.get("usage") or {}
-    if usage.get("questions_with_usage"):
-        means = ", ".join(f"{field}={usage[field]['mean']:.1f}" for field in
-                          ("prompt_tokens", "completion_tokens", "turns", "tool_calls") if field in usage)
-        console.print(f"mean usage per question ({usage['questions_with_usage']} recorded): {means}")
-    budget = scores.get("budget")
-    if budget and budget["exhausted"]:
-        console.print(f"budget exhausted: {budget['exhausted']} questions; {budget['answered_after_budget']} "
+    if scores.errors.count:
+        kinds = ", ".join(f"{k}={v}" for k, v in scores.errors.by_outcome.items())
+        console.print(f"[yellow]errors: {scores.errors.count} of {scores.denominator} questions ({kinds}) scored 0 "
+                      "without an answer attempt; `aether score --strict` refuses such a run[/]")
+    if scores.judge is not None:
+        print_disagreement(console, scores.judge)
+    usage = scores.usage
+    if usage.questions_with_usage:
+        means = ", ".join(f"{field}={getattr(usage, field).mean:.1f}" for field in
+                          ("prompt_tokens", "completion_tokens", "turns", "tool_calls"))
+        console.print(f"mean usage per question ({usage.questions_with_usage} recorded): {means}")
+    budget = scores.budget
+    if budget.exhausted:
+        console.print(f"budget exhausted: {budget.exhausted} questions; {budget.answered_after_budget} "
                       "answered by the forced final request (scored as answered)")
-    console.print(f"missing={len(join['missing'])} duplicates={len(join['duplicates'])} "
-                  f"unknown={len(join['unknown'])}  ->  {Path(scores['run_dir']) / 'scores.json'}")
+    console.print(escape(f"missing={len(join.missing)} duplicates={len(join.duplicates)} "
+                         f"unknown={len(join.unknown)}  ->  {Path(scores.run_dir) / 'scores.json'}"))
+    console.print(escape(f"gold: {scores.gold.eval_file} sha256 {scores.gold.eval_sha256} "
+                         f"(release {scores.gold.release_id or '—'}, verified)"))
 
 
-def print_disagreement(console: Any, judge: dict[str, Any]) -> None:
+def print_disagreement(console: Any, judge: JudgeSummary) -> None:
     """The EM-vs-judge table (rows EM 0/1, columns verdicts) and the ids where the two disagree."""
     from rich.table import Table
 
-    disagreement = judge["disagreement"]
-    agreement = disagreement["agreement"]
-    table = Table(title=f"EM vs judge {judge['model']} (agreement "
-                        f"{'—' if agreement is None else f'{100 * agreement:.1f}%'}, {disagreement['judged']} judged)")
-    verdicts = list(next(iter(disagreement["em_vs_verdict"].values())))
+    disagreement = judge.disagreement
+    agreement = disagreement.agreement
+    table = Table(title=f"EM vs judge {judge.model} (agreement "
+                        f"{'—' if agreement is None else f'{100 * agreement:.1f}%'}, {disagreement.judged} judged)")
+    verdicts = list(next(iter(disagreement.em_vs_verdict.values())))
     table.add_column("EM")
     for verdict in verdicts:
         table.add_column(verdict, justify="right")
-    for em_value, counts in disagreement["em_vs_verdict"].items():
+    for em_value, counts in disagreement.em_vs_verdict.items():
         table.add_row(em_value, *(str(counts[v]) for v in verdicts))
     console.print(table)
-    for key, label in (("judge_correct_em_not", "judge correct, EM 0"), ("em_correct_judge_not", "EM 1, judge not")):
-        ids = disagreement[key]
+    for ids, label in ((disagreement.judge_correct_em_not, "judge correct, EM 0"),
+                       (disagreement.em_correct_judge_not, "EM 1, judge not")):
         if ids:
             shown = ", ".join(ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
             console.print(f"{label}: {shown}")
-    if judge.get("errors"):
-        console.print(f"[yellow]judge errors on {len(judge['errors'])} questions (scored not correct)[/]")
+    if judge.errors:
+        console.print(f"[yellow]judge errors on {len(judge.errors)} questions (scored not correct)[/]")
 
 
 def print_comparison(result: dict[str, Any]) -> None:
@@ -91,8 +117,10 @@ def print_comparison(result: dict[str, Any]) -> None:
     console = Console()
     if result["allowed_overrides"]:
         console.print(f"[yellow]contract override (--allow): {', '.join(result['allowed_overrides'])}[/]")
+    unscored = {run["name"]: _unscored_note(run.get("errors", 0), run.get("missing", 0)) for run in result["runs"]}
     for pair in result["pairs"]:
-        table = Table(title=f"{pair['b']} vs {pair['a']}  (* = significant after Holm, alpha {result['alpha']})")
+        table = Table(title=f"{pair['b']}{unscored.get(pair['b'], '')} vs {pair['a']}{unscored.get(pair['a'], '')}"
+                            f"  (* = significant after Holm, alpha {result['alpha']})")
         for column in ("scope", "metric", pair["a"], pair["b"], "delta", "test", "p", "p Holm", "MDE"):
             table.add_column(column, justify="left" if column in ("scope", "metric", "test") else "right")
         for scope, by_metric in pair["results"].items():
@@ -120,13 +148,20 @@ def register(app: typer.Typer) -> None:
         judge_key_env: Annotated[str | None, typer.Option(help="Env var holding the judge API key.")] = None,
         resamples: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% CIs.")] = 1000,
         seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+        strict: Annotated[bool, typer.Option("--strict", help="Refuse (exit 3) a run with any errored or "
+                                                              "missing question instead of scoring it.")] = False,
     ) -> None:
-        """Score a run against its release and write scores.json (never calls the agent)."""
+        """Score a run against its verified release and write scores.json (never calls the agent).
+
+        Refuses a release whose files do not match checksums.sha256 or whose
+        eval.jsonl is not the one the run pinned in run.json.
+        """
         from aethersearch.scoring.api import score_run
         from aethersearch.scoring.judge import JudgeConfig
 
         config = JudgeConfig(base_url=judge, model=judge_model, api_key_env=judge_key_env) if judge else None
-        print_scores(score_run(run, release, compat=compat, judge=config, resamples=resamples, seed=seed))
+        print_scores(score_run(run, release, compat=compat, judge=config, resamples=resamples, seed=seed,
+                               strict=strict))
 
     @app.command("compare")
     def compare(
@@ -173,6 +208,9 @@ def register(app: typer.Typer) -> None:
         poll: Annotated[float, typer.Option(help="Seconds between polls.")] = 60.0,
         settle: Annotated[float, typer.Option(help="A checkpoint dir must be unchanged this long.")] = 30.0,
         once: Annotated[bool, typer.Option(help="Evaluate what is there now and exit.")] = False,
+        logger: Annotated[list[str] | None, typer.Option("--logger", help="Also log to wandb (offline) or "
+                                                         "tensorboard (repeatable; optional extras).")] = None,
+        metric_keys: Annotated[str, typer.Option(help="Metric key style: searchr1, verl or both.")] = "both",
     ) -> None:
         """Evaluate each new checkpoint on the frozen split as it appears; append to a history; plot the curve."""
         import re
@@ -189,16 +227,30 @@ def register(app: typer.Typer) -> None:
             url = checkpoint.location if checkpoint.kind == "endpoint" else str(endpoint)
             model = checkpoint.name if checkpoint.kind == "endpoint" else checkpoint.location
             run_dir = runs_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", checkpoint.name)
-            result = evaluate_run(url, release, model=model, agent=agent, search_url=search_url, run_dir=run_dir)
-            micro = result.scores["overall"]["micro"]["metrics"]
-            return {**result.metrics, "em": micro["em"]["mean"], "f1": micro["f1"]["mean"]}
+            result = evaluate_run(url, release, model=model, agent=agent, search_url=search_url, run_dir=run_dir,
+                                  metric_keys=metric_keys)
+            micro = result.scores.overall.micro.metrics
+            return {**result.metrics, "em": micro["em"].mean, "f1": micro["f1"].mean}
 
+        from aethersearch.compare.loggers import make_loggers
+        from aethersearch.interop.metric_keys import check_style
+
+        check_style(metric_keys)
+        loggers = make_loggers(logger or [], log_dir=history.parent)
         plot = plot if plot is not None else history.with_suffix(".svg")
-        result = watch(target, evaluate_checkpoint, history=history, plot=plot, poll_s=poll, settle_s=settle,
-                       max_polls=1 if once else None)
+        try:
+            result = watch(target, evaluate_checkpoint, history=history, plot=plot, poll_s=poll, settle_s=settle,
+                           max_polls=1 if once else None, loggers=loggers)
+        finally:
+            for opened in loggers:
+                opened.close()
         for row in result.evaluated:
             typer.echo(f"{row['checkpoint']} (step {row['step']}): em={row['metrics']['em']:.3f}")
         if result.evaluated:
             typer.echo(f"history: {history}  curve: {plot}")
-        for failure in result.failed:
-            typer.echo(f"FAILED {failure['checkpoint']}: {failure['error']}", err=True)
+        for failure in result.failed:  # recorded in the history as failed, never as a score
+            then = "will retry with backoff" if failure["will_retry"] else "giving up"
+            typer.echo(f"FAILED {failure['checkpoint']} (attempt {failure['attempt']}, {then}): {failure['error']}",
+                       err=True)
+        if once and result.failed:
+            raise typer.Exit(3)

@@ -28,8 +28,8 @@ from aethersearch.compare.paired import (
 )
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json
-from aethersearch.scoring.api import read_scores
 from aethersearch.scoring.metrics import BINARY_METRICS
+from aethersearch.scoring.scores_file import Scores, read_scores
 
 DEFAULT_METRICS: tuple[str, ...] = ("em", "f1")
 OVERALL = "overall"
@@ -42,26 +42,23 @@ def _run_names(run_dirs: Sequence[Path]) -> list[str]:
     return names
 
 
-def _vectors(scores: dict[str, Any], metric: str) -> dict[str, tuple[str, float]]:
-    if metric not in scores["metrics"]:
-        raise ConfigError(f"{scores['run_dir']} has no {metric!r} scores",
-                          fix=f"use one of: {', '.join(scores['metrics'])}, or rescore the run")
-    return {row["id"]: (row["source"], float(row[metric])) for row in scores["per_question"]}
+def _vectors(scores: Scores, metric: str) -> dict[str, tuple[str, float]]:
+    return scores.per_question_values(metric)
 
 
-def _check_same_questions(names: list[str], all_scores: list[dict[str, Any]]) -> None:
+def _check_same_questions(names: list[str], all_scores: list[Scores]) -> None:
     ref = all_scores[0]
-    ref_ids = [row["id"] for row in ref["per_question"]]
+    ref_ids = [row.id for row in ref.per_question]
     for name, scores in zip(names[1:], all_scores[1:], strict=True):
-        if scores["release_eval_sha256"] != ref["release_eval_sha256"]:
+        if scores.gold.eval_sha256 != ref.gold.eval_sha256:
             raise IntegrityError(
                 f"{name} was scored against a different release than {names[0]} "
-                f"(eval.jsonl sha256 {scores['release_eval_sha256'][:12]} vs {ref['release_eval_sha256'][:12]})",
+                f"(eval.jsonl sha256 {scores.gold.eval_sha256[:12]} vs {ref.gold.eval_sha256[:12]})",
                 fix="rescore both runs with the same --release")
-        if scores.get("compat") != ref.get("compat"):
-            raise IntegrityError(f"{name} was scored with compat={scores.get('compat')!r} but {names[0]} with "
-                                 f"compat={ref.get('compat')!r}", fix="rescore both runs the same way")
-        if [row["id"] for row in scores["per_question"]] != ref_ids:
+        if scores.compat != ref.compat:
+            raise IntegrityError(f"{name} was scored with compat={scores.compat!r} but {names[0]} with "
+                                 f"compat={ref.compat!r}", fix="rescore both runs the same way")
+        if [row.id for row in scores.per_question] != ref_ids:
             raise IntegrityError(f"{name} and {names[0]} do not cover the same questions",
                                  fix="rescore both runs against the same release")
 
@@ -75,9 +72,12 @@ def _compare_metric(ids: list[str], a: np.ndarray, b: np.ndarray, metric: str, *
     if metric in BINARY_METRICS:
         test = mcnemar(a, b)
         discordance = (test.wrong_to_right + test.right_to_wrong) / n if n else 0.0
+        # the test is McNemar's; the delta's CI (what a paper table shows beside it) is a paired bootstrap
+        interval = paired_bootstrap(a, b, resamples=resamples, seed=seed, name=name) if n else None
         out.update(method=f"mcnemar-{test.method}", statistic=test.statistic, p_value=test.p_value,
                    wrong_to_right=test.wrong_to_right, right_to_wrong=test.right_to_wrong,
-                   mde=mde_binary(n, discordance))
+                   mde=mde_binary(n, discordance), ci_low=interval.ci_low if interval else None,
+                   ci_high=interval.ci_high if interval else None)
     else:
         boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, name=name)
         out.update(method="paired-bootstrap", ci_low=boot.ci_low, ci_high=boot.ci_high, p_value=boot.p_value,
@@ -85,7 +85,7 @@ def _compare_metric(ids: list[str], a: np.ndarray, b: np.ndarray, metric: str, *
     return out
 
 
-def compare_pair(a_scores: dict[str, Any], b_scores: dict[str, Any], metrics: Sequence[str], *,
+def compare_pair(a_scores: Scores, b_scores: Scores, metrics: Sequence[str], *,
                  alpha: float = DEFAULT_ALPHA, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Per-source and overall paired tests of run b against run a, Holm-corrected over sources x metrics."""
     results: dict[str, dict[str, Any]] = {}
@@ -103,7 +103,7 @@ def compare_pair(a_scores: dict[str, Any], b_scores: dict[str, Any], metrics: Se
             results.setdefault(scope, {})[metric] = _compare_metric(
                 scope_ids, a, b, metric, resamples=resamples, seed=seed, name=f"{metric}/{scope}")
             if metric in BINARY_METRICS and scope == OVERALL:
-                table = flips(scope_ids, a, b)
+                table = flips(scope_ids, a.tolist(), b.tolist())
                 flip_tables[metric] = {
                     direction: [{"id": q, "source": va[q][0]} for q in found]
                     for direction, found in table.items()}
@@ -137,8 +137,9 @@ def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
         pair = compare_pair(all_scores[0], scores, metrics, alpha=alpha, resamples=resamples, seed=seed)
         pairs.append({"a": names[0], "b": name, **pair})
     result = {
-        "runs": [{"name": n, "run_dir": str(d), "model": fp.model, "endpoint": fp.endpoint}
-                 for n, d, fp in zip(names, run_dirs, fingerprints, strict=True)],
+        "runs": [{"name": n, "run_dir": str(d), "model": fp.model, "endpoint": fp.endpoint,
+                  "errors": sc.errors.count, "missing": sc.errors.missing}
+                 for n, d, fp, sc in zip(names, run_dirs, fingerprints, all_scores, strict=True)],
         "reference": names[0],
         "metrics": list(metrics),
         "alpha": alpha,

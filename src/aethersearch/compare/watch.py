@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.errors import AetherError, ConfigError, DataError
-from aethersearch.jsonl import DurableAppender, atomic_write_text, read_jsonl_tolerant, truncate_to
+from aethersearch.compare.loggers import MetricLogger
+from aethersearch.jsonl import (
+    DurableAppender,
+    atomic_write_text,
+    read_jsonl_tolerant,
+    truncate_to,
+)
 
 _STEP = re.compile(r"(\d+)$")
 
@@ -103,13 +109,27 @@ def discover(target: Path, *, settle_s: float = 30.0, now: float | None = None) 
     return sorted(found, key=lambda c: (c.step if c.step is not None else -1, c.name))
 
 
-def read_history(path: Path) -> list[dict[str, Any]]:
-    """Rows of a history JSONL, oldest first (a torn last line from a crash is ignored)."""
+#: ``status`` of a history row: a scored checkpoint, or an evaluation that failed (no metrics).
+OK, FAILED = "ok", "failed"
+
+
+def read_history_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row of a history JSONL, failed attempts included, oldest first (a torn last line is ignored)."""
     return [row for row in read_jsonl_tolerant(path).rows if isinstance(row, dict)]
 
 
+def read_history(path: Path) -> list[dict[str, Any]]:
+    """The scored rows of a history JSONL, oldest first: what curves and tables may plot.
+
+    A failed evaluation is recorded in the history (``status: failed``, an
+    ``error``, no ``metrics``) but is never a point of the curve: plotting it
+    as 0 would draw a collapse that did not happen.
+    """
+    return [row for row in read_history_rows(path) if row.get("status", OK) == OK and "metrics" in row]
+
+
 def plot_history(history: Path, out_path: Path) -> Path:
-    """Write the training curve of ``history`` as an SVG file (atomically)."""
+    """Write the training curve of ``history`` as an SVG file (atomically); failed checkpoints are not points."""
     from aethersearch.report.charts import training_curve
 
     rows = read_history(history)
@@ -126,16 +146,31 @@ class WatchResult(NamedTuple):
     polls: int
 
 
+class _Retry(NamedTuple):
+    attempts: int
+    not_before: float
+
+
+def retry_delay(attempts: int, base_s: float, cap_s: float) -> float:
+    """Seconds to wait before evaluating a checkpoint again after ``attempts`` failures (doubling, capped)."""
+    return min(cap_s, base_s * 2.0 ** max(0, attempts - 1))
+
+
 def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None = None,
           poll_s: float = 60.0, settle_s: float = 30.0, max_polls: int | None = None,
-          stop_after: int | None = None, sleep: Callable[[float], None] = time.sleep) -> WatchResult:
+          stop_after: int | None = None, sleep: Callable[[float], None] = time.sleep,
+          retry_base_s: float = 60.0, retry_cap_s: float = 3600.0, max_attempts: int = 5,
+          clock: Callable[[], float] = time.monotonic, loggers: Sequence[MetricLogger] = ()) -> WatchResult:
     """Poll ``target`` and evaluate each checkpoint not yet in ``history``, appending one row each.
 
     ``max_polls=1`` evaluates what is there now and returns (``--once``);
     ``stop_after`` returns after that many new evaluations. A checkpoint whose
-    evaluation raises a toolkit error is recorded in ``failed`` (with the
-    message) and retried on the next poll, so one bad checkpoint never stops
-    the watcher.
+    evaluation raises a toolkit error (an unreachable server, a run refused
+    for its errors: :class:`~aethersearch.errors.RunFailed`) is appended to the
+    history as ``status: failed`` with the message and no metrics — never as a
+    score — and retried with backoff (``retry_base_s`` doubling up to
+    ``retry_cap_s``) until it has failed ``max_attempts`` times in all, counted
+    across restarts from the history. One bad checkpoint never stops the watcher.
     """
     history = Path(history)
     existing = read_jsonl_tolerant(history)
@@ -143,33 +178,55 @@ def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None
         truncate_to(history, existing.valid_bytes)  # a crash mid-append: drop the torn row, keep the rest
     # A checkpoint is (name, location): one server may serve several models at one URL
     # (``sft http://h/v1`` and ``rl http://h/v1``), each its own checkpoint.
-    done = {(row.get("checkpoint"), row.get("location")) for row in existing.rows if isinstance(row, dict)}
+    rows = [row for row in existing.rows if isinstance(row, dict)]
+    done = {(row.get("checkpoint"), row.get("location")) for row in rows if row.get("status", OK) == OK}
+    retries: dict[tuple[str, str], _Retry] = {}
+    for row in rows:  # a restart retries at once, but remembers how often each checkpoint failed
+        key = (str(row.get("checkpoint")), str(row.get("location")))
+        if row.get("status") == FAILED and key not in done:
+            retries[key] = _Retry(retries.get(key, _Retry(0, 0.0)).attempts + 1, 0.0)
     evaluated: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
     polls = 0
     while True:
         polls += 1
         for checkpoint in discover(target, settle_s=settle_s):
-            if (checkpoint.name, checkpoint.location) in done:
+            key = (checkpoint.name, checkpoint.location)
+            retry = retries.get(key)
+            if key in done or (retry is not None and (retry.attempts >= max_attempts or clock() < retry.not_before)):
                 continue
             started = time.monotonic()
+            base = {"checkpoint": checkpoint.name, "location": checkpoint.location, "kind": checkpoint.kind,
+                    "step": checkpoint.step}
             try:
                 metrics = dict(evaluate(checkpoint))
             except AetherError as exc:
-                failed.append({"checkpoint": checkpoint.name, "location": checkpoint.location, "error": str(exc)})
+                attempts = (retry.attempts if retry else 0) + 1
+                retries[key] = _Retry(attempts, clock() + retry_delay(attempts, retry_base_s, retry_cap_s))
+                row = {**base, "status": FAILED, "error": str(exc), "attempt": attempts,
+                       "will_retry": attempts < max_attempts,
+                       "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                       "elapsed_s": round(time.monotonic() - started, 3)}
+                with DurableAppender(history) as appender:
+                    appender.append(row)
+                failed.append(row)
                 continue
-            row = {"checkpoint": checkpoint.name, "location": checkpoint.location, "kind": checkpoint.kind,
-                   "step": checkpoint.step, "metrics": metrics,
+            row = {**base, "status": OK, "metrics": metrics,
                    "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
                    "elapsed_s": round(time.monotonic() - started, 3)}
             with DurableAppender(history) as appender:
                 appender.append(row)
-            done.add((checkpoint.name, checkpoint.location))
+            done.add(key)
+            retries.pop(key, None)
             evaluated.append(row)
+            for logger in loggers:  # after the durable append: the history stays the record
+                logger.log(metrics, checkpoint.step)
             if plot is not None:
                 plot_history(history, plot)
             if stop_after is not None and len(evaluated) >= stop_after:
                 return WatchResult(evaluated, failed, polls)
         if max_polls is not None and polls >= max_polls:
             return WatchResult(evaluated, failed, polls)
-        sleep(poll_s)
+        pending = [r.not_before for k, r in retries.items() if k not in done and r.attempts < max_attempts]
+        wait = poll_s if not pending else max(0.0, min(poll_s, min(pending) - clock()))
+        sleep(wait)

@@ -55,6 +55,7 @@ Rejection reasons (counted by the construction summary):
 
 from __future__ import annotations
 
+from itertools import pairwise
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -130,7 +131,7 @@ class RelationChainValidator:
 
     def hop_relations(self, path: Sequence[str]) -> list[list[str]]:
         """The typed relations of each hop ``path[i] -> path[i+1]`` (empty list: untyped)."""
-        return [list(self.edges.get((a, b), ())) for a, b in zip(path, path[1:])]
+        return [list(self.edges.get((a, b), ())) for a, b in pairwise(path)]
 
     def validate(self, candidate: Candidate) -> Verdict:
         """Accept when some per-hop choice of relations composes to ``candidate.triple.relation``."""

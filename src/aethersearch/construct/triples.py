@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from aethersearch.corpus.demo_world import DemoWorld
 from aethersearch.records import Document, Record
@@ -109,7 +109,7 @@ def _prose_paragraphs(doc: Document, limit: int = 3) -> list[str]:
     """The first ``limit`` paragraphs that read as prose about the subject (not infobox rows)."""
     title = doc.title.casefold()
     head = title.split(" (")[0]
-    out = []
+    out: list[Any] = []
     for paragraph in doc.text.split("\n\n"):
         words = paragraph.split()
         if len(words) < 12 or "." not in paragraph:

@@ -26,6 +26,7 @@ serves it*, i.e. after :meth:`ChainMask.render`, titles included):
 
 from __future__ import annotations
 
+from itertools import pairwise
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -142,7 +143,7 @@ class RuleBasedValidator:
             norms = [f" {part.strip()} " for part in joined.split(f" {_BREAK} ")]
             if len(norms) != len(raws):  # a sentence contained the marker itself: do it one by one
                 norms = [_norm(raw) for raw in raws]
-            self._sentences[page] = list(zip(raws, norms))
+            self._sentences[page] = list(zip(raws, norms, strict=True))
         return self._sentences[page]
 
     def _needle_sentences(self, page: str, needle: str) -> list[str]:
@@ -186,7 +187,7 @@ class RuleBasedValidator:
                 if self._served_contains(mask, page, needles):
                     return Verdict(False, "answer_reachable_without_chain",
                                    f"answer {needle.strip()!r} visible on page {page!r} outside the chain")
-        for source, target in zip(path, path[1:]):
+        for source, target in pairwise(path):
             served = mask.render(self.pages[source])
             terms = mask.hidden_terms[target]
             pattern = re.compile("|".join(rf"(?<!\w){re.escape(t)}(?!\w)" for t in terms), re.IGNORECASE)

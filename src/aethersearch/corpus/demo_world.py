@@ -165,7 +165,7 @@ class _Names:
     def title(self, make: Any) -> str:
         """A title (from ``make()``) whose slug is unique in the world."""
         while True:
-            title = make()
+            title = str(make())
             if slugify(title) not in self.used_titles:
                 self.used_titles.add(slugify(title))
                 return title

@@ -20,9 +20,20 @@ from aethersearch.records import Document
 HASH_SCHEME = "sha256-canonical-jsonl-v1"
 
 
+OPTIONAL_FIELDS = ("source_contents", "source_id")
+
+
 def canonical_document_bytes(doc: Document) -> bytes:
-    """The canonical JSON line of one document (what the store writes and the hash reads)."""
-    return dumps(doc) + b"\n"
+    """The canonical JSON line of one document (what the store writes and the hash reads).
+
+    The pass-through fields (``source_contents``, ``source_id``) are written only when set,
+    so a corpus whose rows need neither hashes exactly as it did before they existed.
+    """
+    data = doc.model_dump(mode="json")
+    for name in OPTIONAL_FIELDS:
+        if data[name] is None:
+            del data[name]
+    return dumps(data) + b"\n"
 
 
 class CorpusHasher:

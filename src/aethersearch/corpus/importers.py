@@ -108,14 +108,19 @@ def _jsonl_document(path: Path, number: int, row: object) -> Document:
     if doc_id is None or (not isinstance(doc_id, (str, int))) or str(doc_id) == "":
         raise DataError(path, "missing or empty 'id'", line=number, field="id",
                         fix='each row needs "id" and "contents" (or "title" and "text")')
+    source_contents: str | None = None
     if isinstance(row.get("contents"), str):
         title, text = parse_contents(row["contents"])
+        if row["contents"] != f'"{title}"\n{text}':  # kept verbatim only when rebuilding would change it
+            source_contents = row["contents"]
     elif isinstance(row.get("text"), str):
         title, text = str(row.get("title") or ""), row["text"]
     else:
         raise DataError(path, "row has neither 'contents' nor 'text' as a string", line=number,
                         field="contents", fix='Search-R1 rows look like {"id": "0", "contents": "\\"Title\\"\\nText"}')
-    return Document(id=str(doc_id), title=title, text=text, url=row.get("url") if isinstance(row.get("url"), str) else None)
+    source_id = doc_id if isinstance(doc_id, int) and not isinstance(doc_id, bool) else None
+    return Document(id=str(doc_id), title=title, text=text, source_contents=source_contents, source_id=source_id,
+                    url=row.get("url") if isinstance(row.get("url"), str) else None)
 
 
 def iter_jsonl_corpus(path: str | Path, links_path: str | Path | None = None,

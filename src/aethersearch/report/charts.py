@@ -19,10 +19,12 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
+from aethersearch.scoring.scores_file import MetricEstimate, Scores
+
 _PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
 _OUTCOME_COLOURS = {"answered": "#55A868", "abstained": "#8172B3", "no_answer_tag": "#DD8452",
                     "budget": "#C44E52", "endpoint_error": "#8C8C8C", "tool_error": "#937860",
-                    "missing": "#222222"}
+                    "request_rejected": "#B07AA1", "missing": "#222222"}
 
 
 def _svg(fig: Any) -> str:
@@ -43,24 +45,26 @@ def _finite(value: Any) -> float:
     return number if math.isfinite(number) else 0.0
 
 
-def bars_by_source(runs: Mapping[str, Mapping[str, Any]], metric: str) -> str:
+def bars_by_source(runs: Mapping[str, Scores], metric: str) -> str:
     """Grouped bars: one group per source (plus micro/macro overall), one bar per run, 95% CI whiskers."""
-    sources = sorted({s for scores in runs.values() for s in scores["by_source"]})
+    sources = sorted({s for scores in runs.values() for s in scores.by_source})
     groups = [*sources, "overall (micro)", "overall (macro)"]
     width = 0.8 / max(1, len(runs))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) * max(1, len(runs)) ** 0.5), 3.4))
     for index, (name, scores) in enumerate(runs.items()):
         means, lows, highs = [], [], []
         for group in groups:
+            est: MetricEstimate | None
             if group.startswith("overall"):
-                kind = "micro" if "micro" in group else "macro"
-                est = scores["overall"][kind]["metrics"].get(metric, {})
+                block = scores.overall.micro if "micro" in group else scores.overall.macro
+                est = block.metrics.get(metric)
             else:
-                est = scores["by_source"].get(group, {}).get("metrics", {}).get(metric, {})
-            mean = _finite(est.get("mean"))
+                source = scores.by_source.get(group)
+                est = source.metrics.get(metric) if source is not None else None
+            mean = _finite(est.mean if est is not None else None)
             means.append(mean)
-            lows.append(max(0.0, mean - _finite(est.get("ci_low", mean))))
-            highs.append(max(0.0, _finite(est.get("ci_high", mean)) - mean))
+            lows.append(max(0.0, mean - _finite(est.ci_low if est is not None else mean)))
+            highs.append(max(0.0, _finite(est.ci_high if est is not None else mean) - mean))
         positions = [g + (index - (len(runs) - 1) / 2) * width for g in range(len(groups))]
         ax.bar(positions, means, width, yerr=[lows, highs], capsize=2, label=name,
                color=_PALETTE[index % len(_PALETTE)])
@@ -73,7 +77,7 @@ def bars_by_source(runs: Mapping[str, Mapping[str, Any]], metric: str) -> str:
     return _svg(fig)
 
 
-def outcome_chart(runs: Mapping[str, Mapping[str, Any]]) -> str:
+def outcome_chart(runs: Mapping[str, Scores]) -> str:
     """Stacked horizontal bars: the share of questions ending in each outcome, per run."""
     labels = list(_OUTCOME_COLOURS)
     fig, ax = plt.subplots(figsize=(7.0, 0.6 + 0.45 * len(runs)))
@@ -82,7 +86,7 @@ def outcome_chart(runs: Mapping[str, Mapping[str, Any]]) -> str:
     for label in labels:
         shares = []
         for name in names:
-            counts = runs[name]["outcomes"]
+            counts = runs[name].outcomes
             total = sum(counts.values()) or 1
             shares.append(counts.get(label, 0) / total)
         if any(shares):
@@ -96,14 +100,13 @@ def outcome_chart(runs: Mapping[str, Mapping[str, Any]]) -> str:
     return _svg(fig)
 
 
-def _budget_share(scores: Mapping[str, Any]) -> float:
-    """Fraction of the release's questions whose episode ran out of budget (0 when not recorded)."""
-    exhausted = (scores.get("budget") or {}).get("exhausted")
-    total = scores.get("denominator") or 0
-    return _finite(exhausted / total) if exhausted is not None and total else 0.0
+def _budget_share(scores: Scores) -> float:
+    """Fraction of the release's questions whose episode ran out of budget."""
+    total = scores.denominator
+    return _finite(scores.budget.exhausted / total) if total else 0.0
 
 
-def usage_chart(runs: Mapping[str, Mapping[str, Any]]) -> str:
+def usage_chart(runs: Mapping[str, Scores]) -> str:
     """Mean tool calls, turns and tokens per question for each run, and the share that hit the budget."""
     fields = (("tool_calls", "mean tool calls"), ("turns", "mean turns"), ("prompt_tokens", "mean prompt tokens"),
               ("completion_tokens", "mean completion tokens"), ("budget", "% hit budget"))
@@ -113,7 +116,7 @@ def usage_chart(runs: Mapping[str, Mapping[str, Any]]) -> str:
         if field == "budget":
             values = [100 * _budget_share(runs[n]) for n in names]
         else:
-            values = [_finite((runs[n].get("usage") or {}).get(field, {}).get("mean")) for n in names]
+            values = [_finite(getattr(runs[n].usage, field).mean) for n in names]
         ax.bar(range(len(names)), values, color=[_PALETTE[i % len(_PALETTE)] for i in range(len(names))])
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
         ax.set_title(title, fontsize=9)

@@ -26,16 +26,19 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from aethersearch import __version__
 from aethersearch.compare.checkpoints import compare_runs
 from aethersearch.compare.watch import read_history
-from aethersearch.errors import AetherError, DataError
+from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_text, iter_jsonl, loads
 from aethersearch.report import charts
+from aethersearch.report.layout import has_model_usage, release_groups, run_labels, source_matrix
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
-from aethersearch.scoring.api import read_fingerprint, read_scores, score_run
+from aethersearch.scoring.api import read_fingerprint, score_run
+from aethersearch.scoring.scores_file import MetricEstimate, Scores, read_scores
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 EXTRA_FILES: tuple[tuple[str, str], ...] = (("factorised.json", "Factorised metrics"),
                                             ("probes.json", "Probes (Forget / Lead-astray)"))
-TABLE_METRICS: tuple[str, ...] = ("em", "subem", "f1", "cover_em", "squad_em", "popqa_acc", "judge")
+TABLE_METRICS: tuple[str, ...] = ("em", "subem", "subem_answered", "f1", "f1_answered", "cover_em", "squad_em",
+                                  "popqa_acc", "judge")
 CHART_METRICS: tuple[str, ...] = ("em", "f1")
 
 
@@ -95,29 +98,29 @@ def _anchor(run_index: int, qid: str) -> str:
     return f"trace-{run_index}-{_slug(qid)}"
 
 
-def _score_table(scores: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
-    metrics = [m for m in TABLE_METRICS if m in scores["metrics"]]
+def _score_table(scores: Scores) -> tuple[list[str], list[dict[str, Any]]]:
+    metrics = [m for m in TABLE_METRICS if m in scores.metrics]
 
-    def cells(block: Mapping[str, Any]) -> list[dict[str, str]]:
-        return [{"mean": fmt(block[m]["mean"]), "low": fmt(block[m]["ci_low"]), "high": fmt(block[m]["ci_high"])}
+    def cells(block: Mapping[str, MetricEstimate]) -> list[dict[str, str]]:
+        return [{"mean": fmt(block[m].mean), "low": fmt(block[m].ci_low), "high": fmt(block[m].ci_high)}
                 for m in metrics]
 
-    rows = [{"label": source, "n": entry["n"], "cells": cells(entry["metrics"])}
-            for source, entry in scores["by_source"].items()]
-    rows.append({"label": "overall (micro)", "n": scores["overall"]["micro"]["n"],
-                 "cells": cells(scores["overall"]["micro"]["metrics"])})
-    rows.append({"label": "overall (macro)", "n": f"{scores['overall']['macro']['sources']} sources",
-                 "cells": cells(scores["overall"]["macro"]["metrics"])})
+    rows: list[dict[str, Any]] = [{"label": source, "n": entry.n, "errors": entry.errors,
+                                   "cells": cells(entry.metrics)} for source, entry in scores.by_source.items()]
+    micro, macro = scores.overall.micro, scores.overall.macro
+    rows.append({"label": "overall (micro)", "n": micro.n, "errors": micro.errors, "cells": cells(micro.metrics)})
+    rows.append({"label": "overall (macro)", "n": f"{macro.sources} sources", "errors": macro.errors,
+                 "cells": cells(macro.metrics)})
     return metrics, rows
 
 
-def _judge_block(scores: Mapping[str, Any]) -> dict[str, Any] | None:
-    judge = scores.get("judge")
-    if not judge:
+def _judge_block(scores: Scores) -> dict[str, Any] | None:
+    judge = scores.judge
+    if judge is None:
         return None
-    table = judge["disagreement"]["em_vs_verdict"]
+    table = judge.disagreement.em_vs_verdict
     verdicts = list(next(iter(table.values())).keys())
-    return {"model": judge["model"], "agreement": fmt(judge["disagreement"]["agreement"]),
+    return {"model": judge.model, "agreement": fmt(judge.disagreement.agreement),
             "verdicts": verdicts, "table": [(k, [v[x] for x in verdicts]) for k, v in table.items()]}
 
 
@@ -147,15 +150,13 @@ def _load_traces(run_dir: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _budget_view(scores: Mapping[str, Any]) -> dict[str, str]:
-    """Display cells of ``scores["budget"]`` (``—`` for a scores.json written before budget stops were kept)."""
-    budget = scores.get("budget")
-    if not budget:
-        return {"exhausted": "—", "answered_after_budget": "—", "em": "—", "unanswered": "—", "reasons": "—"}
-    reasons = ", ".join(f"{k}={v}" for k, v in budget.get("stop_reasons", {}).items()) or "—"
-    return {"exhausted": fmt(budget["exhausted"]), "answered_after_budget": fmt(budget["answered_after_budget"]),
-            "em": fmt(budget.get("answered_after_budget_em")),
-            "unanswered": fmt(budget["exhausted"] - budget["answered_after_budget"]), "reasons": reasons}
+def _budget_view(scores: Scores) -> dict[str, str]:
+    """Display cells of the budget summary."""
+    budget = scores.budget
+    reasons = ", ".join(f"{k}={v}" for k, v in budget.stop_reasons.items()) or "—"
+    return {"exhausted": fmt(budget.exhausted), "answered_after_budget": fmt(budget.answered_after_budget),
+            "em": fmt(budget.answered_after_budget_em),
+            "unanswered": fmt(budget.exhausted - budget.answered_after_budget), "reasons": reasons}
 
 
 def _pair_view(pair: Mapping[str, Any], index_of: Mapping[str, int],
@@ -163,8 +164,10 @@ def _pair_view(pair: Mapping[str, Any], index_of: Mapping[str, int],
     rows = []
     for scope, by_metric in pair["results"].items():
         for metric, r in by_metric.items():
+            ci = (f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]" if r.get("ci_low") is not None
+                  and r.get("ci_high") is not None else "")
             rows.append({"scope": scope, "metric": metric, "a": fmt(r["a_mean"]), "b": fmt(r["b_mean"]),
-                         "delta": f"{r['delta']:+.3f}" if r["delta"] is not None else "—",
+                         "delta": f"{r['delta']:+.3f}" if r["delta"] is not None else "—", "ci": ci,
                          "negative": (r["delta"] or 0) < 0, "significant": r["significant"],
                          "method": r["method"], "p": fmt(r["p_value"], 4), "p_holm": fmt(r["p_holm"], 4),
                          "mde": fmt(r["mde"])})
@@ -196,11 +199,42 @@ def _history_view(history: Path | None) -> dict[str, Any] | None:
                       "cells": [fmt(row.get("metrics", {}).get(k)) for k in keys]} for row in rows]}
 
 
+def _current_scores(run_dir: Path, release_dir: Path | None) -> Scores:
+    """The run's scores; with ``release_dir``, a run that is unscored, or changed since it was scored, is rescored."""
+    try:
+        return read_scores(run_dir)
+    except (DataError, IntegrityError):
+        if release_dir is None:
+            raise
+    score_run(run_dir, release_dir)
+    return read_scores(run_dir)
+
+
+def _golds(all_scores: Sequence[Scores], release_dir: Path | None) -> dict[str, list[str]]:
+    """Gold aliases by question id from the release the runs were scored on (empty if it is not at hand)."""
+    from aethersearch.scoring.join import load_release
+
+    where = Path(release_dir) if release_dir is not None else (
+        Path(all_scores[0].gold.release_dir) if all_scores else None)
+    if where is None or not where.is_dir():
+        return {}
+    from aethersearch.errors import DataError
+    from aethersearch.release_layout import release_layout
+
+    try:
+        if not release_layout(where).eval.is_file():
+            return {}
+    except DataError:  # not a release directory: no golds at hand
+        return {}
+    return {row.id: list(row.answers) for row in load_release(where)}
+
+
 def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | None = None,
                  history: Path | None = None, allow: Sequence[str] = (), compare: bool = True) -> Path:
     """Render the report for ``run_dirs`` (first = comparison reference) into ``out_path`` atomically.
 
-    Unscored runs are scored first when ``release_dir`` is given. With two or
+    Unscored runs, and runs that changed since they were scored, are (re)scored
+    first when ``release_dir`` is given; otherwise their stale scores are refused. With two or
     more runs the checkpoint comparison is included; a contract mismatch that
     was not ``allow``-ed is shown as a refusal instead of a table. ``compare=False``
     puts runs of different evaluations (e.g. the demo's benchmark run and its
@@ -209,11 +243,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     run_dirs = [Path(d) for d in run_dirs]
     if not run_dirs and history is None:
         raise DataError(out_path, "nothing to report", fix="pass at least one run directory or --history")
-    all_scores = []
-    for run_dir in run_dirs:
-        if not (run_dir / "scores.json").is_file() and release_dir is not None:
-            score_run(run_dir, release_dir)
-        all_scores.append(read_scores(run_dir))
+    all_scores = [_current_scores(run_dir, release_dir) for run_dir in run_dirs]
     names = [d.name for d in run_dirs]
     if len(set(names)) != len(names):
         names = [str(d) for d in run_dirs]
@@ -232,12 +262,17 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
                 flipped.update(item["id"] for items in table.values() for item in items)
     traces = {i: _load_traces(d, flipped) for i, d in enumerate(run_dirs)}
     have_trace = {i: set(t) for i, t in traces.items()}
+    fingerprints = [read_fingerprint(d) for d in run_dirs]
+    labels = run_labels(names, fingerprints)
+    golds = _golds(all_scores, release_dir) if flipped else {}
+    em_of = [{row.id: row.values.get("em") for row in scores.per_question} for scores in all_scores]
 
     runs_view = []
     for i, (name, run_dir, scores) in enumerate(zip(names, run_dirs, all_scores, strict=True)):
-        fingerprint = read_fingerprint(run_dir)
+        fingerprint = fingerprints[i]
         metrics, table = _score_table(scores)
-        runs_view.append({"index": i, "name": name, "scores": scores, "metrics": metrics, "table": table,
+        runs_view.append({"index": i, "name": name, "label": labels[i], "scores": scores, "metrics": metrics,
+                          "table": table,
                           "model": fingerprint.model if fingerprint else None,
                           "agent": fingerprint.agent if fingerprint else None,
                           "judge": _judge_block(scores), "extras": _extras(run_dir),
@@ -246,22 +281,34 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     for i, found in traces.items():
         for qid in sorted(found):
             row = found[qid]
-            trace_view.append({"anchor": _anchor(i, qid), "id": qid, "run": names[i], "outcome": row.get("outcome"),
+            verdict = em_of[i].get(qid)
+            trace_view.append({"anchor": _anchor(i, qid), "id": qid, "run": labels[i], "outcome": row.get("outcome"),
                                "prediction": row.get("prediction"), "question": row.get("question_seen"),
-                               "response": row.get("response", ""),
+                               "response": row.get("response", ""), "gold": golds.get(qid),
+                               "right": None if verdict is None else verdict >= 1.0,
+                               "others": [{"run": labels[j], "right": (em_of[j].get(qid) or 0.0) >= 1.0}
+                                          for j in range(len(run_dirs)) if j != i],
                                "links": [{"anchor": _anchor(j, qid), "run": names[j]}
                                          for j in traces if j != i and qid in have_trace[j]]})
-    by_name = dict(zip(names, all_scores, strict=True))
+    groups = []
+    for group in release_groups(all_scores):  # a table or chart never mixes two releases
+        members = group.members
+        by_label = {labels[i]: all_scores[i] for i in members}
+        with_usage = {labels[i]: all_scores[i] for i in members if has_model_usage(all_scores[i], fingerprints[i])}
+        groups.append({"release": group.release, "sha": group.eval_sha256[:12], "labels": [labels[i] for i in members],
+                       "matrix": source_matrix(all_scores, members, "em"),
+                       "bar_charts": [charts.bars_by_source(by_label, m) for m in CHART_METRICS],
+                       "outcome_chart": charts.outcome_chart(by_label),
+                       "usage_chart": charts.usage_chart(with_usage) if with_usage else "",
+                       "without_usage": [labels[i] for i in members if labels[i] not in with_usage]})
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     html = env.get_template("report.html.j2").render(
         title="aethersearch report: " + ", ".join(names) if names else "aethersearch training curve",
         version=__version__,
-        release_label=(all_scores[0]["release_dir"] if all_scores else "—"),
+        release_label=(all_scores[0].gold.release_dir if all_scores else "—"),
         runs=runs_view,
-        bar_charts=[charts.bars_by_source(by_name, m) for m in CHART_METRICS] if by_name else [],
-        outcome_chart=charts.outcome_chart(by_name) if by_name else "",
-        usage_chart=charts.usage_chart(by_name) if by_name else "",
+        groups=groups,
         outcome_labels=OUTCOME_LABELS,
         comparison=comparison,
         comparison_refused=refused,

@@ -16,11 +16,19 @@ from typing import Any, NamedTuple
 from aethersearch import __version__
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.jsonl import iter_jsonl, loads, sha256_file, validate_row
-from aethersearch.records import Budget, Decoding, RolloutQuestion, RunFingerprint
+from aethersearch.records import (
+    Budget,
+    Decoding,
+    RolloutQuestion,
+    RunFingerprint,
+    RunLimits,
+)
+from aethersearch.release_layout import release_layout
 
 ROLLOUT_FILE = "rollout_questions.jsonl"
-#: Fields that may differ on resume: the same model served at another address is the same run.
-RESUME_IGNORED = frozenset({"endpoint"})
+#: Fields that may differ on resume: the same model served at another address, run with other
+#: parallelism or patience, is the same run (run.json is rewritten with the latest values).
+RESUME_IGNORED = frozenset({"endpoint", "concurrency", "limits"})
 
 _ID_KEYS = ("release_id", "name", "id")
 _DATA_KEYS = ("data_sha256", "eval_sha256", "canonical_data_sha256", "eval_jsonl_sha256")
@@ -66,28 +74,27 @@ def release_info(release_dir: str | Path) -> ReleaseInfo:
     Raises IntegrityError (naming the file) when the checksum is missing or differs.
     """
     release = Path(release_dir)
-    rollout = release / ROLLOUT_FILE
-    sums_path = release / "checksums.sha256"
-    manifest_path = release / "manifest.json"
+    layout = release_layout(release)  # the release's own file names, read from its manifest (no gold)
+    rollout, sums_path, manifest_path = layout.rollout, layout.checksums, layout.manifest
     for needed in (rollout, sums_path, manifest_path):
         if not needed.is_file():
             raise DataError(needed, "missing from the release directory",
                             fix="point at a release built by `aether build` (or rebuild it)")
     sums = _checksums(sums_path)
-    if ROLLOUT_FILE not in sums:
-        raise IntegrityError(f"{sums_path}: no checksum for {ROLLOUT_FILE}",
+    if rollout.name not in sums:
+        raise IntegrityError(f"{sums_path}: no checksum for {rollout.name}",
                              fix="rebuild the release; the runner refuses unverifiable questions")
     actual = sha256_file(rollout)
-    if actual != sums[ROLLOUT_FILE]:
+    if actual != sums[rollout.name]:
         raise IntegrityError(f"{rollout}: sha256 {actual[:16]}… differs from checksums.sha256 "
-                             f"({sums[ROLLOUT_FILE][:16]}…): the release fails verification",
+                             f"({sums[rollout.name][:16]}…): the release fails verification",
                              fix="restore the release from its source or rebuild it; run `aether verify`")
     try:
         manifest = loads(manifest_path.read_bytes())
     except ValueError as exc:
         raise DataError(manifest_path, f"invalid JSON: {exc}", fix="rebuild the release") from None
     release_id = _find(manifest, _ID_KEYS) or release.name
-    data_sha = _find(manifest, _DATA_KEYS) or sums.get("eval.jsonl")
+    data_sha = _find(manifest, _DATA_KEYS) or sums.get(layout.eval.name)
     if not data_sha:
         raise DataError(manifest_path, "no data sha256 (expected one of " + ", ".join(_DATA_KEYS) + ")",
                         fix="rebuild the release")
@@ -128,8 +135,16 @@ def build_fingerprint(
     index_hash: str | None,
     environment: str = "search",
     retrieval_topk: int | None = None,
+    concurrency: int | None = None,
+    limits: RunLimits | None = None,
+    served_model: dict[str, Any] | None = None,
+    sent_decoding: dict[str, Any] | None = None,
 ) -> RunFingerprint:
-    """The run.json record for these settings (decoding as the agent will really send it)."""
+    """The run.json record for these settings (decoding as the agent will really send it).
+
+    Callers outside tests go through :func:`aethersearch.rollout.session.prepare_run`,
+    which fills every field the same way for the CLI, the Python API and the probes.
+    """
     return RunFingerprint(
         release_id=info.release_id, release_data_sha256=info.data_sha256,
         rollout_sha256=info.rollout_sha256, question_count=question_count,
@@ -137,7 +152,8 @@ def build_fingerprint(
         agent=agent.name, agent_config=agent.config(),
         prompt_template_hash=agent.prompt_template_hash(), budget=budget,
         endpoint=endpoint, model=model, decoding=agent.effective_decoding(decoding),
-        retrieval_topk=retrieval_topk, software_version=__version__,
+        retrieval_topk=retrieval_topk, software_version=__version__, concurrency=concurrency,
+        limits=limits, served_model=served_model, sent_decoding=sent_decoding,
     )
 
 

@@ -40,7 +40,14 @@ from typing import Any
 from aethersearch.agents.base import make_agent
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import dumps, read_jsonl_tolerant, validate_row
-from aethersearch.records import ERROR_OUTCOMES, Budget, RolloutQuestion, RunFingerprint, Trace
+from aethersearch.records import (
+    ERROR_OUTCOMES,
+    Budget,
+    RolloutQuestion,
+    RunFingerprint,
+    Trace,
+)
+from aethersearch.rollout.health import error_report
 from aethersearch.rollout.runner import EnvironmentFactory, RunSummary, run_questions
 from aethersearch.rollout.store import TRACES, RunStore
 
@@ -60,11 +67,17 @@ def shard_questions(questions: Sequence[RolloutQuestion], shards: int) -> list[l
 
 def run_shard(questions: list[RolloutQuestion], agent: str, agent_config: dict[str, Any],
               env_builder: Callable[[], EnvironmentFactory], llm_builder: Callable[[], Any] | None,
-              budget: Budget, shard_dir: str, fingerprint: RunFingerprint, concurrency: int) -> str:
-    """One worker's job: the ordinary runner on one shard, into its own directory."""
+              budget: Budget, shard_dir: str, fingerprint: RunFingerprint, concurrency: int,
+              question_timeout_s: float | None = None, stop_after_failures: int | None = None) -> str:
+    """One worker's job: the ordinary runner on one shard, into its own directory.
+
+    The shard runs under the same per-question deadline as a single-process run
+    (``question_timeout_s``, from the run's :class:`~aethersearch.records.RunLimits`).
+    """
     llm = llm_builder() if llm_builder is not None else None
     run_questions(questions, make_agent(agent, **agent_config), env_builder(), budget, shard_dir,
-                  fingerprint, llm=llm, concurrency=concurrency)
+                  fingerprint, llm=llm, concurrency=concurrency, question_timeout_s=question_timeout_s,
+                  stop_after_failures=stop_after_failures)
     return shard_dir
 
 
@@ -106,12 +119,12 @@ def merge_shards(run_dir: Path, store: RunStore) -> int:
 def _seed_shard(shard_dir: Path, store: RunStore, fingerprint: RunFingerprint,
                 questions: list[RolloutQuestion]) -> None:
     """Create the shard's run dir, carrying the errored traces of its ids (for attempt numbers)."""
-    RunStore.open(shard_dir, fingerprint)
+    RunStore.open(shard_dir, fingerprint).close()
     seeds = [store.latest[q.id] for q in questions if q.id in store.latest]
     _append_durably(shard_dir / TRACES, seeds)
 
 
-def _run_all(jobs: list[tuple[Any, ...]], executor: str) -> None:
+def _run_all(jobs: list[tuple[Any, ...]], executor: str, address: str | None = None) -> None:
     if executor == "local":
         with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
             for future in [pool.submit(run_shard, *job) for job in jobs]:
@@ -123,7 +136,12 @@ def _run_all(jobs: list[tuple[Any, ...]], executor: str) -> None:
         raise ConfigError("the Ray backend needs the ray package",
                           fix="pip install 'aethersearch[ray]', or use executor='local'") from None
     if not ray.is_initialized():
-        ray.init()
+        try:  # None starts a local cluster; "auto" or HOST:PORT joins a running one
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        except ConnectionError as exc:
+            raise ConfigError(f"could not reach the Ray cluster at {address!r}: {exc}",
+                              fix="start it with `ray start --head`, pass its address to --ray, "
+                                  "or drop --ray to run in one process") from None
     remote = ray.remote(run_shard)
     ray.get([remote.remote(*job) for job in jobs])
 
@@ -131,17 +149,36 @@ def _run_all(jobs: list[tuple[Any, ...]], executor: str) -> None:
 def run_sharded(questions: Sequence[RolloutQuestion], agent: str, env_builder: Callable[[], EnvironmentFactory],
                 budget: Budget, run_dir: str | Path, fingerprint: RunFingerprint, *,
                 agent_config: dict[str, Any] | None = None, llm_builder: Callable[[], Any] | None = None,
-                shards: int = 4, concurrency: int = 16, executor: str = "ray") -> RunSummary:
+                shards: int = 4, concurrency: int = 16, executor: str = "ray",
+                question_timeout_s: float | None = None, stop_after_failures: int | None = None,
+                ray_address: str | None = None) -> RunSummary:
     """Run every unfinished question of ``questions`` into ``run_dir`` over ``shards`` workers.
 
     Same contract as :func:`~aethersearch.rollout.runner.run_questions`: the fingerprint is
-    checked against ``run.json``, finished ids are skipped, errored ones retried.
+    checked against ``run.json``, finished ids are skipped, errored ones retried, and the
+    run directory is locked against a second writer. Callers with a release and settings
+    go through :func:`aethersearch.rollout.session.execute_run` (``shards=``), which
+    builds the fingerprint and the workers' model clients the same way as a plain run.
     """
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}", fix=f"use one of {', '.join(EXECUTORS)}")
     start = time.monotonic()
     run_dir = Path(run_dir)
-    store = RunStore.open(run_dir, fingerprint)
+    with RunStore.open(run_dir, fingerprint) as store:
+        return _run_sharded_locked(questions, agent, env_builder, budget, run_dir, fingerprint, store,
+                                   agent_config=agent_config, llm_builder=llm_builder, shards=shards,
+                                   concurrency=concurrency, executor=executor, start=start,
+                                   question_timeout_s=question_timeout_s, stop_after_failures=stop_after_failures,
+                                   ray_address=ray_address)
+
+
+def _run_sharded_locked(questions: Sequence[RolloutQuestion], agent: str,
+                        env_builder: Callable[[], EnvironmentFactory], budget: Budget, run_dir: Path,
+                        fingerprint: RunFingerprint, store: RunStore, *, agent_config: dict[str, Any] | None,
+                        llm_builder: Callable[[], Any] | None, shards: int, concurrency: int, executor: str,
+                        start: float, question_timeout_s: float | None,
+                        stop_after_failures: int | None, ray_address: str | None) -> RunSummary:
+    """The body of :func:`run_sharded` while this process holds the run directory's lock."""
     merge_shards(run_dir, store)  # work an interrupted run finished counts as finished
     finished = store.finished_ids()
     todo = [q for q in questions if q.id not in finished]
@@ -151,9 +188,9 @@ def run_sharded(questions: Sequence[RolloutQuestion], agent: str, env_builder: C
         shard_dir = run_dir / SHARDS_DIR / f"shard-{number:03d}"
         _seed_shard(shard_dir, store, fingerprint, part)
         jobs.append((part, agent, config, env_builder, llm_builder, budget, str(shard_dir), fingerprint,
-                     concurrency))
+                     concurrency, question_timeout_s, stop_after_failures))
     if jobs:
-        _run_all(jobs, executor)
+        _run_all(jobs, executor, ray_address)
     merge_shards(run_dir, store)
     predictions = store.export_predictions(q.id for q in questions)
     new = [store.latest[q.id] for q in todo if q.id in store.latest]
@@ -162,7 +199,8 @@ def run_sharded(questions: Sequence[RolloutQuestion], agent: str, env_builder: C
     return RunSummary(run_dir=run_dir, total=len(questions), skipped=len(questions) - len(todo),
                       attempted=len(todo), errored=errored, outcomes=dict(counts),
                       elapsed_s=time.monotonic() - start, predictions_path=predictions,
-                      torn_tail_path=store.torn_tail_path)
+                      torn_tail_path=store.torn_tail_path,
+                      errors=error_report(store.latest, (q.id for q in questions)))
 
 
 def ray_available() -> bool:

@@ -34,13 +34,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from aethersearch.agents.base import Agent, AgentOutput, Episode
+from aethersearch.agents.base import NO_MODEL, Agent, AgentOutput, Episode
 from aethersearch.environment import Environment
 from aethersearch.errors import AetherError, BudgetExhausted, DataError, EndpointError
 from aethersearch.records import (
+    DETERMINISTIC_KINDS,
     ERROR_OUTCOMES,
     Budget,
     Decoding,
+    ErrorKind,
     Outcome,
     RolloutQuestion,
     RunFingerprint,
@@ -48,6 +50,7 @@ from aethersearch.records import (
     Usage,
 )
 from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
+from aethersearch.rollout.health import ErrorReport, error_report
 from aethersearch.rollout.store import RunStore
 
 EnvironmentFactory = Callable[[RolloutQuestion], "Environment | Awaitable[Environment]"]
@@ -75,6 +78,7 @@ class RunSummary(NamedTuple):
     elapsed_s: float
     predictions_path: Path
     torn_tail_path: Path | None
+    errors: ErrorReport
 
 
 class NoEnvironment:
@@ -113,9 +117,10 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
     tracker = BudgetTracker(budget)
     episode = Episode(question=question, question_seen=agent.question_seen(question.question),
                       env=BudgetedEnvironment(env, tracker),
-                      llm=BudgetedLLM(llm, tracker) if llm is not None else None,
+                      llm=BudgetedLLM(llm, tracker) if llm is not None else NO_MODEL,
                       decoding=agent.effective_decoding(decoding), charge=tracker.charge_tool)
     error: str | None = None
+    kind: ErrorKind | None = None
 
     async def solve() -> AgentOutput:
         try:
@@ -129,14 +134,16 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
         if tracker.final_granted:
             output = output._replace(stop_reason="budget")
     except EndpointError as exc:
-        output, error = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "endpoint_error"), str(exc)
+        kind = endpoint_error_kind(exc)
+        outcome = Outcome.REQUEST_REJECTED if kind in DETERMINISTIC_KINDS else Outcome.ENDPOINT_ERROR
+        output, error = AgentOutput("", None, outcome, outcome.value), str(exc)
     except TimeoutError:
-        output = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "deadline")
+        output, kind = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "deadline"), ErrorKind.DEADLINE
         error = f"question {question.id!r} passed its {timeout_s:g}s deadline"
     except BudgetExhausted as exc:  # the forced final answer itself tried to overrun
         output, error = AgentOutput("", None, Outcome.BUDGET, "budget"), str(exc)
     except Exception as exc:  # noqa: BLE001 — a tool or agent fault is this question's outcome
-        output = AgentOutput("", None, Outcome.TOOL_ERROR, "tool_error")
+        output, kind = AgentOutput("", None, Outcome.TOOL_ERROR, "tool_error"), ErrorKind.TOOL
         error = f"{type(exc).__name__}: {exc}"
     finally:
         try:
@@ -147,15 +154,29 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
         error = f"budget: {tracker.exhausted}; {error}"
     return Trace(id=question.id, question_seen=episode.question_seen, agent=agent.name,
                  steps=episode.steps, response=output.response, prediction=output.prediction,
-                 outcome=output.outcome, stop_reason=output.stop_reason, error=error,
+                 outcome=output.outcome, stop_reason=output.stop_reason, error=error, error_kind=kind,
                  usage=_usage(episode), elapsed_s=round(time.monotonic() - start, 6), attempt=attempt)
+
+
+#: Error kinds that say the endpoint itself is failing (not this one question).
+ENDPOINT_DOWN_KINDS = frozenset({ErrorKind.CONNECTION, ErrorKind.TIMEOUT, ErrorKind.SERVER_ERROR,
+                                 ErrorKind.RATE_LIMITED, ErrorKind.MALFORMED_REPLY, ErrorKind.AUTH,
+                                 ErrorKind.NOT_FOUND, ErrorKind.DEADLINE})
+
+
+def endpoint_error_kind(exc: EndpointError) -> ErrorKind:
+    """The recorded kind of an endpoint failure (an unknown or missing kind is ``endpoint``)."""
+    try:
+        return ErrorKind(exc.kind) if exc.kind else ErrorKind.ENDPOINT
+    except ValueError:
+        return ErrorKind.ENDPOINT
 
 
 async def _make_env(factory: EnvironmentFactory, question: RolloutQuestion) -> Environment:
     env = factory(question)
     if inspect.isawaitable(env):
         env = await env
-    return env  # type: ignore[return-value]
+    return env
 
 
 async def run_questions_async(
@@ -171,13 +192,17 @@ async def run_questions_async(
     concurrency: int = 16,
     question_timeout_s: float | None = None,
     progress: Callable[[Progress], None] | None = None,
+    stop_after_failures: int | None = None,
 ) -> RunSummary:
     """Run every unfinished question of ``questions`` into ``run_dir`` (resuming if it exists).
 
     ``environment_factory(question)`` returns (or awaits to) a fresh Environment per
     episode; ``llm`` is an :class:`~aethersearch.agents.llm.LLM` (None for no-LLM agents).
     The fingerprint is checked against an existing ``run.json`` and the run refused
-    if they differ.
+    if they differ. ``stop_after_failures`` stops starting new questions once that
+    many in a row failed on the endpoint itself (connection, timeout, 5xx, …): a
+    dead server then fails the run in one wave instead of one per question; the
+    questions not started have no trace and run when the command is rerun.
     """
     start = time.monotonic()
     seen: set[str] = set()
@@ -191,23 +216,42 @@ async def run_questions_async(
                           fix="pass --endpoint URL --model NAME, or use the 'lexical' agent")
     decoding = decoding or fingerprint.decoding
     store = RunStore.open(run_dir, fingerprint)
+    try:
+        return await _run_locked(store, questions, agent, environment_factory, budget, llm=llm,
+                                 decoding=decoding, concurrency=concurrency,
+                                 question_timeout_s=question_timeout_s, progress=progress, start=start,
+                                 stop_after_failures=stop_after_failures)
+    finally:
+        store.close()
+
+
+async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], agent: Agent,
+                      environment_factory: EnvironmentFactory, budget: Budget, *, llm: Any | None,
+                      decoding: Decoding, concurrency: int, question_timeout_s: float | None,
+                      progress: Callable[[Progress], None] | None, start: float,
+                      stop_after_failures: int | None = None) -> RunSummary:
+    """The body of a run, while this process holds the run directory's lock."""
     finished = store.finished_ids()
     todo = [q for q in questions if q.id not in finished]
     skipped = len(questions) - len(todo)
     counts: Counter[str] = Counter()
-    done = errored = 0
+    done = errored = in_a_row = 0
+    stopped: str | None = None
     semaphore = asyncio.Semaphore(max(1, concurrency))
     writer = store.writer()
 
     async def one(question: RolloutQuestion) -> None:
-        nonlocal done, errored
+        nonlocal done, errored, in_a_row, stopped
         async with semaphore:
+            if stopped is not None:
+                return  # the endpoint is down: leave the question unstarted (rerun runs it)
             try:
                 env = await _make_env(environment_factory, question)
             except Exception as exc:  # noqa: BLE001 — an environment that fails to open is a tool error
                 trace = Trace(id=question.id, question_seen=question.question, agent=agent.name,
                               outcome=Outcome.TOOL_ERROR, stop_reason="tool_error",
                               error=f"environment: {type(exc).__name__}: {exc}",
+                              error_kind=ErrorKind.ENVIRONMENT,
                               attempt=store.next_attempt(question.id))
             else:
                 trace = await run_episode(question, agent, env, llm, budget, decoding,
@@ -218,6 +262,13 @@ async def run_questions_async(
         counts[trace.outcome.value] += 1
         done += 1
         errored += trace.outcome in ERROR_OUTCOMES
+        if trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS:
+            in_a_row += 1
+            if stop_after_failures and in_a_row >= stop_after_failures and stopped is None:
+                stopped = (f"stopped starting questions after {in_a_row} in a row failed on the endpoint "
+                           f"(last: {trace.error_kind}); --stop-after-failures {stop_after_failures}")
+        elif trace.outcome not in ERROR_OUTCOMES:
+            in_a_row = 0
         if progress is not None:
             progress(Progress(done, errored, len(todo), skipped, time.monotonic() - start))
 
@@ -226,9 +277,10 @@ async def run_questions_async(
     finally:
         await asyncio.to_thread(writer.close)
     predictions = store.export_predictions(q.id for q in questions)
-    return RunSummary(run_dir=Path(run_dir), total=len(questions), skipped=skipped, attempted=len(todo),
+    return RunSummary(run_dir=store.run_dir, total=len(questions), skipped=skipped, attempted=len(todo),
                       errored=errored, outcomes=dict(counts), elapsed_s=time.monotonic() - start,
-                      predictions_path=predictions, torn_tail_path=store.torn_tail_path)
+                      predictions_path=predictions, torn_tail_path=store.torn_tail_path,
+                      errors=error_report(store.latest, (q.id for q in questions), stopped=stopped))
 
 
 def run_questions(questions: Sequence[RolloutQuestion], agent: Agent,

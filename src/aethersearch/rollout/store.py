@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import fcntl
 import os
 import queue
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from aethersearch.errors import IntegrityError
+from aethersearch.errors import IntegrityError, RunLocked
 from aethersearch.jsonl import (
     atomic_write_bytes,
     atomic_write_json,
@@ -37,12 +38,54 @@ from aethersearch.jsonl import (
     validate_row,
     write_jsonl,
 )
-from aethersearch.records import ERROR_OUTCOMES, Prediction, RunFingerprint, Trace
+from aethersearch.records import RETRIED_OUTCOMES, Prediction, RunFingerprint, Trace
 from aethersearch.rollout.fingerprint import fingerprint_diff
 
 RUN_JSON = "run.json"
 TRACES = "traces.jsonl"
 PREDICTIONS = "predictions.jsonl"
+LOCK = ".run.lock"
+
+
+class RunLock:
+    """An exclusive ``flock`` on ``<run>/.run.lock`` held while a process writes the run.
+
+    Why: two ``aether run`` on one directory both see the same unfinished ids and
+    run them twice, interleaving their traces. ``flock`` is released by the kernel
+    when the holder exits, even on ``kill -9``, so a stale lock file never blocks
+    a later run; the file holds the holder's PID only to name it in the message.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        """Take the lock or raise :class:`RunLocked` naming the other process's PID."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            pid = int(holder) if holder.isdigit() else None
+            who = f"process {pid}" if pid is not None else "another process"
+            raise RunLocked(f"{self.path.parent}: the run directory is being written by {who}; two writers "
+                            "would run the same questions twice and interleave their traces",
+                            pid=pid, fix=(f"wait for {who} to finish (or stop it: kill {pid})" if pid else
+                                          "wait for the other run to finish") +
+                            ", or write this run to another --out directory") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Release the lock (safe to call twice)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
 
 
 class TraceWriter:
@@ -109,6 +152,7 @@ class RunStore:
         self.latest: dict[str, Trace] = {}
         self.torn_tail_path: Path | None = None
         self.rows = 0
+        self._lock: RunLock | None = None
 
     @property
     def traces_path(self) -> Path:
@@ -117,25 +161,47 @@ class RunStore:
 
     @classmethod
     def open(cls, run_dir: str | Path, fingerprint: RunFingerprint) -> RunStore:
-        """Create the run, or reopen it if its run.json matches; a different fingerprint is refused."""
+        """Lock the run directory, then create the run or reopen it if its run.json matches.
+
+        A different fingerprint is refused (IntegrityError); a directory another
+        process is writing is refused (RunLocked). Call :meth:`close` when done
+        (or use the store as a context manager) to release the lock.
+        """
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         store = cls(run_dir, fingerprint)
-        run_json = run_dir / RUN_JSON
-        if run_json.exists():
-            stored = validate_row(run_json, 1, loads(run_json.read_bytes()), RunFingerprint)
-            diff = fingerprint_diff(stored, fingerprint)
-            if diff:
-                raise IntegrityError(
-                    f"{run_json}: this run was started with different settings; refusing to resume "
-                    "(that would mix two runs):\n    " + "\n    ".join(diff),
-                    fix="rerun with the original settings, or write to a new --out directory")
-            if stored.endpoint != fingerprint.endpoint:
+        store._lock = RunLock(run_dir).acquire()
+        try:
+            run_json = run_dir / RUN_JSON
+            if run_json.exists():
+                stored = validate_row(run_json, 1, loads(run_json.read_bytes()), RunFingerprint)
+                diff = fingerprint_diff(stored, fingerprint)
+                if diff:
+                    raise IntegrityError(
+                        f"{run_json}: this run was started with different settings; refusing to resume "
+                        "(that would mix two runs):\n    " + "\n    ".join(diff),
+                        fix="rerun with the original settings, or write to a new --out directory")
+                if stored != fingerprint:  # only resume-ignored fields (endpoint, concurrency, limits) differ
+                    atomic_write_json(run_json, fingerprint)
+            else:
                 atomic_write_json(run_json, fingerprint)
-        else:
-            atomic_write_json(run_json, fingerprint)
-        store._load()
+            store._load()
+        except BaseException:
+            store.close()
+            raise
         return store
+
+    def close(self) -> None:
+        """Release the run-directory lock (safe to call twice)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _load(self) -> None:
         read = read_jsonl_tolerant(self.traces_path)
@@ -152,12 +218,16 @@ class RunStore:
         self.rows = len(read.rows)
 
     def finished_ids(self) -> set[str]:
-        """Ids whose latest trace is final (not an error outcome): never run again."""
-        return {i for i, t in self.latest.items() if t.outcome not in ERROR_OUTCOMES}
+        """Ids whose latest trace is final: never run again.
+
+        Final includes ``request_rejected`` (the server refused that exact request,
+        e.g. context length exceeded): the same request would be refused again.
+        """
+        return {i for i, t in self.latest.items() if t.outcome not in RETRIED_OUTCOMES}
 
     def errored_ids(self) -> set[str]:
         """Ids whose latest trace is an endpoint or tool error: retried on resume."""
-        return {i for i, t in self.latest.items() if t.outcome in ERROR_OUTCOMES}
+        return {i for i, t in self.latest.items() if t.outcome in RETRIED_OUTCOMES}
 
     def next_attempt(self, question_id: str) -> int:
         """1 for a new id, previous attempt + 1 for an errored one."""

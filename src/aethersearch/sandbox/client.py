@@ -70,7 +70,8 @@ class SandboxClient:
 
     async def health(self) -> dict[str, Any]:
         """The server's ``/health`` answer."""
-        return (await self.request("GET", "/health")).json()
+        health: dict[str, Any] = (await self.request("GET", "/health")).json()
+        return health
 
     async def aclose(self) -> None:
         """Close the underlying connection pool."""

@@ -4,9 +4,12 @@ Why per episode: WebDetective's masking depends on what *this* agent has
 visited for *this* question, so the visited set lives in the episode and
 nowhere else; two episodes never share state (the mask itself is immutable
 and shared). Every action -- allowed, refused or failed -- is appended to the
-episode's trace as a ``records.ToolCall`` (tool, arguments, returned ids,
-masked hits suppressed, error, elapsed time), which is what the factorised
-metrics read.
+episode's action log as a ``records.ToolCall`` (tool, arguments, returned
+ids, masked hits suppressed, error, elapsed time), including requests refused
+as malformed (:meth:`SandboxEpisode.log_rejected`). The log stays on the
+sandbox's side: the agent receives only :func:`~aethersearch.sandbox.serving.public_call`
+copies (no masked ids) and pages served under the snippet policy of
+``sandbox.serving`` (search: title + snippet; visit: full masked page).
 
 ``SandboxEpisode`` satisfies ``aethersearch.environment.Environment``, so an
 agent uses it exactly like the plain search environment. ``open_sandbox``
@@ -28,8 +31,15 @@ from aethersearch.environment import ToolResult
 from aethersearch.errors import ConfigError, DataError, ToolError
 from aethersearch.jsonl import iter_jsonl, validate_row
 from aethersearch.records import DiagnosticsRow, Document, ToolCall
+from aethersearch.release_layout import release_layout
 from aethersearch.sandbox.mask import ChainMask
-from aethersearch.sandbox.tools import PageResolver, SearchBackend, validate_page_name, validate_query
+from aethersearch.sandbox.serving import public_call, render_page, search_hit
+from aethersearch.sandbox.tools import (
+    PageResolver,
+    SearchBackend,
+    validate_page_name,
+    validate_query,
+)
 
 MAX_K = 50
 
@@ -107,21 +117,32 @@ class SandboxEpisode:
 
     @property
     def trace(self) -> list[ToolCall]:
-        """Every action of the episode, in order."""
+        """The action log: every request of the episode, in order, masked ids included (never agent-facing)."""
         return list(self._trace)
+
+    @property
+    def public_trace(self) -> list[ToolCall]:
+        """The action log as the agent saw it (:func:`public_call` of each entry)."""
+        return [public_call(c) for c in self._trace]
 
     def is_locked(self, page: str) -> bool:
         """Whether ``page`` is currently hidden in this episode."""
         return self.mask is not None and self.mask.is_locked(page, self._visited)
 
-    def _serve(self, doc: Document) -> Document:
-        return doc if self.mask is None else self.mask.render(doc)
-
     def _log(self, call: ToolCall) -> ToolCall:
-        """Append a call to the action log, stamped with the wall-clock time it began."""
+        """Append a call to the action log (stamped with its start time); return the agent's copy."""
         call = call.model_copy(update={"started_at": round(time.time() - call.elapsed_s, 6)})
         self._trace.append(call)
-        return call
+        return public_call(call)
+
+    def log_rejected(self, tool: str, arguments: dict[str, Any], error: str) -> ToolCall:
+        """Log a request refused before it reached a tool (malformed body); returns the agent's copy.
+
+        Every request of an episode is logged, valid or not, so probing the
+        sandbox with malformed requests leaves a trace like any other action.
+        """
+        with self._lock:
+            return self._log(ToolCall(tool=tool, arguments=arguments, error=error, elapsed_s=0.0))
 
     def _check_open(self) -> None:
         if self.closed:
@@ -131,7 +152,7 @@ class SandboxEpisode:
     # ------------------------------------------------------------------ tools
 
     def search_sync(self, query: str, k: int = 5) -> ToolResult:
-        """Search the corpus; locked chain pages are dropped and reported as suppressed."""
+        """Search the corpus; locked chain pages are dropped (logged as suppressed, never shown)."""
         start = self._clock()
         args = {"query": query, "k": k}
         with self._lock:
@@ -156,7 +177,7 @@ class SandboxEpisode:
                     suppressed.append(doc_id)
                 elif len(returned) < int(k):
                     returned.append(doc_id)
-            docs = [self._serve(self._resolver.store.get(doc_id)) for doc_id in returned]
+            docs = [search_hit(self.mask, self._resolver.store.get(doc_id), query) for doc_id in returned]
             call = ToolCall(tool="search", arguments=args, returned_ids=returned, suppressed_ids=suppressed,
                             elapsed_s=self._clock() - start)
             return ToolResult(docs, self._log(call))
@@ -179,18 +200,18 @@ class SandboxEpisode:
                                 elapsed_s=self._clock() - start)
                 return ToolResult([], self._log(call))
             self._visited.add(doc_id)
-            doc = self._serve(self._resolver.store.get(doc_id))
+            doc = render_page(self.mask, self._resolver.store.get(doc_id))
             call = ToolCall(tool="visit", arguments=args, returned_ids=[doc_id], elapsed_s=self._clock() - start)
             return ToolResult([doc], self._log(call))
 
     def close_sync(self) -> list[ToolCall]:
-        """Close the episode (further calls are refused) and return its trace."""
+        """Close the episode (further calls are refused) and return its action log."""
         with self._lock:
             self.closed = True
             return list(self._trace)
 
     async def search(self, query: str, k: int) -> ToolResult:
-        """Search the corpus for ``query`` and return the top ``k`` pages you are allowed to see."""
+        """Search the encyclopedia for ``query``: the top ``k`` pages, each as title and a short snippet."""
         return self.search_sync(query, k)
 
     async def visit(self, page: str) -> ToolResult:
@@ -235,7 +256,10 @@ class Sandbox:
 
 def load_masks(release_dir: str | Path) -> dict[str, ChainMask]:
     """Question id -> ChainMask, from a hint-free release's ``diagnostics.jsonl`` (``extra["mask"]``)."""
-    path = Path(release_dir) / "diagnostics.jsonl"
+    try:
+        path = release_layout(release_dir).diagnostics
+    except DataError:
+        path = Path(release_dir) / "diagnostics.jsonl"
     if not path.exists():
         raise DataError(path, "missing: not a hint-free release directory",
                         fix="build one with `aether construct demo --out DIR`")
@@ -261,7 +285,7 @@ def open_sandbox(release_dir: str | Path, index: SearchBackend, store: PageStore
         raise ConfigError(f"{len(missing)} chain page(s) of {release_dir} are not in the store, e.g. {missing[:3]}",
                           fix="open the sandbox over the corpus the release was constructed from")
     release_id = None
-    manifest = Path(release_dir) / "manifest.json"
+    manifest = release_layout(release_dir).manifest
     if manifest.exists():
         from aethersearch.jsonl import loads
 

@@ -73,7 +73,7 @@ class ChainMask:
     predecessor page (its title at least).
     """
 
-    __slots__ = ("path", "predecessor", "hidden_terms", "_patterns")
+    __slots__ = ("_patterns", "hidden_terms", "path", "predecessor")
 
     def __init__(self, path: Sequence[str], hidden_terms: Mapping[str, Sequence[str]]) -> None:
         if len(path) < 3:
@@ -101,6 +101,10 @@ class ChainMask:
         """Whether ``page`` is still hidden given the pages visited so far in the episode."""
         pred = self.predecessor.get(page)
         return pred is not None and pred not in visited
+
+    def pattern_of(self, page: str) -> re.Pattern[str] | None:
+        """The mention pattern of masked page ``page`` (its hidden terms), ``None`` if it has none."""
+        return self._patterns.get(page)
 
     def patterns_for(self, page: str) -> list[re.Pattern[str]]:
         """The mention patterns withheld from ``page``'s text (masked pages it is not the predecessor of)."""

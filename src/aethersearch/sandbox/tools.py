@@ -25,7 +25,8 @@ SEARCH_TOOL: dict[str, Any] = {
     "function": {
         "name": "search",
         "description": (
-            "Search the encyclopedia. Returns the titles, ids and text of the best matching pages. "
+            "Search the encyclopedia. Returns the ids and titles of the best matching pages, each with a "
+            "short snippet (at most two sentences); open a page with visit to read all of it. "
             "Some pages only become findable after you have opened a page that links to them, "
             "so if a search does not find what you need, open related pages and follow their links."
         ),

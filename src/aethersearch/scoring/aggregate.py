@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from aethersearch.records import Outcome
+from aethersearch.records import ERROR_OUTCOMES, Outcome
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -134,6 +134,14 @@ def _macro(per_source: dict[str, np.ndarray], resamples: int, seed: int, metric:
     return Estimate(point, low, high, len(means))
 
 
+_ERROR_LABELS = frozenset(o.value for o in ERROR_OUTCOMES)
+
+
+def error_count(rows: Sequence[Mapping[str, Any]]) -> int:
+    """Questions that ended in an error outcome (no answer was attempted; each scores 0)."""
+    return sum(1 for row in rows if str(row["outcome"]) in _ERROR_LABELS)
+
+
 def outcome_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """How many questions ended in each outcome (every label present, zeros included)."""
     counts = Counter(str(row["outcome"]) for row in rows)
@@ -195,7 +203,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
     arrays: dict[str, dict[str, np.ndarray]] = {m: {} for m in metrics}
     for source, members in groups.items():
         ordered = sorted(members, key=lambda r: str(r["id"]))
-        entry: dict[str, Any] = {"n": len(ordered), "metrics": {}}
+        entry: dict[str, Any] = {"n": len(ordered), "errors": error_count(ordered), "metrics": {}}
         for metric in metrics:
             values = np.array([float(r[metric]) for r in ordered], dtype=float)
             arrays[metric][source] = values
@@ -218,8 +226,8 @@ def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
                       "strata": "source"},
         "by_source": by_source,
         "overall": {
-            "micro": {"label": MICRO_LABEL, "n": len(rows), "metrics": micro},
-            "macro": {"label": MACRO_LABEL, "sources": len(groups), "metrics": macro},
+            "micro": {"label": MICRO_LABEL, "n": len(rows), "errors": error_count(rows), "metrics": micro},
+            "macro": {"label": MACRO_LABEL, "sources": len(groups), "errors": error_count(rows), "metrics": macro},
         },
         "outcomes": outcome_counts(rows),
         "usage": usage_summary(rows),

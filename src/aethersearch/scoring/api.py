@@ -4,6 +4,16 @@ Why a separate stage: scoring reads only files (``run.json``, ``traces.jsonl`` o
 ``predictions.jsonl``, and the release's ``eval.jsonl``), so a run can be
 rescored with a new metric, a compatibility rule or a judge at no model cost,
 and the agent side of the pipeline never sees gold.
+
+Every score is bound to its gold (``binding.py``: checksums, the manifest and
+the eval sha256 pinned in ``run.json``) and says how many of its questions
+ended in errors; ``strict=True`` refuses a run with any error or missing row.
+
+Metrics: ``em``/``subem`` are Search-R1's ``qa_em`` on the extracted answer,
+whatever its outcome (an "I don't know" against gold "No" gets sub-EM 1, as in
+Search-R1). The other published metrics (``squad_em``, ``f1``, ``cover_em``,
+``popqa_acc``) are computed the same way. Each lenient one also has an
+abstention-aware twin, ``<metric>_answered``, where an abstention scores 0.
 """
 
 from __future__ import annotations
@@ -12,29 +22,64 @@ from pathlib import Path
 from typing import Any
 
 from aethersearch import __version__
-from aethersearch.errors import DataError, IntegrityError
+from aethersearch.abstention import ABSTENTION_RULE
+from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import (
     atomic_write_bytes,
     atomic_write_json,
     encode_jsonl,
-    iter_jsonl,
     loads,
     sha256_bytes,
-    sha256_file,
     validate_row,
 )
-from aethersearch.records import SCHEMA_VERSION, Outcome, RunFingerprint
+from aethersearch.records import ERROR_OUTCOMES, Outcome, RunFingerprint
+from aethersearch.release_layout import release_layout
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
+from aethersearch.scoring.binding import bind_gold
 from aethersearch.scoring.extract import check_compat
-from aethersearch.scoring.join import EVAL_FILE, JoinedRow, join, load_release, load_run
-from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, disagreement_table, judge_cases
-from aethersearch.scoring.metrics import METRICS, score_all
+from aethersearch.scoring.join import MISSING, JoinedRow, join, load_release, load_run
+from aethersearch.scoring.judge import (
+    PROMPT_HASH,
+    JudgeCase,
+    JudgeConfig,
+    disagreement_table,
+    judge_cases,
+)
+from aethersearch.scoring.metrics import ABSTENTION_AWARE, ALL_METRICS, score_all
+from aethersearch.scoring.scores_file import (
+    QUESTIONS_FILE,
+    SCORES_FILE,
+    QuestionScore,
+    Scores,
+    read_scores,
+)
 
-SCORES_FILE = "scores.json"
-QUESTIONS_FILE = "scores_questions.jsonl"
+__all__ = [
+    "QUESTIONS_FILE",
+    "SCORES_FILE",
+    "ScoreRefused",
+    "Scores",
+    "read_fingerprint",
+    "read_scores",
+    "score_run",
+    "searchr1_metrics",
+]
+
 RUN_FILE = "run.json"
 JUDGE_METRIC = "judge"
 SEARCHR1_KEY = "val/test_score/{source}"
+_ERROR_VALUES = frozenset(o.value for o in ERROR_OUTCOMES)
+
+
+class ScoreRefused(AetherError):
+    """``strict`` scoring of a run with errors or missing questions (its figures would count them as wrong)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, errors: dict[str, int], missing: int, fix: str | None = None) -> None:
+        self.errors = dict(errors)
+        self.missing = missing
+        super().__init__(message, fix=fix)
 
 
 def read_fingerprint(run_dir: Path) -> RunFingerprint | None:
@@ -49,107 +94,144 @@ def read_fingerprint(run_dir: Path) -> RunFingerprint | None:
     return validate_row(path, 1, value, RunFingerprint)
 
 
-def _check_release(fingerprint: RunFingerprint | None, release_dir: Path, size: int) -> None:
-    if fingerprint is None:
-        return
-    if fingerprint.question_count != size:
+def _check_size(fingerprint: RunFingerprint | None, release_dir: Path, size: int) -> None:
+    if fingerprint is not None and fingerprint.question_count != size:
         raise IntegrityError(
             f"run was made for {fingerprint.question_count} questions (release {fingerprint.release_id!r}) "
-            f"but {Path(release_dir) / EVAL_FILE} has {size}",
+            f"but {release_layout(release_dir).eval} has {size}",
             fix="score the run against the release it was rolled out on")
-    manifest = Path(release_dir) / "manifest.json"
-    if manifest.is_file():
-        try:
-            release_id = loads(manifest.read_bytes()).get("release_id")
-        except (ValueError, AttributeError):
-            release_id = None
-        if release_id is not None and release_id != fingerprint.release_id:
-            raise IntegrityError(
-                f"run.json says release {fingerprint.release_id!r} but {manifest} is release {release_id!r}",
-                fix="score the run against the release it was rolled out on")
 
 
 def score_row(row: JoinedRow, *, compat: str | None) -> dict[str, float]:
-    """Metric values of one joined question: only an ``answered`` prediction can score (compat: any string)."""
-    scorable = row.prediction is not None and (compat is not None or row.outcome == Outcome.ANSWERED.value)
-    if not scorable:
-        return dict.fromkeys(METRICS, 0.0)
-    return score_all(row.prediction, row.golds)
+    """Metric values of one joined question.
+
+    The published metrics score the extracted answer whatever its outcome (as
+    Search-R1's ``qa_em`` does); ``<metric>_answered`` scores only ``answered``
+    outcomes, so an abstention is 0 there. No extracted answer scores 0.
+    """
+    if row.prediction is None:
+        return dict.fromkeys(ALL_METRICS, 0.0)
+    values = score_all(row.prediction, row.golds)
+    answered = row.outcome == Outcome.ANSWERED.value
+    for aware, base in ABSTENTION_AWARE.items():
+        values[aware] = values[base] if answered else 0.0
+    return values
 
 
-def per_question_rows(rows: list[JoinedRow], *, compat: str | None) -> list[dict[str, Any]]:
-    """One scored dict per release question (release order): what compare and report read back."""
-    out = []
-    for row in rows:
-        entry: dict[str, Any] = {"id": row.id, "source": row.source, "outcome": row.outcome,
-                                 "stop_reason": row.stop_reason, "present": row.present,
-                                 "prediction": row.prediction}
-        entry.update(score_row(row, compat=compat))
-        entry["usage"] = row.usage.model_dump() if row.usage is not None else None
-        out.append(entry)
-    return out
+def per_question_rows(rows: list[JoinedRow], *, compat: str | None) -> list[QuestionScore]:
+    """One scored row per release question (release order): what compare and report read back.
+
+    Built with ``model_construct``: every field is already typed here (the join
+    validated the run's rows), and re-validating a million rows is a third of the
+    stage's cost; :func:`read_scores` validates every row it reads back.
+    """
+    return [QuestionScore.model_construct(id=row.id, source=row.source, outcome=row.outcome,
+                                          stop_reason=row.stop_reason, present=row.present,
+                                          prediction=row.prediction, values=score_row(row, compat=compat),
+                                          usage=row.usage, judge_verdict=None)
+            for row in rows]
 
 
-def _apply_judge(rows: list[JoinedRow], scored: list[dict[str, Any]], config: JudgeConfig,
-                 run_dir: Path) -> dict[str, Any]:
+def _apply_judge(rows: list[JoinedRow], scored: list[QuestionScore], config: JudgeConfig,
+                 run_dir: Path) -> tuple[list[QuestionScore], dict[str, Any]]:
     if config.cache_path is None:
         config = config.model_copy(update={"cache_path": Path(run_dir) / "judge_cache.jsonl"})
     cases = [JudgeCase(r.id, r.question, r.golds, r.prediction) for r in rows
              if r.prediction is not None and r.outcome == Outcome.ANSWERED.value]
     verdicts = judge_cases(cases, config)
+    judged: list[QuestionScore] = []
     for entry in scored:
-        verdict = verdicts.get(entry["id"])
-        entry["judge_verdict"] = verdict.verdict if verdict is not None else "not_attempted"
-        entry[JUDGE_METRIC] = 1.0 if entry["judge_verdict"] == "correct" else 0.0
+        found = verdicts.get(entry.id)
+        verdict = found.verdict if found is not None else "not_attempted"
+        values = {**entry.values, JUDGE_METRIC: 1.0 if verdict == "correct" else 0.0}
+        judged.append(entry.model_copy(update={"judge_verdict": verdict, "values": values}))
     errors = {qid: v.error for qid, v in verdicts.items() if v.error}
-    return {
+    summary = {
         "model": config.model, "base_url": config.base_url, "prompt_sha256": PROMPT_HASH,
         "temperature": 0, "judged": len(cases), "cached": sum(v.cached for v in verdicts.values()),
         "errors": errors,
-        "disagreement": disagreement_table({e["id"]: e["em"] for e in scored if e["id"] in verdicts}, verdicts),
+        "disagreement": disagreement_table({e.id: e.values["em"] for e in judged if e.id in verdicts}, verdicts),
     }
+    return judged, summary
 
 
-def searchr1_metrics(summary: dict[str, Any]) -> dict[str, float]:
+def searchr1_metrics(scores: Scores) -> dict[str, float | None]:
     """Search-R1's validation keys: ``val/test_score/{source}`` = mean EM of that source."""
-    return {SEARCHR1_KEY.format(source=source): float(entry["metrics"]["em"]["mean"])
-            for source, entry in summary["by_source"].items()}
+    return {SEARCHR1_KEY.format(source=source): entry.metrics["em"].mean
+            for source, entry in scores.by_source.items()}
+
+
+def _error_counts(rows: list[JoinedRow]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.outcome in _ERROR_VALUES:
+            counts[row.outcome] = counts.get(row.outcome, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _refuse_if_strict(rows: list[JoinedRow], run_dir: Path) -> None:
+    errors = _error_counts(rows)
+    missing = sum(1 for row in rows if row.outcome == MISSING)
+    if not errors and not missing:
+        return
+    parts = [f"{count} {outcome}" for outcome, count in errors.items()]
+    if missing:
+        parts.append(f"{missing} missing (no row in the run)")
+    raise ScoreRefused(
+        f"--strict: {run_dir} has {sum(errors.values()) + missing} of {len(rows)} questions without an answer "
+        f"attempt ({', '.join(parts)}); their zeros would be counted as wrong answers",
+        errors=errors, missing=missing,
+        fix=f"rerun the same `aether run` command on {run_dir} to retry errored and missing questions, "
+            "then score again (or score without --strict to see figures with the error counts beside them)")
 
 
 def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
               judge: JudgeConfig | None = None, resamples: int = DEFAULT_RESAMPLES,
-              seed: int = DEFAULT_SEED) -> dict[str, Any]:
+              seed: int = DEFAULT_SEED, strict: bool = False) -> Scores:
     """Score a finished (or partial) run against its release and write ``<run_dir>/scores.json`` atomically.
 
-    The denominator is the release's question count: missing questions score 0
-    and are listed. Returns the same dict that was written.
+    The release must verify and be the one the run pinned in ``run.json``
+    (IntegrityError otherwise, naming file, hashes and fix). The denominator
+    is the release's question count: missing questions score 0 and are listed.
+    With ``strict`` a run with any error outcome or missing question is refused
+    (:class:`ScoreRefused`). Returns what was written, with ``per_question`` attached.
     """
     check_compat(compat)
     run_dir, release_dir = Path(run_dir), Path(release_dir)
-    release = load_release(release_dir)
     fingerprint = read_fingerprint(run_dir)
-    _check_release(fingerprint, release_dir, len(release))
     run = load_run(run_dir, compat=compat)
+    gold = bind_gold(release_dir, run_dir, fingerprint, run.path)
+    release = load_release(release_dir)
+    _check_size(fingerprint, release_dir, len(release))
     joined = join(release, run)
+    if strict:
+        _refuse_if_strict(joined.rows, run_dir)
     scored = per_question_rows(joined.rows, compat=compat)
-    metrics = list(METRICS)
+    metrics = list(ALL_METRICS)
     judge_summary = None
     if judge is not None:
-        judge_summary = _apply_judge(joined.rows, scored, judge, run_dir)
+        scored, judge_summary = _apply_judge(joined.rows, scored, judge, run_dir)
         metrics.append(JUDGE_METRIC)
-    summary = aggregate(scored, metrics, resamples=resamples, seed=seed)
-    result: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
+    flat = [{"id": q.id, "source": q.source, "outcome": q.outcome, "stop_reason": q.stop_reason,
+             "usage": q.usage.model_dump() if q.usage is not None else None, **q.values} for q in scored]
+    summary = aggregate(flat, metrics, resamples=resamples, seed=seed)
+    errors = _error_counts(joined.rows)
+    # Per-question rows go to their own compact JSONL (a 1M-question run would
+    # make an unreadable scores.json); scores.json pins it by sha256 and is
+    # written second, so a reader never pairs a summary with other rows.
+    questions = encode_jsonl(scored)
+    atomic_write_bytes(run_dir / QUESTIONS_FILE, questions)
+    result = Scores.model_validate({
         "software_version": __version__,
         "run_dir": str(run_dir),
-        "run_file": joined.run_file,
-        "release_dir": str(release_dir),
-        "release_eval_sha256": sha256_file(release_dir / EVAL_FILE),
-        "fingerprint": fingerprint.model_dump(mode="json") if fingerprint is not None else None,
+        "run_file": str(run.path),
+        "gold": gold,
+        "fingerprint": fingerprint,
         "compat": compat,
         "question_count": len(release),
         "denominator": len(release),
         "metrics": metrics,
+        "abstention_rule": ABSTENTION_RULE,
         "join": {
             "answered_rows": len(release) - len(joined.missing),
             "missing": joined.missing,
@@ -157,34 +239,12 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
             "unknown": joined.unknown,
             "retried": joined.retried,
         },
+        "errors": {"count": sum(errors.values()), "by_outcome": errors, "missing": len(joined.missing)},
         **summary,
-        "searchr1": searchr1_metrics(summary),
+        "searchr1": {},
         "judge": judge_summary,
-    }
-    # Per-question rows go to their own compact JSONL (a 1M-question run would
-    # make an unreadable scores.json); scores.json pins it by sha256 and is
-    # written second, so a reader never pairs a summary with other rows.
-    questions = encode_jsonl(scored)
-    atomic_write_bytes(run_dir / QUESTIONS_FILE, questions)
-    result["per_question_file"] = {"path": QUESTIONS_FILE, "sha256": sha256_bytes(questions), "rows": len(scored)}
+        "per_question_file": {"path": QUESTIONS_FILE, "sha256": sha256_bytes(questions), "rows": len(scored)},
+    })
+    result = result.model_copy(update={"searchr1": searchr1_metrics(result), "per_question": tuple(scored)})
     atomic_write_json(run_dir / SCORES_FILE, result)
-    return {**result, "per_question": scored}
-
-
-def read_scores(run_dir: Path) -> dict[str, Any]:
-    """A run's ``scores.json`` with its per-question rows attached (``per_question``), checked by sha256."""
-    path = Path(run_dir) / SCORES_FILE
-    if not path.is_file():
-        raise DataError(path, "run has not been scored",
-                        fix=f"run `aether score {run_dir} --release <release dir>` first")
-    try:
-        scores: dict[str, Any] = loads(path.read_bytes())
-    except ValueError as exc:
-        raise DataError(path, f"invalid JSON: {exc}", fix="re-run `aether score`") from None
-    pinned = scores.get("per_question_file") or {}
-    questions = Path(run_dir) / str(pinned.get("path", QUESTIONS_FILE))
-    if not questions.is_file() or sha256_file(questions) != pinned.get("sha256"):
-        raise IntegrityError(f"{questions} is missing or does not match the sha256 pinned in {path}",
-                             fix=f"re-run `aether score {run_dir} --release <release dir>`")
-    scores["per_question"] = [row for _, row in iter_jsonl(questions)]
-    return scores
+    return result

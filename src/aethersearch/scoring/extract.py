@@ -16,6 +16,11 @@ Two extraction rules:
   is scored as the answer "Beijing". Reproducing that quirk is the point of the
   flag: numbers then match the published ones. The outcome still says
   ``no_answer_tag``.
+
+Abstention: the shape of a refusal is decided by ``aethersearch.abstention`` (the
+definition the agents use too); then **gold wins**: an extracted answer with
+Search-R1 EM 1 against any gold alias is an answer, always (:func:`settle`),
+because real golds read like refusals ("Unknown", "I Can't Tell You Why").
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from aethersearch.abstention import is_abstention
 from aethersearch.errors import ConfigError
-from aethersearch.records import Outcome, Trace
-from aethersearch.text import normalize_answer
+from aethersearch.records import ERROR_OUTCOMES, Outcome, Trace
+from aethersearch.scoring.metrics import Golds, em
 
 ANSWER_SPAN = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
@@ -41,14 +47,7 @@ SEARCHR1_PROMPT = (
 )
 """Search-R1's user prompt (DESIGN.md), needed only to reproduce its prompt+response scan."""
 
-_ABSTAIN = re.compile(
-    r"^(?:i\s+)?(?:do\s*not|dont|cannot|cant|can\s*not|am\s+unable\s+to|am\s+not\s+able\s+to)\s+"
-    r"(?:know|answer|determine|find|say|tell|be\s+determined)\b.*"
-    r"|^(?:unknown|unanswerable|no\s+answer|none\s+found|not\s+sure|insufficient\s+(?:information|evidence)"
-    r"|not\s+enough\s+(?:information|evidence)|information\s+not\s+(?:available|found))$"
-)
-
-_STOPPED = frozenset({Outcome.BUDGET, Outcome.ENDPOINT_ERROR, Outcome.TOOL_ERROR})
+_STOPPED = frozenset({Outcome.BUDGET, *ERROR_OUTCOMES})
 
 
 class Extraction(NamedTuple):
@@ -57,11 +56,6 @@ class Extraction(NamedTuple):
     prediction: str | None
     outcome: Outcome
     matches: int
-
-
-def is_abstention(answer: str) -> bool:
-    """True when an answer is an explicit refusal ("I don't know", "unknown", "insufficient information")."""
-    return bool(_ABSTAIN.match(normalize_answer(answer)))
 
 
 def check_compat(compat: str | None) -> None:
@@ -88,7 +82,7 @@ def extract_searchr1(prompt: str, response: str) -> str | None:
     found = ANSWER_SPAN.findall(prompt + response)
     if len(found) <= 1:
         return None
-    return found[-1].strip()
+    return str(found[-1]).strip()
 
 
 def searchr1_prompt(question: str) -> str:
@@ -96,15 +90,33 @@ def searchr1_prompt(question: str) -> str:
     return SEARCHR1_PROMPT.format(question=question)
 
 
-def resolve_trace(trace: Trace, *, compat: str | None = None) -> Extraction:
+def settle(extraction: Extraction, golds: Golds) -> Extraction:
+    """Gold wins: an ``abstained`` answer that scores EM 1 against any gold alias is ``answered``.
+
+    The agent's label (and the shape rule) cannot know the gold; this is the one
+    place the scorer corrects it, so a correct answer is never relabelled a refusal.
+    """
+    if extraction.outcome is Outcome.ABSTAINED and extraction.prediction is not None \
+            and em(extraction.prediction, golds) == 1.0:
+        return extraction._replace(outcome=Outcome.ANSWERED)
+    return extraction
+
+
+def resolve_trace(trace: Trace, *, compat: str | None = None, golds: Golds | None = None) -> Extraction:
     """The scored prediction and outcome of one recorded episode (never calls the agent).
 
     Stopped episodes (budget, endpoint or tool error) keep their outcome and score
     nothing. A response using answer tags is re-extracted from the raw text; an
     agent that reports its answer another way (function calling) is taken at
     its recorded ``prediction``. With ``compat="searchr1"`` the scored string is
-    Search-R1's prompt+response extraction whatever the outcome.
+    Search-R1's prompt+response extraction whatever the outcome. With ``golds``
+    the outcome is settled against them (:func:`settle`).
     """
+    extraction = _resolve_trace(trace, compat=compat)
+    return extraction if golds is None else settle(extraction, golds)
+
+
+def _resolve_trace(trace: Trace, *, compat: str | None) -> Extraction:
     check_compat(compat)
     if compat == "searchr1":
         scored = extract_searchr1(searchr1_prompt(trace.question_seen), trace.response)

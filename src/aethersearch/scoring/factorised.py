@@ -10,7 +10,7 @@ was written: the definitions below are rebuilt from its metric descriptions
 (as summarised in DESIGN.md) and are the ones this toolkit computes; each
 function's docstring repeats its formula.
 
-Per question, with G(q) the evidence the agent **gathered through tools** and
+Per question, with G(q) the evidence the agent **was served** (see below) and
 P(q) the evidence **confirmed parametric** (the Forget probe's isolated, no-search
 answer to that hop's sub-question was correct):
 
@@ -26,21 +26,25 @@ Over a set Q of episodes, S = {q: sufficient(q)}, I = Q \\ S, R = refused
 * Good-Refusal F1 (positive class "refuse", relevant set "evidence absent" I):
   P_GR = |R∩I|/|R|, R_GR = |R∩I|/|I|, F1_GR = 2|R∩I| / (|R| + |I|).
   Refusing when evidence is present is a false positive, answering when it is
-  absent a false negative. When |R| + |I| = 0 (nothing to refuse and nothing
-  refused) F1_GR = 1.0: the agent behaved perfectly; it is never NaN. No
-  refusals at all with some I gives F1_GR = 0.0.
+  absent a false negative. When |R| + |I| = 0 (evidence everywhere, nothing
+  refused) F1_GR is **undefined** (``None``): there was no refusal decision to
+  get right, and scoring it 1.0 would hand an agent that always answers wrong
+  half of GenScore for free.
 * Knowledge-Utilisation F1 (on S only): P_KU = |C∩S|/|A∩S|, R_KU = |C∩S|/|S|,
   F1_KU = 2|C∩S| / (|A∩S| + |S|); 0.0 when S is empty (no evidence to use).
-* GenScore = (F1_GR + F1_KU) / 2 × KnowledgeScore.
-* Pass@1 = |C| / |Q| (one sample per question).
+* GenScore = mean(defined terms of F1_GR, F1_KU) × KnowledgeScore: the paper's
+  (F1_GR + F1_KU) / 2 × KS whenever both are defined; with F1_GR undefined it is
+  F1_KU × KS, so an always-wrong agent with full evidence scores 0 and an
+  always-right one 1 (the convention that cannot reward a wrong agent).
+* Pass@1 = |C| / |Q| (one sample per question). Correct = exact match, or the
+  LLM judge's verdict when one is given (``correct`` per question).
 
-What counts as *gathered* (WebDetective's sandbox: search shows titles and
-snippets, the page's facts are read by visiting it): an evidence page is gathered
-iff a successful tool call whose tool is in ``gathering_tools`` (default
-``("visit",)``) returned its id; a call's masked ids (``suppressed_ids``) and
-failed calls never count. E is every page of the path, the answer page
-included (see :func:`evidence_of`). For search-only environments whose results
-carry full passage text (Search-R1), pass ``gathering_tools=("search", "visit")``.
+What counts as *gathered* on a hint-free chain (``scoring.chain_evidence``):
+E has one item per hop, hop i being evidenced by the page of v(i-1), which
+states the link to v(i) (the answer page is not in E); a hop is gathered when
+a text served to the agent -- a visited page, or a search snippet -- contains
+the sentence of v(i-1) that states it, judged from the served text (rebuilt
+with the sandbox's own serving functions), never from page ids alone.
 
 For the 7-source benchmark there is no masked path; see
 ``text_requirements`` / ``episode_from_text``: the requirements are "a gold alias
@@ -63,6 +67,7 @@ from typing import Any, NamedTuple
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.errors import DataError
 from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Trace
+from aethersearch.scoring.chain_evidence import chain_evidence, hops_gathered
 from aethersearch.scoring.extract import resolve_trace
 from aethersearch.scoring.metrics import em
 from aethersearch.text import normalize_answer
@@ -137,17 +142,16 @@ def gathered_ids(trace: Trace, gathering_tools: Sequence[str] = ("visit",)) -> f
 
 
 def evidence_of(row: DiagnosticsRow) -> tuple[str, ...]:
-    """The evidence chain E of a hint-free question: the sidecar's ``evidence``, else its path.
+    """The evidence chain E of a hint-free question: one item per hop, named by the page stating it.
 
-    E is every page of the path v0..vn, the answer page included, as the
-    release records it (WebDetective: "the pages of its path"). The answer page
-    matters: a hop's sentence on v_(n-1) may name several candidates, and the
-    answer page is where the chain is confirmed. An agent that answers from
-    v_(n-1) without opening v_n is counted correct but not sufficient.
+    For a path v0..vn that is ``(v0, ..., v(n-1))`` (hop i is stated on the page
+    of v(i-1); WebDetective's evidence is the facts along the path, so the
+    answer page vn is not in E). A row without a path falls back to its
+    recorded ``evidence``.
     """
-    if row.evidence:
-        return tuple(row.evidence)
-    return tuple(row.path)
+    if len(row.path) >= 2:
+        return tuple(row.path[:-1])
+    return tuple(row.evidence)
 
 
 def _hops(row: DiagnosticsRow, evidence: tuple[str, ...]) -> int:
@@ -166,34 +170,42 @@ def episode_from_sandbox(
     diagnostics: DiagnosticsRow,
     golds: Sequence[str],
     *,
+    store: Any,
+    masked: bool = True,
     parametric: Iterable[str] = (),
-    gathering_tools: Sequence[str] = ("visit",),
     correct_fn: Callable[[str | None, Sequence[str]], bool] = is_correct,
+    correct: bool | None = None,
 ) -> EpisodeEvidence:
-    """Classify one sandbox episode against its masked-path evidence set.
+    """Classify one episode of a hint-free question against its chain evidence.
 
-    The answer and outcome are the scorer's (``scoring.extract.resolve_trace``), so
-    Pass@1 here always agrees with ``scores.json``.
+    ``store`` holds the chain's pages (the served text is rebuilt from it);
+    ``masked`` says whether the run browsed the masked sandbox (else a plain
+    search environment served pages in full). The answer and outcome are the
+    scorer's (``scoring.extract.resolve_trace``), so Pass@1 here always agrees
+    with ``scores.json``; ``correct`` (e.g. the LLM judge's verdict) overrides
+    ``correct_fn`` for an answered episode.
     """
-    scored = resolve_trace(trace)
-    evidence = evidence_of(diagnostics)
-    if not evidence:
+    scored = resolve_trace(trace, golds=golds)  # gold wins over a refusal-shaped answer
+    if len(diagnostics.path) < 3:
         raise DataError(
             "diagnostics.jsonl",
-            f"question {diagnostics.id!r} has no evidence chain (empty 'evidence' and 'path')",
-            field="evidence",
+            f"question {diagnostics.id!r} has no evidence chain (no multi-hop 'path')",
+            field="path",
             fix="factorised metrics need a hint-free release; for the 7-source benchmark use "
                 "the text mode (episode_from_text)",
         )
+    chain = chain_evidence(diagnostics, store)
+    evidence = chain.evidence
+    answered = scored.outcome is Outcome.ANSWERED
     return EpisodeEvidence(
         id=trace.id,
         source=diagnostics.source_dataset,
         hops=_hops(diagnostics, evidence),
         evidence=evidence,
-        gathered=gathered_ids(trace, gathering_tools) & frozenset(evidence),
+        gathered=hops_gathered(trace, chain, store, masked=masked) & frozenset(evidence),
         parametric=frozenset(parametric) & frozenset(evidence),
         outcome=scored.outcome,
-        correct=scored.outcome is Outcome.ANSWERED and correct_fn(scored.prediction, golds),
+        correct=answered and (correct if correct is not None else correct_fn(scored.prediction, golds)),
     )
 
 
@@ -265,6 +277,7 @@ def episode_from_text(
     gathering_tools: Sequence[str] = ("search", "visit", "access"),
     correct_fn: Callable[[str | None, Sequence[str]], bool] = is_correct,
     hops: int | None = None,
+    correct: bool | None = None,
 ) -> EpisodeEvidence:
     """Classify one 7-source episode: gold alias in retrieved text + supporting pages retrieved.
 
@@ -272,7 +285,7 @@ def episode_from_text(
     returned; an id missing from the store is a DataError (the run and the corpus
     do not match).
     """
-    scored = resolve_trace(trace)
+    scored = resolve_trace(trace, golds=golds)  # gold wins over a refusal-shaped answer
     requirements = text_requirements(diagnostics, golds)
     ids = gathered_ids(trace, gathering_tools)
     texts: list[str] = []
@@ -306,7 +319,8 @@ def episode_from_text(
         gathered=frozenset(gathered),
         parametric=frozenset(parametric) & frozenset(requirements),
         outcome=scored.outcome,
-        correct=scored.outcome is Outcome.ANSWERED and correct_fn(scored.prediction, golds),
+        correct=scored.outcome is Outcome.ANSWERED and (
+            correct if correct is not None else correct_fn(scored.prediction, golds)),
     )
 
 
@@ -317,14 +331,20 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def good_refusal_f1(episodes: Sequence[EpisodeEvidence]) -> float:
-    """F1_GR = 2|R∩I| / (|R| + |I|); 1.0 when nothing was refused and nothing needed refusing."""
+def good_refusal_f1(episodes: Sequence[EpisodeEvidence]) -> float | None:
+    """F1_GR = 2|R∩I| / (|R| + |I|); ``None`` (undefined) when nothing was refused and nothing needed refusing."""
     refused = sum(ep.refused for ep in episodes)
     insufficient = sum(not ep.sufficient for ep in episodes)
     hits = sum(ep.refused and not ep.sufficient for ep in episodes)
     if refused + insufficient == 0:
-        return 1.0
+        return None
     return 2 * hits / (refused + insufficient)
+
+
+def gen_score(f1_gr: float | None, f1_ku: float, knowledge_score: float) -> float:
+    """GenScore = mean of the defined F1 terms × KnowledgeScore (see the module doc for why)."""
+    terms = [f1_ku] if f1_gr is None else [f1_gr, f1_ku]
+    return sum(terms) / len(terms) * knowledge_score
 
 
 def knowledge_utilisation_f1(episodes: Sequence[EpisodeEvidence]) -> float:
@@ -378,7 +398,7 @@ def factorised_metrics(episodes: Sequence[EpisodeEvidence]) -> dict[str, Any]:
         f1_knowledge_utilisation=f1_ku,
         precision_knowledge_utilisation=_ratio(suff_correct, suff_answered),
         recall_knowledge_utilisation=_ratio(suff_correct, len(sufficient)),
-        gen_score=(f1_gr + f1_ku) / 2 * ks,
+        gen_score=gen_score(f1_gr, f1_ku, ks),
         n_sufficient=len(sufficient),
         n_refused=len(refused),
     )
@@ -439,10 +459,15 @@ DEFINITIONS: Mapping[str, str] = {
     "knowledge_score": "= knowledge_sufficiency (the factor in GenScore)",
     "search_score": "mean over questions of |E ∩ (gathered ∪ parametric)| / |E| (partial credit)",
     "search_only_sufficiency": "share of questions whose E was gathered by tools alone",
-    "f1_good_refusal": "2|refused ∩ insufficient| / (|refused| + |insufficient|); 1.0 if both are empty",
+    "f1_good_refusal": "2|refused ∩ insufficient| / (|refused| + |insufficient|); undefined (null) if both "
+                       "are empty",
     "f1_knowledge_utilisation": "2|correct ∩ S| / (|answered ∩ S| + |S|); 0.0 if S is empty",
-    "gen_score": "(f1_good_refusal + f1_knowledge_utilisation) / 2 × knowledge_score",
-    "pass_at_1": "|correct| / |Q|",
-    "gathered": "a successful call of a gathering tool (default: visit) returned the page; masked ids never count",
+    "gen_score": "(f1_good_refusal + f1_knowledge_utilisation) / 2 × knowledge_score; f1_knowledge_utilisation "
+                 "× knowledge_score when f1_good_refusal is undefined",
+    "pass_at_1": "|correct| / |Q| (exact match, or the LLM judge's verdict when --judge is given)",
+    "evidence": "hint-free: one item per hop, the page v(i-1) that states the link to v(i); the answer page is "
+                "not evidence",
+    "gathered": "hint-free: a served text (visited page or search snippet) contains the sentence stating the "
+                "hop; 7-source: a gathering tool returned the text/page",
     "errors": "endpoint/tool error outcomes are excluded from every denominator (n_errors)",
 }

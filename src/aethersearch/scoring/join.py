@@ -20,7 +20,14 @@ from typing import NamedTuple
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl, read_records, validate_row
 from aethersearch.records import EvalRow, Outcome, Prediction, Trace, Usage
-from aethersearch.scoring.extract import Extraction, check_compat, resolve_prediction, resolve_trace
+from aethersearch.release_layout import release_layout
+from aethersearch.scoring.extract import (
+    Extraction,
+    check_compat,
+    resolve_prediction,
+    resolve_trace,
+    settle,
+)
 
 TRACES_FILE = "traces.jsonl"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -78,10 +85,10 @@ MISSING = "missing"
 
 def load_release(release_dir: Path) -> list[EvalRow]:
     """The release's gold rows; duplicate ids in the release itself are an error."""
-    path = Path(release_dir) / EVAL_FILE
+    path = release_layout(release_dir).eval  # the release's gold file, named by its manifest
     if not path.is_file():
-        raise DataError(path, "release has no eval.jsonl",
-                        fix="pass --release the release directory (the one holding eval.jsonl)")
+        raise DataError(path, f"release has no {path.name}",
+                        fix="pass --release the release directory (the one holding the manifest and eval file)")
     rows = read_records(path, EvalRow)
     seen: dict[str, int] = {}
     for number, row in enumerate(rows, start=1):
@@ -154,14 +161,14 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
     rows: list[JoinedRow] = []
     missing: list[str] = []
     for gold in release:
-        entry = chosen.get(gold.id)
-        if entry is None:
+        found = chosen.get(gold.id)
+        if found is None:
             missing.append(gold.id)
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
                                   None, MISSING, False, None))
         else:
-            outcome = entry.extraction.outcome
+            settled = settle(found.extraction, gold.answers)  # gold wins over a refusal-shaped answer
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
-                                  entry.extraction.prediction, Outcome(outcome).value, True, entry.usage,
-                                  entry.stop_reason))
+                                  settled.prediction, Outcome(settled.outcome).value, True, found.usage,
+                                  found.stop_reason))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))

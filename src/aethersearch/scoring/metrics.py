@@ -18,8 +18,13 @@ Why each exists and where it comes from:
   ``a`` with ``a``, ``a.lower()`` or ``a.capitalize()`` a substring of the
   prediction (the authors' ``run_model.py`` rule, no normalisation).
 
-A ``None`` prediction (no answer at all) scores 0 everywhere; an empty string is
-scored exactly as the published code scores it. A missing answer's *outcome*
+Golds are a sequence of aliases *or a single gold string*, as Search-R1's
+``em_check`` and FlashRAG accept (``em("Paris", "Paris")`` is 1.0; a bare string
+is never iterated character by character). Anything else (bytes, a mapping, a
+number, a list holding a non-string) raises ``TypeError`` naming what was
+passed: a silent 0 would look like a score. A ``None`` prediction (no answer at
+all) scores 0 everywhere; an empty string is scored exactly as the published
+code scores it. A missing answer's *outcome*
 (no answer tag, budget, endpoint error...) is reported separately.
 Averaging never happens here; it lives in ``aggregate.py``.
 """
@@ -27,31 +32,82 @@ Averaging never happens here; it lives in ``aggregate.py``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aethersearch.text import normalize_answer
 
-Metric = Callable[[str | None, Sequence[str]], float]
+__all__ = [
+    "ABSTENTION_AWARE",
+    "ALL_METRICS",
+    "BINARY_METRICS",
+    "Golds",
+    "METRICS",
+    "cover_em",
+    "em",
+    "f1",
+    "gold_list",
+    "popqa_acc",
+    "score_all",
+    "squad_em",
+    "subem",
+]
 
 
-def em(prediction: str | None, golds: Sequence[str]) -> float:
+Golds = str | Sequence[str]
+"""One gold string or a sequence of gold aliases."""
+
+Metric = Callable[[str | None, Golds], float]
+
+
+def gold_list(golds: Golds | Iterable[str]) -> Sequence[str]:
+    """``golds`` as a sequence of aliases: a bare string is one alias; anything not made of strings is refused.
+
+    Why strict: iterating a string scores it character by character and a list
+    holding ``None`` crashes deep inside the normaliser; both must fail here,
+    saying what was passed. Iterables of strings (tuples, numpy string arrays
+    as verl passes them) are accepted.
+    """
+    if isinstance(golds, str):
+        return (golds,)
+    if type(golds) is list or type(golds) is tuple:
+        items: Sequence[object] = golds
+    elif isinstance(golds, (bytes, bytearray, Mapping)) or not isinstance(golds, Iterable):
+        raise TypeError(f"golds must be a str or a sequence of str, not {type(golds).__name__}: {golds!r:.80}")
+    else:
+        items = list(golds)
+    for index, gold in enumerate(items):
+        if not isinstance(gold, str):
+            raise TypeError(f"golds[{index}] must be a str, not {type(gold).__name__}: {gold!r:.80}")
+    return items  # type: ignore[return-value]  # every item was checked to be a str
+
+
+def _prediction(prediction: object) -> str | None:
+    if prediction is None or isinstance(prediction, str):
+        return prediction
+    raise TypeError(f"prediction must be a str or None, not {type(prediction).__name__}: {prediction!r:.80}")
+
+
+def em(prediction: str | None, golds: Golds) -> float:
     """Search-R1 ``em_check``: 1.0 when the normalised prediction equals some normalised gold."""
+    prediction, golds = _prediction(prediction), gold_list(golds)
     if prediction is None:
         return 0.0
     pred = normalize_answer(prediction)
     return 1.0 if any(normalize_answer(gold) == pred for gold in golds) else 0.0
 
 
-def subem(prediction: str | None, golds: Sequence[str]) -> float:
+def subem(prediction: str | None, golds: Golds) -> float:
     """Search-R1 ``subem_check``: 1.0 when some normalised gold is a substring of the normalised prediction."""
+    prediction, golds = _prediction(prediction), gold_list(golds)
     if prediction is None:
         return 0.0
     pred = normalize_answer(prediction)
     return 1.0 if any(normalize_answer(gold) in pred for gold in golds) else 0.0
 
 
-def squad_em(prediction: str | None, golds: Sequence[str]) -> float:
+def squad_em(prediction: str | None, golds: Golds) -> float:
     """SQuAD v1.1 ``exact_match_score`` maximised over golds (same normalisation as ``em``)."""
+    prediction, golds = _prediction(prediction), gold_list(golds)
     if prediction is None:
         return 0.0
     pred = normalize_answer(prediction)
@@ -68,16 +124,18 @@ def _token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
     return (2 * precision * recall) / (precision + recall)
 
 
-def f1(prediction: str | None, golds: Sequence[str]) -> float:
+def f1(prediction: str | None, golds: Golds) -> float:
     """SQuAD v1.1 token F1 (multiset overlap of normalised tokens), maximised over golds."""
+    prediction, golds = _prediction(prediction), gold_list(golds)
     if prediction is None:
         return 0.0
     pred_tokens = normalize_answer(prediction).split()
     return max((_token_f1(pred_tokens, normalize_answer(gold).split()) for gold in golds), default=0.0)
 
 
-def cover_em(prediction: str | None, golds: Sequence[str]) -> float:
+def cover_em(prediction: str | None, golds: Golds) -> float:
     """1.0 when every token of some normalised gold is among the prediction's tokens (with multiplicity)."""
+    prediction, golds = _prediction(prediction), gold_list(golds)
     if prediction is None:
         return 0.0
     pred_counts = Counter(normalize_answer(prediction).split())
@@ -88,10 +146,15 @@ def cover_em(prediction: str | None, golds: Sequence[str]) -> float:
     return 0.0
 
 
-def popqa_acc(prediction: str | None, golds: Sequence[str]) -> float:
+def popqa_acc(prediction: str | None, golds: Golds) -> float:
     """PopQA containment accuracy: some gold (as is, lower-cased or capitalised) occurs in the raw prediction."""
+    prediction, golds = _prediction(prediction), gold_list(golds)
     if prediction is None:
         return 0.0
+    return _popqa(prediction, golds)
+
+
+def _popqa(prediction: str, golds: Sequence[str]) -> float:
     for gold in golds:
         if not gold:
             continue
@@ -110,17 +173,31 @@ METRICS: dict[str, Metric] = {
 }
 """Every answer metric by name, in the order tables show them."""
 
-BINARY_METRICS: frozenset[str] = frozenset({"em", "subem", "squad_em", "cover_em", "popqa_acc"})
+ABSTENTION_AWARE: dict[str, str] = {f"{name}_answered": name for name in ("subem", "f1", "cover_em", "popqa_acc")}
+"""Abstention-aware twins of the lenient metrics: the same value on an ``answered`` question, 0 on an abstention.
+
+Why separate names: Search-R1's ``qa_em`` gives "I don't know" sub-EM 1 against
+gold "No"; ``subem`` must stay equal to Search-R1's number, so the figure that
+does not reward refusals is reported beside it, never instead of it. (EM needs
+no twin: an answer with EM 1 is never an abstention, see ``abstention.py``.)
+"""
+
+ALL_METRICS: tuple[str, ...] = (*METRICS, *ABSTENTION_AWARE)
+"""Every per-question value ``score_run`` records, in table order."""
+
+BINARY_METRICS: frozenset[str] = frozenset({"em", "subem", "squad_em", "cover_em", "popqa_acc", "subem_answered",
+                                            "cover_em_answered", "popqa_acc_answered"})
 """Metrics whose per-question value is 0 or 1 (compared with McNemar; F1 gets a paired bootstrap)."""
 
 
-def score_all(prediction: str | None, golds: Sequence[str]) -> dict[str, float]:
+def score_all(prediction: str | None, golds: Golds) -> dict[str, float]:
     """Every metric of one prediction, normalising the prediction and each gold once (the hot path).
 
     Equal, case by case, to calling each named metric (a test checks it); the
     token overlap avoids building a Counter per gold when the gold's tokens are
     distinct (the usual case), where the multiset overlap is a membership count.
     """
+    prediction, golds = _prediction(prediction), gold_list(golds)
     if prediction is None:
         return dict.fromkeys(METRICS, 0.0)
     pred_norm = normalize_answer(prediction)
@@ -157,5 +234,5 @@ def score_all(prediction: str | None, golds: Sequence[str]) -> dict[str, float]:
         "squad_em": out_em,
         "f1": out_f1,
         "cover_em": out_cover,
-        "popqa_acc": popqa_acc(prediction, golds),
+        "popqa_acc": _popqa(prediction, golds),
     }

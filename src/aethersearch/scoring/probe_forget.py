@@ -6,19 +6,25 @@ The ``direct`` agent (no search, parametric knowledge only) answers every
 sub-question; then, per hop fact f = (q, i):
 
 * known(f)      = the isolated answer to hop i is correct (exact match against
-  the hop's answers);
-* forgotten(f)  = known(f) AND the full-context run did not answer q correctly.
+  the hop's answers, or the LLM judge's verdict when one is given);
+* forgotten(f)  = known(f) AND the full-context run answered q wrongly AND it
+  failed *at hop i* (:func:`failure_hop`): a hop is never blamed for a failure
+  that happened at another hop, e.g. one the model never knew.
+
+The full run fails at the first hop it never reached: hop i is reached when
+its evidence was served to the agent (``gathered``, see ``scoring.chain_evidence``)
+or the agent itself named the hop's answer entity (in a query, a visit, its
+reasoning or its answer); a wrong run that reached every hop failed at the
+last one (it had the chain but answered wrong).
 
 forget_rate = |forgotten| / |known| (``None`` when nothing is known in isolation).
 The known hops also feed the factorised metrics as *confirmed parametric*
-evidence. A hop v_(i-1) -> v_i is one fact linking two pages of the chain E:
-knowing it stands in for reading the page that states it (``page``, v_(i-1))
-and for discovering and confirming the page it leads to (``target``, v_i), so
-both count as covered; knowing every hop covers all of E (v0..vn).
+evidence: knowing hop v_(i-1) -> v_i stands in for reading the page that
+states it, so it covers that hop's evidence item (``page``, v_(i-1)).
 
 A hop-question dict needs ``question`` and ``answer`` (str) or ``answers``
-(list); its pages are ``page`` and ``target`` (or ``evidence``), else the i-th
-and (i+1)-th pages of the question's evidence chain.
+(list); its evidence is ``page`` (or ``evidence``), else the i-th item of the
+question's evidence chain.
 
 7-source benchmark (no masked path): a MuSiQue row's ``decomposition`` steps
 are its hops (:func:`decomposition_hops`). Upstream steps refer to earlier
@@ -38,8 +44,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from aethersearch.errors import DataError
-from aethersearch.records import DiagnosticsRow, RolloutQuestion
-from aethersearch.scoring.factorised import ANSWER_REQUIREMENT, PAGE_PREFIX, evidence_of, is_correct
+from aethersearch.records import DiagnosticsRow, RolloutQuestion, Trace
+from aethersearch.scoring.factorised import (
+    ANSWER_REQUIREMENT,
+    PAGE_PREFIX,
+    alias_in_text,
+    evidence_of,
+    is_correct,
+)
 
 HOP_SEPARATOR = "#hop"
 _REFERENCE = re.compile(r"#(\d+)")
@@ -127,11 +139,11 @@ def hop_questions(row: DiagnosticsRow) -> list[HopQuestion]:
                             f"'answer'/'answers', got keys {sorted(item)}",
                             field="hop_questions",
                             fix="rebuild the hint-free release (construct writes both per hop)")
-        evidence = tuple(item[k] for k in ("page", "target", "evidence") if isinstance(item.get(k), str))
+        evidence = tuple(item[k] for k in ("page", "evidence") if isinstance(item.get(k), str))
         if isinstance(item.get("evidence"), list):
             evidence += tuple(str(e) for e in item["evidence"])
         if not evidence:
-            evidence = tuple(chain[index:index + 2])
+            evidence = tuple(chain[index:index + 1])
         out.append(HopQuestion(f"{row.id}{HOP_SEPARATOR}{index + 1}", row.id, index + 1,
                                question.strip(), tuple(str(a) for a in answers), evidence))
     return out
@@ -154,26 +166,61 @@ class ForgetResult(NamedTuple):
     parametric: dict[str, frozenset[str]]
 
 
+def agent_text(trace: Trace) -> str:
+    """Everything the agent itself wrote in an episode: model outputs, tool arguments, response, answer."""
+    parts: list[str] = [trace.response, trace.prediction or ""]
+    for step in trace.steps:
+        if step.llm is not None:
+            parts.append(step.llm.text)
+        for call in step.tool_calls:
+            parts.extend(str(v) for k, v in call.arguments.items() if not k.startswith("_"))
+    return "\n".join(parts)
+
+
+def failure_hop(hops: Sequence[HopQuestion], gathered: frozenset[str], text: str) -> int | None:
+    """The hop (1-based) at which a wrong full-context run failed: the first one it never reached.
+
+    Hop i is reached when its evidence is in ``gathered`` (served to the agent)
+    or the agent named one of its answers in ``text`` (:func:`agent_text`); if
+    every hop was reached the run failed at the last hop. ``None`` for a
+    question without hop questions.
+    """
+    if not hops:
+        return None
+    for hop in sorted(hops, key=lambda h: h.hop):
+        served = bool(hop.evidence) and set(hop.evidence) <= gathered
+        if not served and not alias_in_text(list(hop.answers), text):
+            return hop.hop
+    return max(h.hop for h in hops)
+
+
 def forget_summary(hops: Sequence[HopQuestion], isolated: Mapping[str, str | None],
-                   full_correct: Mapping[str, bool]) -> ForgetResult:
+                   full_correct: Mapping[str, bool], failed_at: Mapping[str, int | None],
+                   isolated_correct: Mapping[str, bool] | None = None) -> ForgetResult:
     """Compare isolated hop answers (probe id → prediction) with the full-context run (id → correct).
 
-    Hops whose question is missing from the full run are left out (it was not run);
-    a hop missing from ``isolated`` counts as not known (the probe gave no answer).
+    ``failed_at``: question id → the hop its wrong full run failed at
+    (:func:`failure_hop`). ``isolated_correct`` (probe id → verdict, e.g. the
+    LLM judge's) overrides exact match for the isolated answers. Hops whose
+    question is missing from the full run are left out (it was not run); a hop
+    missing from ``isolated`` counts as not known (the probe gave no answer).
     """
     known: list[HopQuestion] = []
     forgotten: list[HopQuestion] = []
     parametric: dict[str, set[str]] = {}
     considered = [hop for hop in hops if hop.question_id in full_correct]
     for hop in considered:
-        if not is_correct(isolated.get(hop.probe_id), hop.answers):
+        ok = (isolated_correct.get(hop.probe_id, False) if isolated_correct is not None
+              else is_correct(isolated.get(hop.probe_id), hop.answers))
+        if not ok:
             continue
         known.append(hop)
         parametric.setdefault(hop.question_id, set()).update(hop.evidence)
-        if not full_correct[hop.question_id]:
+        if not full_correct[hop.question_id] and failed_at.get(hop.question_id) == hop.hop:
             forgotten.append(hop)
     questions_known = {hop.question_id for hop in known}
     questions_forgot = {hop.question_id for hop in forgotten}
+    wrong = [q for q, ok in full_correct.items() if not ok]
     summary = {
         "n_hops": len(considered),
         "n_known_in_isolation": len(known),
@@ -185,8 +232,10 @@ def forget_summary(hops: Sequence[HopQuestion], isolated: Mapping[str, str | Non
         "question_forget_rate": (len(questions_forgot) / len(questions_known)
                                  if questions_known else None),
         "forgotten": [hop.probe_id for hop in forgotten],
-        "definition": "known = hop sub-question answered correctly without search; forgotten = "
-                      "known but the full-context run answered the question wrongly; "
-                      "rate = forgotten / known",
+        "failed_at": {q: failed_at.get(q) for q in sorted(wrong)},
+        "definition": "known = hop sub-question answered correctly without search; forgotten = known, the "
+                      "full-context run answered wrongly, and it failed at this hop (the first hop it never "
+                      "reached: evidence not served and entity never named; the last hop if all were "
+                      "reached); rate = forgotten / known",
     }
     return ForgetResult(summary, {q: frozenset(v) for q, v in parametric.items()})

@@ -164,7 +164,7 @@ def lead_astray_summary(clean: Mapping[str, EpisodeEvidence], noisy: Mapping[str
         "lead_astray_rate": len(led) / len(eligible) if eligible else None,
         "pass_at_1_clean": clean_pass,
         "pass_at_1_noisy": noisy_pass,
-        "pass_at_1_drop": (clean_pass - noisy_pass) if n else None,
+        "pass_at_1_drop": (clean_pass - noisy_pass) if clean_pass is not None and noisy_pass is not None else None,
         "led_astray_ids": led,
         "definition": "eligible = clean run correct and noisy run still gathered all evidence; "
                       "rate = eligible but wrong under noise / eligible",

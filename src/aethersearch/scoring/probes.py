@@ -26,7 +26,13 @@ from typing import Any
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError, DataError
-from aethersearch.jsonl import atomic_write_json, iter_jsonl, loads, validate_row, write_jsonl
+from aethersearch.jsonl import (
+    atomic_write_json,
+    iter_jsonl,
+    loads,
+    validate_row,
+    write_jsonl,
+)
 from aethersearch.records import (
     ERROR_OUTCOMES,
     Budget,
@@ -37,19 +43,26 @@ from aethersearch.records import (
     RunFingerprint,
     Trace,
 )
+from aethersearch.release_layout import release_layout
+from aethersearch.scoring.extract import Extraction, resolve_trace
 from aethersearch.scoring.factorised import (
     EpisodeEvidence,
     episode_from_sandbox,
     episode_from_text,
     episode_rows,
-    evidence_of,
     factorise,
     is_correct,
     supporting_titles,
 )
-from aethersearch.scoring.extract import Extraction, resolve_trace
 from aethersearch.scoring.join import load_release
-from aethersearch.scoring.probe_forget import forget_summary, probe_questions, rollout_rows
+from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, judge_cases
+from aethersearch.scoring.probe_forget import (
+    agent_text,
+    failure_hop,
+    forget_summary,
+    probe_questions,
+    rollout_rows,
+)
 from aethersearch.scoring.probe_leadastray import NoisyEnvironment, lead_astray_summary
 
 FACTORISED_FILE = "factorised.json"
@@ -68,7 +81,7 @@ InnerFactory = Callable[[RolloutQuestion], Environment]
 
 def load_diagnostics(release_dir: Path) -> dict[str, DiagnosticsRow]:
     """The release's ``diagnostics.jsonl`` by id (an error naming the file when it is missing)."""
-    path = Path(release_dir) / DIAGNOSTICS_FILE
+    path = release_layout(release_dir).diagnostics
     if not path.is_file():
         raise DataError(path, "release has no diagnostics.jsonl",
                         fix="factorised metrics need the release's diagnostics sidecar; rebuild the release")
@@ -146,15 +159,24 @@ def episodes_for_run(traces: Mapping[str, Trace], diagnostics: Mapping[str, Diag
                      gold: Mapping[str, EvalRow], *, environment: str,
                      store: DocumentStore | None = None,
                      parametric: Mapping[str, frozenset[str]] | None = None,
-                     gathering_tools: Sequence[str] | None = None) -> list[EpisodeEvidence]:
-    """Classify every traced question of the release (evidence mode or 7-source text mode).
+                     gathering_tools: Sequence[str] | None = None,
+                     correct: Mapping[str, bool] | None = None) -> list[EpisodeEvidence]:
+    """Classify every traced question of the release (chain mode or 7-source text mode).
 
-    Evidence mode (a hint-free release: every row has an evidence chain) counts
-    visits by default in the sandbox, and search results too in a search-only
-    environment (there is no visit there). Text mode needs ``store``.
+    Chain mode (a hint-free release: every row has a multi-hop path) judges
+    each hop from the text served to the agent, rebuilt from ``store``
+    (``scoring.chain_evidence``); the masked rendering applies when the run
+    browsed the sandbox. Text mode needs ``store`` too. ``correct`` (question id
+    -> verdict, e.g. from the LLM judge) overrides exact match.
     """
     parametric = parametric or {}
-    hint_free = bool(diagnostics) and all(evidence_of(row) for row in diagnostics.values())
+    correct = correct or {}
+    hint_free = bool(diagnostics) and all(len(row.path) >= 3 for row in diagnostics.values())
+    if store is None:
+        what = "judge each hop from the text served to the agent" if hint_free else \
+            "read the retrieved text (the 7-source benchmark has no evidence chains)"
+        raise ConfigError(f"factorised metrics {what} and need the corpus",
+                          fix="pass --corpus DIR (the document store the run searched)")
     out: list[EpisodeEvidence] = []
     for qid in gold:
         trace = traces.get(qid)
@@ -165,39 +187,61 @@ def episodes_for_run(traces: Mapping[str, Trace], diagnostics: Mapping[str, Diag
                             fix="the release's diagnostics.jsonl must cover every question")
         row, golds = diagnostics[qid], gold[qid].answers
         if hint_free:
-            tools = gathering_tools or (("visit",) if environment == "sandbox" else ("search", "visit"))
-            out.append(episode_from_sandbox(trace, row, golds, parametric=parametric.get(qid, ()),
-                                            gathering_tools=tools))
+            out.append(episode_from_sandbox(trace, row, golds, store=store, masked=environment == "sandbox",
+                                            parametric=parametric.get(qid, ()), correct=correct.get(qid)))
         else:
-            if store is None:
-                raise ConfigError("factorised metrics for a release without evidence chains (the 7-source "
-                                  "benchmark) read the retrieved text and need the corpus",
-                                  fix="pass --corpus DIR (the document store the run searched)")
             out.append(episode_from_text(trace, row, golds, store, parametric=parametric.get(qid, ()),
-                                         gathering_tools=gathering_tools or ("search", "visit", "access")))
+                                         gathering_tools=gathering_tools or ("search", "visit", "access"),
+                                         correct=correct.get(qid)))
     return out
 
 
+def judged_correct(traces: Mapping[str, Trace], golds: Mapping[str, Sequence[str]], judge: JudgeConfig | None,
+                   cache_dir: Path, *, questions: Mapping[str, str] | None = None) -> dict[str, bool]:
+    """Question id -> the LLM judge's verdict is "correct", for every answered trace (``{}`` without a judge).
+
+    The same judge, prompt and cache as ``aether score --judge`` (``scoring.judge``);
+    a question the judge could not rule on counts as not correct (as there).
+    ``questions`` supplies the question text (default: what the agent saw).
+    """
+    if judge is None:
+        return {}
+    if judge.cache_path is None:
+        judge = judge.model_copy(update={"cache_path": Path(cache_dir) / "judge_cache.jsonl"})
+    cases = []
+    for qid, scored in _answered(traces).items():
+        if qid in golds and scored.prediction is not None:
+            text = (questions or {}).get(qid, traces[qid].question_seen)
+            cases.append(JudgeCase(qid, text, list(golds[qid]), scored.prediction))
+    verdicts = judge_cases(cases, judge)
+    return {qid: verdict.verdict == "correct" for qid, verdict in verdicts.items()}
+
+
 def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | None = None,
-                  gathering_tools: Sequence[str] | None = None, write: bool = True) -> dict[str, Any]:
+                  gathering_tools: Sequence[str] | None = None, write: bool = True,
+                  judge: JudgeConfig | None = None) -> dict[str, Any]:
     """Compute ``factorised.json`` for a run (and ``factorised_questions.jsonl``), writing both atomically.
 
     Release questions without a trace (a partial run) are listed under ``missing``
-    and left out of ``n``; error outcomes are counted as ``n_errors``.
+    and left out of ``n``; error outcomes are counted as ``n_errors``. With
+    ``judge``, correctness (Pass@1, F1_KU) is the LLM judge's verdict.
     """
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = load_fingerprint(run_dir)
     parametric = parametric_from_probes(run_dir)
     traces, gold = load_traces(run_dir), _gold(release_dir)
+    correct = judged_correct(traces, {qid: list(row.answers) for qid, row in gold.items()}, judge, run_dir)
     episodes = episodes_for_run(traces, load_diagnostics(release_dir), gold,
                                 environment=fingerprint.environment, store=store, parametric=parametric,
-                                gathering_tools=gathering_tools)
+                                gathering_tools=gathering_tools, correct=correct)
     result = factorise(episodes)
     # questions the run has no trace for cannot be classified: listed, never silently dropped
     result["missing"] = [qid for qid in gold if qid not in traces]
     result["run"] = {"agent": fingerprint.agent, "model": fingerprint.model,
                      "environment": fingerprint.environment, "release_id": fingerprint.release_id}
     result["parametric_source"] = "probes.json forget" if parametric else None
+    result["correctness"] = ({"judge": judge.model, "base_url": judge.base_url, "prompt_sha256": PROMPT_HASH}
+                             if judge is not None else "exact match")
     if write:
         write_jsonl(run_dir / FACTORISED_ROWS_FILE, episode_rows(episodes))
         atomic_write_json(run_dir / FACTORISED_FILE, result)
@@ -208,15 +252,20 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
 
 
 def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
-                 concurrency: int = 8, budget: Budget | None = None) -> dict[str, Any]:
+                 concurrency: int = 8, budget: Budget | None = None, store: DocumentStore | None = None,
+                 judge: JudgeConfig | None = None) -> dict[str, Any]:
     """Run the Forget probe for a run and record it in ``probes.json`` (returns the probe summary).
 
     A run whose agent uses no LLM has no parametric memory: the probe is recorded
-    as not applicable, with the reason, rather than faked.
+    as not applicable, with the reason, rather than faked. ``store`` lets the
+    per-hop attribution see which hops' evidence the full run was served
+    (without it only the entities the agent named count as reached); ``judge``
+    rules on isolated and full-context answers instead of exact match.
     """
     from aethersearch.agents.base import make_agent
-    from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
-    from aethersearch.rollout.runner import NoEnvironment, run_questions
+    from aethersearch.rollout.fingerprint import rollout_file_info
+    from aethersearch.rollout.runner import NoEnvironment
+    from aethersearch.rollout.session import RunSettings, SearchSetup, start_run
 
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = load_fingerprint(run_dir)
@@ -237,17 +286,34 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
     write_jsonl(questions_path, rollout_rows(hops))
     agent = make_agent("direct")
     budget = budget or Budget(max_tool_calls=0, max_turns=1)
-    probe_fp = build_fingerprint(rollout_file_info(questions_path), question_count=len(hops), agent=agent,
-                                 budget=budget, decoding=fingerprint.decoding,
-                                 endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
-                                 corpus_hash=None, index_hash=None, environment="none")
-    run_questions(rollout_rows(hops), agent, lambda _q: NoEnvironment(), budget, probe_dir, probe_fp,
-                  llm=llm, concurrency=concurrency)
-    isolated = {qid: scored.prediction for qid, scored in _answered(load_traces(probe_dir)).items()}
+    # the one run path: same fingerprint fields and error rule as `aether run` (a probe of errors is no probe)
+    settings = RunSettings(agent=agent.name, budget=budget, decoding=fingerprint.decoding, concurrency=concurrency,
+                           endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None))
+    start_run(rollout_file_info(questions_path), settings,
+              SearchSetup(lambda _q: NoEnvironment(), None, None, "no tools", environment="none"), probe_dir,
+              questions=rollout_rows(hops), agent=agent, llm=llm)
+    probe_traces = load_traces(probe_dir)
+    isolated = {qid: scored.prediction for qid, scored in _answered(probe_traces).items()}
     gold = _gold(release_dir)
-    full_correct = {qid: scored.outcome is Outcome.ANSWERED and is_correct(scored.prediction, gold[qid].answers)
+    golds = {qid: list(row.answers) for qid, row in gold.items()}
+    judged = judged_correct(traces, golds, judge, run_dir)
+    hop_golds = {hop.probe_id: list(hop.answers) for hop in hops}
+    isolated_correct = (judged_correct(probe_traces, hop_golds, judge, run_dir) if judge is not None else None)
+    full_correct = {qid: scored.outcome is Outcome.ANSWERED and judged.get(
+                        qid, judge is None and is_correct(scored.prediction, gold[qid].answers))
                     for qid, scored in _scored(traces).items() if qid in gold}
-    result = forget_summary(hops, isolated, full_correct)
+    gathered: dict[str, frozenset[str]] = {}
+    if store is not None:
+        diagnostics = load_diagnostics(release_dir)
+        gathered = {ep.id: ep.gathered for ep in episodes_for_run(
+            traces, diagnostics, gold, environment=fingerprint.environment, store=store)}
+    by_question: dict[str, list[Any]] = {}
+    for hop in hops:
+        by_question.setdefault(hop.question_id, []).append(hop)
+    failed_at = {qid: failure_hop(by_question.get(qid, []), gathered.get(qid, frozenset()),
+                                  agent_text(traces[qid]))
+                 for qid, ok in full_correct.items() if not ok}
+    result = forget_summary(hops, isolated, full_correct, failed_at, isolated_correct)
     summary = {"applicable": True, **result.summary, "model": getattr(llm, "model", None),
                "probe_dir": str(probe_dir.relative_to(run_dir)),
                "parametric": {qid: sorted(pages) for qid, pages in sorted(result.parametric.items())}}
@@ -265,14 +331,15 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
     rebuilt from run.json (``agent`` + ``agent_config``) unless one is passed.
     """
     from aethersearch.agents.base import make_agent
-    from aethersearch.rollout.runner import run_questions
+    from aethersearch.rollout.fingerprint import release_info
+    from aethersearch.rollout.session import RunSettings, SearchSetup, start_run
 
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = load_fingerprint(run_dir)
     traces = load_traces(run_dir)
     diagnostics = load_diagnostics(release_dir)
     gold = _gold(release_dir)
-    rollout_path = release_dir / ROLLOUT_FILE
+    rollout_path = release_layout(release_dir).rollout
     if not rollout_path.is_file():
         raise DataError(rollout_path, "missing from the release", fix="point --release at the run's release")
     questions = [validate_row(rollout_path, n, v, RolloutQuestion) for n, v in iter_jsonl(rollout_path)]
@@ -294,13 +361,20 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
                                 key=question.id, exclude=sorted(exclude), exclude_titles=titles)
 
     probe_dir = run_dir / "probes" / f"lead_astray-r{ratio:g}-s{seed}"
-    run_questions(questions, agent, noisy, fingerprint.budget, probe_dir, fingerprint,
-                  llm=llm, decoding=fingerprint.decoding, concurrency=concurrency)
+    # the run's own settings through the one run path; only the tools (noisy) and the question subset differ
+    settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
+                           endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
+                           budget=fingerprint.budget, decoding=fingerprint.decoding, concurrency=concurrency)
+    search = SearchSetup(noisy, fingerprint.corpus_hash, fingerprint.index_hash, f"distractors at {ratio:g}",
+                         environment=fingerprint.environment)
+    start_run(release_info(release_dir), settings, search, probe_dir, questions=questions, agent=agent, llm=llm)
     parametric = parametric_from_probes(run_dir)
-    common = dict(environment=fingerprint.environment, store=store, parametric=parametric)
-    clean = {ep.id: ep for ep in episodes_for_run(traces, diagnostics, gold, **common)
+    clean = {ep.id: ep for ep in episodes_for_run(traces, diagnostics, gold, environment=fingerprint.environment,
+                                                    store=store, parametric=parametric)
              if ep.outcome not in ERROR_OUTCOMES}
-    noisy_eps = {ep.id: ep for ep in episodes_for_run(load_traces(probe_dir), diagnostics, gold, **common)
+    noisy_eps = {ep.id: ep for ep in episodes_for_run(load_traces(probe_dir), diagnostics, gold,
+                                                             environment=fingerprint.environment, store=store,
+                                                             parametric=parametric)
                  if ep.outcome not in ERROR_OUTCOMES}
     summary = {**lead_astray_summary(clean, noisy_eps, ratio=ratio, seed=seed),
                "probe_dir": str(probe_dir.relative_to(run_dir))}

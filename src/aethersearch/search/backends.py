@@ -14,6 +14,7 @@ from aethersearch.registry import resolve
 
 INDEX_BACKENDS: dict[str, str] = {
     "bm25": "aethersearch.search.bm25:BM25Index",
+    "bm25-maxscore": "aethersearch.search.bm25_maxscore:BM25MaxScoreIndex",
     "dense": "aethersearch.search.dense:DenseIndex",
     "hybrid": "aethersearch.search.hybrid:HybridIndex",
 }

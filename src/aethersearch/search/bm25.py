@@ -30,7 +30,7 @@ import time
 from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import Field
@@ -68,12 +68,22 @@ def _numba_available() -> bool:
     return True
 
 
+class TokenizerSettings(Protocol):
+    """The two settings tokenisation reads (both BM25 backends' configs have them)."""
+
+    @property
+    def stemmer(self) -> str | None: ...
+
+    @property
+    def stopwords(self) -> str | list[str] | None: ...
+
+
 class Tokenizer:
     """bm25s's default tokenisation with PyStemmer: one object shared by build and query."""
 
     _SPLIT = re.compile(r"(?u)\b\w\w+\b")
 
-    def __init__(self, config: BM25Config) -> None:
+    def __init__(self, config: TokenizerSettings) -> None:
         from bm25s.tokenization import _infer_stopwords
 
         words = config.stopwords
@@ -171,7 +181,7 @@ class BM25Index(IndexIdentity):
             corpus_ids.append(array("i", [i for i in ids if i >= 0]))
             if on_document is not None:
                 on_document(row + 1)
-        del word_ids
+        word_ids.clear()  # free it before the merge (the closure keeps the name)
         if not corpus_ids:
             raise ConfigError("cannot build a BM25 index over an empty corpus", fix="import a corpus with documents")
         tokenized_s = time.perf_counter() - started
@@ -237,7 +247,7 @@ class BM25Index(IndexIdentity):
         )
         docs, scores = np.asarray(docs), np.asarray(scores)
         for row, qi in enumerate(dense):
-            pairs = sorted(((float(s), int(d)) for d, s in zip(docs[row], scores[row]) if s > 0),
+            pairs = sorted(((float(s), int(d)) for d, s in zip(docs[row], scores[row], strict=True) if s > 0),
                            key=lambda p: (-p[0], p[1]))
             results[qi] = [(id_at(d), s) for s, d in pairs]
         return results

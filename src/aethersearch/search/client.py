@@ -23,6 +23,12 @@ from aethersearch.corpus.importers import parse_contents
 from aethersearch.errors import EndpointError
 from aethersearch.records import Document
 
+__all__ = [
+    "RetrievedDocument",
+    "SearchClient",
+    "TRANSIENT_STATUS",
+]
+
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 
 

@@ -152,6 +152,6 @@ class DenseIndex(IndexIdentity):
             best_scores = np.take_along_axis(scores, top, axis=1)
             best_rows = np.take_along_axis(rows, top, axis=1)
         for j, qi in enumerate(live):
-            pairs = sorted(zip(best_scores[j].tolist(), best_rows[j].tolist()), key=lambda p: (-p[0], p[1]))
+            pairs = sorted(zip(best_scores[j].tolist(), best_rows[j].tolist(), strict=True), key=lambda p: (-p[0], p[1]))
             results[qi] = [(self._store.id_at(r), float(s)) for s, r in pairs]
         return results

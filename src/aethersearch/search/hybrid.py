@@ -85,7 +85,7 @@ class HybridIndex(IndexIdentity):
         opened = cls._open(config, store)
         atomic_write_json(out_dir / HYBRID_DIR / "components.json",
                           [{"path": p, "backend": o.manifest["backend"], "index_hash": o.manifest["index_hash"]}
-                           for p, o in zip(config.indexes, opened)])
+                           for p, o in zip(config.indexes, opened, strict=True)])
         if on_document is not None:
             on_document(len(store))
         return {"documents": len(store), "components": len(opened)}
@@ -96,7 +96,10 @@ class HybridIndex(IndexIdentity):
         config = HybridConfig.model_validate(manifest["config"])
         opened = cls._open(config, store)
         recorded = loads((index_dir / HYBRID_DIR / "components.json").read_bytes())
-        for entry, component in zip(recorded, opened):
+        if len(recorded) != len(opened):
+            raise IntegrityError(f"{index_dir}: the hybrid records {len(recorded)} components but its config names {len(opened)}",
+                                 fix="rebuild the hybrid index")
+        for entry, component in zip(recorded, opened, strict=True):
             if entry["index_hash"] != component.manifest["index_hash"]:
                 raise IntegrityError(f"{index_dir}: component {entry['path']} changed since the hybrid was built",
                                      fix="rebuild the hybrid index")

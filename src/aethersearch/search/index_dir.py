@@ -24,7 +24,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -40,8 +41,13 @@ INDEX_KIND = "aethersearch-index"
 INDEX_MANIFEST = "index.json"
 
 
-class OpenedIndex(NamedTuple):
-    """A loaded index, the store its hits come from, and its manifest."""
+@dataclass(frozen=True)
+class OpenedIndex:
+    """A loaded index, the store its hits come from, and its manifest.
+
+    A frozen dataclass rather than a NamedTuple: a tuple's own ``index`` method
+    would shadow the ``index`` field's type.
+    """
 
     index: SearchIndex
     store: JsonlStore

@@ -4,17 +4,26 @@ Wire format (DESIGN.md, "Search-R1 retrieval API"), so Search-R1's own training
 and eval client works unmodified:
 
 * ``POST /retrieve`` ``{"queries": [str], "topk": int|null, "return_scores": bool}`` ->
-  ``{"result": [[{"document": {"id", "contents"}, "score"}, ...] per query]}`` when
-  ``return_scores`` is true, else ``{"result": [[{"id", "contents"}, ...]]}``; a null or
-  0 ``topk`` means the default (3). ``contents`` is ``"Title"\\nText``.
+  ``{"result": [[{"document": {"id", "contents", "url"}, "score"}, ...] per query]}`` when
+  ``return_scores`` is true, else ``{"result": [[{"id", "contents", "url"}, ...]]}``; a null
+  or 0 ``topk`` means the default (3). ``contents`` and ``id`` are the corpus row's own,
+  byte for byte (``"Title"\\nText`` when the corpus gave title and text separately);
+  ``url`` is the row's own url, else ``url_prefix`` + the quoted page id (ASearcher's
+  client reads ``url`` from every hit and later hands it to ``/access``).
 * ``POST /access`` ``{"urls": [str]}`` -> ``{"result": [page or null per url]}`` where a
-  page is ``{"url", "id", "title", "contents"}`` and a url is a page id or any URL whose
-  last path segment is one (ASearcher's local server returns null for unknown pages).
+  page is ``{"url", "id", "title", "contents"}``. A url is a page id, a passage id
+  (``Ancient_Rome#1`` opens page ``Ancient_Rome``) or a full URL: the whole path after
+  ``url_prefix`` or ``/wiki/`` is the id, so titles containing ``/`` (``AC/DC``) resolve.
 * ``GET /health`` -> backend, index and corpus hashes and sizes, and the limits.
 
-Unlike Search-R1's server it binds 127.0.0.1 by default, bounds every input (413 for
-the body size, 422 for topk, batch size, query length and url count, each message
-naming the limit) and never returns a document that is not in the store.
+Limits are set for Search-R1's shipped training scripts: it sends every active
+episode's query of a turn in one request (2,560 with ``train_grpo.sh``, 1,312 with
+verl's default validation batch) and crashes on any non-200, so the default batch
+limit is far above that. What is bounded instead is what a request can cost: the
+body size (413), topk, query length and url count (422), and the **response size**
+(413 as soon as the documents fetched for one request pass ``max_response_bytes``,
+so a small request can never make the server build a huge reply). It binds
+127.0.0.1 by default and never returns a document that is not in the store.
 
 Concurrency: the index call runs in a thread executor, never on the event loop.
 Requests that arrive while the index is busy are **micro-batched**: the next index
@@ -27,9 +36,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 from fastapi import FastAPI, Request
@@ -37,6 +50,8 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aethersearch.corpus.base import DocumentStore
+from aethersearch.corpus.chunking import passage_page
+from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 from aethersearch.search.base import SearchIndex
 
@@ -48,10 +63,14 @@ class ServerLimits(Record):
 
     default_topk: int = Field(default=3, ge=1)
     max_topk: int = Field(default=100, ge=1)
-    max_batch: int = Field(default=512, ge=1, description="queries per /retrieve request")
+    max_batch: int = Field(default=16384, ge=1, description="queries per /retrieve request (Search-R1 "
+                                                             "sends 2,560 per turn with train_grpo.sh)")
     max_query_chars: int = Field(default=4096, ge=1)
-    max_body_bytes: int = Field(default=1 << 20, ge=64)
+    max_body_bytes: int = Field(default=16 << 20, ge=64)
+    max_response_bytes: int = Field(default=64 << 20, ge=1024, description="documents fetched for one request")
     max_urls: int = Field(default=64, ge=1, description="urls per /access request")
+    url_prefix: str = Field(default="https://en.wikipedia.org/wiki/", min_length=1,
+                            description="url of a hit without its own url: this + the quoted page id")
     micro_batch: bool = True
     max_micro_batch: int = Field(default=2048, ge=1, description="queries per batched index call")
     workers: int = Field(default=1, ge=1, description="index calls running at once (executor threads)")
@@ -89,15 +108,66 @@ def _json(body: Any, status: int = 200) -> Response:
 
 
 def _contents(raw: dict[str, Any]) -> str:
+    """The row's own ``contents`` when the corpus had one that rebuilding would change, else rebuilt."""
+    own = raw.get("source_contents")
+    if own is not None:
+        return str(own)
     return f'"{raw.get("title", "")}"\n{raw.get("text", "")}'
+
+
+def _wire_id(raw: dict[str, Any]) -> Any:
+    own = raw.get("source_id")
+    return own if own is not None else raw["id"]
+
+
+_URL_SAFE = "/:()',!*@$;~+="
+
+
+def url_for(page_id: str, prefix: str) -> str:
+    """The url a hit carries when its row has none: ``prefix`` + the page id, quoted so it round-trips."""
+    return prefix + quote(page_id, safe=_URL_SAFE)
+
+
+def id_candidates(url: str, prefix: str) -> list[str]:
+    """Ids an ASearcher ``/access`` url may name, most specific first.
+
+    The whole path after ``prefix`` (or after ``/wiki/``, or the ``title=`` query of
+    ``index.php``) is the id, so ``.../wiki/AC/DC`` names ``AC/DC``, never ``DC``; the
+    url itself is also tried, so bare ids and passage ids work too.
+    """
+    found: list[str] = []
+    if url.startswith(prefix):
+        found.append(unquote(url[len(prefix):]))
+    elif "://" in url:
+        parts = urlsplit(url.replace("index.php/", "index.php?title="))
+        if "title=" in parts.query:
+            found.append(unquote(parts.query.split("title=", 1)[1].split("&", 1)[0]))
+        elif "/wiki/" in parts.path:
+            found.append(unquote(parts.path.split("/wiki/", 1)[1]))
+        else:
+            found.append(unquote(parts.path.rstrip("/").rsplit("/", 1)[-1]))
+    found.append(url)
+    out: list[str] = []
+    for candidate in found:
+        for variant in (candidate, candidate.split("#", 1)[0], candidate.replace("_", " "), candidate.replace(" ", "_")):
+            if variant and variant not in out:
+                out.append(variant)
+    return out
+
+
+class ResponseTooLarge(Exception):
+    """The documents fetched for one request passed ``max_response_bytes``."""
 
 
 class Retriever:
     """Runs ``index.search`` and fetches contents; the part that runs in the executor."""
 
-    def __init__(self, index: SearchIndex, store: DocumentStore) -> None:
+    def __init__(self, index: SearchIndex, store: DocumentStore, limits: ServerLimits | None = None, *,
+                 pages_separate: bool = False) -> None:
         self.index = index
         self.store = store
+        self.limits = limits or ServerLimits()
+        self.pages_separate = pages_separate  # hits are passages whose url names their page
         self._raw = getattr(store, "raw_at", None)
         self._row_of = getattr(store, "row_of", None)
 
@@ -114,16 +184,61 @@ class Retriever:
             raw = self.store.get(doc_id).model_dump()
         return raw
 
-    def __call__(self, queries: list[str], k: int) -> list[list[tuple[dict[str, str], float]]]:
-        out = []
-        for hits in self.index.search(queries, k):
+    def resolve(self, url: str) -> dict[str, Any] | None:
+        """The stored row an ``/access`` url names (page or passage id, or full URL), or None."""
+        for candidate in id_candidates(url, self.limits.url_prefix):
+            raw = self.fetch(candidate)
+            if raw is None and passage_page(candidate) != candidate:
+                raw = self.fetch(passage_page(candidate))
+            if raw is not None:
+                return raw
+        return None
+
+    def wire(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """A hit as the wire carries it: the row's own id and contents, and a url ``/access`` resolves."""
+        url = raw.get("url")
+        if not url:
+            page = passage_page(str(raw["id"])) if self.pages_separate else str(raw["id"])
+            url = url_for(page, self.limits.url_prefix)
+        return {"id": _wire_id(raw), "contents": _contents(raw), "url": url}
+
+    def hits(self, results: list[list[tuple[str, float]]]) -> list[list[tuple[dict[str, Any], float]]]:
+        """Documents for one request's hits; ``ResponseTooLarge`` once they pass the response limit."""
+        budget, out = self.limits.max_response_bytes, []
+        for hits in results:
             rows = []
             for doc_id, score in hits:
                 raw = self.fetch(doc_id)
-                if raw is not None:  # never a phantom document
-                    rows.append(({"id": doc_id, "contents": _contents(raw)}, float(score)))
+                if raw is None:  # never a phantom document
+                    continue
+                doc = self.wire(raw)
+                budget -= len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
+                if budget < 0:
+                    raise ResponseTooLarge()
+                rows.append((doc, float(score)))
             out.append(rows)
         return out
+
+    def __call__(self, requests: list[list[str]], k: int) -> list[Any]:
+        """One batched index call for several requests' queries; per request its hits or its error."""
+        flat = [q for queries in requests for q in queries]
+        results = self.index.search(flat, k) if flat else []
+        out: list[Any] = []
+        start = 0
+        for queries in requests:
+            try:
+                out.append(self.hits(results[start:start + len(queries)]))
+            except ResponseTooLarge:
+                out.append(HTTPProblem(413, too_large(self.limits, len(queries), k)))
+            start += len(queries)
+        return out
+
+
+def too_large(limits: ServerLimits, queries: int, k: int) -> str:
+    """The 413 message for a reply that would pass the response limit."""
+    return (f"the reply to {queries} queries at topk {k} would exceed the response limit of "
+            f"{limits.max_response_bytes:,} bytes; send fewer queries per request or a smaller topk, "
+            "or raise the limit with `aether serve --max-response-mb`")
 
 
 class MicroBatcher:
@@ -145,16 +260,20 @@ class MicroBatcher:
             self._workers = [loop.create_task(self._work()) for _ in range(self.limits.workers)]
         return self._queue
 
-    async def run(self, queries: list[str], k: int) -> list[list[tuple[dict[str, str], float]]]:
+    async def run(self, queries: list[str], k: int) -> list[list[tuple[dict[str, Any], float]]]:
         """Results for ``queries`` at ``k``, computed in a (possibly shared) batched call."""
         loop = asyncio.get_running_loop()
         if not self.limits.micro_batch:
             self.calls += 1
-            return await loop.run_in_executor(self.executor, self.fn, queries, k)
-        queue = self._ensure_started()
-        future: asyncio.Future[Any] = loop.create_future()
-        queue.put_nowait((queries, k, future))
-        return await future  # type: ignore[no-any-return]
+            (result,) = await loop.run_in_executor(self.executor, self.fn, [queries], k)
+        else:
+            queue = self._ensure_started()
+            future: asyncio.Future[Any] = loop.create_future()
+            queue.put_nowait((queries, k, future))
+            result = await future
+        if isinstance(result, HTTPProblem):
+            raise result
+        return result  # type: ignore[no-any-return]
 
     async def _work(self) -> None:
         assert self._queue is not None
@@ -170,20 +289,17 @@ class MicroBatcher:
             for item in batch:
                 groups.setdefault(item[1], []).append(item)
             for k, items in groups.items():
-                flat = [q for item in items for q in item[0]]
                 try:
                     self.calls += 1
-                    results = await loop.run_in_executor(self.executor, self.fn, flat, k)
-                except Exception as exc:  # the index failed: every waiting request gets the error
+                    results = await loop.run_in_executor(self.executor, self.fn, [item[0] for item in items], k)
+                except Exception as exc:  # noqa: BLE001 -- forwarded: every waiting request gets the error
                     for _, _, future in items:
                         if not future.done():
                             future.set_exception(exc)
                     continue
-                start = 0
-                for queries, _, future in items:
+                for (_, _, future), result in zip(items, results, strict=True):
                     if not future.done():
-                        future.set_result(results[start:start + len(queries)])
-                    start += len(queries)
+                        future.set_result(result)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -272,16 +388,6 @@ def _validate_retrieve(req: RetrieveRequest, limits: ServerLimits) -> int:
     return topk
 
 
-def page_id_of(url: str) -> str:
-    """The page id an ASearcher url names: the id itself, or the last path segment of a URL."""
-    if "://" not in url:
-        return url
-    parts = urlsplit(url)
-    if "title=" in parts.query:
-        return unquote(parts.query.split("title=", 1)[1].split("&", 1)[0])
-    return unquote(parts.path.rstrip("/").rsplit("/", 1)[-1])
-
-
 def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | None = None, *,
                pages: DocumentStore | None = None) -> FastAPI:
     """The FastAPI app serving ``index`` with contents from ``store``.
@@ -290,8 +396,8 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     passages (``corpus import --chunk ... --pages-out``); by default it is ``store``.
     """
     limits = limits or ServerLimits()
-    retriever = Retriever(index, store)
-    page_reader = Retriever(index, pages) if pages is not None else retriever
+    retriever = Retriever(index, store, limits, pages_separate=pages is not None)
+    page_reader = Retriever(index, pages, limits) if pages is not None else retriever
     executor = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="aether-index")
     batcher = MicroBatcher(retriever, executor, limits)
     app = FastAPI(title="aethersearch retrieval server", docs_url=None, redoc_url=None)
@@ -308,6 +414,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
         req = _parse(raw, RetrieveRequest)
         topk = _validate_retrieve(req, limits)
         results = await batcher.run(req.queries, topk) if req.queries else []
+        body: list[list[Any]]
         if req.return_scores:
             body = [[{"document": doc, "score": score} for doc, score in hits] for hits in results]
         else:
@@ -324,10 +431,18 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
 
         def pages() -> list[dict[str, Any] | None]:
             out: list[dict[str, Any] | None] = []
+            budget = limits.max_response_bytes
             for url in req.urls:
-                raw = page_reader.fetch(page_id_of(url))
-                out.append(None if raw is None else {"url": url, "id": raw["id"], "title": raw.get("title", ""),
-                                                     "contents": _contents(raw)})
+                raw = page_reader.resolve(url)
+                if raw is None:
+                    out.append(None)
+                    continue
+                page = {"url": url, "id": _wire_id(raw), "title": raw.get("title", ""), "contents": _contents(raw)}
+                budget -= len(page["contents"]) + len(page["title"]) + len(url) + 64
+                if budget < 0:
+                    raise HTTPProblem(413, f"the pages for {len(req.urls)} urls exceed the response limit of "
+                                           f"{limits.max_response_bytes:,} bytes; ask for fewer urls per request")
+                out.append(page)
             return out
 
         return _json({"result": await asyncio.get_running_loop().run_in_executor(executor, pages)})
@@ -369,9 +484,79 @@ def app_from_env() -> FastAPI:
     return _open_app(settings["index"], ServerLimits.model_validate(settings["limits"]), settings["pages"])
 
 
+LIMIT_OPTIONS = {"max_topk": "--max-topk", "max_batch": "--max-batch", "max_query_chars": "--max-query-chars",
+                 "max_body_bytes": "--max-body-mb", "max_response_bytes": "--max-response-mb",
+                 "max_urls": "--max-urls", "workers": "--workers", "url_prefix": "--url-prefix",
+                 "default_topk": "--default-topk", "max_micro_batch": "--max-micro-batch"}
+
+
+def limits_from_options(**values: Any) -> ServerLimits:
+    """``ServerLimits`` from command-line values; a bad value is a ``ConfigError`` naming its option."""
+    try:
+        return ServerLimits(**values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "?"
+            problems.append(f"{LIMIT_OPTIONS.get(field, field)} {values.get(field)!r}: {error['msg']}")
+        raise ConfigError("invalid server option: " + "; ".join(problems),
+                          fix="see `aether serve --help` for each option's range") from None
+
+
+def check_bindable(host: str, port: int) -> None:
+    """``ConfigError`` unless ``host:port`` is a valid, free address (checked before the index loads)."""
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"--port {port} is not a TCP port", fix="use a port between 1 and 65535")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host!r} does not resolve: {exc.strerror}",
+                          fix="use an address such as 127.0.0.1 or 0.0.0.0") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}",
+                              fix="choose another --port (or stop what is using it)") from None
+
+
+def _probe_host(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
+
+
+def announce_when_ready(host: str, port: int, on_ready: Callable[[str], None], *,
+                        poll_s: float = 0.05, give_up: threading.Event | None = None) -> threading.Thread:
+    """Call ``on_ready(url)`` once ``GET /health`` answers 200 on ``host:port``, from a daemon thread.
+
+    Why poll: uvicorn reports nothing a caller can wait on (and with several worker
+    processes the parent never serves), so "ready" means what a client sees: the port
+    accepts and the app answers. A server that fails to start never announces.
+    """
+    import httpx
+
+    url = f"http://{host}:{port}"
+    probe = f"http://{_probe_host(host)}:{port}/health"
+
+    def wait() -> None:
+        while give_up is None or not give_up.is_set():
+            try:
+                if httpx.get(probe, timeout=2.0).status_code == 200:
+                    on_ready(url)
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(poll_s)
+
+    thread = threading.Thread(target=wait, name="aether-ready", daemon=True)
+    thread.start()
+    return thread
+
+
 def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: ServerLimits | None = None,
           pages_dir: str | None = None, processes: int = 1, log_level: str = "warning",
-          http: str = "auto", loop: str = "auto") -> None:
+          http: str = "auto", loop: str = "auto", on_ready: Callable[[str], None] | None = None) -> None:
     """Serve an index directory (and optionally a page store for ``/access``) until interrupted.
 
     ``processes > 1`` runs that many uvicorn worker processes on one port; HTTP parsing
@@ -379,26 +564,40 @@ def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: 
     ``http``/``loop`` pick uvicorn's HTTP parser and event loop: ``auto`` uses httptools
     and uvloop when installed (``uvicorn[standard]``), which cuts the per-request cost
     that dominates one-query requests; ``h11``/``asyncio`` force the pure-Python ones.
+    ``on_ready(url)`` is called once the server answers ``/health`` (never if start-up fails).
     """
     import importlib.util
 
     import uvicorn
-
-    from aethersearch.errors import ConfigError
 
     for what, value, choices in (("http", http, ("auto", "h11", "httptools")), ("loop", loop, ("auto", "asyncio", "uvloop"))):
         if value not in choices:
             raise ConfigError(f"unknown --{what} {value!r}", fix=f"use one of: {', '.join(choices)}")
         if value in ("httptools", "uvloop") and importlib.util.find_spec(value) is None:
             raise ConfigError(f"--{what} {value} needs the {value} package", fix="pip install 'uvicorn[standard]'")
-    if processes <= 1:
-        app = _open_app(index_dir, limits, pages_dir)
-        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, http=http, loop=loop)
-        return
-    from aethersearch.search.index_dir import open_index
+    if processes < 1:
+        raise ConfigError(f"--processes {processes} must be at least 1", fix="pass --processes 1 or more")
+    check_bindable(host, port)
+    stop = threading.Event()
+    try:
+        if processes == 1:
+            app = _open_app(index_dir, limits, pages_dir)
+            if on_ready is not None:
+                announce_when_ready(host, port, on_ready, give_up=stop)
+            uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, http=http, loop=loop)
+            return
+        from aethersearch.search.index_dir import open_index
 
-    open_index(index_dir)  # fail here, with a clean message, rather than in every worker
-    os.environ[SERVE_ENV] = orjson.dumps({"index": str(index_dir), "pages": pages_dir,
-                                          "limits": (limits or ServerLimits()).model_dump()}).decode()
-    uvicorn.run("aethersearch.search.server:app_from_env", factory=True, workers=processes, host=host, port=port,
-                log_level=log_level, access_log=False, http=http, loop=loop)
+        open_index(index_dir)  # fail here, with a clean message, rather than in every worker
+        if pages_dir:
+            from aethersearch.corpus.store import open_store
+
+            open_store(pages_dir)
+        os.environ[SERVE_ENV] = orjson.dumps({"index": str(index_dir), "pages": pages_dir,
+                                              "limits": (limits or ServerLimits()).model_dump()}).decode()
+        if on_ready is not None:
+            announce_when_ready(host, port, on_ready, give_up=stop)
+        uvicorn.run("aethersearch.search.server:app_from_env", factory=True, workers=processes, host=host,
+                    port=port, log_level=log_level, access_log=False, http=http, loop=loop)
+    finally:
+        stop.set()

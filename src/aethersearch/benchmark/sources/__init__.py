@@ -55,7 +55,8 @@ def read_source(fmt: str, path: Path, *, dataset: str, split: str, source_file: 
                           fix=f"valid options for {fmt}: {valid or 'none'}")
     for name in PATH_OPTIONS & set(options):
         options[name] = Path(options[name])
-    return reader(SourceContext(Path(path), dataset, split, source_file), **options)
+    rows: SourceRows = reader(SourceContext(Path(path), dataset, split, source_file), **options)
+    return rows
 
 
 __all__ = ["FORMATS", "Candidate", "SourceContext", "SourceRows", "option_names", "read_source"]

@@ -1,0 +1,68 @@
+"""`aether export verl|flashrag` and `aether import verl`: files the training tools read and write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from aethersearch.commands.progress import make_console
+from rich.markup import escape
+
+console = make_console()
+
+
+def register(app: typer.Typer) -> None:
+    """Add the export and import commands to the CLI."""
+    export_app = typer.Typer(help="Write a release as a trainer's validation file (carries gold by design).",
+                             no_args_is_help=True)
+    import_app = typer.Typer(help="Read what a trainer wrote back as a run directory.", no_args_is_help=True)
+    app.add_typer(export_app, name="export")
+    app.add_typer(import_app, name="import")
+
+    @export_app.command("verl")
+    def export_verl(
+        release: Path = typer.Argument(..., help="release directory"),  # noqa: B008
+        out: Path = typer.Option(..., "--out", "-o", help="parquet file to write, e.g. val.parquet"),  # noqa: B008
+    ) -> None:
+        """verl / Search-R1 validation parquet (data_source, prompt, ability, reward_model, extra_info)."""
+        from aethersearch.interop.exports import export_verl as run, sidecar_path
+
+        sidecar = run(release, out)
+        console.print(f"[green]wrote[/] {sidecar.rows:,} rows of release {escape(sidecar.release_id)} to "
+                      f"{escape(str(out))} (sidecar {escape(str(sidecar_path(out)))})", soft_wrap=True)
+        console.print("reward: custom_reward_function.path=" + escape(_reward_path()) + " name=compute_score",
+                      soft_wrap=True)
+
+    @export_app.command("flashrag")
+    def export_flashrag(
+        release: Path = typer.Argument(..., help="release directory"),  # noqa: B008
+        out: Path = typer.Option(..., "--out", "-o", help="jsonl file to write"),  # noqa: B008
+    ) -> None:
+        """FlashRAG dataset jsonl (id, question, golden_answers)."""
+        from aethersearch.interop.exports import export_flashrag as run, sidecar_path
+
+        sidecar = run(release, out)
+        console.print(f"[green]wrote[/] {sidecar.rows:,} rows of release {escape(sidecar.release_id)} to "
+                      f"{escape(str(out))} (sidecar {escape(str(sidecar_path(out)))})", soft_wrap=True)
+
+    @import_app.command("verl")
+    def import_verl(
+        generations: Path = typer.Argument(..., help="a {step}.jsonl from verl's trainer.validation_data_dir"),  # noqa: B008
+        release: Path = typer.Option(..., "--release", help="the release the validation parquet came from"),  # noqa: B008
+        out: Path = typer.Option(..., "--out", "-o", help="run directory to write"),  # noqa: B008
+        model: str | None = typer.Option(None, "--model", help="run label (default: step-N)"),
+        force: bool = typer.Option(False, "--force", help="replace an existing run directory"),
+    ) -> None:
+        """Import verl validation generations as a run directory (then `aether score OUT --release DIR`)."""
+        from aethersearch.interop.verl_import import import_generations
+
+        result = import_generations(generations, release, out, model=model, force=force)
+        console.print(f"[green]imported[/] {result.imported:,} generations (of {result.release_rows:,} release rows)"
+                      f" into {escape(str(result.run_dir))}; next: aether score {escape(str(result.run_dir))} "
+                      f"--release {escape(str(release))}", soft_wrap=True)
+
+
+def _reward_path() -> str:
+    from aethersearch.interop import verl_reward
+
+    return str(verl_reward.__file__)

@@ -1,0 +1,123 @@
+"""``aether import verl``: verl's dumped validation generations as a run directory.
+
+verl (``RayPPOTrainer._dump_generations``, enabled by
+``trainer.validation_data_dir``) writes ``{step}.jsonl`` with one line per sample:
+``input`` (decoded prompt), ``output`` (decoded response), ``gts`` (the row's
+``reward_model.ground_truth``), ``score``, ``step`` and every key the reward
+function returned. Importing writes ``run.json`` + ``traces.jsonl`` so ``aether
+score``, ``compare`` and ``report`` work on evaluations done inside the trainer.
+
+Each line is bound to its release row by the ``aether_row_id`` our reward function
+returns (``interop.verl_reward``); without it, by the question in the prompt
+(Search-R1's template ends ``Question: {question}``). The line's ``gts`` must equal
+that row's gold: generations scored against other gold are refused, not imported.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from aethersearch.errors import ConfigError, DataError, IntegrityError
+from aethersearch.interop.exports import question_as_searchr1_sees_it, read_release
+from aethersearch.interop.verl_reward import AGENT, ROW_KEY, golds_of, response_trace
+from aethersearch.jsonl import atomic_write_bytes, atomic_write_json, encode_jsonl, iter_jsonl, sha256_file
+from aethersearch.records import Budget, Decoding, RunFingerprint, Trace
+from aethersearch.rollout.fingerprint import release_info
+from aethersearch.scoring.extract import SEARCHR1_PROMPT
+from aethersearch.text import question_key
+
+IMPORT_FILE = "import.json"
+_QUESTION = re.compile(r"Question: (.*?)\n", re.DOTALL)
+
+
+class ImportResult(NamedTuple):
+    """What an import wrote: the run directory, how many generations, and which release rows they cover."""
+
+    run_dir: Path
+    imported: int
+    release_rows: int
+    step: int | None
+
+
+def _row_for(line: dict[str, Any], path: Path, number: int, by_id: dict[str, int],
+             by_question: dict[str, list[int]]) -> int:
+    row_id = line.get(ROW_KEY)
+    if isinstance(row_id, str) and row_id:
+        if row_id not in by_id:
+            raise DataError(path, f"{ROW_KEY} {row_id!r} is not a row of the release", line=number,
+                            fix="import against the release the validation file was exported from")
+        return by_id[row_id]
+    found = _QUESTION.findall(str(line.get("input", "")))
+    if not found:
+        raise DataError(path, f"no {ROW_KEY} and no 'Question: ...' in the prompt to find the release row",
+                        line=number, fix="validate with the reward function aethersearch.interop.verl_reward")
+    candidates = by_question.get(question_key(found[-1]), [])
+    if len(candidates) != 1:
+        what = "matches no release question" if not candidates else "matches several release questions"
+        raise DataError(path, f"prompt question {found[-1]!r} {what}", line=number,
+                        fix="validate with aethersearch.interop.verl_reward so each line names its row")
+    return candidates[0]
+
+
+def import_generations(generations: Path, release_dir: Path, out: Path, *, model: str | None = None,
+                       force: bool = False) -> ImportResult:
+    """Write ``out`` (run.json, traces.jsonl, import.json) from one verl generations dump."""
+    generations, release_dir, out = Path(generations), Path(release_dir), Path(out)
+    if not generations.is_file():
+        raise DataError(generations, "generations file does not exist",
+                        fix="pass a {step}.jsonl that verl wrote under trainer.validation_data_dir")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
+    release = read_release(release_dir)
+    info = release_info(release_dir)
+    by_id = {row.id: index for index, row in enumerate(release.rows)}
+    by_question: dict[str, list[int]] = {}
+    for index, row in enumerate(release.rows):
+        by_question.setdefault(question_key(question_as_searchr1_sees_it(row.question)), []).append(index)
+    traces: list[Trace] = []
+    seen: dict[int, int] = {}
+    steps: set[int] = set()
+    for number, line in iter_jsonl(generations):
+        if not isinstance(line, dict) or not isinstance(line.get("output"), str):
+            raise DataError(generations, "expected an object with a string 'output'", line=number,
+                            fix="pass the jsonl verl's _dump_generations wrote")
+        index = _row_for(line, generations, number, by_id, by_question)
+        row = release.rows[index]
+        if index in seen:
+            raise DataError(generations, f"row {row.id!r} appears twice (lines {seen[index]} and {number}); "
+                                         "several samples per prompt", line=number,
+                            fix="validate with one sample per prompt (val_kwargs.n=1), or split the file")
+        seen[index] = number
+        if "gts" in line and sorted(golds_of(line["gts"])) != sorted(row.answers):
+            raise IntegrityError(f"{generations}:{number}: gold {golds_of(line['gts'])!r} differs from release "
+                                 f"row {row.id!r} ({row.answers!r})",
+                                 fix="import against the release the validation parquet was exported from")
+        if isinstance(line.get("step"), int):
+            steps.add(line["step"])
+        traces.append(response_trace(row.id, question_as_searchr1_sees_it(row.question), line["output"]))
+    if not traces:
+        raise DataError(generations, "no generations in the file", fix="check trainer.validation_data_dir")
+    step = max(steps) if steps else None
+    fingerprint = RunFingerprint(
+        release_id=info.release_id, release_data_sha256=info.data_sha256, rollout_sha256=info.rollout_sha256,
+        question_count=len(release.rows), corpus_hash=None, index_hash=None, agent=AGENT,
+        agent_config={"source": "verl validation generations", "step": step,
+                      "decoding": "set by the trainer; not recorded in verl's dump"},
+        prompt_template_hash=None, budget=Budget(max_tool_calls=None, max_turns=None), endpoint=None,
+        model=model or (f"step-{step}" if step is not None else generations.stem), decoding=Decoding(),
+        software_version=_version())
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "traces.jsonl", encode_jsonl(traces))
+    atomic_write_json(out / IMPORT_FILE, {"kind": "aethersearch-verl-import", "generations": str(generations),
+                                          "generations_sha256": sha256_file(generations), "lines": len(traces),
+                                          "step": step, "prompt_template": SEARCHR1_PROMPT})
+    atomic_write_json(out / "run.json", fingerprint.model_dump(mode="json"))
+    return ImportResult(out, len(traces), len(release.rows), step)
+
+
+def _version() -> str:
+    from aethersearch import __version__
+
+    return __version__

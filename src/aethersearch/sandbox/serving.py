@@ -1,0 +1,108 @@
+"""What the sandbox serves an agent: the snippet policy, the public view of a call, and hop statements.
+
+Why one module: three places must agree byte for byte on what an agent was
+shown -- the episode that serves it, the no-leak test that compares it with a
+world where masked pages do not exist, and the factorised scorer that decides
+which hops of a chain the agent was *told* (``scoring.factorised``). They all
+call the functions below, so the rule lives in one place.
+
+**Snippet policy** (WebDetective: search shows titles and snippets; a page's
+facts are read by visiting it). A search hit is served as its id, title and url
+plus a snippet of at most :data:`SNIPPET_SENTENCES` whole sentences of the page
+*as the mask renders it*: the sentences sharing most query words (ties: earlier
+first; none shared: the first sentence), in page order, each cut at
+:data:`SNIPPET_SENTENCE_CHARS` characters (a cut sentence ends in `` ...``).
+Search never serves links; only ``visit`` serves a page's full text and links,
+and ``visit`` refuses a locked page. So a locked page's text is never served,
+and an unlocked chain page's full text only by a visit the mask allows; a
+snippet can still state a hop (the sentence naming the next entity) when the
+query asks for it, which the scorer counts (judged from the served text).
+
+**Public calls.** The action log keeps everything for scoring (masked ids
+included, :attr:`records.ToolCall.suppressed_ids`); what the agent receives is
+:func:`public_call`: the same record with ``suppressed_ids`` empty (and the HTTP
+server drops the key altogether). A masked page is therefore indistinguishable
+from a nonexistent one in every agent-facing response: same refusal text, same
+result list, no ids, titles or counts of what was withheld. (Timing fields
+``elapsed_s``/``started_at`` are wall-clock measurements and are not compared.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from aethersearch.records import Document, ToolCall
+from aethersearch.sandbox.mask import ChainMask, split_sentences
+
+SNIPPET_SENTENCES = 2
+SNIPPET_SENTENCE_CHARS = 240
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset(("a", "an", "the", "of", "in", "on", "at", "to", "for", "and", "or", "is", "was", "were",
+                   "are", "be", "by", "with", "from", "as", "what", "which", "who", "whom", "whose", "where",
+                   "when", "how", "why", "did", "does", "do"))
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text)} - _STOP
+
+
+def sentences(text: str) -> list[str]:
+    """The stripped, non-empty sentences of ``text`` (the mask's own sentence rule)."""
+    return [s.strip() for s in split_sentences(text) if s.strip()]
+
+
+def snippet(text: str, query: str) -> str:
+    """The search snippet of a page text for ``query`` (see the module's snippet policy)."""
+    parts = sentences(text)
+    if not parts:
+        return ""
+    terms = _words(query)
+    scored = sorted(range(len(parts)), key=lambda i: (-len(terms & _words(parts[i])), i))
+    chosen = [i for i in scored[:SNIPPET_SENTENCES] if terms & _words(parts[i])] or [0]
+    cut = [parts[i] if len(parts[i]) <= SNIPPET_SENTENCE_CHARS else parts[i][:SNIPPET_SENTENCE_CHARS] + " ..."
+           for i in sorted(chosen)]
+    return " ".join(cut)
+
+
+def render_page(mask: ChainMask | None, doc: Document) -> Document:
+    """A page as ``visit`` serves it: the mask's rendering (or the page itself without a mask)."""
+    return doc if mask is None else mask.render(doc)
+
+
+def search_hit(mask: ChainMask | None, doc: Document, query: str) -> Document:
+    """A page as ``search`` serves it: id, title, url and a snippet of the rendered text; no links."""
+    page = render_page(mask, doc)
+    return Document(id=page.id, title=page.title, url=page.url, text=snippet(page.text, query), links=[])
+
+
+def public_call(call: ToolCall) -> ToolCall:
+    """The agent-facing copy of a logged call: nothing about masked pages."""
+    return call if not call.suppressed_ids else call.model_copy(update={"suppressed_ids": []})
+
+
+PUBLIC_CALL_EXCLUDE = frozenset({"suppressed_ids"})
+
+
+def hop_statements(mask: ChainMask, pages: Sequence[Document]) -> list[tuple[str, ...]]:
+    """Per hop i (``v(i-1) -> v(i)``), the sentences of ``v(i-1)``'s served page that mention ``v(i)``.
+
+    ``pages`` are the chain's pages ``v0..vn`` in path order. These sentences
+    are the hop's evidence (WebDetective: the page of ``v(i-1)`` states the link
+    to ``v(i)``); the mask keeps them only on ``v(i-1)`` (and ``v(i)`` itself).
+    An empty tuple means the page states the hop only by its link.
+    """
+    if [p.id for p in pages] != list(mask.path):
+        raise ValueError(f"hop_statements needs the chain's pages in path order {list(mask.path)}, "
+                         f"got {[p.id for p in pages]}")
+    out: list[tuple[str, ...]] = []
+    for i in range(1, len(pages)):
+        pattern = mask.pattern_of(mask.path[i])
+        text = render_page(mask, pages[i - 1]).text
+        out.append(tuple(s for s in sentences(text) if pattern is not None and pattern.search(s)))
+    return out
+
+
+def states_hop(served_text: str, statements: Sequence[str]) -> bool:
+    """Whether ``served_text`` contains one of a hop's statements in full."""
+    return any(statement in served_text for statement in statements)

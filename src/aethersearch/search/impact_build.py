@@ -1,0 +1,187 @@
+"""Streaming build of a BM25 impact index (CSR by term) with bounded memory.
+
+Why streaming: at wiki-18 scale (21M passages, ~1.4 billion postings) holding every
+document's token list in memory, as bm25s's ``index`` does, does not fit a shared
+24 GiB machine. Here documents are tokenised once, in row order, into chunks of at
+most ``chunk_tokens`` token ids; each chunk becomes sorted ``(term, row, tf)`` runs
+spilled to disk. Once every document length is known (BM25 needs the corpus average),
+the runs are merged term range by term range into the final arrays, each range
+filled in memory and written sequentially, so peak memory is one chunk plus one
+range buffer plus the vocabulary, whatever the corpus size.
+
+Impacts follow bm25s's formulas (idf by ``method``, tf part ``tf / (tf + k1 (1 - b +
+b |d| / avgdl))``), computed in float64 and stored as float32.
+"""
+
+from __future__ import annotations
+
+import shutil
+from array import array
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from aethersearch.errors import ConfigError
+
+INDPTR, DOCS, IMPACTS, MAX_IMPACT = "indptr.npy", "docs.npy", "impacts.npy", "max_impact.npy"
+
+
+class BuildStats(NamedTuple):
+    """What the build measured: sizes for the manifest and the benchmark."""
+
+    documents: int
+    vocabulary: int
+    postings: int
+    avg_doc_len: float
+    chunks: int
+
+
+def idf(method: str, n_docs: int, df: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """Per-term idf in float64 for the non-negative bm25s methods (``lucene``, ``atire``)."""
+    d = df.astype(np.float64)
+    if method == "lucene":
+        return np.log1p((n_docs - d + 0.5) / (d + 0.5))
+    if method == "atire":
+        return np.log(n_docs / np.maximum(d, 1.0))
+    raise ConfigError(f"BM25 method {method!r} has no non-negative impacts", fix="use 'lucene' or 'atire'")
+
+
+def impacts_of(tf: npt.NDArray[Any], doc_len: npt.NDArray[Any], term_idf: npt.NDArray[np.float64],
+               k1: float, b: float, avg_doc_len: float) -> npt.NDArray[np.float32]:
+    """float32 BM25 impact of each (tf, document length, term idf) triple: the one scoring rule."""
+    tf64 = tf.astype(np.float64)
+    norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avg_doc_len)
+    return (term_idf * (tf64 / (tf64 + norm))).astype(np.float32)
+
+
+class _Spill:
+    """Sorted ``(term, row, tf)`` runs of consecutive row ranges, saved as .npy files."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.runs: list[Path] = []
+        self.df = np.zeros(0, np.int64)
+
+    def add(self, tokens: array[int], bounds: array[int], first_row: int, vocab_size: int) -> None:
+        """Turn one chunk (token ids, per-document end offsets) into a sorted run."""
+        ids = np.frombuffer(tokens, dtype=np.int32).astype(np.int64)
+        ends = np.frombuffer(bounds, dtype=np.int64)
+        n_docs = len(ends)
+        local = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(ends, prepend=0))
+        keys, tf = np.unique(ids * n_docs + local, return_counts=True)
+        terms = (keys // n_docs).astype(np.int32)
+        rows = (keys % n_docs + first_row).astype(np.int32)
+        path = self.directory / f"run{len(self.runs):05d}"
+        for name, values in (("terms", terms), ("rows", rows), ("tf", tf.astype(np.int32))):
+            np.save(path.with_suffix(f".{name}.npy"), values)  # separate .npy files: the merge memory-maps them
+        self.runs.append(path)
+        counts = np.bincount(terms, minlength=vocab_size)
+        if len(self.df) < vocab_size:
+            self.df = np.concatenate([self.df, np.zeros(vocab_size - len(self.df), np.int64)])
+        self.df[: len(counts)] += counts
+
+
+def tokenise_into_runs(texts: Iterable[str], tokenize: Callable[[str], list[int]], spill_dir: Path,
+                       vocab_size: Callable[[], int], chunk_tokens: int,
+                       on_document: Callable[[int], None] | None) -> tuple[_Spill, npt.NDArray[np.int32]]:
+    """Pass 1: token ids per document, spilled in chunks; returns the runs and document lengths."""
+    spill = _Spill(spill_dir)
+    lengths = array("i")
+    tokens: array[int] = array("i")
+    bounds: array[int] = array("q")
+    first_row = 0
+    row = 0
+    for row, text in enumerate(texts, start=1):
+        ids = tokenize(text)
+        tokens.extend(ids)
+        bounds.append(len(tokens))
+        lengths.append(len(ids))
+        if len(tokens) >= chunk_tokens:
+            spill.add(tokens, bounds, first_row, vocab_size())
+            first_row = row
+            tokens, bounds = array("i"), array("q")
+        if on_document is not None and (row % 1000 == 0):
+            on_document(row)
+    if bounds:
+        spill.add(tokens, bounds, first_row, vocab_size())
+    if on_document is not None:
+        on_document(row)
+    return spill, np.frombuffer(lengths, dtype=np.int32).copy()
+
+
+def write_csr(spill: _Spill, doc_len: npt.NDArray[np.int32], vocab_size: int, out_dir: Path, *, k1: float,
+              b: float, method: str, range_postings: int) -> BuildStats:
+    """Pass 2: merge the runs into ``indptr``/``docs``/``impacts``/``max_impact`` under ``out_dir``."""
+    n_docs = len(doc_len)
+    if n_docs == 0:
+        raise ConfigError("cannot build a BM25 index over an empty corpus", fix="import a corpus with documents")
+    df = np.zeros(vocab_size, np.int64)
+    df[: len(spill.df)] = spill.df[:vocab_size]
+    avg = float(doc_len.mean()) or 1.0
+    term_idf = idf(method, n_docs, df)
+    indptr = np.zeros(vocab_size + 1, np.int64)
+    np.cumsum(df, out=indptr[1:])
+    total = int(indptr[-1])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    np.save(out_dir / INDPTR, indptr)
+    docs_out = np.lib.format.open_memmap(out_dir / DOCS, mode="w+", dtype=np.int32, shape=(total,))
+    imp_out = np.lib.format.open_memmap(out_dir / IMPACTS, mode="w+", dtype=np.float32, shape=(total,))
+    max_impact = np.zeros(vocab_size, np.float64)
+    runs = [{name: np.load(p.with_suffix(f".{name}.npy"), mmap_mode="r") for name in ("rows", "tf")}
+            for p in spill.runs]
+    run_terms = [np.load(p.with_suffix(".terms.npy"), mmap_mode="r") for p in spill.runs]
+    start_term = 0
+    while start_term < vocab_size:
+        # the largest term range whose postings fit one buffer (at least one term)
+        limit = int(indptr[start_term]) + max(range_postings, 1)
+        stop_term = max(int(np.searchsorted(indptr, limit, side="right")) - 1, start_term + 1)
+        stop_term = min(stop_term, vocab_size)
+        base, top = int(indptr[start_term]), int(indptr[stop_term])
+        buf_docs = np.empty(top - base, np.int32)
+        buf_imp = np.empty(top - base, np.float32)
+        fill = indptr[start_term:stop_term].copy() - base
+        for run, terms in zip(runs, run_terms, strict=True):
+            lo, hi = np.searchsorted(terms, [start_term, stop_term])
+            if lo == hi:
+                continue
+            t = np.asarray(terms[lo:hi], dtype=np.int64)
+            rows = np.asarray(run["rows"][lo:hi])
+            tf = np.asarray(run["tf"][lo:hi])
+            uniq, first, counts = np.unique(t, return_index=True, return_counts=True)
+            dest = np.repeat(fill[uniq - start_term] - first, counts) + np.arange(len(t))
+            fill[uniq - start_term] += counts
+            buf_docs[dest] = rows
+            buf_imp[dest] = impacts_of(tf, doc_len[rows], term_idf[t], k1, b, avg)
+        docs_out[base:top] = buf_docs
+        imp_out[base:top] = buf_imp
+        nonempty = np.flatnonzero(df[start_term:stop_term] > 0)
+        if len(nonempty) and top > base:
+            starts = indptr[start_term:stop_term][nonempty] - base
+            max_impact[start_term + nonempty] = np.maximum.reduceat(buf_imp, starts).astype(np.float64)
+        start_term = stop_term
+    docs_out.flush()
+    imp_out.flush()
+    del docs_out, imp_out, runs, run_terms
+    np.save(out_dir / MAX_IMPACT, max_impact)
+    chunks = len(spill.runs)
+    shutil.rmtree(spill.directory, ignore_errors=True)
+    return BuildStats(n_docs, vocab_size, total, round(avg, 4), chunks)
+
+
+def load_csr(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32],
+                                        npt.NDArray[np.float64]]:
+    """The four arrays, memory-mapped (a 21M-passage index opens without reading it)."""
+    return (np.load(directory / INDPTR), np.load(directory / DOCS, mmap_mode="r"),
+            np.load(directory / IMPACTS, mmap_mode="r"), np.load(directory / MAX_IMPACT))
+
+
+def bytes_per_posting(directory: Path) -> float:
+    """Index size on disk divided by the number of postings (the memory-fit figure)."""
+    postings = int(np.load(directory / INDPTR, mmap_mode="r")[-1])
+    size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+    return size / max(postings, 1)
+

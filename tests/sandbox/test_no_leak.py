@@ -1,0 +1,185 @@
+"""Adversarial: an agent that only reads responses learns nothing about masked pages.
+
+World A is the masked sandbox. World B is built before every action from A's
+state: the pages A still locks *do not exist* in B (gone from the store, the
+title map and search results); every other page is served with the same mask
+rendering (the withheld sentences are the allowed content difference). For
+random sessions of searches and visits (masked titles and ids, nonexistent
+names, malformed names), A's agent-facing responses must equal B's byte for
+byte, timing fields aside -- in-process and over HTTP. Also: search serves
+snippets only, so a chain page's full text is served only by a visit the mask
+allows; and every HTTP request of an episode, malformed or not, is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from aethersearch.records import Document, ToolCall
+from aethersearch.sandbox.episode import Sandbox, SandboxEpisode
+from aethersearch.sandbox.mask import ChainMask
+from aethersearch.sandbox.server import create_app
+from aethersearch.sandbox.serving import SNIPPET_SENTENCES, render_page, sentences
+from aethersearch.sandbox.tools import PageResolver
+from tests.sandbox.conftest import PAGES, TITLES
+
+TIMING = {"elapsed_s", "started_at"}
+QUERIES = ["Graham Cornes", "Kane Cornes father", "Nicole Cornes husband", "Chad Cornes stepmother", "Adelaide",
+           "football coach", "Glenelg club players", "media personality", "brother", "Cornes", "married",
+           "son of", "zzz nothing"]
+NAMES = ([d.id for d in PAGES] + [d.title for d in PAGES] + ["graham cornes", "NICOLE CORNES", "missing_page",
+                                                             "Ghost Page", "a/b", "..", "x" * 300])
+
+
+class _Absent:
+    """Store/backend of world B: the pages in ``absent`` do not exist; the rest are served rendered."""
+
+    def __init__(self, sandbox: Sandbox, mask: ChainMask, absent: set[str]) -> None:
+        self._store = sandbox.store
+        self._backend = sandbox.backend
+        self._mask = mask
+        self._absent = absent
+        self._extra = len(mask.masked)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id not in self._absent and doc_id in self._store
+
+    def get(self, doc_id: str) -> Document:
+        if doc_id in self._absent:
+            raise LookupError(doc_id)
+        return render_page(self._mask, self._store.get(doc_id))
+
+    def __iter__(self) -> Iterator[Document]:
+        return (doc for doc in self._store if doc.id not in self._absent)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+        # same over-fetch as the masked episode, then the absent pages simply are not there
+        hits = self._backend.search(list(queries), k + self._extra)
+        return [[h for h in row if h[0] not in self._absent][:k] for row in hits]
+
+
+def _world_b(sandbox: Sandbox, a: SandboxEpisode) -> SandboxEpisode:
+    assert a.mask is not None
+    absent = {p for p in a.mask.masked if a.is_locked(p)}
+    view = _Absent(sandbox, a.mask, absent)
+    return SandboxEpisode(question_id=a.question_id, run_id="b", mask=None, backend=view, resolver=PageResolver(view))
+
+
+def _call_json(call: ToolCall) -> dict[str, Any]:
+    return call.model_dump(mode="json", exclude=TIMING | {"suppressed_ids"})
+
+
+def _view(documents: list[Document], call: ToolCall) -> str:
+    assert call.suppressed_ids == [], "an agent-facing call carries masked ids"
+    return json.dumps({"documents": [d.model_dump(mode="json") for d in documents], "call": _call_json(call)},
+                      sort_keys=True)
+
+
+def _actions(rng: random.Random, n: int) -> list[tuple[str, Any, int]]:
+    out = []
+    for _ in range(n):
+        if rng.random() < 0.5:
+            out.append(("search", rng.choice(QUERIES + [TITLES[p] for p in TITLES]), rng.randint(1, 6)))
+        else:
+            out.append(("visit", rng.choice(NAMES), 0))
+    return out
+
+
+def test_masked_pages_are_indistinguishable_from_nonexistent_ones(mini_sandbox: Sandbox) -> None:
+    rng = random.Random(13)
+    compared = locked_probes = 0
+    for session in range(300):
+        qid = rng.choice(["q1", "q2"])
+        a = mini_sandbox.episode(qid, run_id=f"a{session}")
+        for tool, arg, k in _actions(rng, 12):
+            b = _world_b(mini_sandbox, a)
+            assert a.mask is not None
+            locked_probes += tool == "visit" and any(
+                a.is_locked(p) and arg in (p, TITLES[p], TITLES[p].lower(), TITLES[p].upper()) for p in a.mask.masked)
+            if tool == "search":
+                got, want = asyncio.run(a.search(arg, k)), asyncio.run(b.search(arg, k))
+            else:
+                got, want = asyncio.run(a.visit(arg)), asyncio.run(b.visit(arg))
+            assert _view(*got) == _view(*want), (session, tool, arg, a.visited)
+            compared += 1
+        # the server-side action log still knows what was withheld (for scoring)
+        assert len(a.trace) == 12
+    assert compared == 3600 and locked_probes > 100
+
+
+def test_search_serves_snippets_and_full_chain_text_only_by_an_allowed_visit(mini_sandbox: Sandbox) -> None:
+    rng = random.Random(5)
+    full_by_search = 0
+    for session in range(200):
+        a = mini_sandbox.episode(rng.choice(["q1", "q2"]), run_id=f"s{session}")
+        assert a.mask is not None
+        for tool, arg, k in _actions(rng, 10):
+            locked_before = {p for p in a.mask.masked if a.is_locked(p)}
+            result = asyncio.run(a.search(arg, k) if tool == "search" else a.visit(arg))
+            for doc in result.documents:
+                full = render_page(a.mask, mini_sandbox.store.get(doc.id))
+                if tool == "search":
+                    assert doc.links == [] and len(sentences(doc.text)) <= SNIPPET_SENTENCES
+                    full_by_search += doc.text == full.text and len(sentences(full.text)) > SNIPPET_SENTENCES
+                else:
+                    assert doc.id not in locked_before and doc == full
+    assert full_by_search == 0
+
+
+def test_http_responses_match_the_nonexistent_world_and_carry_no_masked_ids(mini_sandbox: Sandbox) -> None:
+    rng = random.Random(29)
+    app = create_app(mini_sandbox)
+    with TestClient(app) as client:
+        for session in range(60):
+            qid = rng.choice(["q1", "q2"])
+            created = client.post("/episodes", json={"question_id": qid, "run_id": f"h{session}"}).json()
+            a: SandboxEpisode = app.state.episodes[created["episode_id"]]
+            for tool, arg, k in _actions(rng, 10):
+                b = _world_b(mini_sandbox, a)
+                body = {"query": arg, "k": k} if tool == "search" else {"page": arg}
+                response = client.post(f"/episodes/{created['episode_id']}/{tool}", json=body)
+                assert "suppressed" not in response.text
+                want = asyncio.run(b.search(arg, k) if tool == "search" else b.visit(arg))
+                data = response.json()
+                call = ToolCall.model_validate(data["call"])
+                assert _call_json(call) == _call_json(want.call)
+                if want.call.error is None:
+                    assert response.status_code == 200
+                    assert data["documents"] == [d.model_dump(mode="json") for d in want.documents]
+                else:
+                    assert response.status_code in (404, 422) and data["detail"] == want.call.error
+            trace = client.get(f"/episodes/{created['episode_id']}/trace")
+            assert "suppressed" not in trace.text and len(trace.json()["trace"]) == 10
+
+
+def test_every_http_request_of_an_episode_is_logged_valid_or_not(mini_sandbox: Sandbox, tmp_path) -> None:
+    log = tmp_path / "actions.jsonl"
+    app = create_app(mini_sandbox, action_log=log)
+    bad = [("search", b"not json"), ("search", b"[1, 2]"), ("search", b'{"query": "x", "k": "5"}'),
+           ("search", b'{"query": "x", "extra": 1}'), ("search", b'{"k": 3}'), ("search", b'{"query": 7}'),
+           ("search", json.dumps({"query": "q" * 5000}).encode()), ("search", b'{"query": "", "k": 2}'),
+           ("search", b'{"query": "x", "k": true}'), ("visit", b'{"page": ["kane"]}'), ("visit", b"{}"),
+           ("visit", b'{"page": "../etc/passwd"}'), ("visit", b'{"page": "graham"}'), ("visit", b'{"page": 1}')]
+    with TestClient(app) as client:
+        episode_id = client.post("/episodes", json={"question_id": "q1"}).json()["episode_id"]
+        for tool, raw in bad:
+            response = client.post(f"/episodes/{episode_id}/{tool}", content=raw,
+                                   headers={"content-type": "application/json"})
+            assert response.status_code in (404, 422), (raw, response.status_code)
+            assert response.json()["call"]["error"]
+        ok = client.post(f"/episodes/{episode_id}/search", json={"query": "Kane Cornes", "k": 2})
+        assert ok.status_code == 200
+        ep: SandboxEpisode = app.state.episodes[episode_id]
+        assert len(ep.trace) == len(bad) + 1 and all(c.error for c in ep.trace[:-1])
+        assert ep.trace[12].suppressed_ids == ["graham"]  # the masked visit is known server-side only
+        client.post(f"/episodes/{episode_id}/close")
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(rows) == 1 and len(rows[0]["trace"]) == len(bad) + 1
+    assert rows[0]["trace"][12]["suppressed_ids"] == ["graham"]
+    assert all(len(json.dumps(c["arguments"])) < 3000 for c in rows[0]["trace"])

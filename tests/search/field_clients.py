@@ -1,0 +1,63 @@
+"""Our re-implementations of the field's own search clients, call for call (not their code).
+
+Each function reproduces the request the upstream client sends and the way it reads
+the reply, so a test that passes here passes with the upstream client:
+
+* Search-R1 ``search_r1/llm_agent/generation.py`` (``LLMGenerationManager``):
+  ``_batch_search`` posts ``{"queries", "topk", "return_scores": True}`` with
+  ``requests.post(search_url, json=payload).json()``; ``batch_search`` reads
+  ``["result"]`` with no error handling (a 4xx reply is a ``KeyError: 'result'``);
+  ``_passages2string`` renders each hit as ``Doc {i}(Title: {first line}) {rest}\\n``.
+* ASearcher ``tools/search_utils.py`` (``AsyncSearchBrowserClient``): ``query_async``
+  posts the request meta to ``/retrieve`` with aiohttp, calls ``raise_for_status()``
+  and reads ``r["contents"]`` and ``r["url"]`` of every hit of every query;
+  ``access_async`` posts ``{"urls": urls}`` to ``/access`` and reads
+  ``result["contents"]`` (``""`` for a null page).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import requests
+
+
+def searchr1_batch_search(search_url: str, queries: list[str], topk: int = 3) -> list[str]:
+    """Search-R1's ``batch_search``: one request for every query of a turn, rendered per query."""
+    payload = {"queries": queries, "topk": topk, "return_scores": True}
+    results = requests.post(search_url, json=payload, timeout=600).json()["result"]
+    return [searchr1_passages2string(result) for result in results]
+
+
+def searchr1_passages2string(retrieval_result: list[dict[str, Any]]) -> str:
+    """Search-R1's ``_passages2string``."""
+    format_reference = ""
+    for idx, doc_item in enumerate(retrieval_result):
+        content = doc_item["document"]["contents"]
+        title = content.split("\n")[0]
+        text = "\n".join(content.split("\n")[1:])
+        format_reference += f"Doc {idx + 1}(Title: {title}) {text}\n"
+    return format_reference
+
+
+async def asearcher_query(server_addr: str, req_meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """ASearcher's ``AsyncSearchBrowserClient.query_async`` (one attempt, no retry loop)."""
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{server_addr}/retrieve", json=req_meta,
+            timeout=aiohttp.ClientTimeout(total=120, sock_connect=120)) as response:
+        response.raise_for_status()
+        res = await response.json()
+        return [{"documents": [r["contents"] for r in result], "urls": [r["url"] for r in result],
+                     "server_type": "async-search-browser"} for result in res["result"]]
+
+
+async def asearcher_access(server_addr: str, urls: list[str]) -> list[dict[str, Any]]:
+    """ASearcher's ``AsyncSearchBrowserClient.access_async`` (one attempt, no retry loop)."""
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{server_addr}/access", json={"urls": urls},
+            timeout=aiohttp.ClientTimeout(total=120, sock_connect=120)) as response:
+        response.raise_for_status()
+        res = await response.json()
+        return [{"page": result["contents"] if result is not None else "", "type": "access",
+                     "server_type": "async-search-browser"} for result in res["result"]]

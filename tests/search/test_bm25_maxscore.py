@@ -1,0 +1,196 @@
+"""bm25-maxscore: results identical to exhaustive BM25 on random corpora; streaming build; wiring."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aethersearch.corpus.store import build_store
+from aethersearch.records import Document
+from aethersearch.search import maxscore
+from aethersearch.search.impact_build import idf, impacts_of
+from aethersearch.search.index_dir import build_index, open_index
+
+PLAIN = {"stemmer": None, "stopwords": None}
+WORDS = [f"w{i}" for i in range(40)]
+# Zipf-like word choice: a few very common words (long posting lists), many rare ones
+word = st.integers(0, 39).map(lambda i: WORDS[min(i, int(i * i / 39))])
+doc_words = st.lists(word, min_size=0, max_size=25)
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\b\w\w+\b", text.lower())
+
+
+def _brute_force(texts: list[str], query: str, k: int, k1: float = 1.5, b: float = 0.75) -> list[tuple[int, float]]:
+    """Score every document against every query token (no postings, no pruning), rank, cut.
+
+    Counting is independent of the index; the per-(term, document) float32 value uses the
+    one scoring rule (``impacts_of``), summed in fixed point as the contract says.
+    """
+    docs = [_tokens(t) for t in texts]
+    n = len(docs)
+    lengths = np.array([len(d) for d in docs], dtype=np.int32)
+    avg = float(lengths.mean()) or 1.0
+    df = Counter(term for d in docs for term in set(d))
+    q = [t for t in _tokens(query) if t in df]
+    scored = []
+    for row, terms in enumerate(docs):
+        tf = Counter(terms)
+        total = 0
+        for term in q:
+            if tf[term]:
+                term_idf = idf("lucene", n, np.array([df[term]], dtype=np.int64))
+                impact = impacts_of(np.array([tf[term]]), np.array([len(terms)]), term_idf, k1, b, avg)
+                total += math.floor(float(impact[0]) * 2.0**40 + 0.5)  # the contract's fixed point
+        if total > 0:
+            scored.append((row, total / 2.0**40))
+    scored.sort(key=lambda p: (-p[1], p[0]))
+    return scored[:k]
+
+
+def _build(root: Path, texts: list[str], **config: object):  # type: ignore[no-untyped-def]
+    store = build_store([Document(id=f"d{i}", title="", text=t) for i, t in enumerate(texts)], root / "store")
+    return build_index(store, "bm25-maxscore", root / "idx", config={**PLAIN, **config}, overwrite=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(corpus=st.lists(doc_words, min_size=1, max_size=60),
+       queries=st.lists(st.lists(word, min_size=1, max_size=6), min_size=1, max_size=5),
+       k=st.sampled_from([1, 2, 3, 10, 1000]), chunk=st.integers(1, 200))
+def test_results_identical_to_exhaustive_scoring(tmp_path_factory: pytest.TempPathFactory, corpus: list[list[str]],
+                                                 queries: list[list[str]], k: int, chunk: int) -> None:
+    texts = [" ".join(words) for words in corpus]
+    opened = _build(tmp_path_factory.mktemp("h"), texts, chunk_tokens=chunk, range_postings=max(chunk // 3, 1))
+    index = opened.index
+    for words in [*queries, ["zz_unknown", *queries[0]], queries[0] + queries[0]]:
+        query = " ".join(words)
+        expected = _brute_force(texts, query, k)
+        got = index.search_rows(index.query_token_ids(query), k)
+        assert got == expected, (query, k)  # same rows, same order, bit-identical scores
+        assert index.search([query], k)[0] == [(f"d{r}", s) for r, s in expected]
+
+
+@settings(max_examples=40, deadline=None)
+@given(corpus=st.lists(doc_words, min_size=1, max_size=80),
+       query=st.lists(word, min_size=1, max_size=8), k=st.integers(1, 50))
+def test_maxscore_kernel_equals_numpy_accumulator(corpus: list[list[str]], query: list[str], k: int) -> None:
+    """The pruned kernel and the no-numba fallback return the same arrays on the same index."""
+    pytest.importorskip("numba")
+    vocab = {w: i for i, w in enumerate(WORDS)}
+    rows_by_term: dict[int, list[int]] = {}
+    for row, words in enumerate(corpus):
+        for w in sorted(set(words)):
+            rows_by_term.setdefault(vocab[w], []).append(row)
+    indptr = np.zeros(len(WORDS) + 1, np.int64)
+    for t in range(len(WORDS)):
+        indptr[t + 1] = indptr[t] + len(rows_by_term.get(t, []))
+    docs = np.array([r for t in range(len(WORDS)) for r in rows_by_term.get(t, [])], dtype=np.int32)
+    rng = np.random.default_rng(len(docs))
+    impacts = rng.choice(np.array([0.25, 0.5, 1.0, 1.5], np.float32), size=len(docs))  # many exact ties
+    max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(len(WORDS))],
+                          dtype=np.float64)
+    tokens = np.array([vocab[w] for w in query], dtype=np.int64)
+    slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
+    fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, tokens, k)
+    assert fast[0].tolist() == slow[0].tolist()
+    assert fast[1].tolist() == slow[1].tolist()
+
+
+def test_ties_go_to_the_earliest_store_row(tmp_path: Path) -> None:
+    texts = ["alpha beta"] * 7 + ["gamma"] + ["alpha beta"] * 3
+    index = _build(tmp_path, texts).index
+    assert [r for r, _ in index.search_rows(index.query_token_ids("beta alpha"), 3)] == [0, 1, 2]
+    hits = index.search_rows(index.query_token_ids("alpha"), 1000)
+    assert [r for r, _ in hits] == [0, 1, 2, 3, 4, 5, 6, 8, 9, 10]  # never the non-matching row 7
+
+
+def test_streaming_chunks_give_the_same_index_as_one_chunk(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    texts = [" ".join(rng.choice(WORDS, size=rng.integers(1, 30))) for _ in range(300)]
+    one = _build(tmp_path / "one", texts, chunk_tokens=10**9, range_postings=10**9).index
+    many = _build(tmp_path / "many", texts, chunk_tokens=37, range_postings=11)
+    assert many.manifest["build_stats"]["chunks"] > 50
+    for name in ("indptr", "docs", "impacts", "max_impact"):
+        assert np.array_equal(getattr(one, name), getattr(many.index, name)), name
+    assert not list((tmp_path / "many" / "idx").glob("spill.*"))  # spilled runs are removed
+
+
+def test_impacts_match_the_written_out_lucene_formula(tmp_path: Path) -> None:
+    texts = ["the cat sat on the mat with another cat", "dogs chase cats in the park", "a mat is flat"]
+    index = _build(tmp_path, texts).index
+    docs = [_tokens(t) for t in texts]
+    avg = sum(map(len, docs)) / len(docs)
+    for row, s in index.search_rows(index.query_token_ids("cat mat"), 10):
+        want = 0.0
+        for q in ("cat", "mat"):
+            tf, df = docs[row].count(q), sum(q in d for d in docs)
+            if tf:
+                want += math.log(1 + (3 - df + 0.5) / (df + 0.5)) * tf / (tf + 1.5 * (0.25 + 0.75 * len(docs[row]) / avg))
+        assert s == pytest.approx(want, rel=1e-6)
+
+
+def test_same_ranking_as_the_bm25s_backend_on_the_demo_world(demo_world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store = build_store(demo_world.documents, tmp_path / "store")
+    ours = build_index(store, "bm25-maxscore", tmp_path / "ours").index
+    ref = build_index(store, "bm25", tmp_path / "ref", config={"dtype": "float64", "sparse_max_fraction": 1.0}).index
+    for fact in demo_world.facts[:25]:
+        a, b = ours.search([fact.question], 10)[0], ref.search([fact.question], 10)[0]
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-5)
+        assert [d for d, _ in a][:3] == [d for d, _ in b][:3] or a[2][1] == pytest.approx(a[3][1], rel=1e-5)
+
+
+def test_reopened_index_has_the_same_hash_and_results(tmp_path: Path) -> None:
+    texts = ["red fox jumps", "lazy dog sleeps", "red dog runs"]
+    built = _build(tmp_path, texts)
+    again = open_index(tmp_path / "idx", verify=True)
+    assert again.manifest["index_hash"] == built.manifest["index_hash"]
+    assert again.index.search(["red dog"], 3) == built.index.search(["red dog"], 3)
+    assert built.manifest["build_stats"]["postings"] == 9
+
+
+def test_without_numba_the_fallback_gives_the_same_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    texts = [" ".join(rng.choice(WORDS[:12], size=rng.integers(1, 20))) for _ in range(200)]
+    index = _build(tmp_path, texts).index
+    queries = ["w0 w1 w5", "w11 w11 w3", "w2"]
+    pruned = [index.search_rows(index.query_token_ids(q), 5) for q in queries]
+    monkeypatch.setattr(maxscore, "_compiled", False)
+    assert [index.search_rows(index.query_token_ids(q), 5) for q in queries] == pruned
+
+
+def test_cli_builds_it_and_the_server_serves_it(tmp_path: Path) -> None:
+    import asyncio
+
+    import httpx
+    from typer.testing import CliRunner
+
+    from aethersearch.cli import app
+    from aethersearch.search.server import _open_app
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["corpus", "demo", "--out", str(tmp_path / "demo")]).exit_code == 0
+    built = runner.invoke(app, ["index", "build", str(tmp_path / "demo" / "corpus.jsonl"), "--backend",
+                                "bm25-maxscore", "--out", str(tmp_path / "idx"), "--set", "k1=1.2"])
+    assert built.exit_code == 0, built.output
+    opened = open_index(tmp_path / "idx")
+    assert opened.manifest["backend"] == "bm25-maxscore" and opened.manifest["config"]["k1"] == 1.2
+    title = opened.store.doc_at(7).title
+    server = _open_app(str(tmp_path / "idx"), None, None)
+
+    async def ask() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=server), base_url="http://t") as client:
+            return await client.post("/retrieve", json={"queries": [title], "topk": 3, "return_scores": True})
+
+    response = asyncio.run(ask())
+    assert response.status_code == 200
+    hits = response.json()["result"][0]
+    assert [h["document"]["id"] for h in hits] == [d for d, _ in opened.index.search([title], 3)[0]]
+    assert opened.store.doc_at(7).id in [h["document"]["id"] for h in hits]
