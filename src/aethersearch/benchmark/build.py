@@ -72,6 +72,12 @@ from aethersearch.records import DiagnosticsRow, EvalRow
 from aethersearch.release_layout import layout_names
 
 STAGES = ("read_sources", "exclusion_sets", "dedup", "select", "write", "replay", "verify")
+StageReport = Callable[[str, int, "int | None"], None]
+"""``report(stage, done, total)``: the build's progress, stage by stage (the CLI renders it)."""
+
+
+def _no_report(stage: str, done: int, total: int | None) -> None:
+    return None
 
 
 class BuildResult(NamedTuple):
@@ -90,9 +96,10 @@ class _Source(NamedTuple):
     option_files: dict[str, FileRef]
 
 
-def _read_sources(loaded: LoadedConfig) -> dict[str, _Source]:
+def _read_sources(loaded: LoadedConfig, report: StageReport = _no_report) -> dict[str, _Source]:
     out = {}
-    for source in loaded.config.sources:
+    for number, source in enumerate(loaded.config.sources):
+        report("read_sources", number, len(loaded.config.sources))
         path = loaded.resolve(source.path)
         options = dict(source.options)
         option_files = {}
@@ -224,21 +231,35 @@ def _install(staging: Path, out_dir: Path) -> None:
 
 
 def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: PoolFilter | None = None,
-                  selection_audit: SelectionAudit | None = None) -> BuildResult:
-    """Build, verify and install a release from a loaded config; returns the manifest and stage timings."""
+                  selection_audit: SelectionAudit | None = None, progress: StageReport | None = None
+                  ) -> BuildResult:
+    """Build, verify and install a release from a loaded config; returns the manifest and stage timings.
+
+    ``progress(stage, done, total)`` is called as each stage starts and ends
+    (and per source while reading), so a long audited build is never silent.
+    """
     config = loaded.config
     out_dir = Path(out_dir).resolve()
     timings: dict[str, float] = {}
     clock = perf_counter()
+    notify = progress or _no_report
 
     def lap(stage: str) -> None:
         nonlocal clock
         now = perf_counter()
         timings[stage] = now - clock
         clock = now
+        notify(stage, 1, 1)
+        following = STAGES.index(stage) + 1 if stage in STAGES else len(STAGES)
+        if following < len(STAGES):
+            notify(STAGES[following], 0, 1 if STAGES[following] != "read_sources" else len(config.sources))
 
-    sources = _read_sources(loaded)
-    lap("read_sources")
+    notify("read_sources", 0, len(config.sources))
+    sources = _read_sources(loaded, notify)
+    timings["read_sources"] = perf_counter() - clock
+    clock = perf_counter()
+    notify("read_sources", len(config.sources), len(config.sources))
+    notify("exclusion_sets", 0, 1)
     sets, training = _training(loaded)
     lap("exclusion_sets")
     pools = {d: s.rows.candidates for d, s in sources.items()}
@@ -359,7 +380,8 @@ def _independent_validation(staging: Path, loaded: LoadedConfig, manifest: Manif
 
 
 def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filter: PoolFilter | None = None,
-                      selection_audit: SelectionAudit | None = None, auto_review: bool = False) -> BuildResult:
+                      selection_audit: SelectionAudit | None = None, auto_review: bool = False,
+                      progress: StageReport | None = None) -> BuildResult:
     """Load a config file and build its release; an ``audit:`` section wires in ``benchmark.audit``'s hooks."""
     loaded = load_config(config_path)
     audit_config = loaded.config.audit
@@ -372,5 +394,6 @@ def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filt
             dict(audit_config), sorted(sets.union),
             reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review,
             stage_keys=dict(sets.keys))
-    return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit)
+    return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit,
+                         progress=progress)
 
