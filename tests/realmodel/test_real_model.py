@@ -72,9 +72,16 @@ def _tokens(server: RealServer, text: str) -> int:
         return len(json.loads(reply.read())["tokens"])
 
 
+@pytest.fixture(scope="module")
+def tiny_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(release, index) of the tiny demo, built once for this module."""
+    return _tiny_demo(tmp_path_factory.mktemp("tiny-demo"))
+
+
 def test_search_r1_react_and_direct_run_and_score_against_a_real_model(real_server: RealServer,
+                                                                          tiny_demo: tuple[Path, Path],
                                                                           tmp_path: Path) -> None:
-    release, index = _tiny_demo(tmp_path / "demo")
+    release, index = tiny_demo
     table: dict[str, dict[str, Any]] = {}
     # react's tool-calling handler samples under a grammar (slow on CPU): 200 tokens a call keeps it in budget
     for agent, model, max_new in (("search-r1", real_server.model, 500), ("direct", real_server.model, 500),
@@ -209,3 +216,28 @@ def test_server_side_stops_give_the_text_search_r1_cuts_client_side(real_server:
 
     for server_text, client_text, notes in asyncio.run(go()):
         assert server_text == client_text, (notes, server_text, client_text)
+
+
+def test_the_readme_laptop_commands_run_against_the_real_server(real_server: RealServer,
+                                                                tiny_demo: tuple[Path, Path],
+                                                                tmp_path: Path) -> None:
+    """The README's ``aether eval --endpoint`` commands, as written, with only the inputs swapped.
+
+    The server is this session's (the README starts it the same way: ``scripts/serve_gguf.py``);
+    the tiny demo release stands in for the full one to keep the test short.
+    """
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Try it with a real model on a laptop", 1)[1].split("\n### ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    evals = [c for c in commands if c.startswith("aether eval") and "--endpoint" in c]
+    assert len(evals) == 2 and "scripts/serve_gguf.py" in block and "scripts/install_real_model.sh" in block
+    release, index = tiny_demo
+    for command in evals:
+        command = (command.replace("demo_out/release", str(release)).replace("demo_out/index", str(index))
+                   .replace("http://127.0.0.1:8080/v1", real_server.url).replace("runs/", f"{tmp_path}/runs/"))
+        words = command.split()
+        done, _ = _aether(*words[1:], "--no-progress", "--max-turns", "2", "--max-new-tokens", "200")
+        assert done.returncode == 0, done.stdout + done.stderr
+        out = Path(words[words.index("--out") + 1])
+        assert (out / "report.html").is_file() and (out / "run" / "scores.json").is_file()
