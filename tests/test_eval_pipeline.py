@@ -17,6 +17,7 @@ from aethersearch.agents.scripted_server import Reply, ScriptedServer
 from aethersearch.cli import app
 from aethersearch.errors import IntegrityError
 from aethersearch.jsonl import read_jsonl
+from aethersearch.release_layout import release_layout
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def test_eval_with_no_arguments_runs_the_embedded_demo(demo: tuple[Path, str]) -
     assert (fingerprint["agent"], fingerprint["release_id"], fingerprint["endpoint"]) == ("lexical", "demo", None)
     assert fingerprint["corpus_hash"] and fingerprint["index_hash"]
     predictions = read_jsonl(run / "predictions.jsonl")
-    eval_ids = [r["id"] for r in read_jsonl(out / "release" / "eval.jsonl")]
+    eval_ids = [r["id"] for r in read_jsonl(release_layout(out / "release").eval)]
     assert [p["id"] for p in predictions] == eval_ids
     assert {p["outcome"] for p in predictions} <= {"answered", "abstained"}
     scores = orjson.loads((run / "scores.json").read_bytes())
@@ -68,7 +69,7 @@ def test_eval_refuses_a_release_that_fails_verification(demo: tuple[Path, str], 
     out, _ = demo
     release = tmp_path / "release"
     shutil.copytree(out / "release", release)
-    eval_file = release / "eval.jsonl"
+    eval_file = release_layout(release).eval
     eval_file.write_bytes(eval_file.read_bytes().replace(b'"answers":["', b'"answers":["x', 1))
     with pytest.raises(IntegrityError, match="fails verification"):
         pipeline.run_eval(release, tmp_path / "out", pipeline.index_search(out / "index"), agent="lexical")
@@ -133,11 +134,11 @@ def test_aether_run_refuses_a_release_whose_gold_file_fails_verification(demo: t
     out, _ = demo
     release = tmp_path / "release"
     shutil.copytree(out / "release", release)
-    eval_file = release / "eval.jsonl"
+    eval_file = release_layout(release).eval
     eval_file.write_bytes(eval_file.read_bytes().replace(b'"answers":["', b'"answers":["x', 1))
     result = _cli("run", str(release), "--out", str(tmp_path / "run"), "--agent", "lexical",
                   "--index", str(out / "index"), "--no-progress")
-    assert result.returncode == 2 and "fails verification" in result.stderr and "eval.jsonl" in result.stderr
+    assert result.returncode == 2 and "fails verification" in result.stderr and eval_file.name in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "run").exists()  # nothing half-written
 

@@ -11,7 +11,7 @@ import importlib
 import sys
 
 import typer
-from rich.console import Console
+from aethersearch.commands.progress import make_console
 from rich.markup import escape
 
 from aethersearch.errors import AetherError
@@ -38,8 +38,12 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output (bars or periodic lines).")
+          ) -> None:
     """aethersearch: rigorous, reproducible evaluation of agentic search."""
+    from aethersearch.commands.progress import set_quiet
+
+    set_quiet(quiet)
 
 
 @app.command()
@@ -53,7 +57,7 @@ def version() -> None:
 for _name in COMMAND_MODULES:
     importlib.import_module(f"aethersearch.commands.{_name}").register(app)
 
-err_console = Console(stderr=True)
+err_console = make_console(stderr=True)
 
 
 def main() -> None:

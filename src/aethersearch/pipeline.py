@@ -65,7 +65,7 @@ def index_search(index_dir: Path, tools: tuple[str, ...] = ("search",)) -> Searc
     opened = open_index(index_dir)
     env = IndexEnvironment(opened.index, opened.store, tools=tools)
     return SearchSetup(lambda q: env, opened.store.content_hash, opened.index.index_hash,
-                       f"in-process index {index_dir}")
+                       f"in-process index {index_dir}", builder=lambda: index_search(index_dir, tools).factory)
 
 
 def server_search(url: str, tools: tuple[str, ...] = ("search",)) -> SearchSetup:
@@ -130,7 +130,7 @@ def no_search() -> SearchSetup:
 def run_release(release_dir: Path, run_dir: Path, settings: RunSettings, search: SearchSetup, *,
                 api_key: str | None = None, progress: Callable[[Any], None] | None = None, verify: bool = True,
                 enforce: bool = True, agent: Any | None = None, llm: Any | None = None,
-                shards: int | None = None, executor: str = "ray") -> Any:
+                shards: int | None = None, executor: str = "ray", ray_address: str | None = None) -> Any:
     """Release + settings → a verified, fingerprinted, resumable run: the one run path.
 
     ``aether run``/``eval``, :func:`aethersearch.api.evaluate` and the sandbox demo
@@ -150,24 +150,34 @@ def run_release(release_dir: Path, run_dir: Path, settings: RunSettings, search:
         verify_or_refuse(Path(release_dir))
     prepared = prepare_run(release_info(release_dir), settings, search, agent=agent, llm=llm, api_key=api_key)
     return execute_run(prepared, run_dir, progress=progress, enforce=enforce, shards=shards, executor=executor,
-                       api_key=api_key)
+                       api_key=api_key, ray_address=ray_address)
 
 
 def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: str = "lexical",
               agent_config: dict[str, Any] | None = None, endpoint: str | None = None, model: str | None = None,
               api_key: str | None = None, budget: Budget | None = None, decoding: Decoding | None = None,
               concurrency: int = DEFAULT_CONCURRENCY, limits: RunLimits | None = None,
-              progress: Callable[[Any], None] | None = None, verify: bool = True, enforce: bool = True) -> Any:
+              progress: Callable[[Any], None] | None = None, verify: bool = True, enforce: bool = True,
+              ray: str | None = None, shards: int | None = None) -> Any:
     """Roll ``agent`` out over the release's rollout projection into ``run_dir`` (resumable).
 
     Keyword form of :func:`run_release` (the CLI's options map one to one onto
-    :class:`RunSettings`).
+    :class:`RunSettings`). ``ray`` (``"auto"``, ``HOST:PORT`` or ``"local"`` for a
+    cluster started here) spreads ``shards`` workers (default 4) over Ray into the same
+    run directory.
     """
+    if ray is not None:
+        shards = shards or 4
+    elif shards is not None and shards > 1:
+        from aethersearch.errors import ConfigError
+
+        raise ConfigError("--shards needs --ray", fix="pass --ray auto|HOST:PORT|local, or drop --shards")
     settings = RunSettings(agent=agent, agent_config=agent_config or {}, endpoint=endpoint, model=model,
                            budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
                            limits=limits or RunLimits())
     return run_release(release_dir, run_dir, settings, search, api_key=api_key, progress=progress, verify=verify,
-                       enforce=enforce)
+                       enforce=enforce, shards=shards, executor="ray",
+                       ray_address=None if ray in (None, "local") else ray)
 
 
 def score(run_dir: Path, release_dir: Path) -> Scores:

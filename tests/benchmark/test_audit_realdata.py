@@ -14,6 +14,7 @@ from aethersearch.benchmark.eval1400 import write_eval1400_config
 from aethersearch.benchmark.replay import replay_release
 from aethersearch.jsonl import read_jsonl
 from aethersearch.text import question_key
+from aethersearch.release_layout import release_layout
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
@@ -48,7 +49,7 @@ def test_every_selected_question_was_audited_against_every_training_question(
     methods = {("similarity" if p["similarity"] is not None else "") + ("rare" if p["rare_token"] is not None else "")
                for p in report["flagged_pairs"]}
     assert {"similarity", "rare"} <= methods, "both passes find real near-duplicates the other misses"
-    selected = {question_key(r["question"]) for r in read_jsonl(result.release_dir / "eval.jsonl")}
+    selected = {question_key(r["question"]) for r in read_jsonl(release_layout(result.release_dir).eval)}
     assert not selected & set(report["excluded"]), "no excluded question is in the release"
     assert result.manifest.isolation["final_exact_overlap_by_stage"] == {"RL": 0, "SFT": 0}
 

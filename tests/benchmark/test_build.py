@@ -18,10 +18,12 @@ from aethersearch.benchmark.select import AuditDecision
 from aethersearch.errors import AetherError, ConfigError, IntegrityError, ShortageError
 from aethersearch.jsonl import read_jsonl, sha256_file
 from aethersearch.text import question_key
+from aethersearch.release_layout import release_layout
 from tests.benchmark.conftest_helpers import build_demo
 
-RELEASE_FILES = {"eval.jsonl", "rollout_questions.jsonl", "manifest.json", "exclusion_audit.json", "diagnostics.jsonl",
-                 "checksums.sha256", "verify_release.py", "ATTRIBUTION.md", "README.md"}
+RELEASE_FILES = {"demo.jsonl", "demo_rollout_questions.jsonl", "demo_manifest.json", "demo_exclusion_audit.json",
+                 "demo_diagnostics.jsonl", "independent_validation.json", "checksums.sha256", "verify_release.py",
+                 "ATTRIBUTION.md", "README.md"}
 
 
 @pytest.fixture(scope="module")
@@ -37,16 +39,16 @@ def test_demo_release_has_every_file_and_the_redistributed_composition(demo) -> 
     assert [(c["dataset"], c["selected"]) for c in result.manifest.composition] == [
         ("nq", 22), ("triviaqa", 22), ("popqa", 22), ("hotpotqa", 21), ("2wikimultihopqa", 21), ("musique", 21),
         ("bamboogle", 11)]
-    rows = read_jsonl(result.release_dir / "eval.jsonl")
+    rows = read_jsonl(release_layout(result.release_dir).eval)
     assert [r["id"] for r in rows] == [f"demo_{i:04d}" for i in range(1, 141)]
     assert set(rows[0]) == {"id", "question", "answers", "source_dataset", "source_split", "source_id",
                             "source_row_number", "source_file"}
     assert {r["source_id"] for r in rows if r["source_dataset"] in {"nq", "bamboogle"}} == {None}
     assert all(r["source_id"] for r in rows if r["source_dataset"] not in {"nq", "bamboogle"})
-    rollout = read_jsonl(result.release_dir / "rollout_questions.jsonl")
+    rollout = read_jsonl(release_layout(result.release_dir).rollout)
     assert rollout == [{"id": r["id"], "question": r["question"]} for r in rows]
     assert result.verify.ok and set(result.timings) == {"read_sources", "exclusion_sets", "dedup", "select",
-                                                        "write", "verify"}
+                                                        "write", "replay", "verify"}
 
 
 def test_exclusion_really_removes_the_overlapping_training_questions(demo) -> None:
@@ -64,9 +66,9 @@ def test_exclusion_really_removes_the_overlapping_training_questions(demo) -> No
         path = config.parent / "train" / entry["path"]
         training |= {c.key for c in read_source(entry["format"], path, dataset="t", split="train",
                                                 source_file="x").candidates}
-    selected = {question_key(r["question"]) for r in read_jsonl(result.release_dir / "eval.jsonl")}
+    selected = {question_key(r["question"]) for r in read_jsonl(release_layout(result.release_dir).eval)}
     assert not selected & training
-    audit = json.loads((result.release_dir / "exclusion_audit.json").read_text())
+    audit = json.loads((release_layout(result.release_dir).path("exclusion_audit")).read_text())
     assert {r["kind"] for r in audit["removed"]} == {"training_overlap", "training_equivalent", "duplicate"}
     assert all(r["reason"] for r in audit["removed"])
 
@@ -75,11 +77,11 @@ def test_demo_questions_are_answerable_from_the_demo_world_corpus(demo) -> None:
     from aethersearch.corpus.demo_world import generate_world
 
     text = "\n".join(d.title + "\n" + d.text for d in generate_world(0).documents).casefold()
-    rows = read_jsonl(demo[1].release_dir / "eval.jsonl")
+    rows = read_jsonl(release_layout(demo[1].release_dir).eval)
     missing = [r["id"] for r in rows if not any(a.casefold() in text for a in r["answers"])
                and r["answers"] != ["yes"] and r["answers"] != ["no"]]
     assert not missing
-    diagnostics = read_jsonl(demo[1].release_dir / "diagnostics.jsonl")
+    diagnostics = read_jsonl(release_layout(demo[1].release_dir).diagnostics)
     page_titles = {d.title for d in generate_world(0).documents}
     for row in diagnostics:
         assert set(row["supporting_pages"]) <= page_titles
@@ -88,7 +90,7 @@ def test_demo_questions_are_answerable_from_the_demo_world_corpus(demo) -> None:
 
 def test_manifest_records_what_an_independent_replay_needs(demo) -> None:
     config, result = demo
-    manifest = Manifest.model_validate_json((result.release_dir / "manifest.json").read_bytes())
+    manifest = Manifest.model_validate_json((release_layout(result.release_dir).manifest).read_bytes())
     assert manifest.seed == 42 and manifest.name == "demo" and manifest.software_version
     two_wiki = next(s for s in manifest.sources if s.dataset == "2wikimultihopqa")
     assert two_wiki.path == "2wikimultihopqa/dev.json" and two_wiki.format == "2wiki_json"
@@ -98,7 +100,7 @@ def test_manifest_records_what_an_independent_replay_needs(demo) -> None:
     assert manifest.training.registry_path == "train/registry.yaml"
     assert {f.stage for f in manifest.training.files} == {"SFT", "DPO", "RL"}
     assert all(len(f.sha256) == 64 for f in manifest.training.files)
-    assert manifest.data_sha256 == sha256_file(result.release_dir / "eval.jsonl")
+    assert manifest.data_sha256 == sha256_file(release_layout(result.release_dir).eval)
     assert manifest.config["sources"][6]["cap"] == 11 and manifest.config["seed"] == 42
     assert len(manifest.row_sha256) == manifest.question_count == 140
 
@@ -110,7 +112,7 @@ def test_two_builds_are_byte_identical(tmp_path: Path, demo) -> None:
         assert (first.release_dir / name).read_bytes() == (second.release_dir / name).read_bytes(), name
     # and the demo sources themselves are deterministic
     _, third = build_demo(tmp_path / "fresh")
-    assert (third.release_dir / "eval.jsonl").read_bytes() == (first.release_dir / "eval.jsonl").read_bytes()
+    assert (release_layout(third.release_dir).eval).read_bytes() == (release_layout(first.release_dir).eval).read_bytes()
 
 
 def test_checksums_file_passes_sha256sum_and_the_standalone_verifier_runs_with_stdlib_only(demo) -> None:
@@ -136,7 +138,7 @@ def test_datasets_load_dataset_reads_the_validation_split_offline(demo, monkeypa
     assert list(loaded) == ["validation"]
     split = loaded["validation"]
     assert split.num_rows == 140
-    rows = read_jsonl(demo[1].release_dir / "eval.jsonl")
+    rows = read_jsonl(release_layout(demo[1].release_dir).eval)
     assert split[0]["id"] == rows[0]["id"] and split[0]["answers"] == rows[0]["answers"]
     assert split[0]["source_id"] is None  # NQ rows keep their null id
 
@@ -172,7 +174,7 @@ def test_refuses_to_replace_a_directory_that_is_not_a_release(tmp_path: Path, de
 
 def test_reviewed_exclusion_list_reruns_the_same_selection(tmp_path: Path, demo) -> None:
     config_path, first = demo
-    rows = read_jsonl(first.release_dir / "eval.jsonl")
+    rows = read_jsonl(release_layout(first.release_dir).eval)
     victim = rows[5]
     data = yaml.safe_load(config_path.read_text())
     src = config_path.parent
@@ -181,7 +183,7 @@ def test_reviewed_exclusion_list_reruns_the_same_selection(tmp_path: Path, demo)
     data["exclusions"] = "exclusions.yaml"
     (src / "build_ex.yaml").write_text(yaml.safe_dump(data))
     second = build_from_config(src / "build_ex.yaml", tmp_path / "ex")
-    after = read_jsonl(second.release_dir / "eval.jsonl")
+    after = read_jsonl(release_layout(second.release_dir).eval)
     same_source = [r["question"] for r in rows if r["source_dataset"] == victim["source_dataset"]]
     new_source = [r["question"] for r in after if r["source_dataset"] == victim["source_dataset"]]
     assert victim["question"] not in new_source
@@ -194,7 +196,7 @@ def test_reviewed_exclusion_list_reruns_the_same_selection(tmp_path: Path, demo)
 
 def test_audit_hooks_loop_until_no_new_exclusions_and_are_recorded(tmp_path: Path, demo) -> None:
     config_path, first = demo
-    first_keys = [question_key(r["question"]) for r in read_jsonl(first.release_dir / "eval.jsonl")]
+    first_keys = [question_key(r["question"]) for r in read_jsonl(release_layout(first.release_dir).eval)]
     calls: list[int] = []
     pool_sizes: list[int] = []
 
@@ -212,12 +214,12 @@ def test_audit_hooks_loop_until_no_new_exclusions_and_are_recorded(tmp_path: Pat
 
     result = build_from_config(config_path, tmp_path / "audited", pool_filter=pool_filter, selection_audit=audit)
     assert pool_sizes == [185] and calls == [140, 140, 140]
-    keys = {question_key(r["question"]) for r in read_jsonl(result.release_dir / "eval.jsonl")}
+    keys = {question_key(r["question"]) for r in read_jsonl(release_layout(result.release_dir).eval)}
     assert first_keys[0] not in keys and first_keys[1] not in keys
     assert [e.origin for e in result.manifest.exclusions] == ["selection audit", "selection audit"]
     assert result.manifest.pool_filter_removals[0].reason.startswith("near-duplicate")
     assert [r["new_exclusions"] for r in result.manifest.audit["rounds"]] == [1, 1, 0]
-    exclusion_audit = json.loads((result.release_dir / "exclusion_audit.json").read_text())
+    exclusion_audit = json.loads((release_layout(result.release_dir).path("exclusion_audit")).read_text())
     assert exclusion_audit["retained"] == [{"pair": ["a", "b"], "reason": "different entities"}]
     assert result.verify.ok
 
@@ -326,7 +328,7 @@ def test_json_config_and_json_registry_build_the_same_rows(tmp_path: Path, demo)
     data["training_registry"] = "train/registry.json"
     (src / "build.json").write_text(json.dumps(data))
     second = build_from_config(src / "build.json", tmp_path / "json")
-    assert (second.release_dir / "eval.jsonl").read_bytes() == (first.release_dir / "eval.jsonl").read_bytes()
+    assert (release_layout(second.release_dir).eval).read_bytes() == (release_layout(first.release_dir).eval).read_bytes()
     assert second.manifest.config_path == "build.json"
 
 

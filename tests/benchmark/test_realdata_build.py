@@ -11,6 +11,7 @@ from aethersearch.benchmark.eval1400 import write_eval1400_config
 from aethersearch.errors import ShortageError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.text import question_key
+from aethersearch.release_layout import release_layout
 
 pytestmark = pytest.mark.realdata
 
@@ -43,7 +44,7 @@ def test_real_build_has_zero_training_overlap_and_the_card_composition(shared_da
 
     registry = tmp_path / "cfg" / "training_registry.yaml"
     sets = build_exclusion_sets(load_registry(registry), registry.parent)
-    rows = read_jsonl(result.release_dir / "eval.jsonl")
+    rows = read_jsonl(release_layout(result.release_dir).eval)
     for stage, keys in sets.keys.items():
         assert not {question_key(r["question"]) for r in rows} & keys, stage
     assert rows[0]["id"] == "eval1400_0001" and len(rows) == 1350

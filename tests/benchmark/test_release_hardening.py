@@ -21,6 +21,7 @@ from aethersearch.benchmark.demo_sources import write_demo_sources
 from aethersearch.benchmark.verify import verify_release
 from aethersearch.errors import ConfigError
 from aethersearch.text import question_key
+from aethersearch.release_layout import release_layout
 from tests.benchmark.conftest_helpers import build_demo
 
 
@@ -50,7 +51,7 @@ def _with_exclusions(config: Path, entries: list[dict], name: str) -> Path:
 def test_a_reviewed_exclusion_that_matches_nothing_fails_the_build(demo, tmp_path: Path, entry: dict,
                                                                    message: str) -> None:
     config, release = demo
-    first = json.loads((release / "eval.jsonl").read_text().splitlines()[0])
+    first = json.loads((release_layout(release).eval).read_text().splitlines()[0])
     good = {"question": first["question"], "reason": "reviewed: ambiguous"}
     path = _with_exclusions(config, [good, entry], f"ex_{entry.get('dataset', 'key')}")
     with pytest.raises(ConfigError, match=message) as info:
@@ -62,7 +63,7 @@ def test_a_reviewed_exclusion_that_matches_nothing_fails_the_build(demo, tmp_pat
 def test_an_exclusion_of_a_question_also_removed_as_a_training_overlap_is_accepted(demo, tmp_path: Path) -> None:
     """Matching is against every question read, so an entry that another rule also removes is not an error."""
     config, _ = demo
-    audit = json.loads((build_demo(tmp_path / "probe")[1].release_dir / "exclusion_audit.json").read_text())
+    audit = json.loads(release_layout(build_demo(tmp_path / "probe")[1].release_dir).path("exclusion_audit").read_text())
     overlap = next(r for r in audit["removed"] if r["kind"] == "training_overlap")
     path = _with_exclusions(config, [{"key": overlap["key"], "reason": "also in training"}], "ex_overlap")
     assert build_from_config(path, tmp_path / "release").verify.ok
@@ -89,22 +90,23 @@ def test_a_manifest_with_a_wrongly_typed_field_is_reported_by_both_verifiers(dem
                                                                              value: object, expected: str) -> None:
     release = tmp_path / "release"
     shutil.copytree(demo[1], release)
-    manifest = json.loads((release / "manifest.json").read_text())
+    manifest = json.loads((release_layout(release).manifest).read_text())
     manifest[field] = value
-    (release / "manifest.json").write_text(json.dumps(manifest))
+    (release_layout(release).manifest).write_text(json.dumps(manifest))
     report = verify_release(release)  # must report, not raise
     assert not report.ok
-    assert any(c.name == "manifest" and c.file == "manifest.json" and expected in c.detail for c in report.failures)
+    name = release_layout(release).manifest.name
+    assert any(c.name == "manifest" and c.file == name and expected in c.detail for c in report.failures)
     done = subprocess.run([sys.executable, "-I", str(release / "verify_release.py"), str(release)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-    assert f"FAIL manifest: manifest.json: {expected}" in done.stdout
+    assert f"FAIL manifest: {name}: {expected}" in done.stdout
 
 
 def test_a_manifest_that_is_not_an_object_is_reported(demo, tmp_path: Path) -> None:
     release = tmp_path / "release"
     shutil.copytree(demo[1], release)
-    (release / "manifest.json").write_text("7")
+    (release_layout(release).manifest).write_text("7")
     checks = standalone.run_checks(release)
     assert any(not c.ok and c.name == "manifest" and "must be a JSON object, got int" in c.detail for c in checks)
 
@@ -141,7 +143,7 @@ def test_builds_in_processes_with_different_hash_seeds_are_byte_identical(tmp_pa
         assert done.returncode == 0, done.stdout + done.stderr
         outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
     assert outputs[0] == outputs[1]
-    assert len(outputs[0]) == 9
+    assert len(outputs[0]) == 10
 
 
 def test_flashrag_metadata_with_malformed_supporting_facts_is_kept_verbatim_not_a_crash(tmp_path: Path) -> None:

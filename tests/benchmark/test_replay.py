@@ -15,6 +15,7 @@ from aethersearch.benchmark.replay import default_output, replay_release
 from aethersearch.errors import ReviewRequired
 from aethersearch.jsonl import read_jsonl, sha256_file
 from aethersearch.text import question_key
+from aethersearch.release_layout import release_layout
 
 # Strict enough that the demo world's template-heavy questions do not flag each other,
 # loose enough to flag the planted one-word edit; the pool pass must not remove it.
@@ -33,7 +34,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("demo")
     config = write_demo_sources(root / "src")
     baseline = build_from_config(config, root / "baseline")
-    first = read_jsonl(baseline.release_dir / "eval.jsonl")[0]
+    first = read_jsonl(release_layout(baseline.release_dir).eval)[0]
     planted = root / "src" / "train" / "planted.jsonl"
     planted.write_text(json.dumps({"id": "planted_1", "question": _planted(first["question"]),
                                    "golden_answers": ["x"]}) + "\n", encoding="utf-8")
@@ -76,10 +77,10 @@ def test_reviewed_exclusion_reselects_deterministically_and_replay_agrees(
     _review(src, first, "exclude", "reworded copy of a training question")
     one = build_from_config(src / "build.yaml", tmp_path / "one")
     two = build_from_config(src / "build.yaml", tmp_path / "two")
-    for name in ("eval.jsonl", "manifest.json", "exclusion_audit.json"):
+    for name in ("demo.jsonl", "demo_manifest.json", "demo_exclusion_audit.json", "independent_validation.json"):
         assert (one.release_dir / name).read_bytes() == (two.release_dir / name).read_bytes(), name
-    rows = read_jsonl(one.release_dir / "eval.jsonl")
-    baseline = read_jsonl(demo[0] / "baseline" / "eval.jsonl")
+    rows = read_jsonl(release_layout(one.release_dir).eval)
+    baseline = read_jsonl(release_layout(demo[0] / "baseline").eval)
     assert first["question"] not in [r["question"] for r in rows]
     assert len(rows) == len(baseline)
     changed = [(a["source_row_number"], b["source_row_number"]) for a, b in zip(baseline, rows, strict=True)
@@ -103,8 +104,8 @@ def test_retain_keeps_the_question_with_its_reason(demo: tuple[Path, dict], tmp_
     reason = "same template, different entity: a distinct factual question"
     _review(src, first, "retain", reason)
     result = build_from_config(src / "build.yaml", tmp_path / "rel")
-    assert read_jsonl(result.release_dir / "eval.jsonl")[0]["question"] == first["question"]
-    audit = json.loads((result.release_dir / "exclusion_audit.json").read_text(encoding="utf-8"))
+    assert read_jsonl(release_layout(result.release_dir).eval)[0]["question"] == first["question"]
+    audit = json.loads((release_layout(result.release_dir).path("exclusion_audit")).read_text(encoding="utf-8"))
     assert [r["reason"] for r in audit["retained"]] == [reason]
     assert replay_release(result.release_dir, base_dir=src).ok
 
@@ -127,7 +128,7 @@ def test_replay_catches_a_changed_alias_and_a_reordered_release(demo: tuple[Path
     src, first = _copy(demo, tmp_path)
     _review(src, first, "exclude", "reworded copy")
     result = build_from_config(src / "build.yaml", tmp_path / "rel")
-    path = result.release_dir / "eval.jsonl"
+    path = release_layout(result.release_dir).eval
     rows = read_jsonl(path)
     rows[3]["answers"] = [*rows[3]["answers"], "an alias the original never had"]
     rows[5], rows[6] = {**rows[6], "id": rows[5]["id"]}, {**rows[5], "id": rows[6]["id"]}
@@ -141,7 +142,7 @@ def test_pool_filter_removes_a_near_copy_before_sampling_and_replay_agrees(
         demo: tuple[Path, dict], tmp_path: Path) -> None:
     src, first = _copy(demo, tmp_path)
     _review(src, first, "exclude", "reworded copy")
-    baseline = read_jsonl(demo[0] / "baseline" / "eval.jsonl")
+    baseline = read_jsonl(release_layout(demo[0] / "baseline").eval)
     target = next(r for r in baseline if r["source_dataset"] == "hotpotqa")
     typo = target["question"][:-3] + target["question"][-2:]  # one character dropped: ratio >= 97
     registry_path = src / "train" / "registry.yaml"
@@ -156,7 +157,7 @@ def test_pool_filter_removes_a_near_copy_before_sampling_and_replay_agrees(
     removed = [(r.dataset, r.source_row_number) for r in result.manifest.pool_filter_removals]
     assert removed == [("hotpotqa", target["source_row_number"])]
     assert result.manifest.pool_filter_removals[0].reason.startswith("pool audit: ratio")
-    assert target["question"] not in [r["question"] for r in read_jsonl(result.release_dir / "eval.jsonl")]
+    assert target["question"] not in [r["question"] for r in read_jsonl(release_layout(result.release_dir).eval)]
     assert replay_release(result.release_dir, base_dir=src).ok
 
 
@@ -194,8 +195,8 @@ def test_card_counts_land_in_the_manifest_and_exclusion_audit(demo: tuple[Path, 
     src, first = _copy(demo, tmp_path)
     _review(src, first, decision, "checked by hand")
     result = build_from_config(src / "build.yaml", tmp_path / "rel")
-    manifest = json.loads((result.release_dir / "manifest.json").read_text(encoding="utf-8"))
-    audit = json.loads((result.release_dir / "exclusion_audit.json").read_text(encoding="utf-8"))
+    manifest = json.loads((release_layout(result.release_dir).manifest).read_text(encoding="utf-8"))
+    audit = json.loads((release_layout(result.release_dir).path("exclusion_audit")).read_text(encoding="utf-8"))
     for where, report in (("manifest.json", manifest["audit"]["report"]),
                           ("exclusion_audit.json", audit["audit"]["report"])):
         assert tuple(report["counts"][k] for k in CARD_COUNTS) == expected, where

@@ -42,8 +42,9 @@ def test_verify_replay_finds_the_demo_sources_without_base_dir(demo_release: Pat
     assert f"wrote {expected.resolve()}" in result.output
     written = json.loads(expected.read_text(encoding="utf-8"))
     assert written["ok"] is True
-    assert Path(written["base_dir"]) == (demo_release.parent / "rel_sources").resolve()
-    assert not (demo_release / "independent_validation.json").exists()
+    # the rerun reproduces the report the build put inside the release, byte for byte, and names no local path
+    assert expected.read_bytes() == (demo_release / "independent_validation.json").read_bytes()
+    assert str(demo_release.parent) not in expected.read_text(encoding="utf-8")
 
 
 def test_replay_takes_the_build_config_and_an_output_path(demo_release: Path, tmp_path: Path) -> None:
@@ -86,8 +87,11 @@ def test_replay_shares_only_the_normalisation_function_with_the_builder() -> Non
     """A builder bug cannot hide itself: the replay imports none of the builder's modules."""
     for name in ("replay.py", "replay_sources.py"):
         project = {m for m in _imports(SRC / name) if m.startswith("aethersearch")}
+        # verify_release_template: the quota rule's one specification and canonical JSON (stdlib only);
+        # release_layout: the release's file names
         assert project <= {"aethersearch.text", "aethersearch.errors", "aethersearch.jsonl",
-                           "aethersearch.benchmark.replay_sources"}, (name, project)
+                           "aethersearch.benchmark.replay_sources", "aethersearch.release_layout",
+                           "aethersearch.benchmark.verify_release_template"}, (name, project)
     text_imports = ast.parse((SRC / "replay.py").read_text(encoding="utf-8"))
     from_text = {alias.name for node in ast.walk(text_imports)
                  if isinstance(node, ast.ImportFrom) and node.module == "aethersearch.text"

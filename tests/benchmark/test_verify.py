@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from aethersearch.benchmark.verify import verify_release
+from aethersearch.release_layout import release_layout
 from tests.benchmark.conftest_helpers import build_demo
 
 
@@ -62,89 +63,92 @@ def test_pristine_release_passes_both_verifiers(pristine: Path) -> None:
 
 
 def test_a_flipped_byte_is_detected_naming_file_and_row(release: Path) -> None:
-    lines = _lines(release / "eval.jsonl")
+    lines = _lines(release_layout(release).eval)
     target = bytearray(lines[6])
     position = target.index(b'"question":"') + len(b'"question":"') + 2
     target[position] ^= 0x01
     lines[6] = bytes(target)
-    (release / "eval.jsonl").write_bytes(b"".join(lines))
-    _assert_named(release, "eval.jsonl", None, "checksums")
-    _assert_named(release, "eval.jsonl", 7, "row digests")
+    (release_layout(release).eval).write_bytes(b"".join(lines))
+    _assert_named(release, "demo.jsonl", None, "checksums")
+    _assert_named(release, "demo.jsonl", 7, "row digests")
 
 
 def test_a_deleted_row_is_detected_naming_file_and_row(release: Path) -> None:
-    lines = _lines(release / "eval.jsonl")
+    lines = _lines(release_layout(release).eval)
     del lines[9]
-    (release / "eval.jsonl").write_bytes(b"".join(lines))
+    (release_layout(release).eval).write_bytes(b"".join(lines))
     _rewrite_checksums(release)
-    _assert_named(release, "eval.jsonl", 10, "eval rows")
-    _assert_named(release, "rollout_questions.jsonl", 10, "projection")
+    _assert_named(release, "demo.jsonl", 10, "eval rows")
+    _assert_named(release, "demo_rollout_questions.jsonl", 10, "projection")
 
 
 def test_a_duplicated_row_is_detected_naming_file_and_row(release: Path) -> None:
-    lines = _lines(release / "eval.jsonl")
+    lines = _lines(release_layout(release).eval)
     lines.insert(4, lines[3])
-    (release / "eval.jsonl").write_bytes(b"".join(lines))
+    (release_layout(release).eval).write_bytes(b"".join(lines))
     _rewrite_checksums(release)
-    _assert_named(release, "eval.jsonl", 5, "unique ids")
-    _assert_named(release, "eval.jsonl", 5, "unique questions")
+    _assert_named(release, "demo.jsonl", 5, "unique ids")
+    _assert_named(release, "demo.jsonl", 5, "unique questions")
 
 
 def test_a_changed_alias_is_detected_naming_file_and_row_even_with_fixed_checksums(release: Path) -> None:
-    lines = _lines(release / "eval.jsonl")
+    lines = _lines(release_layout(release).eval)
     row = orjson.loads(lines[11])
     row["answers"] = [row["answers"][0] + " (edited)"]
     lines[11] = orjson.dumps(row, option=orjson.OPT_SORT_KEYS) + b"\n"
-    (release / "eval.jsonl").write_bytes(b"".join(lines))
+    (release_layout(release).eval).write_bytes(b"".join(lines))
     _rewrite_checksums(release)
-    _assert_named(release, "eval.jsonl", 12, "row digests")
-    _assert_named(release, "eval.jsonl", None, "data sha256")
+    _assert_named(release, "demo.jsonl", 12, "row digests")
+    _assert_named(release, "demo.jsonl", None, "data sha256")
 
 
 def test_a_projection_that_differs_from_the_eval_file_is_detected(release: Path) -> None:
-    lines = _lines(release / "rollout_questions.jsonl")
+    lines = _lines(release_layout(release).rollout)
     row = orjson.loads(lines[2])
     row["question"] = row["question"] + " Hint: it is in Europe."
     lines[2] = orjson.dumps(row, option=orjson.OPT_SORT_KEYS) + b"\n"
     leaked = orjson.loads(lines[5])
     leaked["answers"] = ["gold"]
     lines[5] = orjson.dumps(leaked, option=orjson.OPT_SORT_KEYS) + b"\n"
-    (release / "rollout_questions.jsonl").write_bytes(b"".join(lines))
+    (release_layout(release).rollout).write_bytes(b"".join(lines))
     _rewrite_checksums(release)
-    _assert_named(release, "rollout_questions.jsonl", 3, "projection")
-    _assert_named(release, "rollout_questions.jsonl", 6, "projection")
+    _assert_named(release, "demo_rollout_questions.jsonl", 3, "projection")
+    _assert_named(release, "demo_rollout_questions.jsonl", 6, "projection")
 
 
 def test_an_unlisted_or_missing_file_and_a_broken_schema_are_reported(release: Path) -> None:
     (release / "extra.txt").write_text("x")
     _assert_named(release, "extra.txt", None, "checksums")
     (release / "extra.txt").unlink()
-    lines = _lines(release / "eval.jsonl")
+    lines = _lines(release_layout(release).eval)
     row = orjson.loads(lines[0])
     row["source_row_number"] = 0
     lines[0] = orjson.dumps(row, option=orjson.OPT_SORT_KEYS) + b"\n"
-    (release / "eval.jsonl").write_bytes(b"".join(lines))
+    (release_layout(release).eval).write_bytes(b"".join(lines))
     _rewrite_checksums(release)
-    _assert_named(release, "eval.jsonl", 1, "eval rows")
+    _assert_named(release, "demo.jsonl", 1, "eval rows")
     assert any(c.name == "eval schema" and c.row == 1 for c in verify_release(release).failures)
-    (release / "diagnostics.jsonl").unlink()
-    assert any(c.file == "diagnostics.jsonl" for c in verify_release(release).failures)
+    (release_layout(release).diagnostics).unlink()
+    assert any(c.file == "demo_diagnostics.jsonl" for c in verify_release(release).failures)
 
 
 def test_semantic_checks_hold_even_when_every_hash_was_recomputed(release: Path) -> None:
     """A tamperer who also rewrites the manifest hashes is still caught by provenance and projection."""
-    lines = _lines(release / "eval.jsonl")
+    lines = _lines(release_layout(release).eval)
     row = orjson.loads(lines[1])
     row["source_split"] = "train"
     lines[1] = orjson.dumps(row, option=orjson.OPT_SORT_KEYS) + b"\n"
     data = b"".join(lines)
-    (release / "eval.jsonl").write_bytes(data)
-    manifest = orjson.loads((release / "manifest.json").read_bytes())
+    (release_layout(release).eval).write_bytes(data)
+    manifest = orjson.loads((release_layout(release).manifest).read_bytes())
     manifest["row_sha256"] = [hashlib.sha256(line.rstrip(b"\n")).hexdigest() for line in lines]
     manifest["data_sha256"] = hashlib.sha256(data).hexdigest()
-    (release / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
+    (release_layout(release).manifest).write_bytes(orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2))
     _rewrite_checksums(release)
     report = verify_release(release)
-    assert [(c.name, c.file, c.row) for c in report.failures] == [("provenance", "eval.jsonl", 2)]
+    failures = [(c.name, c.file, c.row) for c in report.failures]
+    assert ("provenance", "demo.jsonl", 2) in failures
+    # the rewritten manifest no longer matches what the independent validation bound, nor the file hashes
+    assert {"independent validation", "file hashes"} <= {name for name, _, _ in failures}
     code, out = _standalone(release)
-    assert code == 1 and "FAIL provenance: eval.jsonl row 2: source_split/source_file 'train'" in out
+    assert code == 1 and "FAIL provenance: demo.jsonl row 2: source_split/source_file 'train'" in out

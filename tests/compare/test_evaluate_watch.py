@@ -15,6 +15,7 @@ from aethersearch.environment import ToolResult
 from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Document, EvalRow, ToolCall
+from aethersearch.release_layout import release_layout
 from tests.scoring.factory import eval_rows, write_release
 
 
@@ -51,7 +52,7 @@ def release(tmp_path: Path):
 
 
 def test_evaluate_returns_searchr1_metric_keys(tmp_path: Path, demo_release: Path) -> None:
-    rows = [EvalRow.model_validate(row) for row in read_jsonl(demo_release / "eval.jsonl")]
+    rows = [EvalRow.model_validate(row) for row in read_jsonl(release_layout(demo_release).eval)]
     wrong = sorted({r.source_dataset for r in rows})[0]
     # the scripted policy answers every source right except one
     answers = {r.question.rstrip("?"): (r.answers[0] if r.source_dataset != wrong else "no idea") for r in rows}

@@ -17,6 +17,7 @@ from aethersearch.environment import ToolResult
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Decoding, Document, RolloutQuestion, ToolCall
 from aethersearch.text import normalize_answer
+from aethersearch.release_layout import release_layout
 
 
 def test_reading_grammar_types_statements_about_the_page_only() -> None:
@@ -70,7 +71,7 @@ def entailing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     index = build_index(store, "bm25", root / "index", config={"numba": False}).index
     sandbox = open_sandbox(release, index, store)
     questions = [RolloutQuestion(id=r["id"], question=r["question"])
-                 for r in read_jsonl(release / "rollout_questions.jsonl")]
+                 for r in read_jsonl(release_layout(release).rollout)]
     agent = LexicalBrowseAgent()
     fingerprint = build_fingerprint(release_info(release), question_count=len(questions), agent=agent,
                                     budget=DEMO_BUDGET, decoding=Decoding(), endpoint=None, model=None,
@@ -79,8 +80,8 @@ def entailing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run_questions(questions, agent, lambda q: sandbox.episode(q.id, run_id="t"), DEMO_BUDGET, root / "run",
                   fingerprint, concurrency=4)
     return {"traces": load_traces(root / "run"), "factorised": factorise_run(root / "run", release, store=store),
-            "gold": {r["id"]: r["answers"] for r in read_jsonl(release / "eval.jsonl")},
-            "diagnostics": {r["id"]: r for r in read_jsonl(release / "diagnostics.jsonl")}}
+            "gold": {r["id"]: r["answers"] for r in read_jsonl(release_layout(release).eval)},
+            "diagnostics": {r["id"]: r for r in read_jsonl(release_layout(release).diagnostics)}}
 
 
 def _correct(prediction: str | None, answers: list[str]) -> bool:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from aethersearch.errors import DataError
 from aethersearch.jsonl import loads
 
 runner = CliRunner()
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +100,49 @@ def test_demo_writes_a_sandbox_report_with_the_factorised_table_and_probe_rates(
     assert "Factorised metrics" in html and "Probes (Forget / Lead-astray)" in html
     for key in ("gen_score", "f1_good_refusal", "knowledge_sufficiency", "lead_astray_rate"):
         assert key in html, key
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
+
+
+def _factorised_rows(dom: str) -> dict[str, dict[str, str]]:
+    """Rows of the rendered factorised table(s) with an f1_good_refusal column: label -> column -> cell."""
+    rows: dict[str, dict[str, str]] = {}
+    for table in re.findall(r"<table[^>]*>(.*?)</table>", dom, re.DOTALL):
+        header = re.findall(r"<th[^>]*>([^<]*)</th>", table.split("</tr>", 1)[0])
+        if "f1_good_refusal" not in header:
+            continue
+        for row in table.split("</tr>")[1:]:
+            cells = re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", row)
+            if len(cells) == len(header):
+                rows.setdefault(cells[0], dict(zip(header, cells, strict=True)))
+    return rows
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian `chromium` not installed (apt-get install -y chromium)")
+def test_sandbox_report_renders_in_chromium_with_distinct_failure_modes(demo, tmp_path: Path) -> None:
+    _out, summary = demo
+    url = Path(summary["report"]).resolve().as_uri()
+    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'p'}", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    check = re.search(r'<div id="render-check" data-ready="(\d)" data-tables="(\d+)"', dom.stdout)
+    assert check and check.group(1) == "1", "the page's render self-check did not run"
+    errors = re.search(r'<pre id="console-errors" data-count="(\d+)">', dom.stdout)
+    assert errors and errors.group(1) == "0"
+    rows = _factorised_rows(dom.stdout)
+    overall = rows["overall"]
+    f1_gr, f1_ku = float(overall["f1_good_refusal"]), float(overall["f1_knowledge_utilisation"])
+    # the honest baseline fails in distinct ways: it guesses without evidence (F1_GR) and sometimes refuses
+    # or misreads with the chain served (F1_KU); neither is the old 1.000 tautology
+    assert f1_gr < 1 and f1_ku < 1 and f1_gr != f1_ku
+    assert float(overall["gen_score"]) < float(overall["knowledge_score"])
+    shots = REPO / "test-artifacts"
+    shots.mkdir(exist_ok=True)
+    shot = shots / "sandbox_report.png"
+    shot.unlink(missing_ok=True)
+    done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'q'}", "--window-size=1280,3000",
+                           f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -57,8 +57,11 @@ def test_forget_probe_runs_on_a_seven_source_release_and_credits_parametric_page
     from aethersearch.scoring.probes import factorise_run, forget_probe
 
     release, _ = build_demo_inputs(tmp_path / "demo")
-    diagnostics = {r["id"]: r for r in read_jsonl(release / "diagnostics.jsonl")}
-    rows = {r["id"]: r for r in read_jsonl(release / "eval.jsonl")}
+    from aethersearch.release_layout import release_layout
+
+    layout = release_layout(release)
+    diagnostics = {r["id"]: r for r in read_jsonl(layout.diagnostics)}
+    rows = {r["id"]: r for r in read_jsonl(layout.eval)}
     ids = sorted(i for i, d in diagnostics.items() if d["source_dataset"] == "musique" and d["decomposition"])[:2]
     assert len(ids) == 2
     questions = {rows[i]["question"]: i for i in ids}

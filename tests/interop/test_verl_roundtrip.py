@@ -43,7 +43,7 @@ def _generation(i: int, golds: list[str]) -> str:
     if kind == 3:
         return think + "<answer> I don't know </answer>"
     if kind == 4:
-        return think + f"<answer>{golds[1].upper()}.</answer>"  # alias, normalised
+        return think + f"<answer>{golds[-1].upper()}.</answer>"  # an alias, normalised
     if kind == 5:
         return think + f"<answer>wrong</answer> then <answer>{golds[0]}</answer>"  # the last tag counts
     return think + f"<answer>The {golds[0]}</answer>"  # article removed by normalisation

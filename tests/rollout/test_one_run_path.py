@@ -13,6 +13,7 @@ from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
 from aethersearch.cli import app
 from aethersearch.records import RunFingerprint
+from aethersearch.release_layout import release_layout
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_the_api_verifies_the_release_like_the_cli(demo: tuple[Path, Path], tmp_
     release, index = demo
     tampered = tmp_path / "release"
     shutil.copytree(release, tampered)
-    eval_file = tampered / "eval.jsonl"
+    eval_file = release_layout(tampered).eval
     eval_file.write_bytes(eval_file.read_bytes().replace(b'"answers":["', b'"answers":["x', 1))
     with pytest.raises(IntegrityError, match="fails verification"):
         evaluate_run("http://127.0.0.1:9/v1", tampered, model="m", index=index, run_dir=tmp_path / "run")

@@ -12,6 +12,7 @@ from aethersearch.construct.hintfree import build_demo_sandbox_release
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.sandbox.episode import open_sandbox
+from aethersearch.release_layout import release_layout
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
 def test_following_the_chain_is_the_way_to_the_answer(demo) -> None:
     release, opened = demo
     sandbox = open_sandbox(release, opened.index, opened.store)
-    gold = {row["id"]: row for row in read_jsonl(release / "eval.jsonl")}
+    gold = {row["id"]: row for row in read_jsonl(release_layout(release).eval)}
     assert sandbox.question_ids == list(gold) and len(gold) == 60
 
     async def walk(qid: str) -> None:

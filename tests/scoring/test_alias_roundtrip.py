@@ -10,6 +10,7 @@ them ``abstained``, and the scorer must still count them as correct answers.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -22,18 +23,13 @@ from hypothesis import strategies as st
 from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
 from aethersearch.benchmark.release import (
-    FileDigest,
-    dataset_card,
     encode_release_rows,
-    load_manifest,
-    manifest_bytes,
-    row_digests,
-    write_release_files,
 )
 from aethersearch.benchmark.verify import verify_release
 from aethersearch.jsonl import read_jsonl, read_records, sha256_bytes
-from aethersearch.records import DiagnosticsRow, EvalRow
+from aethersearch.records import EvalRow
 from aethersearch.scoring.api import read_scores
+from aethersearch.release_layout import release_layout
 from tests.compare.test_evaluate_watch import OnePageEnvironment
 
 REFUSAL_SHAPED = ["Unknown", "Don't Know Why", "I Can't Tell You Why", 'I Cannot Say "Farewell"', "I don't know",
@@ -59,27 +55,36 @@ def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def release_with_golds(source: Path, out: Path, golds: list[list[str]]) -> list[EvalRow]:
-    """A copy of ``source`` whose first rows carry ``golds``, re-published the way ``aether build`` writes it.
+    """A release whose first rows carry ``golds``, built by ``aether build`` from edited source files.
 
-    Rows, manifest digests, the dataset card and checksums are all regenerated, so the
-    copy passes the full release verifier: it is a release whose gold *is* these aliases.
+    The demo's sources (beside ``source``) are copied, the NQ rows the release selected
+    get the drawn aliases, and the release is rebuilt: a release whose gold *is* these
+    aliases, which passes the full verifier and its own independent replay. (Patching
+    the rows of a built release and regenerating its hashes is exactly the forgery the
+    verifier refuses.)
     """
-    rows = read_records(source / "eval.jsonl", EvalRow)
-    rows = [row.model_copy(update={"answers": golds[i]}) if i < len(golds) else row for i, row in enumerate(rows)]
-    files = encode_release_rows(rows, read_records(source / "diagnostics.jsonl", DiagnosticsRow))
-    manifest = load_manifest(source)
-    manifest = manifest.model_copy(update={
-        "files": {name: FileDigest(sha256=sha256_bytes(data), rows=data.count(b"\n")) for name, data in files.items()},
-        "data_sha256": sha256_bytes(files["eval.jsonl"]), "row_sha256": row_digests(files["eval.jsonl"])})
-    files["manifest.json"] = manifest_bytes(manifest)
-    files["README.md"] = dataset_card(manifest).encode("utf-8")
-    for name in ("exclusion_audit.json", "verify_release.py", "ATTRIBUTION.md"):
-        files[name] = (source / name).read_bytes()
-    out.mkdir(parents=True)
-    write_release_files(out, files)
+    import yaml
+
+    from aethersearch.benchmark.build import build_from_config
+
+    sources = out.parent / "src"
+    shutil.copytree(source.parent / "src", sources)
+    baseline = read_records(release_layout(source).eval, EvalRow)
+    nq_file = sources / "nq_open" / "NQ-open.dev.jsonl"
+    lines = nq_file.read_bytes().split(b"\n")
+    for row, aliases in zip(baseline, golds, strict=False):
+        assert row.source_dataset == "nq"
+        record = json.loads(lines[row.source_row_number - 1])
+        lines[row.source_row_number - 1] = json.dumps({**record, "answer": aliases}).encode()
+    nq_file.write_bytes(b"\n".join(lines))
+    config = yaml.safe_load((sources / "build.yaml").read_text(encoding="utf-8"))
+    for entry in config["sources"]:
+        entry.pop("sha256", None)  # the edited file is a new source file
+    (sources / "build.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    build_from_config(sources / "build.yaml", out)
     report = verify_release(out)
     assert report.ok, [check.line() for check in report.failures]
-    return rows
+    return read_records(release_layout(out).eval, EvalRow)
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +112,7 @@ def test_any_gold_alias_answered_verbatim_scores_em_1_from_run_to_score(
         shutil.rmtree(Path(tmp) / "run")
     assert scores == result.scores
     assert scores.gold.eval_sha256 == sha256_bytes(encode_release_rows(rows, [])["eval.jsonl"])
+    assert [set(row.answers) for row in rows[:len(alias_lists)]] == [set(a) for a in alias_lists]
     for row in scores.per_question:
         trace = traces[row.id]
         assert trace["prediction"] == ANSWERS[trace["question_seen"]].strip()  # verbatim through the agent

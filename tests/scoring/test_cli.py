@@ -10,6 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from aethersearch.cli import app
+from aethersearch.release_layout import release_layout
 from tests.scoring.factory import eval_rows, write_release, write_run
 
 runner = CliRunner(env={"COLUMNS": "200"})
@@ -65,7 +66,7 @@ def test_watch_evaluates_served_checkpoints_appends_history_and_plots_the_curve(
 
     # watch evaluates through the one run path, which verifies the release: a real (demo) release
     release = build_from_config(write_demo_sources(tmp_path / "src"), tmp_path / "release").release_dir
-    answers = {r["question"]: r["answers"][0] for r in read_jsonl(release / "eval.jsonl")}
+    answers = {r["question"]: r["answers"][0] for r in read_jsonl(release_layout(release).eval)}
     history = tmp_path / "h.jsonl"
     with ScriptedServer(lambda request: Reply(f"<answer> {answers.get(question_of(request) or '', '?')} </answer>")
                         ) as server:

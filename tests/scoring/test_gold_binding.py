@@ -20,6 +20,7 @@ import pytest
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.jsonl import read_jsonl, sha256_file, write_jsonl
 from aethersearch.scoring.api import ScoreRefused, read_scores, score_run
+from aethersearch.release_layout import release_layout
 from tests.scoring.factory import eval_rows, write_checksums, write_release, write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,9 +42,9 @@ def scored_setup(tmp_path: Path) -> tuple[Path, Path, list]:
 
 
 def _edit_first_alias(release: Path, new_alias: str) -> None:
-    rows = read_jsonl(release / "eval.jsonl")
+    rows = read_jsonl(release_layout(release).eval)
     rows[0]["answers"][0] = new_alias
-    write_jsonl(release / "eval.jsonl", rows)
+    write_jsonl(release_layout(release).eval, rows)
 
 
 def _one_line(output: str) -> str:
@@ -53,10 +54,10 @@ def _one_line(output: str) -> str:
 def test_edited_gold_alias_with_regenerated_checksums_is_refused_by_score(scored_setup) -> None:
     release, run, _ = scored_setup
     pinned = json.loads((run / "run.json").read_text())["release_data_sha256"]
-    assert pinned == sha256_file(release / "eval.jsonl")
+    assert pinned == sha256_file(release_layout(release).eval)
     _edit_first_alias(release, "wrong guess")  # the run's wrong answer now "matches" gold
     write_checksums(release)  # the tamperer also regenerated checksums.sha256: they verify again
-    found = sha256_file(release / "eval.jsonl")
+    found = sha256_file(release_layout(release).eval)
     done = aether("score", str(run), "--release", str(release))
     assert done.returncode == 2
     out = _one_line(done.stdout + done.stderr)
@@ -67,19 +68,19 @@ def test_edited_gold_alias_with_regenerated_checksums_is_refused_by_score(scored
 
 def test_edited_gold_alias_without_new_checksums_is_refused_naming_the_checksum_file(scored_setup) -> None:
     release, run, _ = scored_setup
-    expected = sha256_file(release / "eval.jsonl")
+    expected = sha256_file(release_layout(release).eval)
     _edit_first_alias(release, "wrong guess")
     with pytest.raises(IntegrityError) as info:
         score_run(run, release)
     message = str(info.value)
-    assert "checksums.sha256" in message and expected in message and sha256_file(release / "eval.jsonl") in message
+    assert "checksums.sha256" in message and expected in message and sha256_file(release_layout(release).eval) in message
     assert info.value.fix and "aether verify" in info.value.fix
 
 
 def test_edited_manifest_data_sha_is_refused(scored_setup) -> None:
     release, run, _ = scored_setup
-    manifest = json.loads((release / "manifest.json").read_text())
-    (release / "manifest.json").write_text(json.dumps({**manifest, "data_sha256": "0" * 64}))
+    manifest = json.loads((release_layout(release).manifest).read_text())
+    (release_layout(release).manifest).write_text(json.dumps({**manifest, "data_sha256": "0" * 64}))
     write_checksums(release)
     with pytest.raises(IntegrityError, match=r"manifest\.json"):
         score_run(run, release)
@@ -98,9 +99,9 @@ def test_scores_json_records_the_hashes_it_was_computed_against(scored_setup) ->
     scores = score_run(run, release)
     on_disk = json.loads((run / "scores.json").read_text())["gold"]
     assert on_disk == scores.gold.model_dump(mode="json")
-    assert on_disk["eval_sha256"] == sha256_file(release / "eval.jsonl")
+    assert on_disk["eval_sha256"] == sha256_file(release_layout(release).eval)
     assert on_disk["checksums_sha256"] == sha256_file(release / "checksums.sha256")
-    assert on_disk["manifest_sha256"] == sha256_file(release / "manifest.json")
+    assert on_disk["manifest_sha256"] == sha256_file(release_layout(release).manifest)
     assert on_disk["run_json_sha256"] == sha256_file(run / "run.json")
     assert on_disk["run_file"] == "traces.jsonl"
     assert on_disk["run_file_sha256"] == sha256_file(run / "traces.jsonl")

@@ -323,14 +323,17 @@ class StandaloneAudit(NamedTuple):
 
 
 def read_selection(target: Path) -> list[tuple[str | None, str]]:
-    """``(id, question)`` rows of a release directory (eval.jsonl) or a JSONL selection file."""
+    """``(id, question)`` rows of a release directory (its eval file) or a JSONL selection file."""
     from aethersearch.errors import DataError
     from aethersearch.jsonl import iter_jsonl
 
+    from aethersearch.release_layout import release_layout
+
     target = Path(target)
-    path = target / "eval.jsonl" if target.is_dir() else target
-    if target.is_dir() and not path.exists():
-        path = target / "rollout_questions.jsonl"
+    path = target
+    if target.is_dir():
+        layout = release_layout(target)
+        path = layout.eval if layout.eval.exists() else layout.rollout
     rows = []
     for line, value in iter_jsonl(path):
         if not isinstance(value, dict) or not isinstance(value.get("question"), str):

@@ -34,6 +34,7 @@ from aethersearch.benchmark.release import (
     encode_release_rows,
     exclusion_audit_bytes,
     manifest_bytes,
+    manifest_core_sha256,
     row_digests,
     row_id,
     verifier_source,
@@ -66,8 +67,9 @@ from aethersearch.benchmark.verify import VerifyReport, verify_release
 from aethersearch.errors import AetherError, ConfigError, IntegrityError
 from aethersearch.jsonl import sha256_bytes, sha256_file
 from aethersearch.records import DiagnosticsRow, EvalRow
+from aethersearch.release_layout import layout_names
 
-STAGES = ("read_sources", "exclusion_sets", "dedup", "select", "write", "verify")
+STAGES = ("read_sources", "exclusion_sets", "dedup", "select", "write", "replay", "verify")
 
 
 class BuildResult(NamedTuple):
@@ -206,7 +208,8 @@ def _install(staging: Path, out_dir: Path) -> None:
     """Move a verified staging directory into place, replacing an earlier release there."""
     old = None
     if out_dir.exists():
-        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "manifest.json").is_file()):
+        has_manifest = (out_dir / "manifest.json").is_file() or any(out_dir.glob("*_manifest.json"))
+        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not has_manifest):
             raise ConfigError(f"{out_dir} exists and is not a release directory; refusing to replace it",
                               fix="choose a new --out directory or remove it")
         old = out_dir.with_name(f".{out_dir.name}.old")
@@ -251,7 +254,10 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
     lap("select")
 
     eval_rows, diagnostics = _rows(config.name, quotas, selected)
-    files = encode_release_rows(eval_rows, diagnostics)
+    names = layout_names(config.stem)
+    legacy = encode_release_rows(eval_rows, diagnostics)
+    files = {names["eval"]: legacy["eval.jsonl"], names["rollout"]: legacy["rollout_questions.jsonl"],
+             names["diagnostics"]: legacy["diagnostics.jsonl"]}
     exclusions = [ExclusionRecord(key=e.key, dataset=e.dataset, source_id=e.source_id, reason=e.reason,
                                   origin=e.origin) for e in reviewed]
     exclusions += [ExclusionRecord(key=k, reason=r, origin="selection audit") for k, r in sorted(audit_excluded.items())]
@@ -272,28 +278,36 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
     audit = None
     if decision is not None:
         audit = {"rounds": rounds, "report": decision.report, "retained": decision.retained}
+    files[names["exclusion_audit"]] = exclusion_audit_bytes({
+        "schema_version": 1, "name": config.name, "training": training.model_dump(mode="json"),
+        "isolation": counts, "exclusions": [e.model_dump(mode="json") for e in exclusions],
+        "removed": [_removal_record(r) for r in isolation.removals],
+        "pool_filter_removals": [r.model_dump(mode="json") for r in pool_removals],
+        "audit": audit, "retained": decision.retained if decision is not None else []})
+    files[names["verifier"]] = verifier_source()
+
+    def digests() -> dict[str, FileDigest]:
+        return {name: FileDigest(sha256=sha256_bytes(data), rows=data.count(b"\n"))
+                for name, data in sorted(files.items()) if name != names["manifest"]}
+
     manifest = Manifest(
-        name=config.name, revision=config.revision, description=config.description, software_version=__version__,
+        name=config.name, file_stem=config.stem, layout=names, revision=config.revision,
+        description=config.description, software_version=__version__,
         seed=config.seed, sampling=SAMPLING_DESCRIPTION, row_number_convention=ROW_NUMBER_CONVENTION,
         question_count=len(eval_rows),
         composition=[{"dataset": r.dataset, "split": r.split, "planned": r.planned, "cap": r.cap,
                       "quota": r.quota, "selected": r.selected} for r in source_records],
         sources=source_records, training=training, isolation=counts, exclusions=exclusions,
         pool_filter_removals=pool_removals, audit=audit, config=config.model_dump(mode="json"),
-        config_path=loaded.path.name if loaded.path else None,
-        files={name: FileDigest(sha256=sha256_bytes(data), rows=data.count(b"\n")) for name, data in files.items()},
-        data_sha256=sha256_bytes(files["eval.jsonl"]), rollout_sha256=sha256_bytes(files["rollout_questions.jsonl"]),
-        row_sha256=row_digests(files["eval.jsonl"]))
-    files["manifest.json"] = manifest_bytes(manifest)
-    files["exclusion_audit.json"] = exclusion_audit_bytes({
-        "schema_version": manifest.schema_version, "name": config.name, "training": training.model_dump(mode="json"),
-        "isolation": counts, "exclusions": [e.model_dump(mode="json") for e in exclusions],
-        "removed": [_removal_record(r) for r in isolation.removals],
-        "pool_filter_removals": [r.model_dump(mode="json") for r in pool_removals],
-        "audit": audit, "retained": decision.retained if decision is not None else []})
-    files["verify_release.py"] = verifier_source()
-    files["README.md"] = dataset_card(manifest).encode("utf-8")
-    files["ATTRIBUTION.md"] = attribution(manifest, config.sources).encode("utf-8")
+        config_path=loaded.path.name if loaded.path else None, deviations=list(config.deviations),
+        files={}, data_sha256=sha256_bytes(files[names["eval"]]),
+        rollout_sha256=sha256_bytes(files[names["rollout"]]), row_sha256=row_digests(files[names["eval"]]))
+    # The attribution and the card are rendered from the manifest's content (not its ``files``), so
+    # their hashes can be added to ``files`` afterwards without changing what they say.
+    files[names["attribution"]] = attribution(manifest, config.sources).encode("utf-8")
+    files[names["card"]] = dataset_card(manifest).encode("utf-8")
+    manifest = manifest.model_copy(update={"files": digests()})
+    files[names["manifest"]] = manifest_bytes(manifest)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = out_dir.with_name(f".{out_dir.name}.staging")
     if staging.exists():
@@ -302,6 +316,11 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
     try:
         write_release_files(staging, files)
         lap("write")
+        files[names["independent_validation"]] = _independent_validation(staging, loaded, manifest)
+        manifest = manifest.model_copy(update={"files": digests()})
+        files[names["manifest"]] = manifest_bytes(manifest)
+        write_release_files(staging, files)
+        lap("replay")
         report = verify_release(staging)
         if not report.ok:
             raise IntegrityError("the freshly written release failed verification:\n  "
@@ -312,6 +331,22 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
         raise
     lap("verify")
     return BuildResult(out_dir, manifest, timings, VerifyReport(out_dir, report.checks))
+
+
+def _independent_validation(staging: Path, loaded: LoadedConfig, manifest: Manifest) -> bytes:
+    """Run the independent replay on the staged release; its report becomes a release file.
+
+    A failed replay stops the build: a release whose own replay disagrees is not published.
+    """
+    from aethersearch.benchmark.replay import replay_report
+
+    report, data = replay_report(staging, base_dir=loaded.base_dir)
+    if not report.ok:
+        raise IntegrityError("the independent replay of the new release failed:\n  "
+                             + "\n  ".join(c.line() for c in report.failures), fix="report this as a bug")
+    if manifest_core_sha256(manifest) not in data.decode("utf-8"):
+        raise IntegrityError("the independent replay validated another manifest", fix="report this as a bug")
+    return data
 
 
 def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filter: PoolFilter | None = None,

@@ -55,6 +55,10 @@ class BuildConfig(_Strict):
 
     schema_version: int = 1
     name: str = Field(description="release name; row ids are <name>_0001, <name>_0002, ...")
+    file_stem: str | None = Field(default=None, description="release files are named <file_stem>.jsonl, "
+                                  "<file_stem>_manifest.json, ... (default: name; the card's is eval_1400)")
+    deviations: list[str] = Field(default_factory=list, description="deviations from the published card, "
+                                  "recorded in the manifest and the generated card")
     revision: str = "1.0.0"
     description: str = ""
     seed: int = 42
@@ -72,6 +76,18 @@ class BuildConfig(_Strict):
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]*$", value):
             raise ValueError(f"release name {value!r} must be letters, digits, '_' or '-'")
         return value
+
+    @field_validator("file_stem")
+    @classmethod
+    def _file_stem(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]*$", value):
+            raise ValueError(f"file_stem {value!r} must be letters, digits, '_' or '-'")
+        return value
+
+    @property
+    def stem(self) -> str:
+        """The stem the release's files are named by."""
+        return self.file_stem or self.name
 
     @model_validator(mode="after")
     def _unique_datasets(self) -> BuildConfig:

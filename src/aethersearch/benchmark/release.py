@@ -20,13 +20,13 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from aethersearch.benchmark import verify_release_template as standalone
 from aethersearch.errors import DataError
-from aethersearch.jsonl import atomic_write_bytes, dumps_pretty, encode_jsonl, sha256_bytes
+from aethersearch.jsonl import atomic_write_bytes, encode_jsonl, sha256_bytes
 from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow, Record, RolloutQuestion
+from aethersearch.release_layout import release_layout
 
 MANIFEST_KIND = "aethersearch-benchmark-release"
-RELEASE_FILES = ("eval.jsonl", "rollout_questions.jsonl", "diagnostics.jsonl", "manifest.json",
-                 "exclusion_audit.json", "verify_release.py", "ATTRIBUTION.md", "README.md")
 CHECKSUMS = "checksums.sha256"
 
 
@@ -105,7 +105,7 @@ class PoolFilterRemoval(Record):
 
 
 class FileDigest(Record):
-    """A release data file: its sha256 and row count."""
+    """A release file: its sha256 and line count (every file but the manifest and checksums has one)."""
 
     sha256: str
     rows: int
@@ -117,6 +117,8 @@ class Manifest(Record):
     schema_version: int = SCHEMA_VERSION
     kind: str = MANIFEST_KIND
     name: str
+    file_stem: str
+    layout: dict[str, str]
     revision: str
     description: str = ""
     software_version: str
@@ -137,6 +139,7 @@ class Manifest(Record):
     data_sha256: str
     rollout_sha256: str
     row_sha256: list[str]
+    deviations: list[str] = Field(default_factory=list)
 
 
 HINTFREE_MANIFEST_KIND = "aethersearch-hintfree-release"
@@ -180,8 +183,8 @@ SAMPLING_DESCRIPTION = (
 
 
 def load_manifest(release_dir: str | Path) -> Manifest:
-    """Read and validate ``<release>/manifest.json`` (for consumers: rollout, scoring, replay)."""
-    path = Path(release_dir) / "manifest.json"
+    """Read and validate the release's manifest (for consumers: rollout, scoring, replay)."""
+    path = release_layout(release_dir).manifest
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -213,18 +216,57 @@ def _yaml_str(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _glance(manifest: Manifest) -> str:
+    """The card's "Release at a glance" table, every figure read from the manifest."""
+    iso = manifest.isolation
+    audit = manifest.audit or {}
+    counts = (audit.get("report") or {}).get("counts") or {}
+    stages = ", ".join(f"{s} {n:,}" for s, n in sorted(manifest.training.unique_keys_by_stage.items())) or "none"
+    rows = [
+        ("questions", f"{manifest.question_count:,}"),
+        ("sources", ", ".join(f"{c['dataset']} {c['selected']}" for c in manifest.composition)),
+        ("seed", str(manifest.seed)),
+        ("training questions excluded against (unique keys)", f"{manifest.training.union_size:,} ({stages})"),
+        ("exact training overlaps removed", str(iso.get("exact_overlaps_removed"))),
+        ("punctuation/spacing equivalents removed", str(iso.get("template_equivalents_removed"))),
+        ("duplicates removed", str(iso.get("duplicates_removed"))),
+        ("final exact overlap with training", ", ".join(
+            f"{s} {v}" for s, v in sorted(iso.get("final_exact_overlap_by_stage", {}).items())) or "none"),
+        ("near-duplicate audit", "off" if manifest.audit is None else "on"),
+        ("audit: flagged pairs / excluded / retained with reason / unreviewed",
+         "-" if manifest.audit is None else f"{counts.get('pairs_flagged', 0)} / {iso.get('audit_excluded', 0)} / "
+         f"{counts.get('retained_with_reason', 0)} / {counts.get('unreviewed', 0)}"),
+        ("reviewed exclusions", str(len(manifest.exclusions))),
+        ("canonical data sha256", f"`{manifest.data_sha256}`"),
+    ]
+    return "\n".join(["| figure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
+
+
 def dataset_card(manifest: Manifest) -> str:
-    """README.md as a Hugging Face dataset card; its YAML ``configs`` make eval.jsonl the validation split."""
+    """README.md as a Hugging Face dataset card; its YAML ``configs`` make the eval file the validation split."""
     n = manifest.question_count
+    names = manifest.layout
     size = ("n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K" if n < 100_000 else "n>100K")
-    comp = "\n".join(f"| {c['dataset']} | {c['split']} | {c['planned']} | {c['quota']} | {c['selected']} |"
-                     for c in manifest.composition)
+    comp = "\n".join(f"| {c['dataset']} | {c['split']} | {c['planned']} | {c['cap'] if c['cap'] is not None else '-'} "
+                     f"| {c['quota']} | {c['selected']} |" for c in manifest.composition)
     iso = manifest.isolation
     overlap = ", ".join(f"{s}: {v}" for s, v in sorted(iso.get("final_exact_overlap_by_stage", {}).items())) or "none"
     features = "\n".join(
         f"  - name: {name}\n    dtype: {dtype}" for name, dtype in
         (("id", "string"), ("question", "string"), ("source_dataset", "string"), ("source_split", "string"),
          ("source_id", "string"), ("source_row_number", "int64"), ("source_file", "string")))
+    deviations = "\n".join(f"- {d}" for d in manifest.deviations) or "- none"
+    files = "\n".join(f"| `{names[role]}` | {what} |" for role, what in (
+        ("eval", "questions, gold answer aliases, provenance"),
+        ("rollout", "`id` and `question` only: the only file an agent may see"),
+        ("manifest", "everything needed to verify and replay the build; every other file's sha256"),
+        ("exclusion_audit", "every removed candidate, exclusion and reviewed near-duplicate pair, with reasons"),
+        ("diagnostics", "supporting facts, decompositions, question types"),
+        ("independent_validation", "the independent replay from the original files (all checks OK)"),
+        ("verifier", "standard-library verifier of every file"),
+        ("checksums", "`sha256sum -c` list of every file"),
+        ("attribution", "sources, citations, licenses"),
+        ("card", "this card")))
     return f"""---
 pretty_name: {_yaml_str(manifest.name)}
 license: {manifest.config.get("license", "other")}
@@ -238,7 +280,7 @@ configs:
 - config_name: default
   data_files:
   - split: validation
-    path: eval.jsonl
+    path: {names["eval"]}
 dataset_info:
   features:
 {features}
@@ -253,19 +295,30 @@ dataset_info:
 
 {manifest.description or "A frozen, verifiable question-answering benchmark release built by aethersearch."}
 
-`eval.jsonl` holds {n} questions with their gold answer aliases and provenance
-(`source_dataset`, `source_split`, `source_id` — null where the source has none —
-one-based `source_row_number`, `source_file`). `rollout_questions.jsonl` is the
-same rows reduced to `id` and `question`: the only file an agent may see.
-Supporting facts, decompositions and question types are in `diagnostics.jsonl`.
+## Release at a glance
+
+{_glance(manifest)}
+
+## Files
+
+| file | contents |
+|---|---|
+{files}
+
+Rows keep their provenance: `source_dataset`, `source_split`, `source_id` (null where
+the source has none), one-based `source_row_number`, `source_file`.
 
 ## Composition
 
-| source | split | planned | quota | selected |
-|---|---|---|---|---|
+| source | split | planned | cap | quota | selected |
+|---|---|---|---|---|---|
 {comp}
 
 Seed {manifest.seed}. Sampling: {manifest.sampling}.
+
+### Deviations from the plan
+
+{deviations}
 
 ## Training isolation
 
@@ -274,18 +327,18 @@ collapse, strip, removal of trailing `?`/`？`). Audited input rows: {iso.get("i
 exact training overlaps removed: {iso.get("exact_overlaps_removed")}; punctuation/spacing
 equivalents removed: {iso.get("template_equivalents_removed")}; duplicates removed:
 {iso.get("duplicates_removed")}; final exact overlap per stage: {overlap}.
-Every exclusion and its reason is in `exclusion_audit.json`.
+Every exclusion and its reason is in `{names["exclusion_audit"]}`.
 
 ## Verify
 
 ```
-python verify_release.py .        # standard library only
-sha256sum -c checksums.sha256
+python {names["verifier"]} .        # standard library only; --help
+sha256sum -c {names["checksums"]}
 ```
 
 Load with `datasets.load_dataset("<this directory>", split="validation")`.
-Canonical data sha256 of `eval.jsonl`: `{manifest.data_sha256}`.
-See `ATTRIBUTION.md` for the sources, their citations and licenses.
+Canonical data sha256 of `{names["eval"]}`: `{manifest.data_sha256}`.
+See `{names["attribution"]}` for the sources, their citations and licenses.
 """
 
 
@@ -321,7 +374,7 @@ def attribution(manifest: Manifest, sources: Sequence[Any]) -> str:
 
 def encode_release_rows(eval_rows: Sequence[EvalRow], diagnostics: Sequence[DiagnosticsRow]
                         ) -> dict[str, bytes]:
-    """Canonical bytes of the three row files (the rollout file is the eval file's projection)."""
+    """Canonical bytes of the three row files by legacy name (the rollout file is the eval file's projection)."""
     rollout = [RolloutQuestion(id=row.id, question=row.question) for row in eval_rows]
     return {"eval.jsonl": encode_jsonl(eval_rows), "rollout_questions.jsonl": encode_jsonl(rollout),
             "diagnostics.jsonl": encode_jsonl(diagnostics)}
@@ -347,10 +400,15 @@ def write_release_files(directory: Path, files: dict[str, bytes]) -> None:
 
 
 def manifest_bytes(manifest: Manifest) -> bytes:
-    """Canonical, indented manifest JSON."""
-    return dumps_pretty(manifest)
+    """Canonical, indented manifest JSON (the standalone verifier's ``pretty_json``, checked byte for byte)."""
+    return standalone.pretty_json(manifest.model_dump(mode="json"))  # type: ignore[no-any-return]
+
+
+def manifest_core_sha256(manifest: Manifest) -> str:
+    """The hash of the manifest minus ``files`` that independent_validation.json binds."""
+    return standalone.manifest_core_sha256(manifest.model_dump(mode="json"))  # type: ignore[no-any-return]
 
 
 def exclusion_audit_bytes(audit: dict[str, Any]) -> bytes:
-    """Canonical, indented exclusion_audit.json."""
-    return dumps_pretty(audit)
+    """Canonical, indented exclusion audit JSON (checked byte for byte by the verifiers)."""
+    return standalone.pretty_json(audit)  # type: ignore[no-any-return]

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.benchmark.replay_sources import RawRow, read_original
-from aethersearch.benchmark.verify_release_template import card_quotas
+from aethersearch.benchmark.verify_release_template import card_quotas, manifest_core_sha256, pretty_json
 from aethersearch.errors import AetherError, ConfigError, DataError
-from aethersearch.jsonl import atomic_write_json
+from aethersearch.jsonl import atomic_write_bytes
+from aethersearch.release_layout import release_layout
 from aethersearch.text import question_key
 
 OUTPUT = "independent_validation.json"
@@ -137,7 +138,7 @@ def find_base_dir(manifest: dict[str, Any], release_dir: Path, candidates: Seque
     for base in tried:
         if all((Path(p) if Path(p).is_absolute() else base / p).exists() for p in paths):
             return base
-    raise AetherError(f"cannot find the original source files listed in {release_dir / 'manifest.json'} "
+    raise AetherError(f"cannot find the original source files listed in {release_layout(release_dir).manifest} "
                       f"(e.g. {paths[:1]}) under any of: {', '.join(str(b) for b in tried)}",
                       fix="pass --base-dir DIR, the build config's directory (`aether replay` also takes --config BUILD.yaml)")
 
@@ -389,26 +390,22 @@ def default_output(release_dir: Path) -> Path:
     return release_dir.with_name(f"{release_dir.name}.{OUTPUT}")
 
 
-def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: Path | None = None,
-                   config: Path | None = None) -> ReplayReport:
-    """Run every independent check, write ``independent_validation.json`` and return the report.
+def replay_report(release_dir: Path, *, base_dir: Path | None = None, config: Path | None = None
+                  ) -> tuple[ReplayReport, bytes]:
+    """Run every independent check; returns the report and the canonical bytes of independent_validation.json.
 
-    The sources are looked up under ``base_dir``, then ``config``'s directory,
-    then ``source_dir_candidates``. The report goes to ``output`` or, by default,
-    ``default_output(release_dir)`` (beside the release, not in it). A broken release is reported through FAIL checks, never by raising; only a
-    missing manifest or unreadable eval file (nothing to check) raises DataError.
+    The bytes name no local directory (a release built twice anywhere is
+    byte-identical) and bind the manifest they validated by
+    ``manifest_core_sha256``: the manifest minus its ``files`` map, so the
+    manifest can record this report's own sha256 without a cycle.
     """
     release_dir = Path(release_dir)
-    target = Path(output) if output is not None else default_output(release_dir)
-    if target.resolve().is_relative_to(release_dir.resolve()):
-        raise ConfigError(f"refusing to write the replay report {target} inside the release {release_dir}",
-                          fix="a release is frozen (its verifier refuses unlisted files); pass an --out "
-                              "path outside it, or omit --out to write it beside the release")
     if not release_dir.is_dir():
         raise DataError(release_dir, "no such release directory",
-                        fix="pass the directory `aether build` wrote (it holds manifest.json and eval.jsonl)")
-    manifest = _read_json(release_dir / "manifest.json")
-    eval_rows = _read_eval(release_dir / "eval.jsonl")
+                        fix="pass the directory `aether build` wrote (it holds the manifest and the eval file)")
+    layout = release_layout(release_dir)
+    manifest = _read_json(layout.manifest)
+    eval_rows = _read_eval(layout.eval)
     hints = [Path(p) for p in (base_dir, Path(config).resolve().parent if config is not None else None)
              if p is not None]
     base = find_base_dir(manifest, release_dir, hints)
@@ -422,11 +419,34 @@ def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: P
     else:
         checks.append(check_rows(manifest, originals, eval_rows))
         checks.append(check_sampling(manifest, originals, training, eval_rows))
-    atomic_write_json(target, {
+    data = pretty_json({
         "schema_version": 1, "release": manifest.get("name"), "data_sha256": manifest.get("data_sha256"),
-        "base_dir": str(Path(base).resolve()),
+        "manifest_core_sha256": manifest_core_sha256(manifest),
         "ok": all(c.ok for c in checks),
-        "shared_with_builder": ["aethersearch.text.question_key"],
+        "shared_with_builder": ["aethersearch.text.question_key",
+                                "verify_release_template.card_quotas (the quota rule's one specification)"],
         "checks": [{"name": c.name, "status": "OK" if c.ok else "FAIL", "detail": c.detail, "counts": c.counts}
                    for c in checks]})
-    return ReplayReport(release_dir, checks, target)
+    return ReplayReport(release_dir, checks, base), data
+
+
+def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: Path | None = None,
+                   config: Path | None = None) -> ReplayReport:
+    """Run every independent check, write the report to ``output`` (beside the release) and return it.
+
+    The sources are looked up under ``base_dir``, then ``config``'s directory,
+    then ``source_dir_candidates``. The report goes to ``output`` or, by default,
+    ``default_output(release_dir)``; the copy made at build time is inside the
+    release. A broken release is reported through FAIL checks, never by raising; only a
+    missing manifest or unreadable eval file (nothing to check) raises DataError.
+    """
+    release_dir = Path(release_dir)
+    target = Path(output) if output is not None else default_output(release_dir)
+    if target.resolve().is_relative_to(release_dir.resolve()):
+        raise ConfigError(f"refusing to write the replay report {target} inside the release {release_dir}",
+                          fix="a release is frozen (its verifier refuses unlisted files); pass an --out "
+                              "path outside it, or omit --out to write it beside the release")
+    report, data = replay_report(release_dir, base_dir=base_dir, config=config)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, data)
+    return ReplayReport(release_dir, report.checks, target)

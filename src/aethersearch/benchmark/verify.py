@@ -17,10 +17,10 @@ from pydantic import ValidationError
 
 from aethersearch.benchmark import verify_release_template as standalone
 from aethersearch.benchmark.release import MANIFEST_MODELS
-from aethersearch.jsonl import loads
 from aethersearch.errors import DataError
-from aethersearch.jsonl import iter_jsonl, validate_row
+from aethersearch.jsonl import iter_jsonl, loads, validate_row
 from aethersearch.records import DiagnosticsRow, EvalRow
+from aethersearch.release_layout import ReleaseLayout, release_layout
 
 
 class CheckResult(NamedTuple):
@@ -55,33 +55,33 @@ class VerifyReport(NamedTuple):
 
 
 def _manifest_check(manifest_path: Path) -> CheckResult:
-    """Validate ``manifest.json`` against the schema of its ``kind`` (benchmark or hint-free)."""
+    """Validate the manifest against the schema of its ``kind`` (benchmark or hint-free)."""
+    name = manifest_path.name
     try:
         raw = loads(manifest_path.read_bytes())
     except ValueError as exc:
-        return CheckResult("manifest schema", False, "manifest.json", None, f"invalid JSON: {exc}")
+        return CheckResult("manifest schema", False, name, None, f"invalid JSON: {exc}")
     kind = raw.get("kind") if isinstance(raw, dict) else None
     model = MANIFEST_MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:
-        return CheckResult("manifest schema", False, "manifest.json", None,
+        return CheckResult("manifest schema", False, name, None,
                            f"field 'kind': {kind!r} is not one of {sorted(MANIFEST_MODELS)}")
     try:
         model.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        return CheckResult("manifest schema", False, "manifest.json", None, f"field {field!r}: {first['msg']}")
+        return CheckResult("manifest schema", False, name, None, f"field {field!r}: {first['msg']}")
     return CheckResult("manifest schema", True, None, None, "")
 
 
-def _schema_checks(release_dir: Path) -> list[CheckResult]:
+def _schema_checks(layout: ReleaseLayout) -> list[CheckResult]:
     results: list[CheckResult] = []
-    manifest_path = release_dir / "manifest.json"
-    if manifest_path.is_file():
-        results.append(_manifest_check(manifest_path))
-    for name, model, check in (("eval.jsonl", EvalRow, "eval schema"),
-                               ("diagnostics.jsonl", DiagnosticsRow, "diagnostics schema")):
-        path = release_dir / name
+    if layout.manifest.is_file():
+        results.append(_manifest_check(layout.manifest))
+    for role, model, check in (("eval", EvalRow, "eval schema"), ("diagnostics", DiagnosticsRow, "diagnostics schema")):
+        path = layout.path(role)
+        name = path.name
         if not path.is_file():
             continue
         failures = 0
@@ -108,5 +108,9 @@ def verify_release(release_dir: str | Path) -> VerifyReport:
         return VerifyReport(release_dir, [CheckResult("release", False, str(release_dir), None,
                                                       "not a directory")])
     checks = [CheckResult(c.name, c.ok, c.file, c.row, c.detail) for c in standalone.run_checks(release_dir)]
-    checks += _schema_checks(release_dir)
+    try:
+        layout = release_layout(release_dir)
+    except DataError as exc:
+        return VerifyReport(release_dir, [*checks, CheckResult("layout", False, str(release_dir), None, exc.message)])
+    checks += _schema_checks(layout)
     return VerifyReport(release_dir, checks)

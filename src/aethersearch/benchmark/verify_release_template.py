@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
 """Standalone verifier of an aethersearch benchmark release (Python standard library only).
 
-Usage: ``python verify_release.py [RELEASE_DIR]`` (default: this file's directory).
-Prints ``OK`` or ``FAIL`` per check, naming the file and row of every problem,
-and exits 0 only when every check passes. Checks: checksums (every file listed
-in ``checksums.sha256`` matches, and nothing unlisted), manifest, eval rows
-(valid JSON, exact public schema, ids ``<name>_0001...`` in order, unique ids and
-questions, each row's sha256 as recorded in the manifest), the canonical data
-sha256, composition per source, provenance (each row's split and file are its
-source's), the rollout projection (exactly ``id`` and
-``question`` of each eval row, same order), diagnostics ids, and that no
-question is on the manifest's exclusion list.
+Usage: ``python verify_release.py [RELEASE_DIR]`` (default: this file's directory;
+``--help`` for details). Prints ``OK`` or ``FAIL`` per check, naming the file and
+row of every problem, and exits 0 only when every check passes.
+
+Every byte is covered. ``checksums.sha256`` lists every file (an unlisted file, a
+missing one, or any subdirectory fails); the manifest records the sha256 (and row
+count) of every other file; the manifest itself is bound by its canonical bytes
+and by the hash of its content that ``independent_validation.json`` records; and
+the manifest's figures are recomputed from what they describe: rows per source,
+quotas from the plan (``card_quotas``, the one specification of the card's
+rule), planned counts and seed from the recorded config, isolation counts from
+the exclusion audit, and the dataset card's ``configs`` from the release files.
+Checks on rows: valid JSON, exact public schema, ids ``<name>_0001...`` in order,
+unique ids and questions, each row's sha256, the canonical data sha256,
+provenance, the rollout projection, diagnostics ids, and no question on the
+exclusion list.
 
 This file is copied verbatim into every release; the package's own verifier
 (``aether verify``) runs these same checks plus schema validation with pydantic.
@@ -29,6 +35,15 @@ EVAL_FIELDS = {"id", "question", "answers", "source_dataset", "source_split", "s
                "source_row_number", "source_file"}
 ROLLOUT_FIELDS = {"id", "question"}
 CHECKSUMS = "checksums.sha256"
+LEGACY_MANIFEST = "manifest.json"
+MANIFEST_SUFFIX = "_manifest.json"
+LEGACY_NAMES = {"eval": "eval.jsonl", "rollout": "rollout_questions.jsonl", "manifest": LEGACY_MANIFEST,
+                "exclusion_audit": "exclusion_audit.json", "diagnostics": "diagnostics.jsonl",
+                "independent_validation": "independent_validation.json", "verifier": "verify_release.py",
+                "checksums": CHECKSUMS, "attribution": "ATTRIBUTION.md", "card": "README.md"}
+# Files a hint-free release (construct/) has; a benchmark release has every role of its layout.
+HINTFREE_ROLES = ("eval", "rollout", "manifest", "diagnostics", "verifier", "checksums")
+BENCHMARK_KIND = "aethersearch-benchmark-release"
 # Benchmark releases (benchmark/) and hint-free releases (construct/) share this format.
 RELEASE_KINDS = ("aethersearch-benchmark-release", "aethersearch-hintfree-release")
 MAX_REPORTED = 20
@@ -63,6 +78,39 @@ def question_key(question):
     """The card's normalised key: NFKC, casefold, collapse whitespace, strip, drop trailing ?/？."""
     text = _WS.sub(" ", unicodedata.normalize("NFKC", question).casefold()).strip()
     return text.rstrip("?\uff1f")
+
+
+def layout_names(stem):
+    """The card's file names for a release named by ``stem`` (mirrors aethersearch.release_layout)."""
+    return {"eval": stem + ".jsonl", "rollout": stem + "_rollout_questions.jsonl",
+            "manifest": stem + MANIFEST_SUFFIX, "exclusion_audit": stem + "_exclusion_audit.json",
+            "diagnostics": stem + "_diagnostics.jsonl", "independent_validation": "independent_validation.json",
+            "verifier": "verify_release.py", "checksums": CHECKSUMS, "attribution": "ATTRIBUTION.md",
+            "card": "README.md"}
+
+
+def canonical_json(value):
+    """Compact canonical JSON bytes (sorted keys, UTF-8): what content hashes are taken over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def pretty_json(value):
+    """The exact bytes of a release's JSON files: sorted keys, two-space indent, UTF-8, final newline."""
+    return (json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def manifest_core_sha256(manifest):
+    """sha256 of the manifest without its ``files`` map: what independent_validation.json binds."""
+    return hashlib.sha256(canonical_json(dict((k, v) for k, v in manifest.items() if k != "files"))).hexdigest()
+
+
+def find_manifest(root):
+    """The manifest's file name in ``root`` (``manifest.json``, or exactly one ``*_manifest.json``)."""
+    root = Path(root)
+    if (root / LEGACY_MANIFEST).is_file():
+        return LEGACY_MANIFEST
+    found = sorted(p.name for p in root.glob("*" + MANIFEST_SUFFIX) if p.is_file()) if root.is_dir() else []
+    return found[0] if len(found) == 1 else None
 
 
 def card_quotas(plan):
@@ -161,6 +209,8 @@ class _Checks:
     def __init__(self, root):
         self.root = Path(root)
         self.results = []
+        self.names = dict(LEGACY_NAMES)
+        self.kind = None
 
     def fail(self, name, file, row, detail):
         failures = sum(1 for c in self.results if c.name == name and not c.ok)
@@ -178,10 +228,52 @@ class _Checks:
         try:
             return path.read_bytes()
         except OSError as exc:
-            self.fail(check, name, None, f"cannot read: {exc.strerror}")
+            self.fail(check, name, None, "cannot read: {}".format(exc.strerror))
             return None
 
+    def name(self, role):
+        return self.names[role]
+
+    def expected_files(self):
+        """The file names this release must consist of (every role of a benchmark release)."""
+        roles = self.names if self.kind == BENCHMARK_KIND else HINTFREE_ROLES
+        return set(self.names[role] for role in roles)
+
     # ------------------------------------------------------------------ checks
+
+    def layout(self):
+        """Find the manifest and read the file layout it records."""
+        name = find_manifest(self.root)
+        if name is None:
+            self.fail("layout", str(self.root), None, "no release manifest (*{} or {}), or more than one".format(
+                MANIFEST_SUFFIX, LEGACY_MANIFEST))
+            return False
+        if name != LEGACY_MANIFEST:  # provisional, so a broken manifest still gets every other check
+            self.names = layout_names(name[:-len(MANIFEST_SUFFIX)])
+            self.kind = BENCHMARK_KIND
+        try:
+            manifest = json.loads((self.root / name).read_bytes())
+        except (OSError, ValueError) as exc:
+            self.fail("layout", name, None, "cannot read the manifest: {}".format(exc))
+            return True
+        if not isinstance(manifest, dict):
+            self.fail("layout", name, None, "the manifest is not a JSON object")
+            return True
+        self.kind = manifest.get("kind")
+        layout = manifest.get("layout")
+        if layout is None and name == LEGACY_MANIFEST:
+            if self.kind == BENCHMARK_KIND:
+                self.fail("layout", name, None, "a benchmark release manifest must record its 'layout'")
+            self.ok("layout", "legacy file names")
+            return True
+        stem = manifest.get("file_stem")
+        if not isinstance(stem, str) or layout != layout_names(stem) or layout.get("manifest") != name:
+            self.fail("layout", name, None, "field 'layout' must name every file by 'file_stem' {!r}: {}".format(
+                stem, json.dumps(layout_names(stem) if isinstance(stem, str) else None)))
+            return True
+        self.names = dict(layout)
+        self.ok("layout", "files named by {!r}".format(stem))
+        return True
 
     def checksums(self):
         data = self.read(CHECKSUMS, "checksums")
@@ -195,47 +287,69 @@ class _Checks:
                 continue
             digest, name = match.group(1).decode(), match.group(2).decode("utf-8", "replace")
             listed.add(name)
+            if "/" in name or "\\" in name or name in (".", ".."):
+                self.fail("checksums", CHECKSUMS, row, "{!r} is not a file of this directory".format(name))
+                continue
             body = self.read(name, "checksums") if (self.root / name).is_file() else None
             if body is None:
-                self.fail("checksums", name, None, f"listed in {CHECKSUMS} but missing")
+                self.fail("checksums", name, None, "listed in {} but missing".format(CHECKSUMS))
             elif _sha256(body) != digest:
-                self.fail("checksums", name, None, f"sha256 {_sha256(body)} != {digest} in {CHECKSUMS}")
+                self.fail("checksums", name, None, "sha256 {} != {} in {}".format(_sha256(body), digest, CHECKSUMS))
         for path in sorted(self.root.iterdir()):
-            if path.is_file() and path.name != CHECKSUMS and path.name not in listed:
-                self.fail("checksums", path.name, None, f"file not listed in {CHECKSUMS}")
-        self.ok("checksums", f"{len(listed)} files")
+            if path.is_symlink() or not path.is_file():
+                self.fail("checksums", path.name, None, "unexpected {} in the release (a release holds only its "
+                          "files)".format("directory" if path.is_dir() else "entry"))
+            elif path.name != CHECKSUMS and path.name not in listed:
+                self.fail("checksums", path.name, None, "file not listed in {}".format(CHECKSUMS))
+        self.ok("checksums", "{} files".format(len(listed)))
+
+    def inventory(self):
+        """The release consists of exactly its layout's files: nothing missing, nothing unknown."""
+        expected = self.expected_files()
+        present = set(p.name for p in self.root.iterdir() if p.is_file() and not p.is_symlink())
+        for name in sorted(expected - present):
+            self.fail("files", name, None, "missing from the release")
+        for name in sorted(present - expected):
+            self.fail("files", name, None, "unknown file (not one of the release's files: {})".format(
+                ", ".join(sorted(expected))))
+        self.ok("files", "{} expected files".format(len(expected)))
 
     def manifest(self):
-        data = self.read("manifest.json", "manifest")
+        name = self.name("manifest")
+        data = self.read(name, "manifest")
         if data is None:
             return None
         try:
             manifest = json.loads(data)
         except ValueError as exc:
-            self.fail("manifest", "manifest.json", None, f"invalid JSON: {exc}")
+            self.fail("manifest", name, None, "invalid JSON: {}".format(exc))
             return None
         if not isinstance(manifest, dict):
-            self.fail("manifest", "manifest.json", None, f"must be a JSON object, got {type(manifest).__name__}")
+            self.fail("manifest", name, None, "must be a JSON object, got {}".format(type(manifest).__name__))
             return None
         needed = ("name", "question_count", "composition", "data_sha256", "rollout_sha256", "row_sha256",
                   "exclusions", "schema_version")
         missing = [k for k in needed if k not in manifest]
         if missing:
-            self.fail("manifest", "manifest.json", None, f"missing fields {missing}")
+            self.fail("manifest", name, None, "missing fields {}".format(missing))
             return None
         if manifest.get("kind") not in RELEASE_KINDS:
-            self.fail("manifest", "manifest.json", None,
-                      f"kind {manifest.get('kind')!r} is not one of {', '.join(RELEASE_KINDS)}")
+            self.fail("manifest", name, None,
+                      "kind {!r} is not one of {}".format(manifest.get("kind"), ", ".join(RELEASE_KINDS)))
         problem = _manifest_shape(manifest)
         if problem:
             # A tampered or hand-edited manifest must be reported, not crash the checks that read it.
-            self.fail("manifest", "manifest.json", None, problem)
+            self.fail("manifest", name, None, problem)
             return None
-        self.ok("manifest", f"{manifest['name']} schema {manifest['schema_version']}")
+        if manifest.get("kind") == BENCHMARK_KIND and data != pretty_json(manifest):
+            self.fail("manifest", name, None, "not in canonical form (sorted keys, two-space indent): the file "
+                      "was edited after the build")
+        self.ok("manifest", "{} schema {}".format(manifest["name"], manifest["schema_version"]))
         return manifest
 
     def eval_rows(self, manifest):
-        data = self.read("eval.jsonl", "eval rows")
+        eval_name = self.name("eval")
+        data = self.read(eval_name, "eval rows")
         if data is None:
             return None
         name = manifest["name"]
@@ -247,49 +361,50 @@ class _Checks:
             try:
                 value = json.loads(raw)
             except ValueError as exc:
-                self.fail("eval rows", "eval.jsonl", row, f"invalid JSON: {exc}")
+                self.fail("eval rows", eval_name, row, "invalid JSON: {}".format(exc))
                 rows.append(None)
                 continue
             rows.append(value)
             if not isinstance(value, dict):
-                self.fail("eval rows", "eval.jsonl", row, "not a JSON object")
+                self.fail("eval rows", eval_name, row, "not a JSON object")
                 continue
             if set(value) != EVAL_FIELDS:
                 extra, missing = sorted(set(value) - EVAL_FIELDS), sorted(EVAL_FIELDS - set(value))
-                self.fail("eval rows", "eval.jsonl", row, f"schema: extra fields {extra}, missing {missing}")
+                self.fail("eval rows", eval_name, row, "schema: extra fields {}, missing {}".format(extra, missing))
                 continue
             problems = self._row_types(value)
             if problems:
-                self.fail("eval rows", "eval.jsonl", row, f"schema: {problems}")
-            expected = f"{name}_{row:04d}"
+                self.fail("eval rows", eval_name, row, "schema: {}".format(problems))
+            expected = "{}_{:04d}".format(name, row)
             if value["id"] != expected:
-                self.fail("eval rows", "eval.jsonl", row, f"id {value['id']!r}, expected {expected!r} "
-                          "(a deleted, inserted or reordered row)")
+                self.fail("eval rows", eval_name, row, "id {!r}, expected {!r} (a deleted, inserted or reordered "
+                          "row)".format(value["id"], expected))
             if value["id"] in ids:
-                self.fail("unique ids", "eval.jsonl", row, f"duplicate id {value['id']!r} (first at row "
-                          f"{ids[value['id']]})")
+                self.fail("unique ids", eval_name, row, "duplicate id {!r} (first at row {})".format(
+                    value["id"], ids[value["id"]]))
             ids.setdefault(value["id"], row)
             if isinstance(value["question"], str):
                 key = question_key(value["question"])
                 if key in keys:
-                    self.fail("unique questions", "eval.jsonl", row,
-                              f"duplicate question (same normalised key as row {keys[key]})")
+                    self.fail("unique questions", eval_name, row,
+                              "duplicate question (same normalised key as row {})".format(keys[key]))
                 keys.setdefault(key, row)
             if row > len(digests):
-                self.fail("row digests", "eval.jsonl", row, f"row not in the manifest ({len(digests)} rows recorded)")
+                self.fail("row digests", eval_name, row, "row not in the manifest ({} rows recorded)".format(
+                    len(digests)))
             elif _sha256(raw) != digests[row - 1]:
-                self.fail("row digests", "eval.jsonl", row,
-                          f"row {value.get('id')!r} differs from the manifest's row sha256 (question, answers "
-                          "or provenance changed)")
+                self.fail("row digests", eval_name, row,
+                          "row {!r} differs from the manifest's row sha256 (question, answers or provenance "
+                          "changed)".format(value.get("id")))
         if len(rows) != manifest["question_count"] or len(rows) != len(digests):
-            self.fail("row count", "eval.jsonl", len(rows) + 1 if len(rows) < len(digests) else None,
-                      f"{len(rows)} rows, manifest records {manifest['question_count']} "
-                      f"({len(digests)} row digests)")
+            self.fail("row count", eval_name, len(rows) + 1 if len(rows) < len(digests) else None,
+                      "{} rows, manifest records {} ({} row digests)".format(
+                          len(rows), manifest["question_count"], len(digests)))
         for check in ("eval rows", "unique ids", "unique questions", "row digests", "row count"):
-            self.ok(check, f"{len(rows)} rows")
+            self.ok(check, "{} rows".format(len(rows)))
         if _sha256(data) != manifest["data_sha256"]:
-            self.fail("data sha256", "eval.jsonl", None,
-                      f"sha256 {_sha256(data)} != manifest data_sha256 {manifest['data_sha256']}")
+            self.fail("data sha256", eval_name, None,
+                      "sha256 {} != manifest data_sha256 {}".format(_sha256(data), manifest["data_sha256"]))
         self.ok("data sha256", manifest["data_sha256"][:16])
         return rows
 
@@ -298,7 +413,7 @@ class _Checks:
         problems = []
         for field in ("id", "question", "source_dataset", "source_split", "source_file"):
             if not isinstance(value[field], str) or not value[field]:
-                problems.append(f"{field} must be a non-empty string")
+                problems.append("{} must be a non-empty string".format(field))
         if value["source_id"] is not None and not isinstance(value["source_id"], str):
             problems.append("source_id must be a string or null")
         number = value["source_row_number"]
@@ -309,20 +424,214 @@ class _Checks:
             problems.append("answers must be a non-empty list of non-empty strings")
         return "; ".join(problems)
 
+    def file_hashes(self, manifest):
+        """Every file other than the manifest and checksums has the sha256 (and rows) the manifest records."""
+        files = manifest.get("files")
+        mname = self.name("manifest")
+        if not isinstance(files, dict):
+            self.fail("file hashes", mname, None, "field 'files' must be an object")
+            return
+        if self.kind == BENCHMARK_KIND:
+            expected = self.expected_files() - set([self.name("manifest"), CHECKSUMS])
+            for name in sorted(expected - set(files)):
+                self.fail("file hashes", mname, None, "no sha256 recorded for {}".format(name))
+            for name in sorted(set(files) - expected):
+                self.fail("file hashes", mname, None, "records {}, which is not a file of this release".format(name))
+        for name, record in sorted(files.items()):
+            digest = record.get("sha256") if isinstance(record, dict) else record
+            if not isinstance(digest, str) or "/" in name or name in (".", ".."):
+                self.fail("file hashes", mname, None, "files[{!r}] is not a sha256 record".format(name))
+                continue
+            path = self.root / name
+            data = path.read_bytes() if path.is_file() else None
+            if data is None:
+                self.fail("file hashes", name, None, "recorded in the manifest but missing")
+            elif _sha256(data) != digest:
+                self.fail("file hashes", name, None, "sha256 {} != {} recorded in {}".format(
+                    _sha256(data), digest, mname))
+            elif isinstance(record, dict) and record.get("rows") != data.count(b"\n"):
+                self.fail("file hashes", name, None, "{} lines, manifest records {}".format(
+                    data.count(b"\n"), record.get("rows")))
+        self.ok("file hashes", "{} files bound to the manifest".format(len(files)))
+
+    def validation(self, manifest):
+        """independent_validation.json passed and validated exactly this manifest and data."""
+        name = self.name("independent_validation")
+        data = self.read(name, "independent validation")
+        if data is None:
+            return
+        try:
+            report = json.loads(data)
+        except ValueError as exc:
+            self.fail("independent validation", name, None, "invalid JSON: {}".format(exc))
+            return
+        if not isinstance(report, dict) or data != pretty_json(report):
+            self.fail("independent validation", name, None, "not a canonical JSON object")
+            return
+        checks = report.get("checks")
+        if report.get("ok") is not True or not isinstance(checks, list) or not checks or not all(
+                isinstance(c, dict) and c.get("status") == "OK" for c in checks):
+            self.fail("independent validation", name, None, "the independent replay did not pass every check")
+        for field, want in (("release", manifest["name"]), ("data_sha256", manifest["data_sha256"]),
+                            ("manifest_core_sha256", manifest_core_sha256(manifest))):
+            if report.get(field) != want:
+                self.fail("independent validation", name, None, "{} {!r} != {!r} of this release's manifest "
+                          "(the manifest or the report was edited)".format(field, report.get(field), want))
+        self.ok("independent validation", "{} replay checks OK".format(len(checks or [])))
+
+    def card(self, manifest):
+        """The dataset card's configs load the eval file as the validation split, with the right size."""
+        name = self.name("card")
+        data = self.read(name, "card configs")
+        if data is None:
+            return
+        text = data.decode("utf-8", "replace")
+        parts = text.split("\n---\n", 1)
+        if not text.startswith("---\n") or len(parts) != 2:
+            self.fail("card configs", name, None, "no YAML front matter")
+            return
+        front = parts[0][4:]
+        paths = re.findall(r"^\s*-?\s*path:\s*(.*?)\s*$", front, flags=re.MULTILINE)
+        splits = re.findall(r"^\s*-?\s*split:\s*(.*?)\s*$", front, flags=re.MULTILINE)
+        examples = re.findall(r"^\s*num_examples:\s*(.*?)\s*$", front, flags=re.MULTILINE)
+        if paths != [self.name("eval")] or splits != ["validation"]:
+            self.fail("card configs", name, None, "configs must load exactly {} as split 'validation', found "
+                      "paths {} splits {}".format(self.name("eval"), paths, splits))
+        if examples != [str(manifest["question_count"])]:
+            self.fail("card configs", name, None, "num_examples {} != question_count {}".format(
+                examples, manifest["question_count"]))
+        self.ok("card configs", "{} -> validation".format(self.name("eval")))
+
+    def figures(self, manifest, rows):
+        """Seed, planned counts, caps, quotas and isolation counts recomputed and compared."""
+        name = self.name("manifest")
+        config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+        sources = manifest.get("sources", [])
+        by_config = dict((s.get("dataset"), s) for s in config.get("sources", []) if isinstance(s, dict))
+        if manifest.get("seed") != config.get("seed") or manifest.get("name") != config.get("name"):
+            self.fail("figures", name, None, "seed/name {!r}/{!r} differ from the recorded config's {!r}/{!r}".format(
+                manifest.get("seed"), manifest.get("name"), config.get("seed"), config.get("name")))
+        plan = []
+        for source in sources:
+            entry = by_config.get(source.get("dataset"))
+            if entry is None:
+                self.fail("figures", name, None, "source {!r} is not in the recorded config".format(
+                    source.get("dataset")))
+                continue
+            planned = entry.get("planned")
+            planned = config.get("planned_per_source") if planned is None else planned
+            if (source.get("planned"), source.get("cap")) != (planned, entry.get("cap")):
+                self.fail("figures", name, None, "{}: planned/cap {}/{} differ from the config's {}/{}".format(
+                    source["dataset"], source.get("planned"), source.get("cap"), planned, entry.get("cap")))
+            plan.append((source["dataset"], source.get("planned"), source.get("cap")))
+        if [s.get("dataset") for s in sources] != [s.get("dataset") for s in config.get("sources", [])]:
+            self.fail("figures", name, None, "sources differ from the recorded config's sources")
+        try:
+            quotas, unplaced = card_quotas(plan)
+        except TypeError:
+            quotas, unplaced = {}, -1
+        counts = {}
+        for value in rows:
+            if isinstance(value, dict) and isinstance(value.get("source_dataset"), str):
+                counts[value["source_dataset"]] = counts.get(value["source_dataset"], 0) + 1
+        composition = dict((c.get("dataset"), c) for c in manifest["composition"])
+        for source in sources:
+            d = source["dataset"]
+            want = {"planned": source.get("planned"), "cap": source.get("cap"), "quota": quotas.get(d),
+                    "selected": counts.get(d, 0), "split": source.get("split")}
+            for record, label in ((source, "sources"), (composition.get(d, {}), "composition")):
+                got = dict((k, record.get(k)) for k in want)
+                if got != want:
+                    self.fail("figures", name, None, "{} {}: {} != recomputed {}".format(label, d, got, want))
+            if counts.get(d, 0) != quotas.get(d):
+                self.fail("figures", self.name("eval"), None, "{}: {} rows, its quota is {}".format(
+                    d, counts.get(d, 0), quotas.get(d)))
+        if unplaced or set(composition) != set(s["dataset"] for s in sources):
+            self.fail("figures", name, None, "composition does not match the plan")
+        if manifest["question_count"] != sum(quotas.values()):
+            self.fail("figures", name, None, "question_count {} != sum of quotas {}".format(
+                manifest["question_count"], sum(quotas.values())))
+        self._isolation(manifest)
+        self.ok("figures", "seed {}, quotas {}".format(manifest.get("seed"), "/".join(
+            str(q) for q in quotas.values())))
+
+    def _isolation(self, manifest):
+        name = self.name("exclusion_audit")
+        data = self.read(name, "figures")
+        if data is None:
+            return
+        try:
+            audit = json.loads(data)
+        except ValueError as exc:
+            self.fail("figures", name, None, "invalid JSON: {}".format(exc))
+            return
+        if not isinstance(audit, dict) or data != pretty_json(audit):
+            self.fail("figures", name, None, "not a canonical JSON object (edited after the build)")
+            return
+        iso = manifest.get("isolation") or {}
+        removed = audit.get("removed") or []
+        kinds = {}
+        by_stage = {}
+        internal = 0
+        for r in removed:
+            kinds[r.get("kind")] = kinds.get(r.get("kind"), 0) + 1
+            if r.get("kind") == "training_overlap":
+                for stage in r.get("stages") or []:
+                    by_stage[stage] = by_stage.get(stage, 0) + 1
+            if r.get("kind") == "duplicate" and (r.get("duplicate_of") or {}).get("dataset") == r.get("dataset"):
+                internal += 1
+        sources = manifest.get("sources", [])
+        training = manifest.get("training") or {}
+        listed = manifest.get("exclusions", [])
+        recomputed = {
+            "input_rows": sum(s.get("candidates", 0) for s in sources),
+            "exact_overlaps_removed": kinds.get("training_overlap", 0),
+            "exact_overlaps_by_stage": dict((s, by_stage.get(s, 0)) for s in (iso.get("exact_overlaps_by_stage")
+                                                                            or {})),
+            "template_equivalents_removed": kinds.get("training_equivalent", 0),
+            "reviewed_exclusions_removed": kinds.get("reviewed_exclusion", 0),
+            "internal_duplicates_removed": internal,
+            "cross_source_duplicates_removed": kinds.get("duplicate", 0) - internal,
+            "duplicates_removed": kinds.get("duplicate", 0),
+            "eligible": sum(s.get("candidates", 0) for s in sources) - len(removed),
+            "pool_filter_removed": len(manifest.get("pool_filter_removals", [])),
+            "audit_excluded": sum(1 for e in listed if e.get("origin") == "selection audit"),
+            "unique_exclusion_keys_by_stage": training.get("unique_keys_by_stage"),
+            "exclusion_union_size": training.get("union_size"),
+        }
+        if sum(by_stage.values()) < kinds.get("training_overlap", 0):
+            self.fail("figures", name, None, "a training overlap without a stage")
+        for key, want in sorted(recomputed.items()):
+            if iso.get(key) != want:
+                self.fail("figures", self.name("manifest"), None, "isolation {} is {!r}, recomputed {!r} from {}".format(
+                    key, iso.get(key), want, name))
+        if any(v != 0 for v in (iso.get("final_exact_overlap_by_stage") or {}).values()):
+            self.fail("figures", self.name("manifest"), None, "final exact overlap with training is not 0")
+        eligible = sum(s.get("eligible", 0) for s in sources)
+        if eligible != recomputed["eligible"] - recomputed["pool_filter_removed"]:
+            self.fail("figures", self.name("manifest"), None, "sources' eligible counts {} != {} recomputed".format(
+                eligible, recomputed["eligible"] - recomputed["pool_filter_removed"]))
+        for key, want in (("isolation", iso), ("exclusions", listed),
+                          ("pool_filter_removals", manifest.get("pool_filter_removals", [])),
+                          ("audit", manifest.get("audit"))):
+            if audit.get(key) != want:
+                self.fail("figures", name, None, "{} differs from the manifest's".format(key))
+
     def composition(self, manifest, rows):
         counts = {}
         for value in rows:
             if isinstance(value, dict) and isinstance(value.get("source_dataset"), str):
                 counts[value["source_dataset"]] = counts.get(value["source_dataset"], 0) + 1
-        expected = {c["dataset"]: c["selected"] for c in manifest["composition"]}
+        expected = dict((c["dataset"], c["selected"]) for c in manifest["composition"])
         for dataset in sorted(set(expected) | set(counts)):
             if counts.get(dataset, 0) != expected.get(dataset, 0):
-                self.fail("composition", "eval.jsonl", None,
-                          f"{dataset}: {counts.get(dataset, 0)} rows, manifest records {expected.get(dataset, 0)}")
-        self.ok("composition", ", ".join(f"{k} {v}" for k, v in expected.items()))
+                self.fail("composition", self.name("eval"), None, "{}: {} rows, manifest records {}".format(
+                    dataset, counts.get(dataset, 0), expected.get(dataset, 0)))
+        self.ok("composition", ", ".join("{} {}".format(k, v) for k, v in expected.items()))
 
     def projection(self, manifest, rows):
-        data = self.read("rollout_questions.jsonl", "projection")
+        rname, ename = self.name("rollout"), self.name("eval")
+        data = self.read(rname, "projection")
         if data is None:
             return
         lines = _lines(data)
@@ -330,26 +639,26 @@ class _Checks:
             try:
                 value = json.loads(raw)
             except ValueError as exc:
-                self.fail("projection", "rollout_questions.jsonl", row, f"invalid JSON: {exc}")
+                self.fail("projection", rname, row, "invalid JSON: {}".format(exc))
                 continue
             if not isinstance(value, dict) or set(value) != ROLLOUT_FIELDS:
-                self.fail("projection", "rollout_questions.jsonl", row, "must have exactly the fields id, question")
+                self.fail("projection", rname, row, "must have exactly the fields id, question")
                 continue
             source = rows[row - 1] if row <= len(rows) else None
             if not isinstance(source, dict):
-                self.fail("projection", "rollout_questions.jsonl", row, "no matching eval.jsonl row")
+                self.fail("projection", rname, row, "no matching {} row".format(ename))
             elif value["id"] != source.get("id") or value["question"] != source.get("question"):
-                self.fail("projection", "rollout_questions.jsonl", row,
-                          f"differs from eval.jsonl row {row} (id/question must equal the eval row's)")
+                self.fail("projection", rname, row,
+                          "differs from {} row {} (id/question must equal the eval row's)".format(ename, row))
         if len(lines) != len(rows):
-            self.fail("projection", "rollout_questions.jsonl", None,
-                      f"{len(lines)} rows, eval.jsonl has {len(rows)}")
+            self.fail("projection", rname, None, "{} rows, {} has {}".format(len(lines), ename, len(rows)))
         if _sha256(data) != manifest["rollout_sha256"]:
-            self.fail("projection", "rollout_questions.jsonl", None, "sha256 differs from manifest rollout_sha256")
+            self.fail("projection", rname, None, "sha256 differs from manifest rollout_sha256")
         self.ok("projection", "rollout = eval minus gold")
 
     def diagnostics(self, rows):
-        data = self.read("diagnostics.jsonl", "diagnostics")
+        dname = self.name("diagnostics")
+        data = self.read(dname, "diagnostics")
         if data is None:
             return
         lines = _lines(data)
@@ -357,47 +666,52 @@ class _Checks:
             try:
                 value = json.loads(raw)
             except ValueError as exc:
-                self.fail("diagnostics", "diagnostics.jsonl", row, f"invalid JSON: {exc}")
+                self.fail("diagnostics", dname, row, "invalid JSON: {}".format(exc))
                 continue
             source = rows[row - 1] if row <= len(rows) else None
             if not isinstance(value, dict) or not isinstance(source, dict) or value.get("id") != source.get("id"):
-                self.fail("diagnostics", "diagnostics.jsonl", row, "id does not match eval.jsonl at the same row")
+                self.fail("diagnostics", dname, row, "id does not match {} at the same row".format(self.name("eval")))
         if len(lines) != len(rows):
-            self.fail("diagnostics", "diagnostics.jsonl", None, f"{len(lines)} rows, eval.jsonl has {len(rows)}")
-        self.ok("diagnostics", f"{len(lines)} rows")
+            self.fail("diagnostics", dname, None, "{} rows, {} has {}".format(len(lines), self.name("eval"), len(rows)))
+        self.ok("diagnostics", "{} rows".format(len(lines)))
 
     def provenance(self, manifest, rows):
-        sources = {s["dataset"]: s for s in manifest.get("sources", [])}
+        sources = dict((s["dataset"], s) for s in manifest.get("sources", []))
+        ename = self.name("eval")
         for row, value in enumerate(rows, start=1):
             if not isinstance(value, dict) or not isinstance(value.get("source_dataset"), str):
                 continue
             source = sources.get(value["source_dataset"])
             if source is None:
-                self.fail("provenance", "eval.jsonl", row, f"source_dataset {value['source_dataset']!r} is not a "
-                          "source in the manifest")
+                self.fail("provenance", ename, row, "source_dataset {!r} is not a source in the manifest".format(
+                    value["source_dataset"]))
             elif (value.get("source_split"), value.get("source_file")) != (source.get("split"),
                                                                              source.get("source_file")):
-                self.fail("provenance", "eval.jsonl", row, f"source_split/source_file {value.get('source_split')!r}/"
-                          f"{value.get('source_file')!r} differ from the manifest's {source.get('split')!r}/"
-                          f"{source.get('source_file')!r}")
-        self.ok("provenance", f"{len(sources)} sources")
+                self.fail("provenance", ename, row, "source_split/source_file {!r}/{!r} differ from the manifest's "
+                          "{!r}/{!r}".format(value.get("source_split"), value.get("source_file"),
+                                             source.get("split"), source.get("source_file")))
+        self.ok("provenance", "{} sources".format(len(sources)))
 
     def exclusions(self, manifest, rows):
-        keys = {e["key"] for e in manifest["exclusions"] if e.get("key")}
-        keys |= {r["key"] for r in manifest.get("pool_filter_removals", [])}
-        ids = {(e.get("dataset"), e.get("source_id")) for e in manifest["exclusions"] if not e.get("key")}
+        keys = set(e["key"] for e in manifest["exclusions"] if e.get("key"))
+        keys |= set(r["key"] for r in manifest.get("pool_filter_removals", []))
+        ids = set((e.get("dataset"), e.get("source_id")) for e in manifest["exclusions"] if not e.get("key"))
         for row, value in enumerate(rows, start=1):
             if not isinstance(value, dict) or not isinstance(value.get("question"), str):
                 continue
             if question_key(value["question"]) in keys or (value.get("source_dataset"), value.get("source_id")) in ids:
-                self.fail("exclusions", "eval.jsonl", row, "question is on the manifest's exclusion list "
+                self.fail("exclusions", self.name("eval"), row, "question is on the manifest's exclusion list "
                           "(or was removed by the pool filter)")
-        self.ok("exclusions", f"{len(manifest['exclusions'])} excluded")
+        self.ok("exclusions", "{} excluded".format(len(manifest["exclusions"])))
 
     def run(self):
+        if not self.layout():
+            return self.results
         self.checksums()
+        self.inventory()
         manifest = self.manifest()
         if manifest is not None:
+            self.file_hashes(manifest)
             rows = self.eval_rows(manifest)
             if rows is not None:
                 self.composition(manifest, rows)
@@ -405,6 +719,11 @@ class _Checks:
                 self.diagnostics(rows)
                 self.provenance(manifest, rows)
                 self.exclusions(manifest, rows)
+                if self.kind == BENCHMARK_KIND:
+                    self.figures(manifest, rows)
+            if self.kind == BENCHMARK_KIND:
+                self.validation(manifest)
+                self.card(manifest)
         return self.results
 
 
@@ -420,14 +739,33 @@ def run_checks(release_dir):
 
 
 def main(argv=None):
-    """Print each check and exit 0 (all OK) or 1."""
-    argv = sys.argv[1:] if argv is None else argv
-    root = Path(argv[0]) if argv else Path(__file__).resolve().parent
+    """Print each check and exit 0 (all OK) or 1 (a check failed) or 2 (bad usage)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="verify_release.py",
+        description="Verify an aethersearch benchmark release with the Python standard library only: "
+                    "checksums, every file's sha256 bound into the manifest, the manifest's figures "
+                    "recomputed from the rows, the dataset card's configs, and the independent validation. "
+                    "Prints OK or FAIL per check (naming the file and row) and exits 0 only if all pass.",
+        epilog="Exit status: 0 every check passed, 1 a check failed, 2 usage error. "
+               "Also: sha256sum -c checksums.sha256")
+    parser.add_argument("release_dir", nargs="?", default=None,
+                        help="the release directory (default: the directory holding this file)")
+    parser.add_argument("--json", action="store_true", help="print the checks as one JSON list instead")
+    args = parser.parse_args(argv)
+    root = Path(args.release_dir) if args.release_dir else Path(__file__).resolve().parent
+    if not root.is_dir():
+        print("FAIL release: {}: not a directory".format(root))
+        return 1
     results = run_checks(root)
+    failed = [c for c in results if not c.ok]
+    if args.json:
+        print(json.dumps([c.as_dict() for c in results], indent=2))
+        return 1 if failed else 0
     for check in results:
         print(check.line())
-    failed = [c for c in results if not c.ok]
-    print(f"{'FAIL' if failed else 'OK'}: {len(results) - len(failed)} passed, {len(failed)} failed")
+    print("{}: {} passed, {} failed".format("FAIL" if failed else "OK", len(results) - len(failed), len(failed)))
     return 1 if failed else 0
 
 

@@ -51,6 +51,14 @@ def _config(seed: int, min_hops: int, max_hops: int, max_questions: int | None, 
                               "positive / non-negative") from None
 
 
+def _need(value: str | None, option: str) -> str:
+    if not value:
+        from aethersearch.errors import ConfigError
+
+        raise ConfigError(f"{option} is required with its endpoint option", fix=f"pass {option} NAME")
+    return value
+
+
 def register(app: typer.Typer) -> None:
     """Add `aether construct ...`."""
     construct_app = typer.Typer(help="Build hint-free multi-hop releases (WebDetective construction).",
@@ -59,7 +67,7 @@ def register(app: typer.Typer) -> None:
 
     @construct_app.command("demo")
     def demo(
-        out: Path = typer.Option(..., "--out", help="release directory to write"),
+        out: Path = typer.Option(..., "--out", "-o", help="release directory to write"),
         seed: int = typer.Option(0, "--seed", help="demo world seed (also the selection seed)"),
         min_hops: int = typer.Option(2, "--min-hops"),
         max_hops: int = typer.Option(4, "--max-hops"),
@@ -80,7 +88,7 @@ def register(app: typer.Typer) -> None:
     def wikispeedia(
         data: Path = typer.Argument(..., help="Wikispeedia folder (plaintext_articles.tar.gz + "
                                               "wikispeedia_paths-and-graph/links.tsv)"),
-        out: Path = typer.Option(..., "--out", help="release directory to write"),
+        out: Path = typer.Option(..., "--out", "-o", help="release directory to write"),
         seed: int = typer.Option(0, "--seed"),
         min_hops: int = typer.Option(2, "--min-hops"),
         max_hops: int = typer.Option(4, "--max-hops"),
@@ -88,11 +96,41 @@ def register(app: typer.Typer) -> None:
         max_alternatives: int = typer.Option(8, "--max-alternatives"),
         grounding: bool = typer.Option(True, "--grounding/--no-grounding"),
         force: bool = typer.Option(False, "--force"),
+        seeds: Path | None = typer.Option(None, "--seeds", help="folder holding the seed question lists (qa/, "
+                                                                "search_r1_processed/ ...; default: DATA/..)"),
+        validator_endpoint: str | None = typer.Option(None, "--validator-endpoint",
+                                                      help="OpenAI-compatible base URL: add the LLM chain validator"),
+        validator_model: str | None = typer.Option(None, "--validator-model"),
+        screen_endpoint: str | None = typer.Option(None, "--screen-endpoint",
+                                                   help="OpenAI-compatible base URL: run the parametric screen"),
+        screen_model: str | None = typer.Option(None, "--screen-model"),
+        key_env: str | None = typer.Option(None, "--key-env", help="env var holding the endpoints' API key"),
     ) -> None:
-        """Construct hint-free questions from real Wikispeedia articles (link-anchored first-paragraph facts)."""
+        """Construct hint-free questions on real Wikispeedia pages from real single-hop seed questions."""
         from aethersearch.construct.hintfree import build_wikispeedia_release
+        from aethersearch.corpus.importers import iter_wikispeedia, wikispeedia_paths
 
-        built = build_wikispeedia_release(data, out, overwrite=force,
-                                          config=_config(seed, min_hops, max_hops, max_questions,
-                                                         max_alternatives, grounding))
+        config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding)
+        documents = list(iter_wikispeedia(*wikispeedia_paths(data)))
+        validators: list[Any] | None = None
+        if validator_endpoint is not None:
+            from aethersearch.construct.llm_checks import LLMChainValidator
+            from aethersearch.construct.validate import RuleBasedValidator
+
+            pages = {doc.id: doc for doc in documents}
+            validators = [RuleBasedValidator(pages, require_grounding=grounding),
+                          LLMChainValidator(pages, validator_endpoint, _need(validator_model, "--validator-model"),
+                                            api_key_env=key_env)]
+        screen = None
+        if screen_endpoint is not None:
+            from aethersearch.construct.llm_checks import parametric_screen
+
+            model = _need(screen_model, "--screen-model")
+            url = screen_endpoint
+
+            def screen(questions: Any) -> Any:
+                return parametric_screen(questions, url, model, api_key_env=key_env)
+
+        built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,
+                                          seeds_root=seeds, validators=validators, screen=screen)
         console.print(summary_table(built))

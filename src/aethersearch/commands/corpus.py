@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
+from aethersearch.commands.progress import make_console
 from rich.markup import escape
 
 from aethersearch.commands.options import parse_key_values
 
-console = Console()
+console = make_console()
 
 
 def _settings(pairs: list[str] | None) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
     def corpus_import(
         fmt: str = typer.Argument(..., metavar="FORMAT", help="jsonl | dpr | wikiextractor | wikispeedia | demo"),
         source: Path = typer.Argument(..., help="corpus file or folder (ignored for demo)"),
-        out: Path = typer.Option(..., "--out", help="store directory to write"),
+        out: Path = typer.Option(..., "--out", "-o", help="store directory to write"),
         links: Path | None = typer.Option(None, "--links", help="links TSV (source<TAB>target)"),
         chunk: str = typer.Option("none", "--chunk", help="none | paragraph | words"),
         chunk_size: int = typer.Option(100, "--chunk-size", help="words per passage (--chunk words)"),
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
 
     @corpus_app.command("demo")
     def corpus_demo(
-        out: Path = typer.Option(..., "--out", help="folder for corpus.jsonl, links.tsv, facts.jsonl, ..."),
+        out: Path = typer.Option(..., "--out", "-o", help="folder for corpus.jsonl, links.tsv, facts.jsonl, ..."),
         seed: int = typer.Option(0, "--seed"),
     ) -> None:
         """Write the embedded fictional demo world (corpus, links, single- and multi-hop questions)."""
@@ -82,31 +82,32 @@ def register(app: typer.Typer) -> None:
     def index_build(
         corpus: Path = typer.Argument(..., help="a store directory, or a corpus file to import first"),
         backend: str = typer.Option("bm25", "--backend", help="bm25 | bm25-maxscore | dense | hybrid"),
-        out: Path = typer.Option(..., "--out", help="index directory to write"),
+        out: Path = typer.Option(..., "--out", "-o", help="index directory to write"),
         fmt: str = typer.Option("jsonl", "--format", help="format of a raw corpus file"),
         links: Path | None = typer.Option(None, "--links", help="links TSV for a raw corpus"),
         settings: list[str] = typer.Option(None, "--set", help="backend setting key=value (repeatable)"),
         force: bool = typer.Option(False, "--force", help="replace an existing index"),
     ) -> None:
         """Build an index directory (config, corpus hash, build stats, index hash)."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        import contextlib
 
+        from aethersearch.commands.progress import progress
         from aethersearch.search.index_dir import build_index
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=False) as progress:
-            tasks: dict[str, Any] = {}
+        with contextlib.ExitStack() as phases:
+            current: dict[str, Any] = {}
 
             def report(phase: str, done: int, total: int) -> None:
-                if phase not in tasks:
-                    tasks[phase] = progress.add_task(phase, total=total or None)
+                if current.get("phase") != phase:  # one progress display per build phase, with its own ETA
+                    phases.close()
+                    current.update(phase=phase, update=phases.enter_context(progress(f"index {phase}", unit=" docs")))
                 if done % 256 == 0 or done == total:
-                    progress.update(tasks[phase], completed=done, total=total or None)
+                    current["update"](done, total or None)
 
             opened = build_index(corpus, backend, out, config=_settings(settings), corpus_format=fmt,
                                  links=links, overwrite=force, on_document=report)
-            for task in tasks.values():
-                progress.update(task, completed=opened.manifest["corpus_size"], total=opened.manifest["corpus_size"])
+            if current:
+                current["update"](opened.manifest["corpus_size"], opened.manifest["corpus_size"])
         stats = opened.manifest["build_stats"]
         console.print(f"[green]built[/] {backend} index of {opened.manifest['corpus_size']:,} documents in "
                       f"{stats['seconds']:.1f}s (peak RSS {stats['peak_rss_mb']:.0f} MB) -> {escape(str(out))}")
@@ -114,15 +115,21 @@ def register(app: typer.Typer) -> None:
 
     @app.command("search")
     def search(
-        index: Path = typer.Argument(..., help="index directory"),
-        query: str = typer.Argument(..., help="the query"),
-        k: int = typer.Option(5, "-k", "--topk", help="how many results"),
+        words: list[str] = typer.Argument(..., metavar="[INDEX] QUERY", help="the query (after the index "
+                                                                               "directory when --index is not given)"),
+        index_opt: Path | None = typer.Option(None, "--index", "-i", help="index directory"),
+        k: int = typer.Option(5, "--topk", "-k", min=1, help="how many results"),
     ) -> None:
         """Search an index and print the top results."""
         from rich.table import Table
 
+        from aethersearch.errors import ConfigError
         from aethersearch.search.index_dir import open_index
 
+        if index_opt is None and len(words) < 2:
+            raise ConfigError("no index given", fix='aether search --index IDX "query"')
+        index = index_option(None if index_opt is not None else Path(words[0]), index_opt)
+        query = " ".join(words if index_opt is not None else words[1:])
         opened = open_index(index)
         hits = opened.index.search([query], k)[0]
         table = Table("rank", "score", "id", "title", "text")

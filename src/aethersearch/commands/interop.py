@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from aethersearch.commands.progress import make_console
 from rich.markup import escape
 
-console = Console()
+console = make_console()
 
 
 def register(app: typer.Typer) -> None:

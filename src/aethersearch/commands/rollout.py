@@ -152,6 +152,8 @@ def register(app: typer.Typer) -> None:
         max_error_rate: float = typer.Option(_LIMITS.max_error_rate, "--max-error-rate", help=ERROR_RATE_HELP),
         stop_after_failures: int = typer.Option(_STOP_AFTER, "--stop-after-failures", help=STOP_HELP),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
+        ray: str | None = typer.Option(None, "--ray", help="run shards on Ray: auto (a running cluster), HOST:PORT, or local (the ray extra)"),
+        shards: int | None = typer.Option(None, "--shards", help="Ray workers (with --ray; default 4)"),
     ) -> None:
         """Roll an agent out over a release into a resumable run directory.
 
@@ -169,7 +171,7 @@ def register(app: typer.Typer) -> None:
                 model=model, api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                             max_tokens=max_tokens),
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed),
-                concurrency=concurrency, limits=limits, progress=update)
+                concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards)
         _print_summary(summary)
 
     @app.command("eval")

@@ -22,9 +22,9 @@ def register(app: typer.Typer) -> None:
     @sandbox_app.command("serve")
     def serve(
         release: Path = typer.Argument(..., help="hint-free release directory (from `aether construct`)"),
-        index: Path = typer.Option(..., "--index", help="index directory over the release's page corpus"),
+        index: Path = typer.Option(..., "--index", "-i", help="index directory over the release's page corpus"),
         host: str = typer.Option("127.0.0.1", "--host", help="bind address (loopback by default)"),
-        port: int = typer.Option(8100, "--port"),
+        port: int = typer.Option(8100, "--port", min=1, max=65535, help="TCP port, 1-65535"),
         action_log: Path | None = typer.Option(None, "--action-log",
                                                help="JSONL file receiving each closed episode's full action "
                                                     "log (masked ids included; server-side, for scoring)"),

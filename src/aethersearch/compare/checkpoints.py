@@ -72,9 +72,12 @@ def _compare_metric(ids: list[str], a: np.ndarray, b: np.ndarray, metric: str, *
     if metric in BINARY_METRICS:
         test = mcnemar(a, b)
         discordance = (test.wrong_to_right + test.right_to_wrong) / n if n else 0.0
+        # the test is McNemar's; the delta's CI (what a paper table shows beside it) is a paired bootstrap
+        interval = paired_bootstrap(a, b, resamples=resamples, seed=seed, name=name) if n else None
         out.update(method=f"mcnemar-{test.method}", statistic=test.statistic, p_value=test.p_value,
                    wrong_to_right=test.wrong_to_right, right_to_wrong=test.right_to_wrong,
-                   mde=mde_binary(n, discordance))
+                   mde=mde_binary(n, discordance), ci_low=interval.ci_low if interval else None,
+                   ci_high=interval.ci_high if interval else None)
     else:
         boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, name=name)
         out.update(method="paired-bootstrap", ci_low=boot.ci_low, ci_high=boot.ci_high, p_value=boot.p_value,

@@ -6,9 +6,13 @@ answer is page ``vn``, linked directly -- the construction
 1. removes the direct link ``v0 -> vn`` and finds the shortest remaining paths
    ``v0 -> v1 -> ... -> vn`` in the hyperlink graph (bidirectional BFS, then
    enumeration of up to ``max_alternatives + 1`` shortest paths);
-2. keeps paths of ``min_hops..max_hops`` hops and picks, in lexicographic
-   order, the first whose every hop is stated in text (``v_(i-1)``'s page
-   mentions ``v_i`` by title), so the chain can actually be read;
+2. keeps paths of ``min_hops..max_hops`` hops and tries the equal shortest
+   paths in a seeded order per question (``random.Random(f"{seed}:{id}")``,
+   reproducible, not alphabetical), taking the first whose every hop is stated
+   by a clean sentence (:func:`hop_statement`: ``v_(i-1)``'s page names ``v_i``
+   in a prose sentence, not a list dump, and a hop before the last does not
+   name the final answer), so the chain can actually be read; the others are
+   recorded as its alternatives;
 3. builds the chain mask the sandbox will apply (see
    ``aethersearch.sandbox.mask``): ``v1..vn`` locked until their predecessor
    is visited, and their mentions withheld off the predecessor page. That is
@@ -29,9 +33,9 @@ the whole thing on the two built-in sources and write a release.
 
 from __future__ import annotations
 
-from itertools import pairwise
 import random
 import re
+from itertools import pairwise
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -68,6 +72,7 @@ class ConstructedQuestion(NamedTuple):
     alternatives_truncated: bool
     mask: ChainMask
     hop_questions: list[dict[str, Any]]
+    equal_paths: int = 1
 
 
 class ConstructionResult(NamedTuple):
@@ -97,19 +102,45 @@ def _sentence_with(text: str, pattern: re.Pattern[str]) -> tuple[str, re.Match[s
     return None
 
 
+_LIST_DUMP = re.compile(r"(?:[^,;]*[,;]){4,}")  # four or more separators: a list, not a statement
+MAX_STATEMENT_WORDS = 45
+
+
+def hop_statement(source: Document, terms: Sequence[str], final_answers: Sequence[str] = ()) -> str | None:
+    """The sentence of ``source`` that states its hop to a page mentioned as ``terms``, or None.
+
+    The shortest prose sentence naming the target: at least 4 and at most
+    :data:`MAX_STATEMENT_WORDS` words, not a list dump (``_LIST_DUMP``), and --
+    for a hop before the last -- not naming the final answer, so its
+    sub-question cannot give the question away.
+    """
+    target = _mention(terms)
+    final = _mention(final_answers) if final_answers else None
+    best: str | None = None
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", source.text):
+        sentence = sentence.strip()
+        words = len(sentence.split())
+        if not target.search(sentence) or not 4 <= words <= MAX_STATEMENT_WORDS or _LIST_DUMP.match(sentence):
+            continue
+        if final is not None and final.search(sentence):
+            continue
+        if best is None or len(sentence) < len(best):
+            best = sentence
+    return best
+
+
 def _hop_question(source: Document, target: Document, terms: Sequence[str],
-                  by_pair: Mapping[tuple[str, str], QATriple]) -> dict[str, Any]:
-    """The single-hop sub-question of hop ``source -> target``: a known triple, else a cloze of its sentence."""
+                  by_pair: Mapping[tuple[str, str], QATriple], statement: str) -> dict[str, Any]:
+    """The single-hop sub-question of hop ``source -> target``: a known triple, else a cloze of its statement."""
     triple = by_pair.get((source.id, target.id))
     if triple is not None:
         return {"question": triple.question, "answers": list(triple.answers), "page": source.id,
                 "target": target.id, "kind": "relation"}
-    found = _sentence_with(source.text, _mention(terms))
-    assert found is not None  # paths are chosen so every hop is stated in text
-    sentence, match = found
-    blank = sentence[: match.start()] + "____" + sentence[match.end():]
+    match = _mention(terms).search(statement)
+    assert match is not None  # hop_statement only returns sentences that name the target
+    blank = statement[: match.start()] + "____" + statement[match.end():]
     return {"question": f'Fill in the blank, about "{source.title}": {blank}', "answers": list(terms),
-            "page": source.id, "target": target.id, "kind": "cloze"}
+            "page": source.id, "target": target.id, "kind": "cloze", "statement": statement}
 
 
 def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Mapping[str, Document], *,
@@ -123,7 +154,8 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
     ``max_questions`` are accepted. Every rejection is counted by reason:
     ``duplicate``, ``page_not_in_graph``, ``no_direct_link``,
     ``no_alternative_path``, ``too_short``, ``too_long``,
-    ``no_textual_hop_evidence`` and each validator's reasons.
+    ``no_textual_hop_evidence``, ``no_clean_hop_statement``, ``chain_broken`` and each
+    validator's reasons.
     """
     config = config or ConstructionConfig()
     if config.max_hops < config.min_hops:
@@ -181,33 +213,44 @@ def _construct_one(triple: QATriple, graph: LinkGraph, pages: Mapping[str, Docum
     if hops < config.min_hops:
         return "too_short"
     enumerated = graph.shortest_paths(v0, vn, removed_edge=removed, limit=max(16, config.max_alternatives + 1))
-    paths = [graph.page_path(p) for p in enumerated]
+    paths = sorted(graph.page_path(p) for p in enumerated)
+    # equal shortest paths are tried in a seeded order (per question), not alphabetically: the first
+    # readable one is the chain, the others are recorded as its alternatives
+    order = list(paths)
+    random.Random(f"{config.seed}:{triple.id}").shuffle(order)
     terms = {page: _title_terms(pages[page], aliases) for path in paths for page in path}
     chosen: list[str] | None = None
     mask: ChainMask | None = None
-    stated = False
-    for path in paths:
+    statements: list[str] = []
+    stated = clean = False
+    for path in order:
         if not all(_mention(terms[b]).search(pages[a].text) for a, b in pairwise(path)):
             continue
         stated = True
+        found = [hop_statement(pages[a], terms[b], triple.answers if b != path[-1] else ())
+                 for a, b in pairwise(path)]
+        if any(f is None for f in found):
+            continue
+        clean = True
         hidden = {page: list(terms[page]) for page in path[1:]}
         hidden[path[-1]] = list(dict.fromkeys([*hidden[path[-1]], *triple.answers]))
         candidate_mask = ChainMask(path, hidden)
         if _followable(path, candidate_mask, pages):
-            chosen, mask = path, candidate_mask
+            chosen, mask, statements = path, candidate_mask, [f for f in found if f is not None]
             break
     if chosen is None or mask is None:
-        return "chain_broken" if stated else "no_textual_hop_evidence"
-    others = [p for p in paths if p != chosen]
+        return "chain_broken" if clean else "no_clean_hop_statement" if stated else "no_textual_hop_evidence"
+    others = [p for p in order if p != chosen]
     alternatives = others[: config.max_alternatives]
     candidate = Candidate(triple, chosen, alternatives, mask)
     for validator in validators:
         verdict = validator.validate(candidate)
         if not verdict.ok:
             return verdict.reason or f"rejected_by_{validator.name}"
-    hop_questions = [_hop_question(pages[a], pages[b], terms[b], by_pair) for a, b in pairwise(chosen)]
+    hop_questions = [_hop_question(pages[a], pages[b], terms[b], by_pair, st)
+                     for (a, b), st in zip(pairwise(chosen), statements, strict=True)]
     truncated = len(enumerated) >= max(16, config.max_alternatives + 1) or len(others) > config.max_alternatives
-    return ConstructedQuestion(triple, chosen, alternatives, truncated, mask, hop_questions)
+    return ConstructedQuestion(triple, chosen, alternatives, truncated, mask, hop_questions, len(paths))
 
 
 def _followable(path: Sequence[str], mask: ChainMask, pages: Mapping[str, Document]) -> bool:
@@ -271,28 +314,58 @@ def build_demo_sandbox_release(out_dir: Path, *, seed: int = 0) -> Path:
 
 def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
                               config: ConstructionConfig | None = None, overwrite: bool = False,
-                              documents: Sequence[Document] | None = None) -> BuiltRelease:
-    """Import real Wikispeedia from ``data_dir`` (../shared/data/wikispeedia), derive triples, construct, write.
+                              documents: Sequence[Document] | None = None,
+                              seeds_root: str | Path | None = None,
+                              validators: Sequence[ChainValidator] | None = None,
+                              screen: Any | None = None) -> BuiltRelease:
+    """Real Wikispeedia pages + real seed questions -> a hint-free release (WebDetective's construction).
 
-    ``documents`` skips the import when the caller already holds the imported
-    pages (they must be ``iter_wikispeedia`` output for the same ``data_dir``).
+    ``data_dir`` is ../shared/data/wikispeedia; ``seeds_root`` (default: its
+    parent, ../shared/data) holds the seed question lists read by
+    :mod:`aethersearch.construct.seeds`. Seeds that do not resolve to pages are
+    counted by reason with the construction's own rejections in the manifest;
+    the resolved seeds are written to ``seed_review.jsonl`` for review.
+    ``validators`` default to the rule-based one (add an
+    ``llm_checks.LLMChainValidator`` for the model check); ``screen``, when
+    given, is called with the accepted questions and returns the parametric
+    screen per triple id (``llm_checks.parametric_screen``). ``documents``
+    skips the import when the caller already holds the imported pages.
     """
+    from aethersearch.construct.llm_checks import screen_counts
     from aethersearch.construct.release_writer import write_hintfree_release
-    from aethersearch.construct.triples import wikispeedia_triples
+    from aethersearch.construct.seeds import MATCH_RULE, read_seed_questions, resolve_seeds
     from aethersearch.corpus.hashing import corpus_hash
     from aethersearch.corpus.importers import iter_wikispeedia, wikispeedia_paths
+    from aethersearch.jsonl import encode_jsonl
 
     articles, links = wikispeedia_paths(data_dir)
     documents = list(documents) if documents is not None else list(iter_wikispeedia(articles, links))
     config = config or ConstructionConfig()
-    triples = wikispeedia_triples(documents, source_file=f"wikispeedia/{articles.name}")
-    graph = LinkGraph.from_documents(documents)
     pages = {doc.id: doc for doc in documents}
-    result = construct_hintfree(triples.triples, graph, pages, config=config, page_aliases=triples.page_aliases)
+    questions, read = read_seed_questions(seeds_root if seeds_root is not None else Path(data_dir).parent)
+    if not questions:
+        raise ConfigError(f"no seed question lists found under {seeds_root or Path(data_dir).parent}",
+                          fix="pass the folder holding qa/ (../shared/data) as seeds_root / --seeds")
+    seeds = resolve_seeds(questions, pages)
+    graph = LinkGraph.from_documents(documents)
+    used = list(validators) if validators is not None else [
+        RuleBasedValidator(pages, require_grounding=config.require_grounding)]
+    result = construct_hintfree(seeds.triples, graph, pages, config=config, validators=used)
+    rejected = dict(sorted({**{f"seed_{k}": v for k, v in seeds.rejected.items()}, **result.rejected}.items()))
+    result = result._replace(rejected=rejected)
+    screened = screen(result.questions) if screen is not None else None
+    accepted = {q.triple.id for q in result.questions}
+    review = [{**row, "accepted": row["triple_id"] in accepted} for row in seeds.review]
+    stats: dict[str, Any] = {"seed_files": read, "seed_questions": len(questions), "resolved": len(seeds.triples),
+                             "match_rule": MATCH_RULE,
+                             "path_choice": "seeded shuffle of the equal shortest paths per question "
+                                            "(random.Random(f'{seed}:{triple id}')); first readable wins",
+                             "parametric_screen": screen_counts(screened) if screened is not None else "not run"}
     path = write_hintfree_release(
-        result, out_dir, name="webdetective_wikispeedia", source_dataset="webdetective-wikispeedia",
+        result, out_dir, name="webdetective_wikispeedia", source_dataset="wikispeedia",
         config=config, corpus={"kind": "wikispeedia", "articles": str(articles.name), "documents": len(documents),
                                "corpus_hash": corpus_hash(documents)},
-        graph=graph, triple_stats=triples.stats, overwrite=overwrite,
+        graph=graph, triple_stats=stats, overwrite=overwrite, per_source=True, screen=screened,
+        extra_files={"seed_review.jsonl": encode_jsonl(review)},
     )
-    return BuiltRelease(path, result, triples)
+    return BuiltRelease(path, result, TripleSet(seeds.triples, {}, {"resolved": len(seeds.triples)}))

@@ -15,6 +15,8 @@ renamed into place: a reader sees the old release, none, or the new one.
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Mapping
 import shutil
 import tempfile
 from pathlib import Path
@@ -43,26 +45,36 @@ def graph_hash(graph: LinkGraph) -> str:
     return "sha256:" + sha256_bytes(body + graph.indptr.astype("<i8").tobytes() + graph.indices.astype("<i4").tobytes())
 
 
-def release_rows(result: ConstructionResult, *, name: str, source_dataset: str
+def release_rows(result: ConstructionResult, *, name: str, source_dataset: str, per_source: bool = False,
+                 screen: Mapping[str, dict[str, Any]] | None = None
                  ) -> tuple[list[EvalRow], list[DiagnosticsRow]]:
-    """Eval and diagnostics rows, ids ``<name>_0001...`` in construction order."""
+    """Eval and diagnostics rows, ids ``<name>_0001...`` in construction order.
+
+    ``per_source``: label each row ``<source_dataset>-<its seed dataset>`` (seed
+    questions from several real datasets keep their provenance per dataset).
+    ``screen``: triple id -> parametric-screen record (``extra["parametric_screen"]``).
+    """
     eval_rows: list[EvalRow] = []
     diagnostics: list[DiagnosticsRow] = []
     for number, q in enumerate(result.questions, start=1):
         qid = f"{name}_{number:04d}"
         t = q.triple
+        label = f"{source_dataset}-{t.source_dataset}" if per_source else source_dataset
+        extra: dict[str, Any] = {}
+        if screen is not None:
+            extra["parametric_screen"] = screen.get(t.id, {"screened": False})
         eval_rows.append(EvalRow(
-            id=qid, question=t.question, answers=list(t.answers), source_dataset=source_dataset,
+            id=qid, question=t.question, answers=list(t.answers), source_dataset=label,
             source_split=t.source_split, source_id=t.source_id, source_row_number=t.source_row_number,
             source_file=t.source_file,
         ))
         diagnostics.append(DiagnosticsRow(
-            id=qid, source_dataset=source_dataset, question_type=t.relation, path=list(q.path),
+            id=qid, source_dataset=label, question_type=t.relation, path=list(q.path),
             hops=len(q.path) - 1, alternative_paths=[list(p) for p in q.alternatives], evidence=list(q.path[:-1]),
             hop_questions=q.hop_questions,
             extra={"mask": q.mask.to_json(), "triple_id": t.id, "direct_link": [q.path[0], q.path[-1]],
                    "direct_evidence": t.evidence, "alternative_paths_truncated": q.alternatives_truncated,
-                   "validators": result.validators},
+                   "equal_shortest_paths": q.equal_paths, "validators": result.validators, **extra},
         ))
     return eval_rows, diagnostics
 
@@ -81,8 +93,14 @@ def _sources(eval_rows: list[EvalRow]) -> list[dict[str, Any]]:
 
 def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, name: str, source_dataset: str,
                            config: ConstructionConfig, corpus: dict[str, Any], graph: LinkGraph,
-                           triple_stats: dict[str, int] | None = None, overwrite: bool = False) -> Path:
-    """Write the release for ``result`` into ``out_dir`` (refusing a non-empty one unless ``overwrite``)."""
+                           triple_stats: dict[str, Any] | None = None, overwrite: bool = False,
+                           per_source: bool = False, screen: Mapping[str, dict[str, Any]] | None = None,
+                           extra_files: Mapping[str, bytes] | None = None) -> Path:
+    """Write the release for ``result`` into ``out_dir`` (refusing a non-empty one unless ``overwrite``).
+
+    ``extra_files`` (e.g. the seed review file) are written beside the release
+    files and checksummed in the manifest like them.
+    """
     out = Path(out_dir)
     if not result.questions:
         raise ShortageError(f"construction accepted no questions (rejected: {result.rejected})",
@@ -95,14 +113,17 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
         if not (out / "manifest.json").is_file():  # --force replaces a release, never an arbitrary folder
             raise ConfigError(f"{out} is not a release directory (no manifest.json); refusing to replace it",
                               fix="choose a new --out directory or remove it yourself")
-    eval_rows, diagnostics = release_rows(result, name=name, source_dataset=source_dataset)
+    eval_rows, diagnostics = release_rows(result, name=name, source_dataset=source_dataset, per_source=per_source,
+                                          screen=screen)
     files = encode_release_rows(eval_rows, diagnostics)
+    files.update(extra_files or {})
     data_sha = sha256_bytes(files["eval.jsonl"])
     manifest = {
         "kind": MANIFEST_KIND, "schema_version": SCHEMA_VERSION, "name": name,
         "release_id": f"{name}-{data_sha[:12]}", "source_dataset": source_dataset,
         "question_count": len(eval_rows), "data_sha256": data_sha,
-        "composition": [{"dataset": source_dataset, "selected": len(eval_rows)}],
+        "composition": [{"dataset": d, "selected": n}
+                        for d, n in sorted(Counter(r.source_dataset for r in eval_rows).items())],
         "rollout_sha256": sha256_bytes(files["rollout_questions.jsonl"]),
         "row_sha256": row_digests(files["eval.jsonl"]), "exclusions": [],
         "sources": _sources(eval_rows),

@@ -27,8 +27,9 @@ from typing import Any, Literal, NamedTuple
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_bytes, atomic_write_json, encode_jsonl, loads, sha256_bytes, sha256_file
 from aethersearch.records import SCHEMA_VERSION, EvalRow, Record
+from aethersearch.release_layout import release_layout
 from aethersearch.scoring.extract import searchr1_prompt
-from aethersearch.scoring.join import EVAL_FILE, load_release
+from aethersearch.scoring.join import load_release
 
 SIDECAR_SUFFIX = ".aether.json"
 EXPORT_KIND = "aethersearch-export"
@@ -71,7 +72,8 @@ def read_release(release_dir: Path) -> ReleaseRows:
                         fix="pass a release built by `aether build` (the folder holding eval.jsonl)")
     rows = load_release(release_dir)
     manifest: dict[str, Any] = {}
-    path = release_dir / "manifest.json"
+    layout = release_layout(release_dir)
+    path = layout.manifest
     if path.is_file():
         try:
             manifest = loads(path.read_bytes())
@@ -79,7 +81,7 @@ def read_release(release_dir: Path) -> ReleaseRows:
             raise DataError(path, f"invalid JSON: {exc}", fix="rebuild the release") from None
     release_id = str(manifest.get("release_id") or manifest.get("name") or release_dir.name)
     data_sha = manifest.get("data_sha256")
-    return ReleaseRows(rows, release_id, str(data_sha) if data_sha else None, sha256_file(release_dir / EVAL_FILE))
+    return ReleaseRows(rows, release_id, str(data_sha) if data_sha else None, sha256_file(layout.eval))
 
 
 def question_as_searchr1_sees_it(question: str) -> str:

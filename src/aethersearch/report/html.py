@@ -29,6 +29,7 @@ from aethersearch.compare.watch import read_history
 from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_text, iter_jsonl, loads
 from aethersearch.report import charts
+from aethersearch.report.layout import has_model_usage, release_groups, run_labels, source_matrix
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
 from aethersearch.scoring.api import read_fingerprint, score_run
 from aethersearch.scoring.scores_file import MetricEstimate, Scores, read_scores
@@ -163,8 +164,10 @@ def _pair_view(pair: Mapping[str, Any], index_of: Mapping[str, int],
     rows = []
     for scope, by_metric in pair["results"].items():
         for metric, r in by_metric.items():
+            ci = (f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]" if r.get("ci_low") is not None
+                  and r.get("ci_high") is not None else "")
             rows.append({"scope": scope, "metric": metric, "a": fmt(r["a_mean"]), "b": fmt(r["b_mean"]),
-                         "delta": f"{r['delta']:+.3f}" if r["delta"] is not None else "—",
+                         "delta": f"{r['delta']:+.3f}" if r["delta"] is not None else "—", "ci": ci,
                          "negative": (r["delta"] or 0) < 0, "significant": r["significant"],
                          "method": r["method"], "p": fmt(r["p_value"], 4), "p_holm": fmt(r["p_holm"], 4),
                          "mde": fmt(r["mde"])})
@@ -207,6 +210,17 @@ def _current_scores(run_dir: Path, release_dir: Path | None) -> Scores:
     return read_scores(run_dir)
 
 
+def _golds(all_scores: Sequence[Scores], release_dir: Path | None) -> dict[str, list[str]]:
+    """Gold aliases by question id from the release the runs were scored on (empty if it is not at hand)."""
+    from aethersearch.scoring.join import load_release
+
+    where = Path(release_dir) if release_dir is not None else (
+        Path(all_scores[0].gold.release_dir) if all_scores else None)
+    if where is None or not (where / "eval.jsonl").is_file():
+        return {}
+    return {row.id: list(row.answers) for row in load_release(where)}
+
+
 def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | None = None,
                  history: Path | None = None, allow: Sequence[str] = (), compare: bool = True) -> Path:
     """Render the report for ``run_dirs`` (first = comparison reference) into ``out_path`` atomically.
@@ -240,12 +254,17 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
                 flipped.update(item["id"] for items in table.values() for item in items)
     traces = {i: _load_traces(d, flipped) for i, d in enumerate(run_dirs)}
     have_trace = {i: set(t) for i, t in traces.items()}
+    fingerprints = [read_fingerprint(d) for d in run_dirs]
+    labels = run_labels(names, fingerprints)
+    golds = _golds(all_scores, release_dir) if flipped else {}
+    em_of = [{row.id: row.values.get("em") for row in scores.per_question} for scores in all_scores]
 
     runs_view = []
     for i, (name, run_dir, scores) in enumerate(zip(names, run_dirs, all_scores, strict=True)):
-        fingerprint = read_fingerprint(run_dir)
+        fingerprint = fingerprints[i]
         metrics, table = _score_table(scores)
-        runs_view.append({"index": i, "name": name, "scores": scores, "metrics": metrics, "table": table,
+        runs_view.append({"index": i, "name": name, "label": labels[i], "scores": scores, "metrics": metrics,
+                          "table": table,
                           "model": fingerprint.model if fingerprint else None,
                           "agent": fingerprint.agent if fingerprint else None,
                           "judge": _judge_block(scores), "extras": _extras(run_dir),
@@ -254,12 +273,26 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     for i, found in traces.items():
         for qid in sorted(found):
             row = found[qid]
-            trace_view.append({"anchor": _anchor(i, qid), "id": qid, "run": names[i], "outcome": row.get("outcome"),
+            verdict = em_of[i].get(qid)
+            trace_view.append({"anchor": _anchor(i, qid), "id": qid, "run": labels[i], "outcome": row.get("outcome"),
                                "prediction": row.get("prediction"), "question": row.get("question_seen"),
-                               "response": row.get("response", ""),
+                               "response": row.get("response", ""), "gold": golds.get(qid),
+                               "right": None if verdict is None else verdict >= 1.0,
+                               "others": [{"run": labels[j], "right": (em_of[j].get(qid) or 0.0) >= 1.0}
+                                          for j in range(len(run_dirs)) if j != i],
                                "links": [{"anchor": _anchor(j, qid), "run": names[j]}
                                          for j in traces if j != i and qid in have_trace[j]]})
-    by_name = dict(zip(names, all_scores, strict=True))
+    groups = []
+    for group in release_groups(all_scores):  # a table or chart never mixes two releases
+        members = group.members
+        by_label = {labels[i]: all_scores[i] for i in members}
+        with_usage = {labels[i]: all_scores[i] for i in members if has_model_usage(all_scores[i], fingerprints[i])}
+        groups.append({"release": group.release, "sha": group.eval_sha256[:12], "labels": [labels[i] for i in members],
+                       "matrix": source_matrix(all_scores, members, "em"),
+                       "bar_charts": [charts.bars_by_source(by_label, m) for m in CHART_METRICS],
+                       "outcome_chart": charts.outcome_chart(by_label),
+                       "usage_chart": charts.usage_chart(with_usage) if with_usage else "",
+                       "without_usage": [labels[i] for i in members if labels[i] not in with_usage]})
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     html = env.get_template("report.html.j2").render(
@@ -267,9 +300,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
         version=__version__,
         release_label=(all_scores[0].gold.release_dir if all_scores else "—"),
         runs=runs_view,
-        bar_charts=[charts.bars_by_source(by_name, m) for m in CHART_METRICS] if by_name else [],
-        outcome_chart=charts.outcome_chart(by_name) if by_name else "",
-        usage_chart=charts.usage_chart(by_name) if by_name else "",
+        groups=groups,
         outcome_labels=OUTCOME_LABELS,
         comparison=comparison,
         comparison_refused=refused,

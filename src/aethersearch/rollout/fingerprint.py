@@ -23,6 +23,7 @@ from aethersearch.records import (
     RunFingerprint,
     RunLimits,
 )
+from aethersearch.release_layout import release_layout
 
 ROLLOUT_FILE = "rollout_questions.jsonl"
 #: Fields that may differ on resume: the same model served at another address, run with other
@@ -73,28 +74,27 @@ def release_info(release_dir: str | Path) -> ReleaseInfo:
     Raises IntegrityError (naming the file) when the checksum is missing or differs.
     """
     release = Path(release_dir)
-    rollout = release / ROLLOUT_FILE
-    sums_path = release / "checksums.sha256"
-    manifest_path = release / "manifest.json"
+    layout = release_layout(release)  # the release's own file names, read from its manifest (no gold)
+    rollout, sums_path, manifest_path = layout.rollout, layout.checksums, layout.manifest
     for needed in (rollout, sums_path, manifest_path):
         if not needed.is_file():
             raise DataError(needed, "missing from the release directory",
                             fix="point at a release built by `aether build` (or rebuild it)")
     sums = _checksums(sums_path)
-    if ROLLOUT_FILE not in sums:
-        raise IntegrityError(f"{sums_path}: no checksum for {ROLLOUT_FILE}",
+    if rollout.name not in sums:
+        raise IntegrityError(f"{sums_path}: no checksum for {rollout.name}",
                              fix="rebuild the release; the runner refuses unverifiable questions")
     actual = sha256_file(rollout)
-    if actual != sums[ROLLOUT_FILE]:
+    if actual != sums[rollout.name]:
         raise IntegrityError(f"{rollout}: sha256 {actual[:16]}… differs from checksums.sha256 "
-                             f"({sums[ROLLOUT_FILE][:16]}…): the release fails verification",
+                             f"({sums[rollout.name][:16]}…): the release fails verification",
                              fix="restore the release from its source or rebuild it; run `aether verify`")
     try:
         manifest = loads(manifest_path.read_bytes())
     except ValueError as exc:
         raise DataError(manifest_path, f"invalid JSON: {exc}", fix="rebuild the release") from None
     release_id = _find(manifest, _ID_KEYS) or release.name
-    data_sha = _find(manifest, _DATA_KEYS) or sums.get("eval.jsonl")
+    data_sha = _find(manifest, _DATA_KEYS) or sums.get(layout.eval.name)
     if not data_sha:
         raise DataError(manifest_path, "no data sha256 (expected one of " + ", ".join(_DATA_KEYS) + ")",
                         fix="rebuild the release")

@@ -124,7 +124,7 @@ def _seed_shard(shard_dir: Path, store: RunStore, fingerprint: RunFingerprint,
     _append_durably(shard_dir / TRACES, seeds)
 
 
-def _run_all(jobs: list[tuple[Any, ...]], executor: str) -> None:
+def _run_all(jobs: list[tuple[Any, ...]], executor: str, address: str | None = None) -> None:
     if executor == "local":
         with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
             for future in [pool.submit(run_shard, *job) for job in jobs]:
@@ -136,7 +136,12 @@ def _run_all(jobs: list[tuple[Any, ...]], executor: str) -> None:
         raise ConfigError("the Ray backend needs the ray package",
                           fix="pip install 'aethersearch[ray]', or use executor='local'") from None
     if not ray.is_initialized():
-        ray.init()
+        try:  # None starts a local cluster; "auto" or HOST:PORT joins a running one
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        except ConnectionError as exc:
+            raise ConfigError(f"could not reach the Ray cluster at {address!r}: {exc}",
+                              fix="start it with `ray start --head`, pass its address to --ray, "
+                                  "or drop --ray to run in one process") from None
     remote = ray.remote(run_shard)
     ray.get([remote.remote(*job) for job in jobs])
 
@@ -145,7 +150,8 @@ def run_sharded(questions: Sequence[RolloutQuestion], agent: str, env_builder: C
                 budget: Budget, run_dir: str | Path, fingerprint: RunFingerprint, *,
                 agent_config: dict[str, Any] | None = None, llm_builder: Callable[[], Any] | None = None,
                 shards: int = 4, concurrency: int = 16, executor: str = "ray",
-                question_timeout_s: float | None = None, stop_after_failures: int | None = None) -> RunSummary:
+                question_timeout_s: float | None = None, stop_after_failures: int | None = None,
+                ray_address: str | None = None) -> RunSummary:
     """Run every unfinished question of ``questions`` into ``run_dir`` over ``shards`` workers.
 
     Same contract as :func:`~aethersearch.rollout.runner.run_questions`: the fingerprint is
@@ -162,7 +168,8 @@ def run_sharded(questions: Sequence[RolloutQuestion], agent: str, env_builder: C
         return _run_sharded_locked(questions, agent, env_builder, budget, run_dir, fingerprint, store,
                                    agent_config=agent_config, llm_builder=llm_builder, shards=shards,
                                    concurrency=concurrency, executor=executor, start=start,
-                                   question_timeout_s=question_timeout_s, stop_after_failures=stop_after_failures)
+                                   question_timeout_s=question_timeout_s, stop_after_failures=stop_after_failures,
+                                   ray_address=ray_address)
 
 
 def _run_sharded_locked(questions: Sequence[RolloutQuestion], agent: str,
@@ -170,7 +177,7 @@ def _run_sharded_locked(questions: Sequence[RolloutQuestion], agent: str,
                         fingerprint: RunFingerprint, store: RunStore, *, agent_config: dict[str, Any] | None,
                         llm_builder: Callable[[], Any] | None, shards: int, concurrency: int, executor: str,
                         start: float, question_timeout_s: float | None,
-                        stop_after_failures: int | None) -> RunSummary:
+                        stop_after_failures: int | None, ray_address: str | None) -> RunSummary:
     """The body of :func:`run_sharded` while this process holds the run directory's lock."""
     merge_shards(run_dir, store)  # work an interrupted run finished counts as finished
     finished = store.finished_ids()
@@ -183,7 +190,7 @@ def _run_sharded_locked(questions: Sequence[RolloutQuestion], agent: str,
         jobs.append((part, agent, config, env_builder, llm_builder, budget, str(shard_dir), fingerprint,
                      concurrency, question_timeout_s, stop_after_failures))
     if jobs:
-        _run_all(jobs, executor)
+        _run_all(jobs, executor, ray_address)
     merge_shards(run_dir, store)
     predictions = store.export_predictions(q.id for q in questions)
     new = [store.latest[q.id] for q in todo if q.id in store.latest]

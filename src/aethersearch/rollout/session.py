@@ -78,6 +78,7 @@ class SearchSetup(NamedTuple):
     index_hash: str | None
     description: str
     environment: str | None = None
+    builder: Callable[[], EnvironmentFactory] | None = None  # rebuilds ``factory`` in a Ray worker
 
 
 class PreparedRun(NamedTuple):
@@ -206,7 +207,7 @@ def with_served_model(prepared: PreparedRun, run_dir: str | Path) -> PreparedRun
 
 def execute_run(prepared: PreparedRun, run_dir: str | Path, *, progress: Callable[[Any], None] | None = None,
                 enforce: bool = True, shards: int | None = None, executor: str = "ray",
-                api_key: str | None = None) -> RunSummary:
+                api_key: str | None = None, ray_address: str | None = None) -> RunSummary:
     """Run (or resume) ``prepared`` into ``run_dir``; then refuse it if too many questions are in error.
 
     ``shards`` > 1 spreads the questions over Ray workers (or threads with
@@ -220,13 +221,15 @@ def execute_run(prepared: PreparedRun, run_dir: str | Path, *, progress: Callabl
         from aethersearch.rollout.ray_backend import run_sharded
 
         factory = prepared.search.factory
-        summary = run_sharded(prepared.questions, settings.agent, lambda: factory, settings.budget, run_dir,
+        # a worker rebuilds its tools from paths/URLs; a loaded index does not travel to it
+        env_builder = prepared.search.builder or (lambda: factory)
+        summary = run_sharded(prepared.questions, settings.agent, env_builder, settings.budget, run_dir,
                               prepared.fingerprint, agent_config=settings.agent_config,
                               llm_builder=(lambda: make_llm(settings, api_key=api_key))
                               if prepared.llm is not None else None,
                               shards=shards, concurrency=settings.concurrency, executor=executor,
                               question_timeout_s=limits.question_deadline_s,
-                              stop_after_failures=limits.stop_after_failures)
+                              stop_after_failures=limits.stop_after_failures, ray_address=ray_address)
     else:
         summary = run_questions(prepared.questions, prepared.agent, prepared.search.factory, settings.budget,
                                 run_dir, prepared.fingerprint, llm=prepared.llm, concurrency=settings.concurrency,

@@ -31,6 +31,7 @@ from aethersearch.environment import ToolResult
 from aethersearch.errors import ConfigError, DataError, ToolError
 from aethersearch.jsonl import iter_jsonl, validate_row
 from aethersearch.records import DiagnosticsRow, Document, ToolCall
+from aethersearch.release_layout import release_layout
 from aethersearch.sandbox.mask import ChainMask
 from aethersearch.sandbox.serving import public_call, render_page, search_hit
 from aethersearch.sandbox.tools import (
@@ -255,7 +256,10 @@ class Sandbox:
 
 def load_masks(release_dir: str | Path) -> dict[str, ChainMask]:
     """Question id -> ChainMask, from a hint-free release's ``diagnostics.jsonl`` (``extra["mask"]``)."""
-    path = Path(release_dir) / "diagnostics.jsonl"
+    try:
+        path = release_layout(release_dir).diagnostics
+    except DataError:
+        path = Path(release_dir) / "diagnostics.jsonl"
     if not path.exists():
         raise DataError(path, "missing: not a hint-free release directory",
                         fix="build one with `aether construct demo --out DIR`")
@@ -281,7 +285,7 @@ def open_sandbox(release_dir: str | Path, index: SearchBackend, store: PageStore
         raise ConfigError(f"{len(missing)} chain page(s) of {release_dir} are not in the store, e.g. {missing[:3]}",
                           fix="open the sandbox over the corpus the release was constructed from")
     release_id = None
-    manifest = Path(release_dir) / "manifest.json"
+    manifest = release_layout(release_dir).manifest
     if manifest.exists():
         from aethersearch.jsonl import loads
 

@@ -33,6 +33,7 @@ from aethersearch.jsonl import (
     validate_row,
 )
 from aethersearch.records import ERROR_OUTCOMES, Outcome, RunFingerprint
+from aethersearch.release_layout import release_layout
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
 from aethersearch.scoring.binding import bind_gold
 from aethersearch.scoring.extract import check_compat
@@ -97,7 +98,7 @@ def _check_size(fingerprint: RunFingerprint | None, release_dir: Path, size: int
     if fingerprint is not None and fingerprint.question_count != size:
         raise IntegrityError(
             f"run was made for {fingerprint.question_count} questions (release {fingerprint.release_id!r}) "
-            f"but {Path(release_dir) / 'eval.jsonl'} has {size}",
+            f"but {release_layout(release_dir).eval} has {size}",
             fix="score the run against the release it was rolled out on")
 
 

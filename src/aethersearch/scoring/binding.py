@@ -28,6 +28,7 @@ from pathlib import Path
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.jsonl import loads, sha256_bytes, sha256_file
 from aethersearch.records import Record, RunFingerprint
+from aethersearch.release_layout import release_layout
 
 CHECKSUMS_FILE = "checksums.sha256"
 MANIFEST_FILE = "manifest.json"
@@ -74,8 +75,17 @@ def _mismatch(path: Path, expected: str, found: str, recorded_in: str, fix: str)
                           "refusing to score against gold that is not the gold the run was made for", fix=fix)
 
 
+def _eval(release_dir: Path) -> Path:
+    """The release's gold file, named by its manifest (``eval.jsonl`` in legacy releases)."""
+    return release_layout(release_dir).eval
+
+
+def _manifest_path(release_dir: Path) -> Path:
+    return release_layout(release_dir).manifest
+
+
 def _manifest(release_dir: Path) -> tuple[dict[str, object] | None, str | None]:
-    path = release_dir / MANIFEST_FILE
+    path = _manifest_path(release_dir)
     if not path.is_file():
         return None, None
     data = path.read_bytes()
@@ -89,13 +99,14 @@ def _manifest(release_dir: Path) -> tuple[dict[str, object] | None, str | None]:
 def verify_release_files(release_dir: Path) -> tuple[str, str]:
     """Checks 1 and 2: every checksum matches and ``eval.jsonl`` is pinned; returns (eval sha256, checksums sha256)."""
     sums_path = release_dir / CHECKSUMS_FILE
+    eval_name = _eval(release_dir).name
     if not sums_path.is_file():
-        raise IntegrityError(f"{sums_path} is missing: the gold in {release_dir / EVAL_FILE} cannot be verified",
+        raise IntegrityError(f"{sums_path} is missing: the gold in {release_dir / eval_name} cannot be verified",
                              fix="score against a release written by `aether build` or `aether construct` "
                                  "(they write checksums.sha256), or restore the file from the release's source")
     sums = read_checksums(sums_path)
-    if EVAL_FILE not in sums:
-        raise IntegrityError(f"{sums_path} has no line for {EVAL_FILE}: the gold cannot be verified",
+    if eval_name not in sums:
+        raise IntegrityError(f"{sums_path} has no line for {eval_name}: the gold cannot be verified",
                              fix=_RESTORE.format(release=release_dir))
     eval_sha = ""
     for name, expected in sorted(sums.items()):
@@ -106,7 +117,7 @@ def verify_release_files(release_dir: Path) -> tuple[str, str]:
         found = sha256_file(path)
         if found != expected:
             raise _mismatch(path, expected, found, str(sums_path), _RESTORE.format(release=release_dir))
-        if name == EVAL_FILE:
+        if name == eval_name:
             eval_sha = found
     return eval_sha, sha256_file(sums_path)
 
@@ -122,7 +133,7 @@ def bind_gold(release_dir: Path, run_dir: Path, fingerprint: RunFingerprint | No
     manifest, manifest_sha = _manifest(release_dir)
     manifest_data = manifest.get("data_sha256") if manifest is not None else None
     if isinstance(manifest_data, str) and manifest_data != eval_sha:
-        raise _mismatch(release_dir / EVAL_FILE, manifest_data, eval_sha, str(release_dir / MANIFEST_FILE),
+        raise _mismatch(_eval(release_dir), manifest_data, eval_sha, str(_manifest_path(release_dir)),
                         _RESTORE.format(release=release_dir))
     release_id = None
     if manifest is not None:
@@ -134,16 +145,17 @@ def bind_gold(release_dir: Path, run_dir: Path, fingerprint: RunFingerprint | No
         if release_id is not None and release_id != fingerprint.release_id:
             raise IntegrityError(
                 f"{run_dir / RUN_FILE} says release {fingerprint.release_id!r} but "
-                f"{release_dir / MANIFEST_FILE} is release {release_id!r}",
+                f"{_manifest_path(release_dir)} is release {release_id!r}",
                 fix="score the run against the release it was rolled out on")
         if fingerprint.release_data_sha256 != eval_sha:
             raise _mismatch(
-                release_dir / EVAL_FILE, fingerprint.release_data_sha256, eval_sha,
+                _eval(release_dir), fingerprint.release_data_sha256, eval_sha,
                 f"{run_dir / RUN_FILE} (release_data_sha256, pinned when the run was rolled out)",
                 f"score {run_dir} against the exact release it was rolled out on (release "
                 f"{fingerprint.release_id!r}); if the gold was corrected on purpose, publish the correction "
                 "as a new release and roll the run out again on it")
-    return GoldBinding(release_dir=str(release_dir), release_id=release_id, eval_sha256=eval_sha,
+    return GoldBinding(release_dir=str(release_dir), release_id=release_id, eval_file=_eval(release_dir).name,
+                       eval_sha256=eval_sha,
                        checksums_sha256=checksums_sha, manifest_sha256=manifest_sha,
                        run_json_sha256=run_json_sha, run_file=run_file.name,
                        run_file_sha256=sha256_file(run_file))

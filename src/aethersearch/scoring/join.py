@@ -20,6 +20,7 @@ from typing import NamedTuple
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl, read_records, validate_row
 from aethersearch.records import EvalRow, Outcome, Prediction, Trace, Usage
+from aethersearch.release_layout import release_layout
 from aethersearch.scoring.extract import (
     Extraction,
     check_compat,
@@ -84,10 +85,10 @@ MISSING = "missing"
 
 def load_release(release_dir: Path) -> list[EvalRow]:
     """The release's gold rows; duplicate ids in the release itself are an error."""
-    path = Path(release_dir) / EVAL_FILE
+    path = release_layout(release_dir).eval  # the release's gold file, named by its manifest
     if not path.is_file():
-        raise DataError(path, "release has no eval.jsonl",
-                        fix="pass --release the release directory (the one holding eval.jsonl)")
+        raise DataError(path, f"release has no {path.name}",
+                        fix="pass --release the release directory (the one holding the manifest and eval file)")
     rows = read_records(path, EvalRow)
     seen: dict[str, int] = {}
     for number, row in enumerate(rows, start=1):

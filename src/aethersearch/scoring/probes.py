@@ -43,6 +43,7 @@ from aethersearch.records import (
     RunFingerprint,
     Trace,
 )
+from aethersearch.release_layout import release_layout
 from aethersearch.scoring.extract import Extraction, resolve_trace
 from aethersearch.scoring.factorised import (
     EpisodeEvidence,
@@ -80,7 +81,7 @@ InnerFactory = Callable[[RolloutQuestion], Environment]
 
 def load_diagnostics(release_dir: Path) -> dict[str, DiagnosticsRow]:
     """The release's ``diagnostics.jsonl`` by id (an error naming the file when it is missing)."""
-    path = Path(release_dir) / DIAGNOSTICS_FILE
+    path = release_layout(release_dir).diagnostics
     if not path.is_file():
         raise DataError(path, "release has no diagnostics.jsonl",
                         fix="factorised metrics need the release's diagnostics sidecar; rebuild the release")
@@ -338,7 +339,7 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
     traces = load_traces(run_dir)
     diagnostics = load_diagnostics(release_dir)
     gold = _gold(release_dir)
-    rollout_path = release_dir / ROLLOUT_FILE
+    rollout_path = release_layout(release_dir).rollout
     if not rollout_path.is_file():
         raise DataError(rollout_path, "missing from the release", fix="point --release at the run's release")
     questions = [validate_row(rollout_path, n, v, RolloutQuestion) for n, v in iter_jsonl(rollout_path)]

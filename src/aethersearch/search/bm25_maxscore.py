@@ -79,7 +79,6 @@ class BM25MaxScoreIndex(IndexIdentity):
             raise DataError(directory / VOCAB, f"{len(tokens)} tokens but indptr has {len(self.indptr)} entries",
                             fix="rebuild the index")
         self._n_docs = len(store)
-        self.kernel = "taat"  # "daat": document-at-a-time MaxScore (kept for the benchmark's comparison)
 
     def __len__(self) -> int:
         return self._n_docs
@@ -138,8 +137,7 @@ class BM25MaxScoreIndex(IndexIdentity):
     def search_rows(self, token_ids: Sequence[int], k: int) -> list[tuple[int, float]]:
         """Exact top-``k`` ``(store row, score)`` for one tokenised query, best first."""
         rows, scores = maxscore_topk(self.indptr, self.docs, self.impacts, self.max_impact,
-                                     np.asarray(token_ids, dtype=np.int64), min(int(k), self._n_docs), self._n_docs,
-                                     self.kernel)
+                                     np.asarray(token_ids, dtype=np.int64), min(int(k), self._n_docs))
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
 
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:

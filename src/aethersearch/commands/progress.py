@@ -1,0 +1,121 @@
+"""Progress for long commands: a live bar on a terminal, plain periodic lines when redirected, nothing with --quiet.
+
+Why: under SLURM, nohup or CI the output is a file, and a rich live bar writes
+nothing useful there until the end (a 49 s rollout printed nothing until it was
+done). When stderr is not a terminal, a plain line is written every
+``AETHER_PROGRESS_INTERVAL`` seconds (default 10) and once at the end, with done/total,
+rate and ETA, so a log shows the job is alive and when it will finish. The global
+``aether --quiet`` turns all of it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
+
+QUIET = False
+"""Set by ``aether --quiet``: no progress output at all."""
+INTERVAL_ENV = "AETHER_PROGRESS_INTERVAL"
+
+
+def set_quiet(quiet: bool) -> None:
+    """Turn progress output off (or back on) for this process."""
+    global QUIET
+    QUIET = quiet
+
+
+def interval_s() -> float:
+    """Seconds between plain progress lines (``AETHER_PROGRESS_INTERVAL``, default 10)."""
+    try:
+        return max(0.0, float(os.environ.get(INTERVAL_ENV, "10")))
+    except ValueError:
+        return 10.0
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+class PlainProgress:
+    """Periodic one-line progress reports to a stream (a log file, CI output)."""
+
+    def __init__(self, label: str, stream: TextIO, every_s: float, clock: Callable[[], float] = time.monotonic,
+                 unit: str = "") -> None:
+        self.label, self.stream, self.every_s, self.clock, self.unit = label, stream, every_s, clock, unit
+        self.start = clock()
+        self.last: float | None = None
+        self.state: tuple[int, int | None, dict[str, Any]] = (0, None, {})
+
+    def line(self) -> str:
+        """The current progress as one line: done/total, percent, rate, elapsed and ETA, extra fields."""
+        done, total, fields = self.state
+        elapsed = self.clock() - self.start
+        rate = done / elapsed if elapsed > 0 else 0.0
+        parts = [f"{self.label}: {done:,}" + (f"/{total:,} ({100 * done / total:.1f}%)" if total else "")]
+        parts.append(f"{rate:,.1f}{self.unit}/s" if rate < 100 else f"{rate:,.0f}{self.unit}/s")
+        parts.append(f"elapsed {_duration(elapsed)}")
+        if total and rate > 0 and done < total:
+            parts.append(f"ETA {_duration((total - done) / rate)}")
+        parts.extend(f"{key} {value}" for key, value in fields.items())
+        return ", ".join(parts)
+
+    def update(self, done: int, total: int | None = None, **fields: Any) -> None:
+        """Record progress; write a line when ``every_s`` has passed since the last one."""
+        self.state = (done, total, fields)
+        now = self.clock()
+        if now - (self.last if self.last is not None else self.start) >= self.every_s:
+            self.write()
+            self.last = now
+
+    def write(self) -> None:
+        """Write the current line now (flushed, so a tailing log sees it)."""
+        print(self.line(), file=self.stream, flush=True)
+
+
+@contextlib.contextmanager
+def progress(label: str, *, unit: str = "", stream: TextIO | None = None,
+             fields: dict[str, Any] | None = None) -> Iterator[Callable[..., None]]:
+    """``update(done, total=None, **fields)`` for a long task, rendered for where the output goes."""
+    if QUIET:
+        yield lambda *args, **kwargs: None
+        return
+    out = stream if stream is not None else sys.stderr
+    if out.isatty():
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        extra = [TextColumn(f"{key} {{task.fields[{key}]}}") for key in (fields or {})]
+        with Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), *extra,
+                      TimeRemainingColumn(), console=Console(file=out), transient=False) as bar:
+            task = bar.add_task(label, total=None, **(fields or {}))
+
+            def live(done: int, total: int | None = None, **values: Any) -> None:
+                bar.update(task, completed=done, total=total, **values)
+
+            yield live
+        return
+    plain = PlainProgress(label, out, interval_s(), unit=unit)
+    plain.state = (0, None, dict(fields or {}))
+    yield plain.update
+    plain.write()  # the final line, always
+
+
+PIPED_WIDTH = 240
+"""Console width when stdout is not a terminal: wide enough that tables and paths are not wrapped."""
+
+
+def make_console(*, stderr: bool = False) -> Any:
+    """A rich Console that never wraps when its output is piped or redirected (logs stay grep-able)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, soft_wrap=True, width=max(PIPED_WIDTH, int(os.environ.get("COLUMNS", "0") or 0)))
