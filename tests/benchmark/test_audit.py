@@ -125,12 +125,15 @@ def test_template_sibling_is_retained_only_through_a_review_with_reason(tmp_path
     assert counts["questions_excluded"] == 0
 
 
-def test_auto_review_excludes_and_records_it(tmp_path: Path) -> None:
+def test_auto_review_applies_the_conservative_policy_and_records_it(tmp_path: Path) -> None:
     _, audit = hooks(tmp_path, None, auto_review=True)
     decision = audit([candidate(SIBLING), candidate(PARAPHRASE, row=2), candidate(DISTINCT, row=3)])
-    assert set(decision.exclude) == {question_key(SIBLING), question_key(PARAPHRASE)}
-    assert decision.report["counts"]["pairs_auto_excluded"] == 2
-    assert all(p["decided_by"] == "auto-review" for p in decision.report["flagged_pairs"])
+    # the rewording is excluded; the sibling asks about another year (1979 vs 1975) and is retained as distinct
+    assert set(decision.exclude) == {question_key(PARAPHRASE)}
+    assert [r["pair"][0] for r in decision.retained] == [question_key(SIBLING)]
+    assert "different years/numbers" in decision.retained[0]["reason"]
+    assert decision.report["counts"]["pairs_auto_excluded"] == 1
+    assert all(p["decided_by"] == "auto-review policy" for p in decision.report["flagged_pairs"])
 
 
 def test_retain_without_reason_is_refused(tmp_path: Path) -> None:

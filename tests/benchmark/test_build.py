@@ -242,7 +242,7 @@ def test_audit_section_wires_in_benchmark_audit_lazily(tmp_path: Path, demo, mon
 
     seen = {}
 
-    def make_audit_hooks(audit_config, training_keys, *, reviews_path, auto_review):
+    def make_audit_hooks(audit_config, training_keys, *, reviews_path, auto_review, **_):
         seen.update(config=audit_config, n=len(training_keys), reviews=reviews_path, auto=auto_review)
         return (lambda pool: {}), (lambda sel: AuditDecision({}, [], {"flagged": 0}))
 

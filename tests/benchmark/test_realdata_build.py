@@ -19,17 +19,19 @@ pytestmark = pytest.mark.realdata
 @pytest.mark.parametrize(("popqa", "available"), [("parquet200", 200), ("flashrag16", 16)])
 def test_popqa_slices_fail_with_a_clear_shortage(shared_data: Path, tmp_path: Path, popqa: str,
                                                  available: int) -> None:
-    config = write_eval1400_config(shared_data, tmp_path / "cfg", popqa=popqa)
+    # planned 200 without a cap: PopQA receives the card's share of Bamboogle's shortfall (213)
+    config = write_eval1400_config(shared_data, tmp_path / "cfg", popqa=popqa, popqa_plan={"planned": 200},
+                                   audit=False)
     with pytest.raises(ShortageError) as info:
         build_from_config(config, tmp_path / "release")
     message = str(info.value)
     assert f"source 'popqa' is short: needed 213 eligible questions, available {available}" in message
-    assert "smaller plan" in message
+    assert f"cap 'popqa' at what it has (cap: {available}" in message  # not "planned: N": that gives the same error
     assert not (tmp_path / "release").exists()
 
 
 def test_real_build_has_zero_training_overlap_and_the_card_composition(shared_data: Path, tmp_path: Path) -> None:
-    config = write_eval1400_config(shared_data, tmp_path / "cfg", popqa_plan={"planned": 150})
+    config = write_eval1400_config(shared_data, tmp_path / "cfg", popqa_plan={"planned": 150}, audit=False)
     result = build_from_config(config, tmp_path / "eval1400")
     composition = {c["dataset"]: c["selected"] for c in result.manifest.composition}
     assert composition == {"nq": 213, "triviaqa": 213, "popqa": 163, "hotpotqa": 212, "2wikimultihopqa": 212,
@@ -59,7 +61,7 @@ def test_cli_writes_the_real_config_and_builds_it(shared_data: Path, tmp_path: P
 
     runner = CliRunner()
     done = runner.invoke(app, ["eval1400-config", str(shared_data), str(tmp_path / "cfg"), "--popqa", "flashrag16",
-                               "--popqa-cap", "16"])
+                               "--popqa-cap", "16", "--no-audit"])
     assert done.exit_code == 0, done.output
     done = runner.invoke(app, ["build", str(tmp_path / "cfg" / "build.yaml"), "--out", str(tmp_path / "rel")])
     assert done.exit_code == 0, done.output

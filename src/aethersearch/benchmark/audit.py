@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aethersearch.benchmark.audit_blocking import blocked_similarity, build_gram_index
 from aethersearch.benchmark.audit_review import (
     FlaggedPair,
+    ReviewDecision,
+    pair_key,
     load_reviews,
     require_reviews,
     resolve_reviews,
@@ -215,8 +217,9 @@ class AuditHooks:
     """State shared by the pool filter and the selection audit across the build's iterations."""
 
     def __init__(self, settings: AuditSettings, union: TrainingUnion, *, reviews_path: Path | None,
-                 auto_review: bool) -> None:
+                 auto_review: bool, stage_keys: dict[str, set[str]] | None = None) -> None:
         self.settings = settings
+        self.stage_keys = stage_keys or {}
         self.union = union
         self.reviews_path = reviews_path
         self.auto_review = auto_review
@@ -254,11 +257,18 @@ class AuditHooks:
                 self.flags[pair.selected_key].append(pair)
         current = [p for c in selected for p in self.flags[c.key]]
         resolution = resolve_reviews(current, self.decisions, auto_review=self.auto_review)
+        details = {c.key: {"dataset": c.source_dataset, "source_row_number": c.source_row_number,
+                           "source_id": c.source_id, "source_file": c.source_file, "answers": list(c.answers)}
+                   for c in selected}
         require_reviews(resolution, template=self.template_path(), existing=self.decisions,
-                        reviews_path=self.reviews_path)
+                        reviews_path=self.reviews_path, details=details, stages=self.stages_of)
         exclude = {k: v for k, v in resolution.exclude.items() if k not in self.excluded}
         self.excluded.update(exclude)
         return _audit_decision()(exclude, resolution.retained, self.report(resolution))
+
+    def stages_of(self, training_key: str) -> list[str]:
+        """The training stages a training question belongs to."""
+        return [stage for stage, keys in sorted(self.stage_keys.items()) if training_key in keys]
 
     def _accumulate(self, methods: dict[str, Any]) -> None:
         """Sum each pass's counters over the iterations (static fields kept from the first)."""
@@ -305,13 +315,13 @@ _COUNTERS = ("pairs_visited", "pairs_flagged", "candidates_scored", "queries_wit
 
 
 def make_audit_hooks(audit_config: dict[str, Any], training_keys: Sequence[str], *,
-                     reviews_path: Path | None, auto_review: bool
+                     reviews_path: Path | None, auto_review: bool, stage_keys: dict[str, set[str]] | None = None
                      ) -> tuple[Callable[[Sequence[Candidate]], dict[str, str]], Callable[[Sequence[Candidate]], Any]]:
     """The (PoolFilter, SelectionAudit) pair ``benchmark.build.build_release`` runs."""
     settings = parse_settings(audit_config)
     hooks = AuditHooks(settings, TrainingUnion(training_keys),
                        reviews_path=Path(reviews_path) if reviews_path is not None else None,
-                       auto_review=auto_review)
+                       auto_review=auto_review, stage_keys=stage_keys)
     return hooks.pool_filter, hooks.selection_audit
 
 
@@ -344,18 +354,43 @@ def read_selection(target: Path) -> list[tuple[str | None, str]]:
     return rows
 
 
+def recorded_audit(target: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """A release's recorded audit settings and pair decisions (``(None, [])`` for a selection file or no audit)."""
+    from aethersearch.jsonl import loads
+    from aethersearch.release_layout import release_layout
+
+    if not Path(target).is_dir():
+        return None, []
+    manifest = loads(release_layout(target).manifest.read_bytes())
+    audit = manifest.get("audit") if isinstance(manifest, dict) else None
+    if not isinstance(audit, dict):
+        return None, []
+    report = audit.get("report") or {}
+    return report.get("settings"), list(report.get("flagged_pairs") or [])
+
+
 def audit_selection_file(target: Path, registry: Path, *, audit_config: dict[str, Any] | None = None,
                          reviews_path: Path | None = None) -> StandaloneAudit:
-    """Audit a release or selection against a training registry without stopping on unreviewed pairs."""
+    """Audit a release or selection against a training registry without stopping on unreviewed pairs.
+
+    On a release built with the audit on, its recorded settings are the
+    defaults and its recorded decisions count as reviews, so a fully reviewed
+    release shows 0 unreviewed pairs; ``audit_config`` overrides the settings.
+    """
     from aethersearch.benchmark.training import build_exclusion_sets, load_registry
 
-    settings = parse_settings(audit_config)
+    recorded_settings, recorded = recorded_audit(target)
+    settings = parse_settings({**{k: v for k, v in (recorded_settings or {}).items()
+                                  if k not in ("reviews", "review_template")}, **(audit_config or {})})
     registry = Path(registry)
     sets = build_exclusion_sets(load_registry(registry), registry.parent)
     union = TrainingUnion(sorted(sets.union))
     rows = read_selection(target)
     result = audit_questions(rows, union, settings)
-    decisions = load_reviews(reviews_path)
+    decisions = {pair_key(*row["pair"]): ReviewDecision(pair=tuple(row["pair"]), decision=row["decision"],
+                                                        reason=row["reason"])
+                 for row in recorded if row.get("decision") in ("exclude", "retain") and row.get("reason")}
+    decisions.update(load_reviews(reviews_path))
     resolution = resolve_reviews(result.flagged, decisions, auto_review=False)
     decided = {tuple(r["pair"]): r for r in resolution.decided}
     pairs = []

@@ -11,23 +11,28 @@ Both sides of a pair are matched by ``question_key``, so a reviewer may paste th
 published question text. A flagged pair without a decision stops the build
 with ``ReviewRequired``, after writing a ready-to-edit template holding every
 existing decision plus the pending pairs (``"decision": "TODO"``); the
-``--auto-review`` policy instead excludes every unreviewed pair and records
-that it did so. ``retain`` requires a reason: it goes into ``exclusion_audit.json``.
+``--auto-review`` policy (``audit_policy``: conservative, documented) instead
+decides every unreviewed pair and records each call with its reason and
+``decided_by: auto-review policy``. ``retain`` requires a reason: it goes into the
+exclusion audit. ``apply_review_file`` merges a filled-in template into the
+review file (``aether review``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aethersearch import jsonl
+from aethersearch.benchmark.audit_policy import POLICY_NAME, auto_decide
 from aethersearch.errors import DataError, ReviewRequired
 from aethersearch.text import question_key
 
 AUTO_REVIEW_REASON = "auto-review policy: unreviewed flagged pair excluded"
+TODO = "TODO: exclude or retain"
 
 
 class ReviewDecision(BaseModel):
@@ -141,8 +146,9 @@ def resolve_reviews(flagged: Iterable[FlaggedPair], decisions: Mapping[PairKey, 
             if not auto_review:
                 unreviewed.append(pair)
                 continue
-            verdict, reason, by = "exclude", AUTO_REVIEW_REASON, "auto-review"
-            auto += 1
+            verdict, reason = auto_decide(pair.selected_question, pair.training_key)
+            by = POLICY_NAME
+            auto += verdict == "exclude"
         else:
             verdict, reason, by = decision.decision, decision.reason, "review"
         decided.append({**pair.as_json(), "decision": verdict, "reason": reason, "decided_by": by})
@@ -155,26 +161,80 @@ def resolve_reviews(flagged: Iterable[FlaggedPair], decisions: Mapping[PairKey, 
 
 
 def write_review_template(path: Path, pending: Sequence[FlaggedPair],
-                          existing: Mapping[PairKey, ReviewDecision]) -> None:
-    """Write every existing decision plus a TODO entry per pending pair (atomically)."""
+                          existing: Mapping[PairKey, ReviewDecision],
+                          details: Mapping[str, Mapping[str, Any]] | None = None,
+                          stages: Callable[[str], list[str]] | None = None) -> None:
+    """Write every existing decision plus a TODO entry per pending pair (atomically).
+
+    Each TODO holds what a reviewer needs: both questions, the selected row's id,
+    source, row number and answers (``details`` by selected key), the training
+    question's stages, both scores, the words the two share and the words that
+    differ, and the policy's suggestion. Only ``decision`` and ``reason`` are read back.
+    """
     rows: list[dict[str, Any]] = [d.model_dump(mode="json") for d in existing.values()]
     for pair in pending:
+        mine, theirs = set(pair.selected_key.split()), set(pair.training_key.split())
+        suggestion = auto_decide(pair.selected_question, pair.training_key)
         rows.append({
             "pair": [pair.selected_key, pair.training_key],
-            "decision": "TODO: exclude or retain",
+            "decision": TODO,
             "reason": "",
-            "scores": {"similarity": pair.as_json()["similarity"],
-                       "rare_token": pair.as_json()["rare_token"]},
+            "selected": {"question": pair.selected_question, "id": pair.selected_id,
+                         **dict((details or {}).get(pair.selected_key, {}))},
+            "training": {"question": pair.training_key,
+                         "stages": stages(pair.training_key) if stages is not None else None},
+            "scores": {"similarity": pair.as_json()["similarity"], "rare_token": pair.as_json()["rare_token"]},
+            "shared_tokens": sorted(mine & theirs),
+            "differing_tokens": {"selected": sorted(mine - theirs), "training": sorted(theirs - mine)},
+            "policy_suggestion": {"decision": suggestion.decision, "reason": suggestion.reason},
         })
     jsonl.atomic_write_json(path, rows)
 
 
+def apply_review_file(template: Path, reviews: Path, *, auto: bool = False) -> tuple[int, int, int]:
+    """Merge the decided entries of a filled-in template into ``reviews``; returns (decided, auto, todo).
+
+    A ``TODO`` entry stays pending unless ``auto`` applies the documented policy to it.
+    The merged file is validated exactly as the build reads it (contradictions fail).
+    """
+    try:
+        entries = jsonl.loads(Path(template).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise DataError(template, f"cannot read the review template: {exc}",
+                        fix="pass the *.todo.json file the build wrote") from None
+    if not isinstance(entries, list):
+        raise DataError(template, "expected a JSON list of review entries", fix="pass the *.todo.json file")
+    merged = [d.model_dump(mode="json") for d in load_reviews(reviews).values()]
+    decided = automatic = todo = 0
+    for number, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("pair"), list):
+            raise DataError(template, f"entry #{number} has no 'pair'", line=number, field="pair",
+                            fix="keep the template's entries as written; edit only decision and reason")
+        decision, reason = entry.get("decision"), entry.get("reason") or ""
+        if decision not in ("exclude", "retain"):
+            if not auto:
+                todo += 1
+                continue
+            selected = (entry.get("selected") or {}).get("question") or entry["pair"][0]
+            decision, reason = auto_decide(str(selected), str(entry["pair"][1]))
+            automatic += 1
+        else:
+            decided += 1
+        merged.append({"pair": entry["pair"], "decision": decision, "reason": reason})
+    unique = {tuple(pair_key(*row["pair"])): row for row in merged}
+    jsonl.atomic_write_json(reviews, list(unique.values()))
+    load_reviews(reviews)  # validates every entry (a retain without a reason names its number)
+    return decided, automatic, todo
+
+
 def require_reviews(resolution: Resolution, *, template: Path,
-                    existing: Mapping[PairKey, ReviewDecision], reviews_path: Path | None) -> None:
+                    existing: Mapping[PairKey, ReviewDecision], reviews_path: Path | None,
+                    details: Mapping[str, Mapping[str, Any]] | None = None,
+                    stages: Callable[[str], list[str]] | None = None) -> None:
     """Raise ReviewRequired listing the unreviewed pairs, after writing the template."""
     if not resolution.unreviewed:
         return
-    write_review_template(template, resolution.unreviewed, existing)
+    write_review_template(template, resolution.unreviewed, existing, details, stages)
     shown = "\n".join(f"  - {p.selected_key!r}  ~  {p.training_key!r}  "
                       f"(similarity {p.as_json()['similarity']}, rare-token {p.as_json()['rare_token']})"
                       for p in resolution.unreviewed[:20])
@@ -186,6 +246,7 @@ def require_reviews(resolution: Resolution, *, template: Path,
     raise ReviewRequired(
         f"{len(resolution.unreviewed)} flagged near-duplicate pair(s) have no review decision:\n{shown}\n"
         f"  a template with every pending pair was written to {template}",
-        fix=(f"set each TODO to exclude or retain with a reason, save it as {target}, and rebuild; "
-             "or rebuild with --auto-review to exclude every unreviewed pair"),
+        fix=(f"set each TODO to exclude or retain with a reason and run `aether review {template} --out "
+             f"{target}` (add --auto to let the documented policy decide the rest), then rebuild; or rebuild "
+             "with --auto-review (the same policy decides every unreviewed pair, recorded in the release)"),
     )

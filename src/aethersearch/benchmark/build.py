@@ -62,6 +62,8 @@ from aethersearch.benchmark.training import (
     isolate,
     load_exclusion_list,
     load_registry,
+    parse_exclusions,
+    resolve_exclusions,
 )
 from aethersearch.benchmark.verify import VerifyReport, verify_release
 from aethersearch.errors import AetherError, ConfigError, IntegrityError
@@ -70,6 +72,12 @@ from aethersearch.records import DiagnosticsRow, EvalRow
 from aethersearch.release_layout import layout_names
 
 STAGES = ("read_sources", "exclusion_sets", "dedup", "select", "write", "replay", "verify")
+StageReport = Callable[[str, int, "int | None"], None]
+"""``report(stage, done, total)``: the build's progress, stage by stage (the CLI renders it)."""
+
+
+def _no_report(stage: str, done: int, total: int | None) -> None:
+    return None
 
 
 class BuildResult(NamedTuple):
@@ -88,9 +96,10 @@ class _Source(NamedTuple):
     option_files: dict[str, FileRef]
 
 
-def _read_sources(loaded: LoadedConfig) -> dict[str, _Source]:
+def _read_sources(loaded: LoadedConfig, report: StageReport = _no_report) -> dict[str, _Source]:
     out = {}
-    for source in loaded.config.sources:
+    for number, source in enumerate(loaded.config.sources):
+        report("read_sources", number, len(loaded.config.sources))
         path = loaded.resolve(source.path)
         options = dict(source.options)
         option_files = {}
@@ -222,27 +231,48 @@ def _install(staging: Path, out_dir: Path) -> None:
 
 
 def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: PoolFilter | None = None,
-                  selection_audit: SelectionAudit | None = None) -> BuildResult:
-    """Build, verify and install a release from a loaded config; returns the manifest and stage timings."""
+                  selection_audit: SelectionAudit | None = None, progress: StageReport | None = None
+                  ) -> BuildResult:
+    """Build, verify and install a release from a loaded config; returns the manifest and stage timings.
+
+    ``progress(stage, done, total)`` is called as each stage starts and ends
+    (and per source while reading), so a long audited build is never silent.
+    """
     config = loaded.config
     out_dir = Path(out_dir).resolve()
     timings: dict[str, float] = {}
     clock = perf_counter()
+    notify = progress or _no_report
 
     def lap(stage: str) -> None:
         nonlocal clock
         now = perf_counter()
         timings[stage] = now - clock
         clock = now
+        notify(stage, 1, 1)
+        following = STAGES.index(stage) + 1 if stage in STAGES else len(STAGES)
+        if following < len(STAGES):
+            notify(STAGES[following], 0, 1 if STAGES[following] != "read_sources" else len(config.sources))
 
-    sources = _read_sources(loaded)
-    lap("read_sources")
+    notify("read_sources", 0, len(config.sources))
+    sources = _read_sources(loaded, notify)
+    timings["read_sources"] = perf_counter() - clock
+    clock = perf_counter()
+    notify("read_sources", len(config.sources), len(config.sources))
+    notify("exclusion_sets", 0, 1)
     sets, training = _training(loaded)
     lap("exclusion_sets")
-    reviewed = load_exclusion_list(loaded.resolve(config.exclusions)) if config.exclusions else []
     pools = {d: s.rows.candidates for d, s in sources.items()}
-    if config.exclusions:
-        check_exclusions_match(loaded.resolve(config.exclusions), reviewed, pools)
+    reviewed: list[Any] = []
+    if isinstance(config.exclusions, str):
+        where: Path | str = loaded.resolve(config.exclusions)
+        reviewed = load_exclusion_list(Path(where))
+    elif config.exclusions:
+        where = f"{loaded.path or '<config>'} (exclusions)"
+        reviewed = parse_exclusions(config.exclusions, where)
+    if reviewed:
+        reviewed = resolve_exclusions(reviewed, pools)
+        check_exclusions_match(where, reviewed, pools)
     isolation = isolate(pools, sets, reviewed)
     eligible_rows, pool_removals = _apply_pool_filter(pool_filter, isolation)
     lap("dedup")
@@ -350,7 +380,8 @@ def _independent_validation(staging: Path, loaded: LoadedConfig, manifest: Manif
 
 
 def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filter: PoolFilter | None = None,
-                      selection_audit: SelectionAudit | None = None, auto_review: bool = False) -> BuildResult:
+                      selection_audit: SelectionAudit | None = None, auto_review: bool = False,
+                      progress: StageReport | None = None) -> BuildResult:
     """Load a config file and build its release; an ``audit:`` section wires in ``benchmark.audit``'s hooks."""
     loaded = load_config(config_path)
     audit_config = loaded.config.audit
@@ -361,6 +392,8 @@ def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filt
         reviews = audit_config.get("reviews")
         pool_filter, selection_audit = make_audit_hooks(
             dict(audit_config), sorted(sets.union),
-            reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review)
-    return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit)
+            reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review,
+            stage_keys=dict(sets.keys))
+    return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit,
+                         progress=progress)
 

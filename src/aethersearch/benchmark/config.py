@@ -65,7 +65,8 @@ class BuildConfig(_Strict):
     planned_per_source: int = Field(default=200, ge=0)
     sources: list[SourceConfig] = Field(min_length=1)
     training_registry: str | None = Field(default=None, description="training registry file (YAML/JSON)")
-    exclusions: str | None = Field(default=None, description="reviewed exclusion list (YAML/JSON)")
+    exclusions: str | list[dict[str, Any]] | None = Field(
+        default=None, description="reviewed exclusions: a list file (YAML/JSON) or the entries inline")
     audit: dict[str, Any] | None = Field(default=None, description="opaque section for benchmark.audit")
     max_audit_rounds: int = Field(default=10, ge=1)
     license: str = "other"

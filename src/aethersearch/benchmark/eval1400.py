@@ -37,6 +37,9 @@ POPQA_FILES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "parquet200": ("search_r1_processed/graphrag_r2_popqa_test_200.parquet", "searchr1_parquet", {}),
     "flashrag16": ("flashrag_format/from_searchr1_test_sample/popqa.jsonl", "flashrag_jsonl", {}),
 }
+#: Rows each public PopQA slice holds: the generated plan caps PopQA there (see ``popqa_deviation``).
+POPQA_ROWS = {"parquet200": 200, "flashrag16": 16}
+AUDIT_SECTION = {"reviews": "audit_reviews.json"}  # the template goes to audit_reviews.todo.json beside it
 
 SOURCES: list[tuple[str, str, str, str, dict[str, Any]]] = [
     ("nq", "nq_open_jsonl", "qa/nq_open/NQ-open.dev.jsonl", "dev", {}),
@@ -94,11 +97,16 @@ def _published(shared_data: Path) -> dict[str, dict[str, Any]]:
 
 def write_eval1400_config(shared_data: Path, out_dir: Path, *,
                           popqa: Literal["parquet200", "flashrag16"] = "parquet200",
-                          popqa_plan: dict[str, int] | None = None) -> Path:
+                          popqa_plan: dict[str, int] | None = None, audit: bool = True) -> Path:
     """Write ``build.yaml`` + ``training_registry.yaml`` for the real benchmark; returns the config path.
 
-    ``popqa_plan`` overrides PopQA's ``planned``/``cap`` (the public slices are
-    too small for the card's 213, which is a ShortageError by design).
+    The card plans 200 per source and its redistribution gives PopQA 213, but
+    the public slices hold only 200 (or 16) PopQA rows. By default the plan
+    caps PopQA at its slice's size, so the card's rule redistributes the rest
+    and the release still has 1,400 questions; the deviation is recorded in the
+    config (-> manifest and card). ``popqa_plan`` overrides PopQA's
+    ``planned``/``cap``. The config turns the near-duplicate audit on (reviews
+    in ``audit_reviews.json`` beside it) and names the files ``eval_1400*``.
     """
     shared_data = Path(shared_data).resolve()
     out_dir = Path(out_dir).resolve()
@@ -112,7 +120,7 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
         options: dict[str, Any] = {}
         if dataset == "popqa":
             path, fmt, options = POPQA_FILES[popqa]
-            extra = dict(popqa_plan or {})
+            extra = dict(popqa_plan) if popqa_plan is not None else {"cap": POPQA_ROWS[popqa]}
         record = published.get(path, {})
         sources.append({"dataset": dataset, "format": fmt, "path": rel(path), "split": split, **extra,
                         **({"sha256": record["sha256"]} if record.get("sha256") else {}),
@@ -129,10 +137,31 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
                       "sha256": published[path]["sha256"]})
     atomic_write_bytes(out_dir / "training_registry.yaml",
                        yaml.safe_dump({"schema_version": 1, "files": files}, sort_keys=False).encode())
-    config = {"name": "eval1400", "revision": "1.0.0", "seed": 42, "planned_per_source": 200,
+    deviations = popqa_deviation(sources, popqa)
+    config = {"name": "eval1400", "file_stem": "eval_1400", "revision": "1.0.0", "seed": 42,
+              "planned_per_source": 200, "deviations": deviations,
+              **({"audit": dict(AUDIT_SECTION)} if audit else {}),
               "description": "Seven open-domain QA sources (NQ, TriviaQA, PopQA, HotpotQA, 2Wiki, MuSiQue, "
                              "Bamboogle), isolated from the checkpoints' training questions.",
               "training_registry": "training_registry.yaml", "sources": sources}
     config_path = out_dir / "build.yaml"
     atomic_write_bytes(config_path, yaml.safe_dump(config, sort_keys=False).encode())
     return config_path
+
+
+def popqa_deviation(sources: list[dict[str, Any]], popqa: str) -> list[str]:
+    """The generated plan's deviation from the card, in words, with the quotas the card's rule gives."""
+    from aethersearch.benchmark.verify_release_template import card_quotas
+
+    entry = next(s for s in sources if s["dataset"] == "popqa")
+    if entry.get("cap") is None and entry.get("planned") is None:
+        return []
+    card = [(s["dataset"], 200, 125 if s["dataset"] == "bamboogle" else None) for s in sources]
+    plan = [(s["dataset"], s.get("planned", 200), s.get("cap")) for s in sources]
+    before, _ = card_quotas(card)
+    after, _ = card_quotas(plan)
+    return [f"PopQA: the public data holds only the {POPQA_ROWS[popqa]}-row PopQA test slice ({popqa}), fewer "
+            f"than the card's {before['popqa']}; the plan gives PopQA planned {entry.get('planned', 200)}, cap "
+            f"{entry.get('cap')}, and the card's redistribution rule deals the rest to the other sources: "
+            + ", ".join(f"{d} {q}" for d, q in after.items()) + f" (card: "
+            + ", ".join(f"{d} {q}" for d, q in before.items()) + ")"]

@@ -233,10 +233,13 @@ def _glance(manifest: Manifest) -> str:
         ("final exact overlap with training", ", ".join(
             f"{s} {v}" for s, v in sorted(iso.get("final_exact_overlap_by_stage", {}).items())) or "none"),
         ("near-duplicate audit", "off" if manifest.audit is None else "on"),
-        ("audit: flagged pairs / excluded / retained with reason / unreviewed",
+        ("audit: flagged pairs (all decided) / questions excluded / pairs retained with a reason",
          "-" if manifest.audit is None else f"{counts.get('pairs_flagged', 0)} / {iso.get('audit_excluded', 0)} / "
-         f"{counts.get('retained_with_reason', 0)} / {counts.get('unreviewed', 0)}"),
-        ("reviewed exclusions", str(len(manifest.exclusions))),
+         f"{counts.get('pairs_retained', 0)}"),
+        ("training questions audited against", "-" if manifest.audit is None
+         else f"{(manifest.audit.get('report') or {}).get('training_union_size', 0):,}"),
+        ("exclusions (reviewed list + audit)", str(len(manifest.exclusions))),
+        ("deviations from the card", str(len(manifest.deviations))),
         ("canonical data sha256", f"`{manifest.data_sha256}`"),
     ]
     return "\n".join(["| figure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])

@@ -112,18 +112,25 @@ def _read_eval(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def source_dir_candidates(release_dir: Path) -> list[Path]:
+def source_dir_candidates(release_dir: Path, config_name: str | None = None) -> list[Path]:
     """Where a release's build config usually lives, best guess first.
 
-    The manifest deliberately records paths exactly as the build config wrote
-    them (relative), so builds stay byte-identical whatever the output
-    directory; the replay has to look for the config's directory instead.
-    ``aether build --demo --out X`` writes its sources to ``X_sources`` beside
-    ``X``, so that sibling is tried before the current directory and the
-    release's parent.
+    The manifest records paths exactly as the build config wrote them (relative
+    to the config), so builds stay byte-identical whatever the output directory,
+    and records the config's file name. ``aether build --demo --out X`` writes
+    its sources to ``X_sources`` beside ``X``; the README flow writes the config
+    to a folder (``cfg/``) beside the release. So: ``X_sources``, then every
+    folder beside the release or in the current directory that holds a file of
+    the config's name, then the current directory, the release's parent and the
+    release. A candidate is only used if every recorded source file exists under
+    it, and the replay then checks every file's sha256.
     """
     release_dir = Path(release_dir)
-    return [release_dir.parent / f"{release_dir.name}_sources", Path.cwd(), release_dir.parent, release_dir]
+    found: list[Path] = []
+    if config_name:
+        for root in (release_dir.resolve().parent, Path.cwd()):
+            found += sorted(p.parent for p in root.glob(f"*/{config_name}") if p.is_file())
+    return [release_dir.parent / f"{release_dir.name}_sources", *found, Path.cwd(), release_dir.parent, release_dir]
 
 
 def find_base_dir(manifest: dict[str, Any], release_dir: Path, candidates: Sequence[Path] = ()) -> Path:
@@ -134,7 +141,7 @@ def find_base_dir(manifest: dict[str, Any], release_dir: Path, candidates: Seque
     listed source file exists is used.
     """
     paths = [s["path"] for s in manifest.get("sources", [])]
-    tried = [*candidates, *source_dir_candidates(release_dir)]
+    tried = [*candidates, *source_dir_candidates(release_dir, manifest.get("config_path"))]
     for base in tried:
         if all((Path(p) if Path(p).is_absolute() else base / p).exists() for p in paths):
             return base
@@ -205,7 +212,9 @@ def check_training_hashes(manifest: dict[str, Any], base: Path) -> ReplayCheck:
                            f"now {'missing' if actual is None else actual[:12] + '...'}")
     if registry and training.get("registry_sha256"):
         actual = _sha256(_resolve(base, registry))
-        if actual != training["registry_sha256"]:
+        if actual is None:
+            changed.append(f"registry {registry}: missing (looked under {base})")
+        elif actual != training["registry_sha256"]:
             changed.append(f"registry {registry}: sha256 changed")
     detail = (f"{len(files)} training file(s) unchanged" if not changed
               else f"{len(changed)} changed since the build: " + "; ".join(changed))
@@ -220,8 +229,9 @@ def check_source_hashes(manifest: dict[str, Any], base: Path) -> ReplayCheck:
         refs = [(source["path"], source["sha256"])]
         refs += [(ref["path"], ref["sha256"]) for ref in (source.get("option_files") or {}).values()]
         for path, sha in refs:
-            if _sha256(_resolve(base, path)) != sha:
-                changed.append(f"{path} ({source['dataset']})")
+            actual = _sha256(_resolve(base, path))
+            if actual != sha:
+                changed.append(f"{path} ({source['dataset']}): {'missing' if actual is None else 'sha256 changed'}")
     detail = (f"{len(manifest.get('sources', []))} source file(s) unchanged" if not changed
               else "changed since the build: " + ", ".join(changed))
     return ReplayCheck("source_hashes", not changed, detail, {"changed": len(changed), "changed_files": changed})

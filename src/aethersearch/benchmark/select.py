@@ -104,7 +104,8 @@ def sample(orders: Mapping[str, Sequence[Candidate]], eligible: Mapping[str, Cal
             raise ShortageError(
                 f"source {dataset!r} is short: needed {quota} eligible questions, available {available}"
                 + (f" ({note})" if note else ""),
-                fix=f"give {dataset!r} a smaller plan (planned: {available}, or cap: {available} to "
-                    "redistribute its shortfall) or use a larger source file")
+                fix=f"cap {dataset!r} at what it has (cap: {available} in its source entry), so the card's rule "
+                    "redistributes the rest to the other sources; or use a larger source file (lowering only its "
+                    "planned count does not help: it still receives a share of other sources' shortfall)")
         selected[dataset] = chosen
     return selected

@@ -71,6 +71,7 @@ class Exclusion(NamedTuple):
     source_id: str | None
     reason: str
     origin: str
+    given: str = "key"  # how the entry named the question: "key", "question" or "source_id"
 
 
 class Removal(NamedTuple):
@@ -145,36 +146,66 @@ def empty_exclusion_sets() -> ExclusionSets:
 
 
 def load_exclusion_list(path: Path) -> list[Exclusion]:
-    """A reviewed exclusion list: ``exclusions: [{key|question|(dataset, source_id), reason}]``.
+    """A reviewed exclusion list file: ``exclusions: [{key|question|(dataset, source_id), reason}]``."""
+    data = read_mapping(path, what="exclusion list")
+    return parse_exclusions(data.get("exclusions"), path)
+
+
+def parse_exclusions(entries: Any, where: Path | str) -> list[Exclusion]:
+    """Exclusion entries from a list file or written inline in the build config (``exclusions: [...]``).
 
     ``question`` is any published form of the question (it is normalised here);
-    ``key`` is a normalised key exactly as the manifest and exclusion_audit.json
+    ``key`` is a normalised key exactly as the manifest and the exclusion audit
     write it (used verbatim, so quote it in YAML when it ends with a space).
     """
-    data = read_mapping(path, what="exclusion list")
-    entries = data.get("exclusions")
     if not isinstance(entries, list):
-        raise ConfigError(f"{path}: expected a list under 'exclusions'", fix="write exclusions: [{key: ..., reason: ...}]")
+        raise ConfigError(f"{where}: expected a list under 'exclusions'",
+                          fix="write exclusions: [{question: ..., reason: ...}] (inline, or in a list file)")
     out = []
     for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
-            raise ConfigError(f"{path}: exclusion #{number} needs a non-empty 'reason'",
+            raise ConfigError(f"{where}: exclusion #{number} needs a non-empty 'reason'",
                               fix="every exclusion records why it was made")
         if isinstance(entry.get("question"), str):
-            out.append(Exclusion(question_key(entry["question"]), None, None, entry["reason"], "exclusion list"))
+            out.append(Exclusion(question_key(entry["question"]), None, None, entry["reason"], "exclusion list",
+                                 "question"))
         elif isinstance(entry.get("key"), str):
             # Verbatim: a key is already normalised, and normalising it again is not always a no-op
             # ("what is x ?" has the key "what is x ", whose own key drops the space).
-            out.append(Exclusion(entry["key"], None, None, entry["reason"], "exclusion list"))
+            out.append(Exclusion(entry["key"], None, None, entry["reason"], "exclusion list", "key"))
         elif isinstance(entry.get("dataset"), str) and entry.get("source_id") is not None:
-            out.append(Exclusion(None, entry["dataset"], str(entry["source_id"]), entry["reason"], "exclusion list"))
+            out.append(Exclusion(None, entry["dataset"], str(entry["source_id"]), entry["reason"], "exclusion list",
+                                 "source_id"))
         else:
-            raise ConfigError(f"{path}: exclusion #{number} needs 'key', 'question', or 'dataset' + 'source_id'",
-                              fix="name the excluded question by its normalised key or its source id")
+            raise ConfigError(f"{where}: exclusion #{number} needs 'key', 'question', or 'dataset' + 'source_id'",
+                              fix="name the excluded question by its text, its normalised key or its source id")
     return out
 
 
-def check_exclusions_match(path: Path, exclusions: Sequence[Exclusion],
+def resolve_exclusions(exclusions: Sequence[Exclusion], sources: Mapping[str, Sequence[Candidate]]
+                       ) -> list[Exclusion]:
+    """Map each ``question`` entry to the published question's key, ignoring a space before the "?".
+
+    A question published as "what is x ?" has the key "what is x " (the key strips
+    whitespace *before* dropping the "?"), so the text "what is x?" a reviewer
+    types would otherwise name no question. The entry keeps the published key,
+    so the manifest and the replay see the key that is really excluded.
+    """
+    by_stripped: dict[str, set[str]] = {}
+    for candidates in sources.values():
+        for c in candidates:
+            by_stripped.setdefault(c.key.rstrip(), set()).add(c.key)
+    out = []
+    for entry in exclusions:
+        if entry.given == "question" and entry.key is not None:
+            matches = by_stripped.get(entry.key.rstrip(), set())
+            if entry.key not in matches and len(matches) == 1:
+                entry = entry._replace(key=next(iter(matches)))
+        out.append(entry)
+    return out
+
+
+def check_exclusions_match(path: Path | str, exclusions: Sequence[Exclusion],
                            sources: Mapping[str, Sequence[Candidate]]) -> None:
     """Refuse a reviewed exclusion that names no question of the configured sources.
 
@@ -188,7 +219,8 @@ def check_exclusions_match(path: Path, exclusions: Sequence[Exclusion],
     for number, entry in enumerate(exclusions, start=1):
         if entry.key is not None and entry.key not in keys:
             hint = ("; it is not a normalised key (see text.question_key): to give the question's text, "
-                    "write it under 'question'" if question_key(entry.key) != entry.key else "")
+                    "write it under 'question'" if entry.given == "key" and question_key(entry.key) != entry.key
+                    else "")
             raise ConfigError(f"{path}: exclusion #{number} (key {entry.key!r}) matches no question of the "
                               f"configured sources{hint}",
                               fix="correct the key or the question text, or remove the entry")

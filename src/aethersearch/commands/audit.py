@@ -13,7 +13,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``audit`` and ``replay`` to the CLI."""
+    """Add ``audit``, ``review`` and ``replay`` to the CLI."""
 
     @app.command("audit")
     def audit(
@@ -60,6 +60,29 @@ def register(app: typer.Typer) -> None:
         if json_out is not None:
             atomic_write_json(json_out, {"report": result.report, "pairs": result.pairs})
             console.print(f"wrote {json_out}")
+        if counts["unreviewed"]:
+            console.print(f"[red]FAIL[/]: {counts['unreviewed']} flagged pair(s) have no recorded decision; a "
+                          "release must record a decision for every flagged pair (fix: build with the audit on, "
+                          "review the template and rebuild, or `aether build CONFIG --auto-review`)")
+            raise typer.Exit(1)
+        console.print("[green]OK[/]: every flagged pair has a recorded decision")
+
+    @app.command("review")
+    def review(
+        template: Path = typer.Argument(..., help="the review template the build wrote (*.todo.json), filled in"),
+        out: Path = typer.Option(..., "--out", "-o", help="the review file the build config names (audit.reviews)"),
+        auto: bool = typer.Option(False, "--auto", help="decide every remaining TODO by the documented "
+                                  "conservative policy (aethersearch.benchmark.audit_policy)"),
+    ) -> None:
+        """Apply a decisions file: merge the decided pairs of a filled-in template into the review file."""
+        from aethersearch.benchmark.audit_review import apply_review_file
+
+        decided, automatic, todo = apply_review_file(template, out, auto=auto)
+        typer.echo(f"{out}: {decided} decision(s) from the template, {automatic} by the policy, {todo} still TODO")
+        if todo:
+            typer.echo(f"FAIL: {todo} pair(s) in {template} still say TODO (fix: set each to exclude or retain with "
+                       "a reason, or pass --auto)", err=True)
+            raise typer.Exit(1)
 
     @app.command("replay")
     def replay(

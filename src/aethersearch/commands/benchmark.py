@@ -7,8 +7,49 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import typer
+
+
+def _build_with_progress(config: Path, out: Path, auto_review: bool) -> Any:
+    """Build with one progress display per stage: a rich bar on a terminal, plain periodic lines in a log.
+
+    A heartbeat re-sends the current stage's state every second, so a long stage
+    (the audit's similarity pass) still prints a line every progress interval.
+    """
+    import contextlib
+    import threading
+
+    from aethersearch.benchmark.build import build_from_config
+    from aethersearch.commands.progress import progress
+
+    lock = threading.Lock()
+    stop = threading.Event()
+    with contextlib.ExitStack() as stages:
+        current: dict[str, Any] = {}
+
+        def report(stage: str, done: int, total: int | None) -> None:
+            with lock:
+                if current.get("stage") != stage:
+                    stages.close()  # the previous stage's display ends with its final line
+                    current.update(stage=stage, update=stages.enter_context(progress(f"build {stage}")))
+                current.update(state=(done, total))
+                current["update"](done, total)
+
+        def heartbeat() -> None:
+            while not stop.wait(1.0):
+                with lock:
+                    if "update" in current:
+                        current["update"](*current["state"])
+
+        beat = threading.Thread(target=heartbeat, name="build-progress", daemon=True)
+        beat.start()
+        try:
+            return build_from_config(config, out, auto_review=auto_review, progress=report)
+        finally:
+            stop.set()
+            beat.join()
 
 
 def register(app: typer.Typer) -> None:
@@ -38,7 +79,7 @@ def register(app: typer.Typer) -> None:
         if config is None:
             raise ConfigError("no build config given", fix="run `aether build CONFIG --out DIR` or `aether build --demo`")
         out = out or Path(load_config(config).config.name)
-        result = build_from_config(config, out, auto_review=auto_review)
+        result = _build_with_progress(config, out, auto_review)
         console = Console()
         table = Table(title=f"{result.manifest.name}: {result.manifest.question_count} questions")
         for column in ("source", "split", "planned", "quota", "selected"):
@@ -94,7 +135,10 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Argument(..., help="directory for build.yaml and training_registry.yaml"),
         popqa: str = typer.Option("parquet200", help="PopQA slice: parquet200 or flashrag16"),
         popqa_planned: int = typer.Option(None, help="PopQA planned count (the slices are short of 213)"),
-        popqa_cap: int = typer.Option(None, help="PopQA cap: supply only this many, redistribute the rest"),
+        popqa_cap: int = typer.Option(None, help="PopQA cap: supply only this many, redistribute the rest "
+                                      "(default: the slice's size, 200 or 16)"),
+        audit: bool = typer.Option(True, "--audit/--no-audit", help="turn the near-duplicate audit on (the card's "
+                                   "step 5; --no-audit only for quick experiments)"),
     ) -> None:
         """Write the real benchmark's build config over the public data; print its path."""
         from aethersearch.benchmark.eval1400 import POPQA_FILES, write_eval1400_config
@@ -103,7 +147,7 @@ def register(app: typer.Typer) -> None:
         if popqa not in POPQA_FILES:
             raise ConfigError(f"unknown PopQA slice {popqa!r}", fix=f"use one of {sorted(POPQA_FILES)}")
         plan = {k: v for k, v in (("planned", popqa_planned), ("cap", popqa_cap)) if v is not None} or None
-        typer.echo(write_eval1400_config(shared_data, out, popqa=popqa, popqa_plan=plan))  # type: ignore[arg-type]
+        typer.echo(write_eval1400_config(shared_data, out, popqa=popqa, popqa_plan=plan, audit=audit))  # type: ignore[arg-type]
 
     @app.command("demo-sources")
     def demo_sources(

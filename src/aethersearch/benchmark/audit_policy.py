@@ -1,0 +1,112 @@
+"""The conservative auto-decision policy for flagged near-duplicate pairs (``--auto-review``).
+
+Why a policy and not "exclude everything": similarity flags template siblings
+("Who directed Titanic?" vs "Who directed Avatar?") as readily as rewordings,
+and excluding every flag empties small sources (Bamboogle has exactly the 125
+questions the plan needs, and 5 of them are flagged falsely). The card's rule:
+a pair is *retained as distinct* only when the two questions ask something
+different, which the policy recognises in four ways, checked on the normalised
+word tokens the two questions do not share:
+
+1. **years / numbers** differ (``1994`` vs ``1995``; ``one`` and ``1`` are not compared);
+2. the **answer slot** differs (a different question word: who / when / where / which / how many ...);
+3. the **reasoning target** differs (first/last, oldest/youngest, before/after, more/less, not ...);
+3b. the **answer type** differs ("what *rocket* ..." vs "what *mission* ...");
+4. a **changed entity**: every word only the selected question has is a named entity
+   (a capitalised word that does not open it), replaced by one to three words of the
+   training question, and no word of one resembles a word of the other (character similarity < 70 and
+   neither a prefix of the other), so "USA" vs "us" or "colour" vs "color" is *not* a
+   changed entity, and a rephrasing with many changed words is not a substitution.
+
+Everything else -- spelling, abbreviation, word order, an added or dropped word --
+is **excluded**. Each decision carries its reason and ``decided_by: auto-review
+policy`` in the release, so a reviewer can audit the policy's calls.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from rapidfuzz import fuzz
+
+__all__ = ["POLICY_NAME", "PolicyDecision", "auto_decide"]
+
+POLICY_NAME = "auto-review policy"
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_NUMBER = re.compile(r"^\d+(st|nd|rd|th|s)?$")
+ANSWER_SLOTS = frozenset({"who", "whom", "whose", "when", "where", "what", "which", "why", "how", "many", "much"})
+_AUX = frozenset({"is", "was", "are", "were", "did", "does", "do", "has", "had", "have", "the", "a", "an", "of", "in"})
+REASONING = frozenset({"first", "last", "second", "third", "oldest", "youngest", "older", "younger", "before",
+                       "after", "more", "less", "most", "least", "largest", "smallest", "biggest", "highest",
+                       "lowest", "longest", "shortest", "earliest", "latest", "earlier", "later", "not", "never",
+                       "same", "different", "both", "either", "neither", "born", "died", "founded", "father",
+                       "mother", "son", "daughter", "husband", "wife", "director", "author"})
+STOPWORDS = frozenset({"the", "a", "an", "of", "in", "on", "at", "to", "for", "by", "with", "from", "and", "or",
+                       "is", "was", "are", "were", "did", "does", "do", "be", "been", "has", "had", "have", "that",
+                       "this", "it", "its", "as", "s", "into", "than", "then", "name", "called"})
+
+
+class PolicyDecision(NamedTuple):
+    """The policy's verdict on one pair and why."""
+
+    decision: str  # "exclude" | "retain"
+    reason: str
+
+
+_SAME_SLOT = {"whom": "who"}  # one answer slot, two spellings
+
+
+def _tokens(text: str) -> set[str]:
+    return {_SAME_SLOT.get(t, t) for t in _WORD.findall(text.casefold())}
+
+
+def _answer_type(text: str) -> str | None:
+    """The noun a wh-question asks for ("what *rocket* was used ..."), if it names one right after the wh-word."""
+    words = _WORD.findall(text.casefold())
+    for i, word in enumerate(words[:-1]):
+        if word in ("what", "which", "whose"):
+            following = words[i + 1]
+            return None if following in _AUX or following in ANSWER_SLOTS else following
+    return None
+
+
+def _proper_nouns(text: str) -> set[str]:
+    """Capitalised words that do not open the question: the selected question's named entities."""
+    words = _WORD.findall(text)
+    return {w.casefold() for w in words[1:] if w[:1].isupper()}
+
+
+def _similar(a: str, b: str) -> bool:
+    return a.startswith(b) or b.startswith(a) or fuzz.ratio(a, b) >= 70
+
+
+def auto_decide(selected: str, training: str) -> PolicyDecision:
+    """Decide one flagged pair by the conservative policy (see the module docstring)."""
+    mine, theirs = _tokens(selected), _tokens(training)
+    only_mine, only_theirs = mine - theirs, theirs - mine
+    numbers = ({t for t in only_mine if _NUMBER.match(t)}, {t for t in only_theirs if _NUMBER.match(t)})
+    if numbers[0] and numbers[1] or (numbers[0] or numbers[1]) and (only_mine and only_theirs):
+        return PolicyDecision("retain", f"{POLICY_NAME}: different years/numbers "
+                              f"({', '.join(sorted(numbers[0])) or '-'} vs {', '.join(sorted(numbers[1])) or '-'})")
+    slots = (only_mine & ANSWER_SLOTS, only_theirs & ANSWER_SLOTS)
+    if slots[0] or slots[1]:
+        return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot "
+                              f"({', '.join(sorted(slots[0])) or '-'} vs {', '.join(sorted(slots[1])) or '-'})")
+    kinds = (_answer_type(selected), _answer_type(training))
+    if kinds[0] and kinds[0] not in theirs or kinds[1] and kinds[1] not in mine:
+        return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot (asks for "
+                              f"{kinds[0] or '-'} vs {kinds[1] or '-'})")
+    targets = (only_mine & REASONING, only_theirs & REASONING)
+    if targets[0] or targets[1]:
+        return PolicyDecision("retain", f"{POLICY_NAME}: different reasoning target "
+                              f"({', '.join(sorted(targets[0])) or '-'} vs {', '.join(sorted(targets[1])) or '-'})")
+    content = (only_mine - STOPWORDS, only_theirs - STOPWORDS)
+    # every word only the selected question has is a named entity, replaced by one to three words
+    substitution = bool(content[0]) and content[0] <= _proper_nouns(selected) and 0 < len(content[1]) <= 3
+    if substitution and not any(_similar(a, b) for a in content[0] for b in content[1]):
+        return PolicyDecision("retain", f"{POLICY_NAME}: changed entity "
+                              f"({', '.join(sorted(content[0]))} vs {', '.join(sorted(content[1]))})")
+    return PolicyDecision("exclude", f"{POLICY_NAME}: no changed entity, year, answer slot or reasoning target; "
+                          "treated as a rewording of the training question")
