@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import socket
 import subprocess
 import sys

@@ -165,5 +165,5 @@ def popqa_deviation(sources: list[dict[str, Any]], popqa: str) -> list[str]:
     return [f"PopQA: the public data holds only the {POPQA_ROWS[popqa]}-row PopQA test slice ({popqa}), fewer "
             f"than the card's {before['popqa']}; the plan gives PopQA planned {entry.get('planned', 200)}, cap "
             f"{entry.get('cap')}, and the card's redistribution rule deals the rest to the other sources: "
-            + ", ".join(f"{d} {q}" for d, q in after.items()) + f" (card: "
+            + ", ".join(f"{d} {q}" for d, q in after.items()) + " (card: "
             + ", ".join(f"{d} {q}" for d, q in before.items()) + ")"]

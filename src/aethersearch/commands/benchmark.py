@@ -67,7 +67,6 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from aethersearch.benchmark.build import build_from_config
         from aethersearch.benchmark.config import load_config
         from aethersearch.errors import ConfigError
 
