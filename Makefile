@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench install real-model clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,8 +20,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/aether eval --out demo_out
 
+## Install a real small LLM + its server for the real-model test (never fails: it skips with a reason;
+## cached under ~/.cache/aethersearch, a fresh machine builds llama-cpp-python in ~3-5 min).
+real-model: $(STAMP)
+	bash scripts/install_real_model.sh $(VENV)
+
 ## Install, lint (ruff with bugbear), type-check (mypy strict) and run the whole test suite.
-test: $(STAMP)
+test: $(STAMP) real-model
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src
 	$(BIN)/python -m pytest -q

@@ -148,11 +148,24 @@ class Budget(Record):
 
 
 class Decoding(Record):
-    """Decoding settings sent with every LLM call (explicit and recorded)."""
+    """Decoding settings sent with every LLM call (explicit and recorded).
+
+    Every sampling knob has an explicit, neutral value that is sent on every call,
+    because servers disagree on defaults: llama.cpp-style servers default to
+    ``repeat_penalty`` 1.1, ``top_k`` 40 and ``min_p`` 0.05, which turned a 28-token
+    greedy reply into 512 tokens in a measured run. ``top_k`` -1 means "off" (sent
+    as 0 to llama.cpp servers, which reject negatives). ``max_tokens`` is per model
+    call: 500, Search-R1's ``max_response_length``.
+    """
 
     temperature: float = 0.0
     top_p: float = 1.0
-    max_tokens: int = 512
+    top_k: int = -1
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    max_tokens: int = 500
     seed: int | None = 0
     stop: list[str] = Field(default_factory=list)
 
@@ -241,6 +254,8 @@ class Outcome(StrEnum):
     BUDGET = "budget"
     ENDPOINT_ERROR = "endpoint_error"
     TOOL_ERROR = "tool_error"
+    #: the final reply hit ``max_tokens`` before closing an ``<answer>`` (never scored as an answer)
+    TRUNCATED = "truncated"
     #: the server refused this exact request (context length exceeded, invalid request):
     #: deterministic, so a rerun does not retry it; still an error, never a wrong answer
     REQUEST_REJECTED = "request_rejected"

@@ -74,7 +74,10 @@ def test_search_invalid_answer_transcript_matches_search_r1_exactly() -> None:
     assert (trace.prediction, trace.outcome, trace.stop_reason) == ("Paris", Outcome.ANSWERED, "answer")
     assert env.calls == [("search", "capital of France")]
     assert trace.steps[0].tool_calls[0].returned_ids == ["d1", "d2", "d4"]
-    assert trace.steps[1].notes == {"invalid_action": True}
+    assert trace.steps[1].notes["invalid_action"] is True
+    # the server reported which stop it removed (vLLM's stop_reason): the trace keeps its raw text
+    assert trace.steps[0].llm.text == "<think>I should look it up.</think>\n<search> capital of France "
+    assert trace.steps[0].notes["stop"] == "stop_reason"
     # greedy decoding and the two stop strings go out on every call
     assert all(b["stop"] == ["</search>", "</answer>"] and b["temperature"] == 0.0 for b in recorder.bodies)
 
@@ -87,7 +90,7 @@ def test_last_turn_is_a_final_rollout_where_search_is_not_executed() -> None:
     assert trace.question_seen == "Where is the Seine?"  # already ends with '?': not doubled
     assert (trace.outcome, trace.stop_reason, trace.prediction) == (Outcome.BUDGET, "budget", None)
     assert trace.response.endswith("</information>\n\n<think>more</think>\n<search> Paris </search>")
-    assert trace.steps[-1].notes == {"forced_final": True} and trace.steps[-1].tool_calls == []
+    assert trace.steps[-1].notes["forced_final"] is True and trace.steps[-1].tool_calls == []
 
 
 def test_final_rollout_answer_counts_as_answered_with_budget_stop_reason() -> None:
@@ -99,13 +102,13 @@ def test_final_rollout_answer_counts_as_answered_with_budget_stop_reason() -> No
 def test_observation_is_cut_to_500_tokens_of_the_configured_tokenizer() -> None:
     long_doc = Document(id="long", title="Long", text=" ".join(f"word{i}" for i in range(2000)))
     recorder = Recorder(["<search> Long </search>", "<answer> x </answer>"])
-    trace, _ = _run(recorder, "q", Budget(), env=FakeSearchEnv([long_doc]))
+    trace, _ = _run(recorder, "q", Budget(), env=FakeSearchEnv([long_doc]), agent=SearchR1Agent(tokenizer="regex"))
     observation = trace.steps[0].observation
     full = '\n\n<information>Doc 1(Title: "Long") ' + long_doc.text + "</information>\n\n"
     assert full.startswith(observation) and observation != full
     # regex tokens: < information > Doc 1 ( Title : " Long " ) = 12 tokens, then 488 words
     assert observation.endswith("word487")
-    assert trace.steps[0].notes == {}
+    assert trace.steps[0].notes["tokenizer"] == "regex" and trace.steps[0].notes["observation_cut"] is True
 
 
 def test_abstention_is_its_own_outcome() -> None:

@@ -53,7 +53,7 @@ def test_contract_mismatch_is_refused_naming_the_field(tmp_path: Path, setup) ->
     release, rows = setup
     base = _scored(tmp_path / "base", release, rows, set())
     other = _scored(tmp_path / "other", release, rows, set(), fp_changes={"budget": Budget(max_tool_calls=2)})
-    with pytest.raises(IntegrityError, match="'budget'") as info:
+    with pytest.raises(IntegrityError, match="budget") as info:
         compare_runs([base, other])
     assert "--allow budget" in str(info.value)
 
@@ -80,3 +80,28 @@ def test_unscored_run_is_a_clear_error(tmp_path: Path, setup) -> None:
     raw = write_run(tmp_path / "raw", rows, set())
     with pytest.raises(DataError, match="aether score"):
         compare_runs([base, raw])
+
+
+def test_every_differing_field_is_listed_at_once_with_one_fix(tmp_path: Path, setup) -> None:
+    release, rows = setup
+    base = _scored(tmp_path / "base", release, rows, set())
+    other = _scored(tmp_path / "other", release, rows, set(),
+                    fp_changes={"budget": Budget(max_tool_calls=2), "prompt_template_hash": "p2", "index_hash": "i2"})
+    with pytest.raises(IntegrityError) as info:
+        compare_runs([base, other])
+    message = str(info.value)
+    assert "3 contract field(s)" in message
+    assert "--allow index_hash --allow prompt_template_hash --allow budget" in message
+    assert compare_runs([base, other], allow=["index_hash", "prompt_template_hash", "budget"], resamples=50)
+
+
+def test_no_allow_is_suggested_or_accepted_for_a_different_release(tmp_path: Path, setup) -> None:
+    release, rows = setup
+    base = _scored(tmp_path / "base", release, rows, set())
+    other = write_run(tmp_path / "other", rows, set(), fp_changes={"release_id": "another-release"})
+    score_run(other, write_release(tmp_path / "rel2", rows, release_id="another-release"), resamples=50)
+    with pytest.raises(IntegrityError) as info:
+        compare_runs([base, other])
+    assert "pass --allow" not in (info.value.fix or "") and "same release" in (info.value.fix or "")
+    with pytest.raises(ConfigError, match="cannot work"):
+        compare_runs([base, other], allow=["release_id"])

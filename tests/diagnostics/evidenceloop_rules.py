@@ -101,8 +101,8 @@ def sandbox_path_rule(paths: Mapping[str, list[str]], answers: Mapping[str, str]
 
     def respond(request: ScriptedRequest) -> Reply:
         messages = request.body.get("messages") or []
-        first = messages[0]["content"] if messages else ""
-        if first.startswith("Answer the given question directly"):
+        first = messages[0]["content"] if messages else str(request.body.get("prompt", ""))
+        if first.startswith("Answer the given question directly"):  # chat or raw (prompt_format=auto)
             answer = (direct or {}).get(question_of(request) or "", "I don't know")
             return Reply(f"<answer> {answer} </answer>")
         if not first.startswith("You are solver"):

@@ -37,7 +37,9 @@ def test_api_and_cli_write_identical_run_json_for_identical_settings(demo: tuple
     assert recorded.retrieval_topk == 5 and recorded.agent_config["topk"] == 5  # not a hard-coded 3
     assert recorded.concurrency == 64 and recorded.limits is not None
     assert recorded.limits.question_deadline_s is not None and recorded.limits.question_deadline_s < 600
-    assert recorded.served_model == {"id": "qwen-sft"}  # what GET /v1/models reported
+    assert recorded.served_model is not None
+    assert recorded.served_model["id"] == "qwen-sft"  # what GET /v1/models reported
+    assert recorded.served_model["server"]["tokenize"] == "/tokenize"  # and what the server says of its model
     assert recorded.sent_decoding is not None
     assert recorded.sent_decoding["temperature"] == 0.0 and "max_tokens" in recorded.sent_decoding
     assert recorded.sent_decoding.get("stop") == recorded.decoding.stop or "stop" not in recorded.sent_decoding
@@ -94,7 +96,7 @@ def test_run_json_records_what_replicas_are_sent_and_serve(demo: tuple[Path, Pat
                                           "--no-progress"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     recorded = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
-    assert recorded["served_model"] == {"id": "m"}
+    assert recorded["served_model"]["id"] == "m"
     assert recorded["sent_decoding"]["temperature"] == 0.7
 
 

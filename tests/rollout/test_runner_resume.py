@@ -42,7 +42,7 @@ def test_resume_skips_finished_ids_and_makes_no_calls_for_them(tmp_path: Path) -
     assert [p["id"] for p in preds] == [q.id for q in qs]
     run_json = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
     assert run_json["agent"] == "search-r1" and run_json["decoding"]["stop"] == ["</search>", "</answer>"]
-    assert run_json["agent_config"]["tokenizer"] == "regex"
+    assert run_json["agent_config"]["tokenizer"] == "served"
     assert len(read_jsonl(tmp_path / "run" / "traces.jsonl")) == 6
 
 

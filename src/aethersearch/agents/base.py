@@ -31,7 +31,14 @@ from aethersearch.agents.llm import LLM, Completion
 from aethersearch.agents.prompts import extract_answer
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError
-from aethersearch.records import Decoding, LLMCall, Outcome, RolloutQuestion, Step, ToolCall
+from aethersearch.records import (
+    Decoding,
+    LLMCall,
+    Outcome,
+    RolloutQuestion,
+    Step,
+    ToolCall,
+)
 from aethersearch.registry import resolve
 
 __all__ = [
@@ -209,6 +216,25 @@ def finish(response: str, answer: str | None, stop_reason: str) -> AgentOutput:
 def finish_from_text(response: str, stop_reason: str) -> AgentOutput:
     """:func:`finish` on the last ``<answer>…</answer>`` of ``response``."""
     return finish(response, extract_answer(response), stop_reason)
+
+
+def finish_reply(text: str, finish_reason: str | None, stop_reason: str) -> AgentOutput:
+    """THE rule for a final reply, applied by every agent (direct, naive-rag, react, search-r1's tags).
+
+    * the answer is the content of the last *closed* ``<answer>…</answer>``: an
+      untagged reply is never taken as the answer, whatever the agent (Search-R1's
+      rule: ``extract_solution`` finds nothing, the question scores 0);
+    * no closed answer tag and ``finish_reason == "length"`` → ``truncated`` (the
+      reply was cut at ``max_tokens``; it may be garbage or a runaway);
+    * no closed answer tag otherwise → ``no_answer_tag``;
+    * a closed tag holding a refusal ("I don't know", …) → ``abstained``.
+
+    None of these non-answers is ever scored as a wrong answer.
+    """
+    answer = extract_answer(text)
+    if answer is None and finish_reason == "length":
+        return AgentOutput(text, None, Outcome.TRUNCATED, stop_reason)
+    return finish(text, answer, stop_reason)
 
 
 def make_agent(name: str, **config: Any) -> Agent:

@@ -4,62 +4,81 @@ Why they exist: they bracket every agentic result. ``direct`` measures what a
 checkpoint knows without search (parametric knowledge); ``naive-rag`` what one
 retrieval of the question itself gives. An agent that searches many times should
 beat both, and the gaps are what agentic search adds. Both make exactly one model
-call and parse the last ``<answer>…</answer>``; "I don't know" is an abstention.
+call and classify the reply with the one rule every agent shares
+(:func:`~aethersearch.agents.base.finish_reply`); "I don't know" is an abstention.
 
-``mode="chat"`` sends the prompt as one user message; ``mode="completion"`` sends
-it as raw text (optionally wrapped by ``chat_template``) with ``</answer>`` as stop.
+``prompt_format`` (:mod:`.formatting`): ``chat`` sends the prompt as one user message
+to ``/v1/chat/completions`` (or renders a named local ``chat_template`` and completes);
+``raw`` sends it as text to ``/v1/completions`` with ``</answer>`` as a verified stop
+(:mod:`.stops`); ``auto`` (default) is ``chat`` when the server reports a template.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aethersearch.agents.base import Agent, AgentOutput, Episode, finish_from_text
+from aethersearch.agents.base import Agent, AgentOutput, Episode, finish_reply
+from aethersearch.agents.formatting import (
+    SERVED,
+    check_prompt_settings,
+    render_chat_prompt,
+    resolve_format,
+    template_text,
+)
 from aethersearch.agents.prompts import (
-    CHAT_TEMPLATES,
     DIRECT_PROMPT,
     NAIVE_RAG_PROMPT,
-    apply_chat_template,
     render_search_r1_docs,
 )
-from aethersearch.agents.tokenizers import get_tokenizer
-from aethersearch.errors import ConfigError
+from aethersearch.agents.stops import generate
+from aethersearch.agents.tokenizers import check_tokenizer_spec, observation_tokenizer
 from aethersearch.records import Decoding
 
-_MODES = ("chat", "completion")
+_ANSWER_STOP = ["</answer>"]
+
+
+def _cut_after_answer(text: str) -> str:
+    """Keep the reply up to its first ``</answer>`` (what a server-side stop would give)."""
+    return text.split("</answer>")[0] + "</answer>" if "</answer>" in text else text
 
 
 class _OneCall(Agent):
-    """Shared: build one prompt, make one model call, parse the answer."""
+    """Shared: build one prompt, make one model call, classify the reply."""
 
-    def __init__(self, mode: str = "chat", chat_template: str = "raw") -> None:
-        if mode not in _MODES:
-            raise ConfigError(f"unknown mode {mode!r} for agent {self.name!r}", fix=f"use one of {_MODES}")
-        self.mode = mode
+    def __init__(self, prompt_format: str = "auto", chat_template: str = SERVED) -> None:
+        check_prompt_settings(prompt_format, chat_template)
+        self.prompt_format = prompt_format
         self.chat_template = chat_template
 
     def config(self) -> dict[str, Any]:
-        """Mode and chat template."""
-        return {"mode": self.mode, "chat_template": self.chat_template}
+        """Prompt format and chat template."""
+        return {"prompt_format": self.prompt_format, "chat_template": self.chat_template}
 
     def effective_decoding(self, decoding: Decoding) -> Decoding:
-        """Completion mode stops at ``</answer>``."""
-        if self.mode == "completion" and "</answer>" not in decoding.stop:
+        """Text completions stop at ``</answer>`` (verified, see :mod:`.stops`)."""
+        if "</answer>" not in decoding.stop:
             return decoding.model_copy(update={"stop": [*decoding.stop, "</answer>"]})
         return decoding
 
     async def _ask(self, episode: Episode, prompt: str, stop_reason: str) -> AgentOutput:
-        if self.mode == "chat":
-            completion = await episode.llm.chat([{"role": "user", "content": prompt}], episode.decoding)
-            text = completion.text
-        else:
-            completion = await episode.llm.complete(apply_chat_template(self.chat_template, prompt),
-                                                    episode.decoding)
-            text = completion.text
-            if completion.finish_reason == "stop" and text.rfind("<answer>") > text.rfind("</answer>"):
-                text += "</answer>"
-        episode.add_step(llm=completion.to_record().model_copy(update={"text": text}))
-        return finish_from_text(text, stop_reason)
+        chosen = await resolve_format(self.prompt_format, self.chat_template, episode.llm)
+        notes: dict[str, Any] = {"prompt_format": chosen.format, "prompt_format_reason": chosen.reason}
+        if chosen.format == "chat" and self.chat_template == SERVED:
+            decoding = episode.decoding.model_copy(update={"stop": [s for s in episode.decoding.stop
+                                                                    if s != "</answer>"]})
+            assert episode.llm is not None  # needs_llm: the runner always gives one
+            completion = await episode.llm.chat([{"role": "user", "content": prompt}], decoding)
+            episode.add_step(llm=completion.to_record(), notes=notes)
+            return finish_reply(completion.text, completion.finish_reason, stop_reason)
+        if chosen.format == "chat":
+            prompt = await render_chat_prompt(prompt, self.chat_template, "", episode.llm)
+        turn = await generate(episode.llm, prompt, episode.decoding, _ANSWER_STOP, _cut_after_answer)
+        notes.update(turn.notes)
+        if turn.text != turn.completion.text:
+            notes["context_text"] = turn.text
+        record = turn.completion.to_record().model_copy(update={"completion_tokens": turn.completion_tokens})
+        episode.add_step(llm=record, notes=notes)
+        return finish_reply(turn.text, turn.completion.finish_reason, stop_reason)
 
 
 class DirectAgent(_OneCall):
@@ -70,7 +89,7 @@ class DirectAgent(_OneCall):
 
     def prompt_template(self) -> str:
         """The direct prompt (and template)."""
-        return DIRECT_PROMPT + "\x00" + CHAT_TEMPLATES.get(self.chat_template, self.chat_template)
+        return DIRECT_PROMPT + "\x00" + template_text(self.chat_template)
 
     async def solve(self, episode: Episode) -> AgentOutput:
         """One call with the question."""
@@ -82,26 +101,30 @@ class NaiveRagAgent(_OneCall):
 
     name = "naive-rag"
 
-    def __init__(self, topk: int = 3, max_obs_tokens: int = 500, tokenizer: str = "regex",
-                 mode: str = "chat", chat_template: str = "raw") -> None:
-        super().__init__(mode, chat_template)
+    def __init__(self, topk: int = 3, max_obs_tokens: int = 500, tokenizer: str = "served",
+                 prompt_format: str = "auto", chat_template: str = SERVED) -> None:
+        super().__init__(prompt_format, chat_template)
+        check_tokenizer_spec(tokenizer)
         self.topk = topk
         self.max_obs_tokens = max_obs_tokens
-        self._tokenizer = get_tokenizer(tokenizer)
+        self.tokenizer = tokenizer
 
     def config(self) -> dict[str, Any]:
-        """Top-k, observation cut, tokenizer, mode and template."""
+        """Top-k, observation cut, tokenizer, prompt format and template."""
         return {**super().config(), "topk": self.topk, "max_obs_tokens": self.max_obs_tokens,
-                "tokenizer": self._tokenizer.name}
+                "tokenizer": self.tokenizer}
 
     def prompt_template(self) -> str:
         """The RAG prompt (and template)."""
-        return NAIVE_RAG_PROMPT + "\x00" + CHAT_TEMPLATES.get(self.chat_template, self.chat_template)
+        return NAIVE_RAG_PROMPT + "\x00" + template_text(self.chat_template)
 
     async def solve(self, episode: Episode) -> AgentOutput:
         """One search with the question, then one call."""
         result = await episode.env.search(episode.question_seen, self.topk)
-        docs = self._tokenizer.truncate(render_search_r1_docs(result.documents).strip(), self.max_obs_tokens)
-        episode.add_step(tool_calls=[result.call], observation=docs)
+        cutter = observation_tokenizer(self.tokenizer, episode.llm)
+        docs, tokens = await cutter.truncate(render_search_r1_docs(result.documents).strip(), self.max_obs_tokens)
+        episode.add_step(tool_calls=[result.call], observation=docs,
+                         notes={"observation_tokens": tokens, "observation_cut": tokens > self.max_obs_tokens,
+                                "tokenizer": cutter.name})
         prompt = NAIVE_RAG_PROMPT.format(results=docs, question=episode.question_seen)
         return await self._ask(episode, prompt, "answer")

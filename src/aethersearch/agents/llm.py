@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 import aiohttp
 import orjson
 
+from aethersearch.agents.served import LLAMA_CPP, ServedModel, ServerFacts
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding, LLMCall, RunLimits
 
@@ -79,9 +80,22 @@ class LLM(Protocol):
         ...
 
 
-def decoding_body(decoding: Decoding) -> dict[str, Any]:
-    """The OpenAI request fields for ``decoding`` (seed and stop only when set)."""
-    body: dict[str, Any] = {"temperature": decoding.temperature, "top_p": decoding.top_p,
+def decoding_body(decoding: Decoding, flavor: str | None = None) -> dict[str, Any]:
+    """The request fields for ``decoding``: every sampling knob explicit (seed and stop only when set).
+
+    Both spellings of the repetition penalty are sent (``repetition_penalty`` for vLLM,
+    SGLang and TGI, ``repeat_penalty`` for llama.cpp; each server ignores the other's).
+    ``top_k`` off (-1) goes out as 0 to llama.cpp servers (``flavor`` ``"llama.cpp"``),
+    which refuse negatives and read 0 as off; vLLM and SGLang read -1 as off.
+    """
+    top_k = decoding.top_k
+    if flavor == LLAMA_CPP and top_k < 0:
+        top_k = 0
+    body: dict[str, Any] = {"temperature": decoding.temperature, "top_p": decoding.top_p, "top_k": top_k,
+                            "min_p": decoding.min_p, "repetition_penalty": decoding.repetition_penalty,
+                            "repeat_penalty": decoding.repetition_penalty,
+                            "presence_penalty": decoding.presence_penalty,
+                            "frequency_penalty": decoding.frequency_penalty,
                             "max_tokens": decoding.max_tokens}
     if decoding.seed is not None:
         body["seed"] = decoding.seed
@@ -143,6 +157,8 @@ class OpenAIClient:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._rng = random.Random(seed)
+        #: the server's chat template and tokenizer, asked once (see :mod:`aethersearch.agents.served`)
+        self.served = ServedModel(self)
         self._session: aiohttp.ClientSession | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self.calls = 0
@@ -167,26 +183,16 @@ class OpenAIClient:
             self._semaphore = asyncio.Semaphore(self.concurrency)
         return self._session
 
-    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
-        """The decoding fields this client puts in every request body for ``decoding``.
-
-        Why an accessor: ``run.json`` records what was actually sent, not what was
-        asked for, so a knob the client adds (or a server default it overrides)
-        is visible beside the scores. Whatever :func:`decoding_body` sends is what
-        this returns; the two cannot drift.
-        """
-        return decoding_body(decoding)
-
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """Text completion; the stop string itself is not part of ``text`` (OpenAI semantics)."""
-        body = {"model": self.model, "prompt": prompt, **decoding_body(decoding)}
+        body = {"model": self.model, "prompt": prompt, **await self._decoding_fields(decoding)}
         (choice, text, tool_calls), data, elapsed, attempts = await self._post("/completions", body, _completion_choice)
         return self._completion(data, choice, text, tool_calls, elapsed, attempts)
 
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
                    tools: list[dict[str, Any]] | None = None) -> Completion:
         """Chat completion; ``tool_calls`` are returned raw (agents validate them)."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **decoding_body(decoding)}
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **await self._decoding_fields(decoding)}
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
@@ -194,8 +200,32 @@ class OpenAIClient:
                                                                                _chat_choice)
         return self._completion(data, choice, text, tool_calls, elapsed, attempts)
 
+    async def server_facts(self) -> ServerFacts:
+        """What the server says about its model (chat template, tokenizer routes); asked once."""
+        return await self.served.facts()
+
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
+        """The decoding fields this client puts in every request body for ``decoding``.
+
+        Why an accessor: ``run.json`` records what was actually sent, not what was
+        asked for, so a knob the client adds (or a server default it overrides)
+        is visible beside the scores. Whatever :func:`decoding_body` sends is what
+        this returns; the two cannot drift. Exact once the server has been asked
+        (:meth:`server_facts`, which :meth:`served_model` does), since llama.cpp
+        servers get ``top_k`` 0 for "off" where others get -1.
+        """
+        facts = self.served.known_facts
+        return decoding_body(decoding, facts.flavor if facts else None)
+
+    async def _decoding_fields(self, decoding: Decoding) -> dict[str, Any]:
+        facts = await self.served.facts()
+        return decoding_body(decoding, facts.flavor)
+
     async def served_model(self) -> dict[str, Any] | None:
-        """What ``GET /v1/models`` reports for this client's model (recorded in run.json).
+        """What ``GET /v1/models`` reports for this client's model, plus ``server`` (recorded in run.json).
+
+        ``server`` is :class:`~aethersearch.agents.served.ServerFacts`: whether the
+        model has a chat template (and its sha256), the tokenize routes, the context.
 
         Returns the listed entry whose id is ``model`` (or the only entry, as
         llama.cpp lists one name whatever is asked), reduced to the fields that
@@ -226,13 +256,15 @@ class OpenAIClient:
                     raise EndpointError(f"{url}: HTTP {status}: the server refused the credentials",
                                         status=status, kind="auth",
                                         fix="pass the server's key with --api-key (or AETHER_API_KEY)")
+                # what the server says about the model's chat template and tokenizer rides along
+                facts = {"server": (await self.server_facts()).model_dump(mode="json")}
                 if status != 200:
-                    return None  # no /models route (some proxies): nothing to record
+                    return facts  # no /models route (some proxies)
                 try:
                     listed = [m for m in orjson.loads(raw).get("data") or [] if isinstance(m, dict)]
                 except (orjson.JSONDecodeError, AttributeError):
-                    return None
-                return _pick_model(listed, self.model, url)
+                    return facts
+                return {**(_pick_model(listed, self.model, url) or {}), **facts}
             if attempt > self.max_retries:
                 raise EndpointError(f"{failure.message} — the model endpoint is unreachable; "
                                     f"gave up after {self.max_retries} retries", transient=True, kind=failure.kind,

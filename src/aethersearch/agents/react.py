@@ -23,14 +23,13 @@ from typing import Any
 
 import orjson
 
-from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
+from aethersearch.agents.base import Agent, AgentOutput, Episode, finish_reply
 from aethersearch.agents.prompts import (
     FORCED_FINAL_PROMPT,
     REACT_SYSTEM_PROMPT,
-    extract_answer,
     render_search_r1_docs,
 )
-from aethersearch.agents.tokenizers import get_tokenizer
+from aethersearch.agents.tokenizers import check_tokenizer_spec, observation_tokenizer
 from aethersearch.environment import ToolResult
 from aethersearch.records import Outcome, ToolCall
 
@@ -80,7 +79,7 @@ def validate_tool_call(raw: dict[str, Any], tools: tuple[str, ...], truncated: b
     """Check one raw tool call: (tool name, argument value, error message or None)."""
     function = raw.get("function") if isinstance(raw, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
-    if not isinstance(name, str) or name not in tools:
+    if not isinstance(function, dict) or not isinstance(name, str) or name not in tools:
         return str(name), "", f"unknown tool {name!r}; available tools: {', '.join(tools)}"
     text = function.get("arguments") if isinstance(function, dict) else None
     try:
@@ -107,16 +106,17 @@ class ReactAgent(Agent):
 
     name = "react"
 
-    def __init__(self, topk: int = 3, max_obs_tokens: int = 500, tokenizer: str = "regex",
+    def __init__(self, topk: int = 3, max_obs_tokens: int = 500, tokenizer: str = "served",
                  system_prompt: str = REACT_SYSTEM_PROMPT) -> None:
+        check_tokenizer_spec(tokenizer)
         self.topk = topk
         self.max_obs_tokens = max_obs_tokens
         self.system_prompt = system_prompt
-        self._tokenizer = get_tokenizer(tokenizer)
+        self.tokenizer = tokenizer
 
     def config(self) -> dict[str, Any]:
         """Top-k, observation cut and tokenizer."""
-        return {"topk": self.topk, "max_obs_tokens": self.max_obs_tokens, "tokenizer": self._tokenizer.name}
+        return {"topk": self.topk, "max_obs_tokens": self.max_obs_tokens, "tokenizer": self.tokenizer}
 
     def prompt_template(self) -> str:
         """System prompt, tool descriptions and the forced-final message."""
@@ -130,7 +130,7 @@ class ReactAgent(Agent):
             names.append("access")
         return tuple(names)
 
-    async def _run_tool(self, episode: Episode, name: str, value: str) -> tuple[ToolCall, str]:
+    async def _run_tool(self, episode: Episode, name: str, value: str) -> tuple[ToolCall, str, dict[str, Any]]:
         if name == "search":
             result: ToolResult = await episode.env.search(value, self.topk)
         else:
@@ -141,7 +141,10 @@ class ReactAgent(Agent):
             text = "no results"
         else:
             text = render_search_r1_docs(result.documents).strip()
-        return result.call, self._tokenizer.truncate(text, self.max_obs_tokens)
+        cutter = observation_tokenizer(self.tokenizer, episode.llm)
+        cut, tokens = await cutter.truncate(text, self.max_obs_tokens)
+        return result.call, cut, {"observation_tokens": tokens, "observation_cut": tokens > self.max_obs_tokens,
+                                  "tokenizer": cutter.name}
 
     async def solve(self, episode: Episode) -> AgentOutput:
         """Chat with tools until a reply without tool calls (the answer)."""
@@ -152,10 +155,11 @@ class ReactAgent(Agent):
             {"role": "user", "content": f"Question: {episode.question_seen}\n"},
         ])
         while True:
+            assert episode.llm is not None  # needs_llm: the runner always gives one
             completion = await episode.llm.chat(messages, episode.decoding, schemas)
             index = episode.add_step(llm=completion.to_record())
             if not completion.tool_calls:
-                return self._answer(episode, completion.text, "answer")
+                return finish_reply(completion.text, completion.finish_reason, "answer")
             truncated = completion.finish_reason == "length"
             calls = []
             for number, raw in enumerate(completion.tool_calls):
@@ -163,7 +167,8 @@ class ReactAgent(Agent):
                 name, value, problem = validate_tool_call(raw, tools, truncated)
                 calls.append((call_id, name, value, problem, raw))
             valid = [(cid, name, value) for cid, name, value, problem, _ in calls if problem is None]
-            assistant: dict[str, Any] = {"role": "assistant", "content": completion.text or (None if valid else "")}
+            # content "" (not null) with tool calls: llama.cpp's servers reject a null content (HTTP 500)
+            assistant: dict[str, Any] = {"role": "assistant", "content": completion.text}
             if valid:  # only valid calls are replayed; malformed ones never reach the server
                 assistant["tool_calls"] = [
                     {"id": cid, "type": "function",
@@ -181,19 +186,13 @@ class ReactAgent(Agent):
                     episode.update_step(index, tool_calls=[record])
                     problems.append(f"tool call {number} ({name}) was not run: {problem}")
                     continue
-                record, text = await self._run_tool(episode, name, value)
-                episode.update_step(index, tool_calls=[record])
+                record, text, cut_notes = await self._run_tool(episode, name, value)
+                episode.update_step(index, tool_calls=[record], notes=cut_notes)
                 messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
                 pending.remove(call_id)
             if problems:
                 messages.append({"role": "user", "content": tool_error_message(problems)})
                 episode.state["tool_errors"] = []
-
-    def _answer(self, episode: Episode, text: str, stop_reason: str) -> AgentOutput:
-        answer = extract_answer(text)
-        if answer is None and text.strip():
-            answer = text.strip()
-        return finish(text, answer, stop_reason)
 
     async def final_answer(self, episode: Episode) -> AgentOutput:
         """One chat call without tools asking for the final answer."""
@@ -207,9 +206,10 @@ class ReactAgent(Agent):
         problems = episode.state.pop("tool_errors", None)
         prefix = tool_error_message(problems) + "\n\n" if problems else ""
         messages.append({"role": "user", "content": prefix + FORCED_FINAL_PROMPT})
+        assert episode.llm is not None
         completion = await episode.llm.chat(messages, episode.decoding, None)
         episode.add_step(llm=completion.to_record(), notes={"forced_final": True})
-        output = self._answer(episode, completion.text, "budget")
+        output = finish_reply(completion.text, completion.finish_reason, "budget")
         if output.outcome == Outcome.NO_ANSWER_TAG:
             return output._replace(outcome=Outcome.BUDGET)
         return output

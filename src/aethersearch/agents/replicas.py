@@ -74,6 +74,8 @@ class ReplicaPool:
                                                max_retries=0, seed=seed)) for u in urls]
         self.endpoint = ",".join(r.client.base_url for r in self.replicas)
         self.model = model
+        #: chat template and tokenizer queries (agents/served.py): the replicas serve one model, ask the first
+        self.served = self.replicas[0].client.served
         self.deadline_s = deadline_s
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s

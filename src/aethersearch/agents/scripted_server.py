@@ -10,6 +10,12 @@ and stalls — at a seeded rate. It applies ``stop`` strings the way vLLM does (
 stop string is cut and reported as ``stop_reason``) and honours ``max_tokens``
 (whitespace tokens, ``finish_reason="length"``).
 
+Like real servers it also answers the model queries of :mod:`aethersearch.agents.served`:
+``POST /tokenize`` and ``/detokenize`` (llama-server's shapes; a token is a
+whitespace-led word), and, when built with a ``chat_template``, ``GET /props`` and
+``POST /apply-template`` (ChatML around the messages). ``stop_reason=False`` makes
+it answer like llama.cpp, which does not say which stop string ended a reply.
+
 Run it in a thread of the test process (:class:`ScriptedServer`, so the test can
 count calls per question) or as its own process (:func:`serve_in_process`, for
 benchmarks, so the server does not share the client's event loop).
@@ -33,6 +39,7 @@ import orjson
 from aiohttp import web
 
 _TOKEN = re.compile(r"\S+\s*")
+_PIECE = re.compile(r"\s*\S+|\s+\Z")  # pieces that concatenate back to the text (its /tokenize)
 _QUESTION = re.compile(r"Question: (.*?)\n", re.DOTALL)
 
 
@@ -151,8 +158,15 @@ class _App:
     """The aiohttp handlers plus shared state (responder, latency, faults, stats)."""
 
     def __init__(self, responder: Responder, latency_s: float, faults: Faults | None,
-                 key: Callable[[ScriptedRequest], str | None] | None, model: str) -> None:
+                 key: Callable[[ScriptedRequest], str | None] | None, model: str,
+                 chat_template: str | None = None, stop_reason: bool = True, tokenize: bool = True) -> None:
         self.responder = responder
+        self.chat_template = chat_template
+        self.report_stop = stop_reason
+        self.serve_tokenizer = tokenize
+        self.vocab: dict[str, int] = {}
+        self.pieces: list[str] = []
+        self.model_queries = 0
         self.latency_s = latency_s
         self.faults = faults or Faults()
         self.rng = random.Random(self.faults.seed)
@@ -166,7 +180,50 @@ class _App:
         app.router.add_post("/v1/completions", self.completions)
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_get("/v1/models", self.models)
+        if self.serve_tokenizer:
+            app.router.add_post("/tokenize", self.tokenize)
+            app.router.add_post("/detokenize", self.detokenize)
+        if self.chat_template is not None:
+            app.router.add_get("/props", self.props)
+            app.router.add_post("/apply-template", self.apply_template)
         return app
+
+    def token_ids(self, text: str) -> list[int]:
+        """The scripted tokenizer: whitespace-led words, ids assigned on first sight."""
+        ids = []
+        with self.lock:
+            for piece in _PIECE.findall(text):
+                if piece not in self.vocab:
+                    self.vocab[piece] = len(self.pieces)
+                    self.pieces.append(piece)
+                ids.append(self.vocab[piece])
+        return ids
+
+    async def tokenize(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        self.model_queries += 1
+        if "messages" in body:  # vLLM's chat form: works only for a model with a template
+            if self.chat_template is None:
+                return web.json_response({"error": {"message": "this model has no chat template"}}, status=400)
+            return web.json_response({"tokens": self.token_ids(_chatml(body["messages"]))})
+        return web.json_response({"tokens": self.token_ids(str(body.get("content", body.get("prompt", ""))))})
+
+    async def detokenize(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        self.model_queries += 1
+        with self.lock:
+            return web.json_response({"content": "".join(self.pieces[int(t)] for t in body.get("tokens") or [])})
+
+    async def props(self, request: web.Request) -> web.Response:
+        self.model_queries += 1
+        return web.json_response({"chat_template": self.chat_template,
+                                  "default_generation_settings": {"n_ctx": 4096}})
+
+    async def apply_template(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        self.model_queries += 1
+        return web.json_response({"prompt": _chatml(body.get("messages") or [])})
+
 
     async def models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
@@ -248,7 +305,7 @@ class _App:
         created = int(time.time())
         if kind == "completions":
             choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": finish,
-                                      "stop_reason": matched, "logprobs": None}
+                                      "stop_reason": matched if self.report_stop else None, "logprobs": None}
             return {"id": "cmpl-scripted", "object": "text_completion", "created": created,
                     "model": self.model, "choices": [choice], "usage": usage}
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -342,8 +399,9 @@ class ScriptedServer:
 
     def __init__(self, responder: Responder, *, latency_s: float = 0.0, faults: Faults | None = None,
                  key: Callable[[ScriptedRequest], str | None] | None = question_of,
-                 host: str = "127.0.0.1", port: int = 0, model: str = "scripted") -> None:
-        self._app = _App(responder, latency_s, faults, key, model)
+                 host: str = "127.0.0.1", port: int = 0, model: str = "scripted",
+                 chat_template: str | None = None, stop_reason: bool = True, tokenize: bool = True) -> None:
+        self._app = _App(responder, latency_s, faults, key, model, chat_template, stop_reason, tokenize)
         self.host = host
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -425,3 +483,9 @@ def serve_in_process(responder: Responder, port_queue: Any, latency_s: float = 0
         await asyncio.Event().wait()
 
     asyncio.run(main())
+
+
+def _chatml(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The scripted server's chat template: ChatML with the generation prompt."""
+    turns = "".join(f"<|im_start|>{m.get('role')}\n{m.get('content')}<|im_end|>\n" for m in messages)
+    return turns + "<|im_start|>assistant\n"

@@ -1,29 +1,35 @@
 """The Search-R1 agent: the tag protocol of Search-R1's ``LLMGenerationManager``, bit-compatible.
 
-Behaviour copied from ``search_r1/llm_agent/generation.py`` (PeterGriffinJin/Search-R1):
+Behaviour matched to ``search_r1/llm_agent/generation.py`` and ``infer.py``
+(PeterGriffinJin/Search-R1), each point tested against its exact strings:
 
-* one text prompt (DESIGN.md) with the question as Search-R1 preprocesses it
-  (stripped, ``?`` appended when missing; recorded as ``Trace.question_seen``);
-* generation stops at ``</search>`` or ``</answer>``; the reply is then cut after
-  the first ``</search>`` if it has one, else after the first ``</answer>``
-  (``_postprocess_responses``); the stop string an OpenAI server strips is put back;
+* one prompt (DESIGN.md) with the question as Search-R1 preprocesses it (stripped,
+  ``?`` appended when missing; recorded as ``Trace.question_seen``), wrapped in the
+  model's chat template when it has one (``prompt_format``: :mod:`.formatting`);
+* the reply is cut after the first ``</search>`` if it has one, else after the
+  first ``</answer>`` (``_postprocess_responses``). Stops are sent to the server
+  for speed and verified so the text is the one a client-side cut gives
+  (:mod:`.stops`); ``stop_mode="client"`` sends none;
 * the action is the first ``<(search|answer)>(.*?)</\\1>`` match, content stripped
-  (``postprocess_predictions``); a search appends
-  ``\\n\\n<information>{docs}</information>\\n\\n`` with the top-``k`` (3) documents
-  rendered ``Doc {i}(Title: {title}) {text}\\n``; anything else appends the
-  invalid-action message and the loop goes on;
-* each observation is cut to ``max_obs_tokens`` (500) tokens of the configured
-  tokenizer (``_process_next_obs``);
+  (``postprocess_predictions``). A tag that is never closed — end of text, or
+  ``finish_reason: length`` — is an *invalid action*, as in Search-R1; the trace
+  keeps the server's text byte for byte (``LLMCall.text``) and never a closing tag
+  the model did not write;
+* a search appends ``\\n\\n<information>{docs}</information>\\n\\n`` with the top-``k``
+  (3) documents rendered ``Doc {i}(Title: {title}) {text}\\n``; an invalid action
+  appends the invalid-action message and the loop goes on;
+* each observation is cut to ``max_obs_tokens`` (500) tokens of the *served*
+  model's tokenizer by default (``_process_next_obs``; :mod:`.tokenizers`);
+* the rolling context is cut from the left to its last ``max_prompt_tokens``
+  (4096, Search-R1's ``max_prompt_length``) tokens before each generation, as
+  ``_update_rolling_state`` does; the cut is noted in the step;
 * ``max_turns`` (4) search turns come from the runner's budget; when they are
   spent, the runner's forced final answer is Search-R1's final rollout: one more
   generation on the same context, in which a search is not executed.
 
-Text-completion mode throughout (Search-R1 trains base models on raw text); a chat
-checkpoint gets its template applied by ``chat_template`` (``raw`` by default).
 Known, documented difference: Search-R1 concatenates token ids, we concatenate
 text, so a tokenizer that does not round-trip the text may tokenize a boundary
-differently; it also left-truncates the rolling context at ``max_prompt_length``,
-which we leave to the server's context limit.
+differently.
 """
 
 from __future__ import annotations
@@ -32,17 +38,23 @@ import re
 from typing import Any
 
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
+from aethersearch.agents.formatting import (
+    check_prompt_settings,
+    render_chat_prompt,
+    resolve_format,
+    template_text,
+)
 from aethersearch.agents.prompts import (
-    CHAT_TEMPLATES,
     SEARCH_R1_INVALID_ACTION,
     SEARCH_R1_PROMPT,
     SEARCH_R1_STOP,
-    apply_chat_template,
     render_search_r1_docs,
     search_r1_observation,
     search_r1_question,
 )
-from aethersearch.agents.tokenizers import get_tokenizer
+from aethersearch.agents.stops import STOP_MODES, generate
+from aethersearch.agents.tokenizers import check_tokenizer_spec, observation_tokenizer
+from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, Outcome
 
 _ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
@@ -65,89 +77,98 @@ def parse_action(text: str) -> tuple[str | None, str]:
     return match.group(1), match.group(2).strip()
 
 
-def restore_stop(text: str, finish_reason: str | None, stop_reason: str | None) -> str:
-    """Put back the stop string an OpenAI-compatible server removed from ``text``.
-
-    vLLM reports the matched string as ``stop_reason``; without it we infer it from
-    the tag left open (the last ``<search>``/``<answer>`` without its closing tag).
-    """
-    if finish_reason != "stop":
-        return text
-    if stop_reason in SEARCH_R1_STOP:
-        return text if text.endswith(stop_reason) else text + stop_reason
-    open_search = text.rfind("<search>") > text.rfind("</search>")
-    open_answer = text.rfind("<answer>") > text.rfind("</answer>")
-    if open_search and open_answer:
-        return text + ("</search>" if text.rfind("<search>") > text.rfind("<answer>") else "</answer>")
-    if open_search:
-        return text + "</search>"
-    if open_answer:
-        return text + "</answer>"
-    return text
-
-
 class SearchR1Agent(Agent):
     """Search-R1's multi-turn ``<search>``/``<answer>`` loop over a text-completion endpoint."""
 
     name = "search-r1"
 
-    def __init__(self, topk: int = 3, max_obs_tokens: int = 500, tokenizer: str = "regex",
-                 chat_template: str = "raw") -> None:
+    def __init__(self, topk: int = 3, max_obs_tokens: int = 500, tokenizer: str = "served",
+                 prompt_format: str = "auto", chat_template: str = "served", max_prompt_tokens: int = 4096,
+                 stop_mode: str = "server") -> None:
+        check_prompt_settings(prompt_format, chat_template)
+        check_tokenizer_spec(tokenizer)
+        if stop_mode not in STOP_MODES:
+            raise ConfigError(f"unknown stop_mode {stop_mode!r}", fix=f"use one of {STOP_MODES}")
         self.topk = topk
         self.max_obs_tokens = max_obs_tokens
-        self.tokenizer_spec = tokenizer
+        self.tokenizer = tokenizer
+        self.prompt_format = prompt_format
         self.chat_template = chat_template
-        apply_chat_template(chat_template, "")  # a bad template fails here, not once per question
-        self._tokenizer = get_tokenizer(tokenizer)
+        self.max_prompt_tokens = max_prompt_tokens
+        self.stop_mode = stop_mode
 
     def config(self) -> dict[str, Any]:
-        """Top-k, observation cut, tokenizer and chat template (all change predictions)."""
-        return {"topk": self.topk, "max_obs_tokens": self.max_obs_tokens,
-                "tokenizer": self._tokenizer.name, "chat_template": self.chat_template}
+        """Every setting that changes what the model sees."""
+        return {"topk": self.topk, "max_obs_tokens": self.max_obs_tokens, "tokenizer": self.tokenizer,
+                "prompt_format": self.prompt_format, "chat_template": self.chat_template,
+                "max_prompt_tokens": self.max_prompt_tokens, "stop_mode": self.stop_mode}
 
     def prompt_template(self) -> str:
         """Prompt, chat template and invalid-action text, hashed into run.json."""
-        return "\x00".join([SEARCH_R1_PROMPT, CHAT_TEMPLATES.get(self.chat_template, self.chat_template),
-                            SEARCH_R1_INVALID_ACTION])
+        return "\x00".join([SEARCH_R1_PROMPT, template_text(self.chat_template), SEARCH_R1_INVALID_ACTION])
 
     def question_seen(self, question: str) -> str:
         """The question with Search-R1's appended ``?``."""
         return search_r1_question(question)
 
     def effective_decoding(self, decoding: Decoding) -> Decoding:
-        """``decoding`` with ``</search>`` and ``</answer>`` added to its stop strings."""
+        """``decoding`` with the stops sent to the server (none with ``stop_mode="client"``)."""
+        if self.stop_mode == "client":
+            return decoding.model_copy(update={"stop": []})
         stop = list(decoding.stop) + [s for s in SEARCH_R1_STOP if s not in decoding.stop]
         return decoding.model_copy(update={"stop": stop})
 
-    def initial_prompt(self, question_seen: str) -> str:
-        """The full first prompt sent to the model."""
-        return apply_chat_template(self.chat_template, SEARCH_R1_PROMPT.format(question=question_seen))
+    async def _start(self, episode: Episode) -> None:
+        """The first prompt (format decided and rendered once per episode) and the observation cut."""
+        if "prompt" in episode.state:
+            return
+        chosen = await resolve_format(self.prompt_format, self.chat_template, episode.llm)
+        prompt = SEARCH_R1_PROMPT.format(question=episode.question_seen)
+        if chosen.format == "chat":
+            prompt = await render_chat_prompt(prompt, self.chat_template, self.tokenizer, episode.llm)
+        episode.state.update(prompt=prompt, response="", cut=observation_tokenizer(self.tokenizer, episode.llm),
+                             format_notes={"prompt_format": chosen.format, "prompt_format_reason": chosen.reason})
 
     async def _generate(self, episode: Episode) -> tuple[int, str]:
-        """One generation on the rolling context; records the step and returns (index, response)."""
+        """One generation on the rolling context; records the step and returns (index, cut text)."""
+        await self._start(episode)
+        notes: dict[str, Any] = dict(episode.state.pop("format_notes", {}))
         context = episode.state["prompt"] + episode.state["response"]
-        completion = await episode.llm.complete(context, episode.decoding)
-        text = postprocess_response(restore_stop(completion.text, completion.finish_reason,
-                                                 completion.stop_reason))
-        record = completion.to_record().model_copy(update={"text": text})
-        index = episode.add_step(llm=record)
-        episode.state["response"] += text
-        return index, text
+        if self.max_prompt_tokens and len(context.encode("utf-8")) > self.max_prompt_tokens:
+            # a token covers at least one byte, so a shorter text cannot be over the limit
+            context, tokens = await episode.state["cut"].keep_last(context, self.max_prompt_tokens)
+            if tokens > self.max_prompt_tokens:
+                notes["context_truncated"] = {"tokens": tokens, "kept": self.max_prompt_tokens}
+        stops = [s for s in episode.decoding.stop if s in SEARCH_R1_STOP] or SEARCH_R1_STOP
+        turn = await generate(episode.llm, context, episode.decoding, stops, postprocess_response,
+                              mode=self.stop_mode)
+        record = turn.completion.to_record().model_copy(update={"completion_tokens": turn.completion_tokens})
+        notes.update(turn.notes)
+        if turn.text != turn.completion.text:
+            notes["context_text"] = turn.text  # what went into the context (restored stop, Search-R1's cut)
+        index = episode.add_step(llm=record, notes=notes)
+        episode.state["response"] += turn.text
+        return index, turn.text
+
+    async def _observe(self, episode: Episode, index: int, query: str) -> str:
+        """Search, render, cut to ``max_obs_tokens`` tokens; record the call and the cut."""
+        result = await episode.env.search(query, self.topk)
+        observation = search_r1_observation(render_search_r1_docs(result.documents))
+        cut, tokens = await episode.state["cut"].truncate(observation, self.max_obs_tokens)
+        episode.update_step(index, tool_calls=[result.call], observation=cut,
+                            notes={"observation_tokens": tokens, "observation_cut": tokens > self.max_obs_tokens,
+                                   "tokenizer": episode.state["cut"].name})
+        return str(cut)
 
     async def solve(self, episode: Episode) -> AgentOutput:
         """Generate, act, observe until an answer (the runner's budget ends the search turns)."""
-        episode.state.setdefault("prompt", self.initial_prompt(episode.question_seen))
-        episode.state.setdefault("response", "")
         while True:
             index, text = await self._generate(episode)
             action, content = parse_action(text)
             if action == "answer":
                 return finish(episode.state["response"], content, "answer")
             if action == "search":
-                result = await episode.env.search(content, self.topk)
-                observation = search_r1_observation(render_search_r1_docs(result.documents))
-                observation = self._tokenizer.truncate(observation, self.max_obs_tokens)
-                episode.update_step(index, tool_calls=[result.call], observation=observation)
+                observation = await self._observe(episode, index, content)
             else:
                 observation = SEARCH_R1_INVALID_ACTION
                 episode.update_step(index, observation=observation, notes={"invalid_action": True})
@@ -155,8 +176,6 @@ class SearchR1Agent(Agent):
 
     async def final_answer(self, episode: Episode) -> AgentOutput:
         """Search-R1's final rollout: one more generation; a search in it is not executed."""
-        episode.state.setdefault("prompt", self.initial_prompt(episode.question_seen))
-        episode.state.setdefault("response", "")
         index, text = await self._generate(episode)
         episode.update_step(index, notes={"forced_final": True})
         action, content = parse_action(text)

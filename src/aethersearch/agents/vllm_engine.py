@@ -47,6 +47,10 @@ class VLLMEngine:
 
     def _params(self, decoding: Decoding) -> Any:
         return self._sampling_params(temperature=decoding.temperature, top_p=decoding.top_p,
+                                     top_k=decoding.top_k, min_p=decoding.min_p,
+                                     repetition_penalty=decoding.repetition_penalty,
+                                     presence_penalty=decoding.presence_penalty,
+                                     frequency_penalty=decoding.frequency_penalty,
                                      max_tokens=decoding.max_tokens, seed=decoding.seed,
                                      stop=list(decoding.stop) or None)
 

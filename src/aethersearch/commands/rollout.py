@@ -33,9 +33,12 @@ ERROR_RATE_HELP = ("share of questions allowed to end in error before the run fa
                    "0: any question still in error after its retries fails the run")
 
 
-def _agent_config(pairs: list[str]) -> dict[str, Any]:
-    """``--agent-config KEY=VALUE`` options (JSON values where they parse)."""
-    return parse_key_values(pairs, flag="--agent-config", example="--agent-config topk=5")
+def _agent_config(pairs: list[str], prompt_format: str | None = None) -> dict[str, Any]:
+    """``--agent-config KEY=VALUE`` options (JSON values where they parse), plus ``--prompt-format``."""
+    config = parse_key_values(pairs, flag="--agent-config", example="--agent-config topk=5")
+    if prompt_format is not None:
+        config["prompt_format"] = prompt_format
+    return config
 
 
 @contextlib.contextmanager
@@ -131,6 +134,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="run directory (rerun the same command to resume)"),
         agent: str = typer.Option("search-r1", "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
+        prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default: the chat template when the server reports one), chat or raw"),
         endpoint: str | None = typer.Option(None, "--endpoint", help=ENDPOINT_HELP),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
@@ -142,7 +146,7 @@ def register(app: typer.Typer) -> None:
         max_tokens: int | None = typer.Option(None, "--max-tokens", help="completion tokens per question"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
-        max_new_tokens: int = typer.Option(512, "--max-new-tokens", help="max_tokens of each model call"),
+        max_new_tokens: int = typer.Option(500, "--max-new-tokens", help="max_tokens of each model call (Search-R1: 500)"),
         seed: int | None = typer.Option(0, "--seed"),
         concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="questions in flight at once"),
         call_timeout: float = typer.Option(_LIMITS.call_timeout_s, "--call-timeout", help=CALL_TIMEOUT_HELP),
@@ -167,7 +171,7 @@ def register(app: typer.Typer) -> None:
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
-                release, out, search, agent=agent, agent_config=_agent_config(agent_config), endpoint=endpoint,
+                release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format), endpoint=endpoint,
                 model=model, api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                             max_tokens=max_tokens),
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed),
@@ -180,6 +184,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("eval_out"), "--out", help="output directory (run/, report.html)"),
         agent: str = typer.Option("lexical", "--agent"),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
+        prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default), chat or raw"),
         endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL, or vllm-offline"),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
@@ -192,7 +197,7 @@ def register(app: typer.Typer) -> None:
         max_tokens: int | None = typer.Option(None, "--max-tokens"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
-        max_new_tokens: int = typer.Option(512, "--max-new-tokens"),
+        max_new_tokens: int = typer.Option(500, "--max-new-tokens"),
         seed: int | None = typer.Option(0, "--seed"),
         concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="questions in flight at once"),
         call_timeout: float = typer.Option(_LIMITS.call_timeout_s, "--call-timeout", help=CALL_TIMEOUT_HELP),
@@ -216,7 +221,7 @@ def register(app: typer.Typer) -> None:
                 console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
                 result = pipeline.run_demo(out, sandbox=sandbox, progress=update)
             else:
-                options = dict(agent=agent, agent_config=_agent_config(agent_config), endpoint=endpoint, model=model,
+                options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format), endpoint=endpoint, model=model,
                                api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                               max_tokens=max_tokens),
                                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens,

@@ -2,9 +2,12 @@
 
 Why: a Base-vs-RL delta means nothing if the two runs used different releases,
 indexes, budgets, prompts or decoding; the difference would be measured, but
-not the one being claimed. ``check_contract`` names the first differing field
-and both values. ``--allow FIELD`` overrides a field explicitly, and the
-override is returned so the comparison and the report can say so.
+not the one being claimed. ``check_contract`` names every differing field at
+once, with both values. ``--allow FIELD`` overrides a field explicitly, and the
+override is returned so the comparison and the report can say so. The release
+fields can never be allowed: runs on different questions or different gold have
+no paired questions to compare, so suggesting ``--allow`` for them would only
+lead to a second, later refusal.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from aethersearch.jsonl import loads, validate_row
 from aethersearch.records import RunFingerprint
 
 RUN_FILE = "run.json"
+#: Contract fields that cannot be overridden: the runs would not share the questions a paired test needs.
+NEVER_ALLOWED: frozenset[str] = frozenset({"release_id", "release_data_sha256", "rollout_sha256", "question_count"})
 
 
 class FieldDifference(NamedTuple):
@@ -42,7 +47,8 @@ def load_fingerprint(run_dir: Path) -> RunFingerprint:
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise DataError(path, "run has no run.json, so its settings cannot be checked",
-                        fix="compare runs written by `aether rollout`, or write run.json for hand-made runs")
+                        fix="compare runs written by `aether run` (or `aether import verl`), or write run.json "
+                            "for hand-made runs")
     try:
         value = loads(path.read_bytes())
     except ValueError as exc:
@@ -52,8 +58,11 @@ def load_fingerprint(run_dir: Path) -> RunFingerprint:
 
 def validate_allow(allow: Sequence[str]) -> list[str]:
     """Refuse an ``--allow`` name that is not a contract field (a typo must not silently allow nothing)."""
-    valid = RunFingerprint.CONTRACT_FIELDS
+    valid = [f for f in RunFingerprint.CONTRACT_FIELDS if f not in NEVER_ALLOWED]
     for name in allow:
+        if name in NEVER_ALLOWED:
+            raise ConfigError(f"--allow {name} cannot work: runs on different releases share no questions to pair",
+                              fix="roll both checkpoints out on the same release")
         if name not in valid:
             raise ConfigError(f"--allow {name!r} is not a contract field",
                               fix=f"use one of: {', '.join(valid)}")
@@ -80,14 +89,20 @@ def differences(runs: Sequence[tuple[str, RunFingerprint]]) -> list[FieldDiffere
 
 
 def check_contract(runs: Sequence[tuple[str, RunFingerprint]], allow: Sequence[str] = ()) -> ContractCheck:
-    """Raise ``IntegrityError`` naming the first differing, not-allowed contract field; else return the check."""
+    """Raise ``IntegrityError`` naming every differing, not-allowed contract field; else return the check."""
     allowed = validate_allow(allow)
     found = differences(runs)
-    for diff in found:
-        if diff.field not in allowed:
-            raise IntegrityError(
-                f"runs differ in contract field {diff.field!r}: {diff.reference_run} has "
-                f"{diff.reference_value!r} but {diff.other_run} has {diff.other_value!r}",
-                fix=f"compare runs made with the same {diff.field}, or pass --allow {diff.field} "
-                    "to compare anyway (the report will say so)")
+    blocking = [diff for diff in found if diff.field not in allowed]
+    if blocking:
+        lines = "; ".join(f"{d.field}: {d.reference_run} has {d.reference_value!r} but {d.other_run} has "
+                          f"{d.other_value!r}" for d in blocking)
+        fields = sorted({d.field for d in blocking}, key=RunFingerprint.CONTRACT_FIELDS.index)
+        impossible = [f for f in fields if f in NEVER_ALLOWED]
+        if impossible:
+            fix = (f"the runs are on different releases ({', '.join(impossible)}): roll both out on the same "
+                   "release; no --allow can make them comparable")
+        else:
+            fix = ("compare runs made with the same settings, or pass "
+                   + " ".join(f"--allow {f}" for f in fields) + " to compare anyway (the report will say so)")
+        raise IntegrityError(f"runs differ in {len(fields)} contract field(s): {lines}", fix=fix)
     return ContractCheck(found, allowed)

@@ -230,7 +230,8 @@ def _golds(all_scores: Sequence[Scores], release_dir: Path | None) -> dict[str, 
 
 
 def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | None = None,
-                 history: Path | None = None, allow: Sequence[str] = (), compare: bool = True) -> Path:
+                 history: Path | None = None, allow: Sequence[str] = (), compare: bool = True,
+                 strict: bool = False) -> Path:
     """Render the report for ``run_dirs`` (first = comparison reference) into ``out_path`` atomically.
 
     Unscored runs, and runs that changed since they were scored, are (re)scored
@@ -238,7 +239,9 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     more runs the checkpoint comparison is included; a contract mismatch that
     was not ``allow``-ed is shown as a refusal instead of a table. ``compare=False``
     puts runs of different evaluations (e.g. the demo's benchmark run and its
-    sandbox run) side by side in one file without comparing them.
+    sandbox run) side by side in one file without comparing them. ``strict=True`` (the CLI) still
+    writes the report but then raises ``IntegrityError`` when the comparison was refused, so a
+    script never mistakes a report without its comparison for a finished one.
     """
     run_dirs = [Path(d) for d in run_dirs]
     if not run_dirs and history is None:
@@ -317,4 +320,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
         traces=trace_view,
     )
     atomic_write_text(out_path, html)
+    if strict and refused is not None:
+        raise IntegrityError(f"comparison refused; {out_path} was written without it: {refused}",
+                             fix="compare runs made with the same settings, or pass the --allow the message names")
     return Path(out_path)

@@ -117,6 +117,8 @@ class BudgetedLLM:
         self.tracker = tracker
         self.endpoint = llm.endpoint
         self.model = llm.model
+        #: the server's template/tokenizer queries (``agents/served.py``): not model turns, never charged
+        self.served = getattr(llm, "served", None)
 
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """Admit, then complete."""

@@ -202,7 +202,11 @@ def with_served_model(prepared: PreparedRun, run_dir: str | Path) -> PreparedRun
         return prepared
     finished = _finished_run(Path(run_dir), [q.id for q in prepared.questions])
     served = finished.served_model if finished is not None else served_model(prepared.llm, len(prepared.questions))
-    return prepared._replace(fingerprint=prepared.fingerprint.model_copy(update={"served_model": served}))
+    update: dict[str, Any] = {"served_model": served}
+    sender = getattr(prepared.llm, "sent_decoding", None)
+    if sender is not None and finished is None:  # exact now that the server said what it is (top_k "off")
+        update["sent_decoding"] = sender(prepared.agent.effective_decoding(prepared.settings.decoding))
+    return prepared._replace(fingerprint=prepared.fingerprint.model_copy(update=update))
 
 
 def execute_run(prepared: PreparedRun, run_dir: str | Path, *, progress: Callable[[Any], None] | None = None,

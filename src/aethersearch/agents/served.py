@@ -1,0 +1,219 @@
+"""What the model server knows that the agents must match: its chat template and its tokenizer.
+
+Why ask the server: Search-R1 applies the policy's chat template whenever the
+tokenizer has one, and cuts every observation to 500 tokens *of the policy's
+tokenizer* (Qwen2.5's cuts about 44% of real top-3 Wikipedia observations; a word
+regex under 1%). The served model is the only source of truth for both, and the
+common servers expose them:
+
+==================  ==========================================  =====================================
+server              chat template                               tokenizer
+==================  ==========================================  =====================================
+llama.cpp           ``GET /props`` → ``chat_template``;          ``POST /tokenize`` ``{"content"}``,
+``llama-server``    ``POST /apply-template`` renders it          ``POST /detokenize`` → ``content``
+vLLM, SGLang        ``POST /tokenize`` with ``messages`` works   ``POST /tokenize`` ``{"prompt"}``,
+                    only when the model has a template           ``POST /detokenize`` → ``prompt``
+llama-cpp-python    not reported (``scripts/serve_gguf.py``      ``POST /extras/tokenize``
+                    adds llama-server's routes)                  ``{"input"}``, ``/extras/detokenize``
+==================  ==========================================  =====================================
+
+:class:`ServedModel` probes once per client (cached) and answers with a
+:class:`ServerFacts` record, which the run records in ``run.json``; token lists are
+cached per text, since the same passages come back for many questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import aiohttp
+import orjson
+
+from aethersearch.errors import EndpointError
+from aethersearch.records import Record
+
+LLAMA_CPP = "llama.cpp"
+VLLM = "vllm"
+UNKNOWN = "unknown"
+_CACHE_LIMIT = 8192
+_PROBE_TIMEOUT_S = 30.0
+
+
+class ServerFacts(Record):
+    """What the server said about its model: recorded in ``run.json`` (it changes predictions).
+
+    ``chat_template`` is True/False when the server answered, None when it cannot say
+    (then ``prompt_format=auto`` uses raw text, and says so). ``tokenize`` is the route
+    the observation cut uses, None when the server has none.
+    """
+
+    flavor: str = UNKNOWN
+    chat_template: bool | None = None
+    chat_template_sha256: str | None = None
+    template_source: str = "not reported"
+    tokenize: str | None = None
+    detokenize: str | None = None
+    n_ctx: int | None = None
+
+
+class ServedModel:
+    """Queries one OpenAI-compatible server about its model (template, tokenizer), with caches.
+
+    ``client`` is the :class:`~aethersearch.agents.llm.OpenAIClient` it belongs to: its
+    aiohttp session (created lazily in the running loop) carries the requests, and its
+    ``…/v1`` base URL's parent holds the server's own routes.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._session: Callable[[], aiohttp.ClientSession] = client._ensure_session
+        self.base_url = str(client.base_url).rstrip("/")
+        self.root = self.base_url.removesuffix("/v1")
+        self.model: str | None = client.model
+        self._facts: ServerFacts | None = None
+        self._lock: asyncio.Lock | None = None
+        self._tokens: dict[str, tuple[int, ...]] = {}
+        self._prefix: tuple[int, ...] = ()  # what /extras/tokenize prepends (BOS) to every text
+
+    async def complete(self, prompt: str, decoding: Any) -> Any:
+        """An unbudgeted text completion (stop-string checks and continuations within one turn)."""
+        return await self.client.complete(prompt, decoding)
+
+    @property
+    def known_facts(self) -> ServerFacts | None:
+        """The facts if already probed (no network), else None."""
+        return self._facts
+
+    async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        """(status, parsed JSON or None); a connection failure is status 0 (probes treat it as absent)."""
+        url = self.root + path
+        try:
+            timeout = aiohttp.ClientTimeout(total=_PROBE_TIMEOUT_S)
+            data = None if body is None else orjson.dumps(body)
+            headers = None if body is None else {"Content-Type": "application/json"}
+            async with self._session().request(method, url, data=data, headers=headers, timeout=timeout) as resp:
+                raw = await resp.read()
+                status = resp.status
+        except (aiohttp.ClientError, TimeoutError):
+            return 0, None
+        try:
+            return status, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return status, raw[:300].decode("utf-8", "replace")
+
+    async def facts(self) -> ServerFacts:
+        """Probe the server once (later calls return the cached answer)."""
+        if self._facts is not None:
+            return self._facts
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._facts is not None:
+                return self._facts
+            facts, reachable = await self._probe()
+            if reachable:  # an unreachable server is asked again next time, not cached as "unknown"
+                self._facts = facts
+        return facts
+
+    async def _probe(self) -> tuple[ServerFacts, bool]:
+        found: dict[str, Any] = {}
+        status, props = await self._call("GET", "/props")
+        if status == 0:
+            return ServerFacts(), False
+        if status == 200 and isinstance(props, dict) and "chat_template" in props:
+            template = props.get("chat_template") or ""
+            settings = props.get("default_generation_settings") or {}
+            n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+            found.update(flavor=LLAMA_CPP, chat_template=bool(template), template_source="GET /props",
+                         chat_template_sha256=hashlib.sha256(template.encode()).hexdigest() if template else None,
+                         n_ctx=n_ctx if isinstance(n_ctx, int) else props.get("n_ctx"))
+        status, reply = await self._call("POST", "/tokenize", {
+            "model": self.model, "prompt": "a b", "content": "a b", "add_special_tokens": False,
+            "add_special": False})
+        if status == 200 and isinstance(reply, dict) and isinstance(reply.get("tokens"), list):
+            found.update(tokenize="/tokenize", detokenize="/detokenize")
+            if "max_model_len" in reply:  # vLLM (SGLang answers the same shape)
+                found.setdefault("flavor", VLLM)
+                found.setdefault("n_ctx", reply.get("max_model_len"))
+            if "chat_template" not in found:
+                found.update(await self._template_by_tokenize())
+        else:
+            status, reply = await self._call("POST", "/extras/tokenize", {"model": self.model, "input": ""})
+            if status == 200 and isinstance(reply, dict) and isinstance(reply.get("tokens"), list):
+                self._prefix = tuple(int(t) for t in reply["tokens"])
+                found.update(tokenize="/extras/tokenize", detokenize="/extras/detokenize")
+                found.setdefault("flavor", LLAMA_CPP)  # llama-cpp-python
+        return ServerFacts(**found), True
+
+    async def _template_by_tokenize(self) -> dict[str, Any]:
+        """vLLM/SGLang: tokenizing ``messages`` succeeds only when the model has a chat template."""
+        status, reply = await self._call("POST", "/tokenize", {
+            "model": self.model, "messages": [{"role": "user", "content": "x"}], "add_generation_prompt": True,
+            "add_special_tokens": False})
+        if status == 200 and isinstance(reply, dict) and isinstance(reply.get("tokens"), list) and reply["tokens"]:
+            return {"chat_template": True, "template_source": "POST /tokenize messages"}
+        if status in (400, 422, 500) and "template" in str(reply).lower():
+            return {"chat_template": False, "template_source": "POST /tokenize messages"}
+        return {}
+
+    async def tokenize(self, text: str) -> tuple[int, ...]:
+        """The served tokenizer's ids for ``text`` (no special tokens added; cached)."""
+        cached = self._tokens.get(text)
+        if cached is not None:
+            return cached
+        facts = await self.facts()
+        if facts.tokenize is None:
+            raise EndpointError(f"{self.root}: the server has no tokenize endpoint, so observations cannot be cut "
+                                "with the served model's tokenizer",
+                                fix="pass --agent-config tokenizer=hf:<model name or path> (a local copy of the "
+                                    "model's tokenizer), or tokenizer=regex to accept an approximate cut")
+        if facts.tokenize == "/extras/tokenize":
+            body: dict[str, Any] = {"model": self.model, "input": text}
+        else:
+            body = {"model": self.model, "prompt": text, "content": text, "add_special_tokens": False,
+                    "add_special": False}
+        status, reply = await self._call("POST", facts.tokenize, body)
+        if status != 200 or not isinstance(reply, dict) or not isinstance(reply.get("tokens"), list):
+            raise EndpointError(f"{self.root}{facts.tokenize}: HTTP {status}: {str(reply)[:200]}",
+                                status=status or None, transient=status == 0 or status >= 500,
+                                fix="check the model server")
+        ids = tuple(int(t) for t in reply["tokens"])
+        if self._prefix and ids[:len(self._prefix)] == self._prefix:
+            ids = ids[len(self._prefix):]
+        if len(self._tokens) >= _CACHE_LIMIT:
+            self._tokens.clear()
+        self._tokens[text] = ids
+        return ids
+
+    async def detokenize(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (special tokens kept, as Search-R1 keeps them in its rolling ids)."""
+        facts = await self.facts()
+        path = facts.detokenize or "/detokenize"
+        status, reply = await self._call("POST", path, {"model": self.model, "tokens": list(ids)})
+        if status == 200 and isinstance(reply, dict):
+            for key in ("prompt", "content", "text"):
+                if isinstance(reply.get(key), str):
+                    return str(reply[key])
+        raise EndpointError(f"{self.root}{path}: HTTP {status}: {str(reply)[:200]}", status=status or None,
+                            transient=status == 0 or status >= 500, fix="check the model server")
+
+    async def render_chat(self, messages: list[dict[str, Any]]) -> str | None:
+        """The server's own rendering of ``messages`` with the generation prompt, or None if it cannot."""
+        facts = await self.facts()
+        if facts.chat_template is False:
+            return None
+        if facts.flavor == LLAMA_CPP:
+            status, reply = await self._call("POST", "/apply-template", {"messages": messages})
+            if status == 200 and isinstance(reply, dict) and isinstance(reply.get("prompt"), str):
+                return str(reply["prompt"])
+            return None
+        if facts.tokenize == "/tokenize":
+            status, reply = await self._call("POST", "/tokenize", {
+                "model": self.model, "messages": messages, "add_generation_prompt": True,
+                "add_special_tokens": False})
+            if status == 200 and isinstance(reply, dict) and isinstance(reply.get("tokens"), list):
+                return await self.detokenize([int(t) for t in reply["tokens"]])
+        return None
