@@ -90,7 +90,7 @@ def test_search_r1_react_and_direct_run_and_score_against_a_real_model(real_serv
         done, wall = _aether("run", str(release), "--out", str(run_dir), "--agent", agent,
                              "--endpoint", real_server.url, "--model", model, "--index", str(index),
                              "--concurrency", "1", "--max-turns", "3", "--max-tool-calls", "3",
-                             "--max-new-tokens", str(max_new), "--no-progress")
+                             "--max-tokens", str(max_new), "--no-progress")
         assert done.returncode == 0, done.stdout + done.stderr
         scored, _ = _aether("score", str(run_dir), "--release", str(release))
         assert scored.returncode == 0, scored.stdout + scored.stderr
@@ -243,7 +243,7 @@ def test_the_readme_laptop_commands_run_against_the_real_server(real_server: Rea
         command = (command.replace("demo_out/release", str(release)).replace("demo_out/index", str(index))
                    .replace("http://127.0.0.1:8080/v1", real_server.url).replace("runs/", f"{tmp_path}/runs/"))
         words = command.split()
-        done, _ = _aether(*words[1:], "--no-progress", "--max-turns", "2", "--max-new-tokens", "200")
+        done, _ = _aether(*words[1:], "--no-progress", "--max-turns", "2", "--max-tokens", "200")
         assert done.returncode == 0, done.stdout + done.stderr
         out = Path(words[words.index("--out") + 1])
         assert (out / "report.html").is_file() and (out / "run" / "scores.json").is_file()
