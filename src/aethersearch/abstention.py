@@ -55,7 +55,9 @@ _WHOLE = re.compile(
 # or "the documents do not mention" (whatever follows).
 _FIRST_PERSON = re.compile(
     rf"(?:i\s*{_NEG}\s+{_VERB}\b|i'?m\s+not\s+(?:sure|certain)\b|i\s+am\s+not\s+(?:sure|certain)\b|"
-    rf"i\s+have\s+no\s+(?:idea|information|way)\b|sorry,?\s+i\s*{_NEG}\s+{_VERB}\b|"
+    rf"i\s+have\s+no\s+(?:idea|information|way)\b|(?:i'?m\s+|i\s+am\s+)?sorry,?\s+(?:but\s+)?i\s*{_NEG}\s+{_VERB}\b|"
+    r"i\s*(?:do\s+not|don'?t)\s+have\s+(?:enough|sufficient|any|the\s+(?:necessary|required))\s+"
+    r"(?:information|evidence|data|context|knowledge)\b|"
     r"(?:there\s+is\s+)?(?:insufficient|not\s+enough)\s+(?:information|evidence|data|context)\b|"
     r"(?:the\s+)?(?:provided\s+|given\s+|retrieved\s+)?(?:documents?|context|passages?|information|evidence|"
     r"search\s+results?)\s+(?:do|does)\s*(?:not|n't)\s+(?:contain|mention|provide|say|specify|state|include)\b)"

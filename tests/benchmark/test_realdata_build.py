@@ -60,7 +60,7 @@ def test_cli_writes_the_real_config_and_builds_it(shared_data: Path, tmp_path: P
     from aethersearch.cli import app
 
     runner = CliRunner()
-    done = runner.invoke(app, ["eval1400-config", str(shared_data), str(tmp_path / "cfg"), "--popqa", "flashrag16",
+    done = runner.invoke(app, ["eval1400-config", str(shared_data), "--out", str(tmp_path / "cfg"), "--popqa", "flashrag16",
                                "--popqa-cap", "16", "--no-audit"])
     assert done.exit_code == 0, done.output
     done = runner.invoke(app, ["build", str(tmp_path / "cfg" / "build.yaml"), "--out", str(tmp_path / "rel")])

@@ -72,9 +72,16 @@ def _tokens(server: RealServer, text: str) -> int:
         return len(json.loads(reply.read())["tokens"])
 
 
+@pytest.fixture(scope="module")
+def tiny_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(release, index) of the tiny demo, built once for this module."""
+    return _tiny_demo(tmp_path_factory.mktemp("tiny-demo"))
+
+
 def test_search_r1_react_and_direct_run_and_score_against_a_real_model(real_server: RealServer,
+                                                                          tiny_demo: tuple[Path, Path],
                                                                           tmp_path: Path) -> None:
-    release, index = _tiny_demo(tmp_path / "demo")
+    release, index = tiny_demo
     table: dict[str, dict[str, Any]] = {}
     # react's tool-calling handler samples under a grammar (slow on CPU): 200 tokens a call keeps it in budget
     for agent, model, max_new in (("search-r1", real_server.model, 500), ("direct", real_server.model, 500),
@@ -83,7 +90,7 @@ def test_search_r1_react_and_direct_run_and_score_against_a_real_model(real_serv
         done, wall = _aether("run", str(release), "--out", str(run_dir), "--agent", agent,
                              "--endpoint", real_server.url, "--model", model, "--index", str(index),
                              "--concurrency", "1", "--max-turns", "3", "--max-tool-calls", "3",
-                             "--max-new-tokens", str(max_new), "--no-progress")
+                             "--max-tokens", str(max_new), "--no-progress")
         assert done.returncode == 0, done.stdout + done.stderr
         scored, _ = _aether("score", str(run_dir), "--release", str(release))
         assert scored.returncode == 0, scored.stdout + scored.stderr
@@ -112,8 +119,14 @@ def _check_run(agent: str, traces: list[dict[str, Any]], run_json: dict[str, Any
     for knob, value in {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0,
                         "repetition_penalty": 1.0, "max_tokens": max_new}.items():
         assert decoding[knob] == value, (agent, knob, decoding)
-    if run_json.get("sent_decoding"):
-        assert run_json["sent_decoding"]["repeat_penalty"] == 1.0
+    # run.json records what was sent (llama.cpp gets top_k 0 for "off") and what the server said of its model
+    sent = run_json["sent_decoding"]
+    assert sent["repeat_penalty"] == sent["repetition_penalty"] == 1.0 and sent["top_k"] == 0, sent
+    assert sent["min_p"] == 0.0 and sent["temperature"] == 0.0 and sent["max_tokens"] == max_new, sent
+    facts = run_json["served_model"]["server"]
+    assert facts["chat_template"] is True and facts["template_source"] == "GET /props", facts
+    assert facts["tokenize"] == "/tokenize" and facts["flavor"] == "llama.cpp" and facts["chat_template_sha256"]
+    assert run_json["concurrency"] == 1
     config = run_json["agent_config"]
     if agent != "react":
         assert config["prompt_format"] == "auto"
@@ -209,3 +222,28 @@ def test_server_side_stops_give_the_text_search_r1_cuts_client_side(real_server:
 
     for server_text, client_text, notes in asyncio.run(go()):
         assert server_text == client_text, (notes, server_text, client_text)
+
+
+def test_the_readme_laptop_commands_run_against_the_real_server(real_server: RealServer,
+                                                                tiny_demo: tuple[Path, Path],
+                                                                tmp_path: Path) -> None:
+    """The README's ``aether eval --endpoint`` commands, as written, with only the inputs swapped.
+
+    The server is this session's (the README starts it the same way: ``scripts/serve_gguf.py``);
+    the tiny demo release stands in for the full one to keep the test short.
+    """
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Try it with a real model on a laptop", 1)[1].split("\n### ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    evals = [c for c in commands if c.startswith("aether eval") and "--endpoint" in c]
+    assert len(evals) == 2 and "scripts/serve_gguf.py" in block and "scripts/install_real_model.sh" in block
+    release, index = tiny_demo
+    for command in evals:
+        command = (command.replace("demo_out/release", str(release)).replace("demo_out/index", str(index))
+                   .replace("http://127.0.0.1:8080/v1", real_server.url).replace("runs/", f"{tmp_path}/runs/"))
+        words = command.split()
+        done, _ = _aether(*words[1:], "--no-progress", "--max-turns", "2", "--max-tokens", "200")
+        assert done.returncode == 0, done.stdout + done.stderr
+        out = Path(words[words.index("--out") + 1])
+        assert (out / "report.html").is_file() and (out / "run" / "scores.json").is_file()

@@ -33,6 +33,9 @@ def test_agents_and_scorer_use_the_one_definition() -> None:
     ("insufficient information", True), ("Not enough information to answer.", True),
     ("It cannot be determined", True), ("I cannot answer this", True), ("I'm not sure", True),
     ("I am unable to determine the answer from the documents", True),
+    ("I don't have enough information to answer", True), ("I'm sorry, but I cannot determine that.", True),
+    ("The provided documents do not mention his birthplace", True),
+    ("I Have a Dream", False), ("I Don't Want to Miss a Thing", False), ("Sorry Seems to Be the Hardest Word", False),
     # answers, by shape, although each starts like a refusal (they disagreed between agent and scorer)
     ("Na", False), ("Unknown Pleasures", False), ("Unknown Pleasures album", False), ("None of the Above (band)", False),
     ("Don't Know Why", False), ("No", False), ("Nobody Knows", False), ("", False),

@@ -399,7 +399,7 @@ def _refusal(url: str, status: int, detail: str) -> EndpointError:
     if any(phrase in lowered for phrase in _CONTEXT_PHRASES):
         return EndpointError(f"{url}: HTTP {status}: the prompt exceeds the model's context: {detail}",
                              status=status, kind="context_length",
-                             fix="deterministic (not retried on resume): lower --max-new-tokens, the "
+                             fix="deterministic (not retried on resume): lower --max-tokens, the "
                                  "observation length or --max-turns, or serve the model with a longer context")
     return EndpointError(f"{url}: HTTP {status}: the server refused the request: {detail}", status=status,
                          kind="invalid_request",

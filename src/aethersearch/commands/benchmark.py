@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
     @app.command("eval1400-config")
     def eval1400_config(
         shared_data: Path = typer.Argument(..., help="the public data directory (../shared/data)"),
-        out: Path = typer.Argument(..., help="directory for build.yaml and training_registry.yaml"),
+        out: Path = typer.Option(..., "--out", "-o", help="directory for build.yaml and training_registry.yaml"),
         popqa: str = typer.Option("parquet200", help="PopQA slice: parquet200 or flashrag16"),
         popqa_planned: int = typer.Option(None, help="PopQA planned count (the slices are short of 213)"),
         popqa_cap: int = typer.Option(None, help="PopQA cap: supply only this many, redistribute the rest "
@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("demo-sources")
     def demo_sources(
-        out: Path = typer.Argument(..., help="directory for the demo source files and build config"),
+        out: Path = typer.Option(..., "--out", "-o", help="directory for the demo source files and build config"),
         seed: int = typer.Option(0, help="demo world seed"),
     ) -> None:
         """Write the embedded demo sources (every official layout) and a build config; print its path."""

@@ -33,31 +33,33 @@ ERROR_RATE_HELP = ("share of questions allowed to end in error before the run fa
                    "0: any question still in error after its retries fails the run")
 
 
-def _agent_config(pairs: list[str], prompt_format: str | None = None) -> dict[str, Any]:
-    """``--agent-config KEY=VALUE`` options (JSON values where they parse), plus ``--prompt-format``."""
-    config = parse_key_values(pairs, flag="--agent-config", example="--agent-config topk=5")
+def _agent_config(pairs: list[str], prompt_format: str | None = None, topk: int | None = None) -> dict[str, Any]:
+    """``--agent-config KEY=VALUE`` options (JSON values where they parse), plus ``--prompt-format`` and ``--topk``.
+
+    ``--topk`` is the one spelling of "documents per search" across the CLI (``aether search --topk``);
+    it sets the agent's ``topk``, so run.json records what the agent really asks for.
+    """
+    config = parse_key_values(pairs, flag="--agent-config", example="--agent-config prompt_format=raw")
     if prompt_format is not None:
         config["prompt_format"] = prompt_format
+    if topk is not None:
+        config["topk"] = topk
     return config
 
 
 @contextlib.contextmanager
 def _progress_bar(enabled: bool):  # type: ignore[no-untyped-def]
-    """A rich progress bar fed by the runner's Progress events (or a no-op callback)."""
+    """Rollout progress fed by the runner's events: a live bar on a terminal, periodic plain lines
+    (done/total, rate, ETA, errored) when redirected, nothing with ``--no-progress`` or ``aether --quiet``."""
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from aethersearch.commands.progress import progress
 
-    columns = [TextColumn("[bold]rollout"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("errored {task.fields[errored]}"), TextColumn("{task.fields[rate]:.1f} q/s"),
-               TimeRemainingColumn()]
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("rollout", total=None, errored=0, rate=0.0)
+    with progress("rollout", unit=" q", fields={"errored": 0}) as report:
 
         def update(event: Any) -> None:
-            rate = event.done / event.elapsed_s if event.elapsed_s > 0 else 0.0
-            bar.update(task, total=event.total, completed=event.done, errored=event.errored, rate=rate)
+            report(event.done, event.total, errored=event.errored)
 
         yield update
 
@@ -110,6 +112,19 @@ def _print_table(table: list[dict[str, Any]]) -> None:
     console.print(out)
 
 
+RUN_AGENT_DEFAULT = "search-r1"
+"""The agent of `aether run` and of `aether eval RELEASE` (one default for both)."""
+
+
+def _check_release_dir(release: Path) -> None:
+    """Name a missing release as missing (before any other option is looked at)."""
+    from aethersearch.errors import ConfigError
+
+    if not Path(release).is_dir():
+        raise ConfigError(f"release directory {release} does not exist",
+                          fix="pass a release built by `aether build` (or omit RELEASE for the embedded demo)")
+
+
 def _search(index: Path | None, search_url: str | None, agent: str, tools: str) -> Any:
     from aethersearch import pipeline
     from aethersearch.agents.base import make_agent
@@ -131,8 +146,8 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
         release: Path = typer.Argument(..., help="release directory (verified first; the runner reads only rollout_questions.jsonl)"),
-        out: Path = typer.Option(..., "--out", help="run directory (rerun the same command to resume)"),
-        agent: str = typer.Option("search-r1", "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
+        out: Path = typer.Option(..., "--out", "-o", help="run directory (rerun the same command to resume)"),
+        agent: str = typer.Option(RUN_AGENT_DEFAULT, "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default: the chat template when the server reports one), chat or raw"),
         endpoint: str | None = typer.Option(None, "--endpoint", help=ENDPOINT_HELP),
@@ -143,14 +158,15 @@ def register(app: typer.Typer) -> None:
         tools: str = typer.Option("search", "--tools", help="comma-separated tools offered (search,visit)"),
         max_tool_calls: int | None = typer.Option(8, "--max-tool-calls"),
         max_turns: int | None = typer.Option(4, "--max-turns"),
-        max_tokens: int | None = typer.Option(None, "--max-tokens", help="completion tokens per question"),
+        token_budget: int | None = typer.Option(None, "--token-budget", help="completion tokens per question, all calls together"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
-        max_new_tokens: int = typer.Option(500, "--max-new-tokens", help="max_tokens of each model call (Search-R1: 500)"),
+        max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
+        topk: int | None = typer.Option(None, "--topk", "-k", min=1, help="documents per search (the agent's topk)"),
         seed: int | None = typer.Option(0, "--seed"),
         concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="questions in flight at once"),
         call_timeout: float = typer.Option(_LIMITS.call_timeout_s, "--call-timeout", help=CALL_TIMEOUT_HELP),
-        question_deadline: float = typer.Option(_QUESTION_DEADLINE, "--question-deadline", "--question-timeout",
+        question_deadline: float = typer.Option(_QUESTION_DEADLINE, "--question-deadline",
                                                 help=DEADLINE_HELP),
         max_retries: int = typer.Option(_LIMITS.max_retries, "--max-retries", help=RETRIES_HELP),
         max_error_rate: float = typer.Option(_LIMITS.max_error_rate, "--max-error-rate", help=ERROR_RATE_HELP),
@@ -167,22 +183,24 @@ def register(app: typer.Typer) -> None:
         from aethersearch import pipeline
         from aethersearch.records import Budget, Decoding
 
+        _check_release_dir(release)
         search = _search(index, search_url, agent, tools)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
-                release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format), endpoint=endpoint,
+                release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk), endpoint=endpoint,
                 model=model, api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
-                                                            max_tokens=max_tokens),
-                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed),
+                                                            max_tokens=token_budget),
+                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
                 concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards)
         _print_summary(summary)
 
     @app.command("eval")
     def eval_(
         release: Path | None = typer.Argument(None, help="release directory; omit to run the embedded demo"),
-        out: Path = typer.Option(Path("eval_out"), "--out", help="output directory (run/, report.html)"),
-        agent: str = typer.Option("lexical", "--agent"),
+        out: Path = typer.Option(Path("eval_out"), "--out", "-o", help="output directory (run/, report.html)"),
+        agent: str | None = typer.Option(None, "--agent", help="as for `aether run` (default search-r1); "
+                                                                "the demo without RELEASE uses the lexical agent"),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default), chat or raw"),
         endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL, or vllm-offline"),
@@ -194,10 +212,11 @@ def register(app: typer.Typer) -> None:
         tools: str = typer.Option("search", "--tools"),
         max_tool_calls: int | None = typer.Option(8, "--max-tool-calls"),
         max_turns: int | None = typer.Option(4, "--max-turns"),
-        max_tokens: int | None = typer.Option(None, "--max-tokens"),
+        token_budget: int | None = typer.Option(None, "--token-budget", help="completion tokens per question, all calls together"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
-        max_new_tokens: int = typer.Option(500, "--max-new-tokens"),
+        max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
+        topk: int | None = typer.Option(None, "--topk", "-k", min=1, help="documents per search (the agent's topk)"),
         seed: int | None = typer.Option(0, "--seed"),
         concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="questions in flight at once"),
         call_timeout: float = typer.Option(_LIMITS.call_timeout_s, "--call-timeout", help=CALL_TIMEOUT_HELP),
@@ -216,15 +235,18 @@ def register(app: typer.Typer) -> None:
         from aethersearch.errors import ConfigError
         from aethersearch.records import Budget, Decoding
 
+        if release is not None:
+            _check_release_dir(release)
+        agent = agent or RUN_AGENT_DEFAULT
         with _progress_bar(progress) as update:
             if release is None:
                 console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
                 result = pipeline.run_demo(out, sandbox=sandbox, progress=update)
             else:
-                options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format), endpoint=endpoint, model=model,
+                options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk), endpoint=endpoint, model=model,
                                api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
-                                                              max_tokens=max_tokens),
-                               decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens,
+                                                              max_tokens=token_budget),
+                               decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                                                    seed=seed), concurrency=concurrency, progress=update,
                                limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
                 offered = tuple(t for t in tools.split(",") if t)

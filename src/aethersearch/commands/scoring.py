@@ -169,7 +169,7 @@ def register(app: typer.Typer) -> None:
         allow: Annotated[list[str] | None, typer.Option("--allow", help="Contract field allowed to differ "
                                                                        "(repeatable; recorded in the result).")] = None,
         metric: Annotated[list[str] | None, typer.Option("--metric", help="Metrics to test (default em, f1).")] = None,
-        out: Annotated[Path | None, typer.Option(help="Write the comparison JSON here.")] = None,
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the comparison JSON here.")] = None,
         alpha: Annotated[float, typer.Option(help="Family-wise significance level (Holm).")] = 0.05,
     ) -> None:
         """Paired comparison of checkpoints (e.g. Base SFT DPO RL) on one frozen contract."""
@@ -182,7 +182,7 @@ def register(app: typer.Typer) -> None:
     def report(
         runs: Annotated[list[Path] | None, typer.Argument(help="Run directories; the first is the comparison "
                                                                "reference (none: --history only).")] = None,
-        out: Annotated[Path, typer.Option(help="HTML file to write.")] = Path("report.html"),
+        out: Annotated[Path, typer.Option("--out", "-o", help="HTML file to write.")] = Path("report.html"),
         release: Annotated[Path | None, typer.Option(help="Release, to score runs not scored yet.")] = None,
         history: Annotated[Path | None, typer.Option(help="History JSONL written by `aether watch`.")] = None,
         allow: Annotated[list[str] | None, typer.Option("--allow", help="Contract field allowed to differ.")] = None,
@@ -190,7 +190,7 @@ def register(app: typer.Typer) -> None:
         """Write one self-contained HTML report (tables, charts, comparison, curve, flipped traces)."""
         from aethersearch.report.html import write_report
 
-        path = write_report(runs or [], out, release_dir=release, history=history, allow=allow or ())
+        path = write_report(runs or [], out, release_dir=release, history=history, allow=allow or (), strict=True)
         typer.echo(f"wrote {path}")
 
     @app.command("watch")

@@ -28,7 +28,10 @@ answer is page ``vn``, linked directly -- the construction
    per hop (for the Forget probe).
 
 :func:`build_demo_sandbox_release` and :func:`build_wikispeedia_release` run
-the whole thing on the two built-in sources and write a release.
+the whole thing on the two built-in sources and write a release: the demo
+world's own facts, and real Wikispeedia pages with *real* seed questions
+(``construct.seeds``: NQ-Open, TriviaQA, PopQA, HotpotQA, 2Wiki and MuSiQue
+questions resolved to ``(q, v0, vn)``; the question text is the seed's).
 """
 
 from __future__ import annotations

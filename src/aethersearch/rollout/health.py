@@ -47,7 +47,7 @@ FIXES: dict[str, str] = {
     ErrorKind.AUTH: f"the server refused the credentials: pass --api-key (or AETHER_API_KEY), {_RERUN}",
     ErrorKind.NOT_FOUND: f"HTTP 404: check --endpoint (base URL ending in /v1) and --model (a name listed at "
                          f"/v1/models), {_RERUN}",
-    ErrorKind.CONTEXT_LENGTH: f"the prompt exceeded the model's context; {_NEW_OUT} (lower --max-new-tokens or "
+    ErrorKind.CONTEXT_LENGTH: f"the prompt exceeded the model's context; {_NEW_OUT} (lower --max-tokens or "
                               "--max-turns, or serve a longer context)",
     ErrorKind.INVALID_REQUEST: f"the server refused the request as invalid; {_NEW_OUT} (fix the fields its message names)",
     ErrorKind.DEADLINE: f"questions passed --question-deadline: check the server or raise the deadline, {_RERUN}",
