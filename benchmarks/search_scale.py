@@ -271,9 +271,16 @@ def main() -> None:
             cost = np.array([1.0 / r[f"top{k}"]["ours_qps"] for r in rows])
             slope, icept = np.polyfit(xs, cost, 1)
             per = np.array([r["postings"] for r in rows], dtype=np.float64) / xs
-            print(f"top-{k}: ours at 21M passages, extrapolated linearly in seconds/query from "
-                  f"{', '.join(f'{int(x):,}' for x in xs)}: {1.0 / (icept + slope * 21e6):,.1f} q/s/thread; "
-                  f"index ~{21e6 * per[-1] * rows[-1]['bytes_per_posting'] / 2**30:,.1f} GiB", flush=True)
+            at_21m = icept + slope * 21e6
+            sizes = ", ".join(f"{int(x):,}" for x in xs)
+            index_gib = 21e6 * per[-1] * rows[-1]["bytes_per_posting"] / 2**30
+            if slope <= 0 or at_21m <= 0:  # a larger corpus measured faster: load noise, not a trend
+                print(f"top-{k}: NO EXTRAPOLATION to 21M: seconds/query did not grow from {sizes} passages "
+                      f"(the machine's load varied during the run; rerun it quiet); index ~{index_gib:,.1f} GiB",
+                      flush=True)
+                continue
+            print(f"top-{k}: ours at 21M passages, extrapolated linearly in seconds/query from {sizes}: "
+                  f"{1.0 / at_21m:,.1f} q/s/thread; index ~{index_gib:,.1f} GiB", flush=True)
     print(f"load after: {os.getloadavg()}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
