@@ -79,9 +79,9 @@ have_server() {
 if ! have_server; then
   WHEEL=$(ls "$WHEEL_DIR"/llama_cpp_python-*.whl 2>/dev/null | head -1)
   if [ -z "$WHEEL" ]; then
-    for tool in cmake cc c++; do
+    for tool in cc c++; do  # (cmake: scikit-build-core fetches it from the package index when absent)
       if ! command -v "$tool" >/dev/null 2>&1; then
-        status skip "building llama-cpp-python needs $tool (apt-get install cmake build-essential)" "$GGUF"
+        status skip "building llama-cpp-python needs a C/C++ compiler: $tool (apt-get install build-essential)" "$GGUF"
         exit 0
       fi
     done

@@ -29,7 +29,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_eval_with_no_arguments_runs_the_embedded_demo(demo: tuple[Path, str]) -> None:
     out, output = demo
-    assert "per-source scores" in output and "bamboogle" in output and "all" in output
+    # the same per-source table as `aether score`: CIs, labelled overall rows
+    assert "bamboogle" in output and "overall (micro)" in output and "overall (macro)" in output
     run = out / "run"
     fingerprint = orjson.loads((run / "run.json").read_bytes())
     assert (fingerprint["agent"], fingerprint["release_id"], fingerprint["endpoint"]) == ("lexical", "demo", None)

@@ -119,8 +119,14 @@ def _check_run(agent: str, traces: list[dict[str, Any]], run_json: dict[str, Any
     for knob, value in {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0,
                         "repetition_penalty": 1.0, "max_tokens": max_new}.items():
         assert decoding[knob] == value, (agent, knob, decoding)
-    if run_json.get("sent_decoding"):
-        assert run_json["sent_decoding"]["repeat_penalty"] == 1.0
+    # run.json records what was sent (llama.cpp gets top_k 0 for "off") and what the server said of its model
+    sent = run_json["sent_decoding"]
+    assert sent["repeat_penalty"] == sent["repetition_penalty"] == 1.0 and sent["top_k"] == 0, sent
+    assert sent["min_p"] == 0.0 and sent["temperature"] == 0.0 and sent["max_tokens"] == max_new, sent
+    facts = run_json["served_model"]["server"]
+    assert facts["chat_template"] is True and facts["template_source"] == "GET /props", facts
+    assert facts["tokenize"] == "/tokenize" and facts["flavor"] == "llama.cpp" and facts["chat_template_sha256"]
+    assert run_json["concurrency"] == 1
     config = run_json["agent_config"]
     if agent != "react":
         assert config["prompt_format"] == "auto"

@@ -108,8 +108,10 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
     ``planned``/``cap``. The config turns the near-duplicate audit on (reviews
     in ``audit_reviews.json`` beside it) and names the files ``eval_1400*``.
     """
-    shared_data = Path(shared_data).resolve()
-    out_dir = Path(out_dir).resolve()
+    # abspath, not resolve(): following a symlinked data folder to its target would write the builder's
+    # directory layout (``../../../x/y/shared/...``) into the config and from there into the release
+    shared_data = Path(os.path.abspath(shared_data))
+    out_dir = Path(os.path.abspath(out_dir))
     published = _published(shared_data)
 
     def rel(relative: str) -> str:
@@ -163,5 +165,5 @@ def popqa_deviation(sources: list[dict[str, Any]], popqa: str) -> list[str]:
     return [f"PopQA: the public data holds only the {POPQA_ROWS[popqa]}-row PopQA test slice ({popqa}), fewer "
             f"than the card's {before['popqa']}; the plan gives PopQA planned {entry.get('planned', 200)}, cap "
             f"{entry.get('cap')}, and the card's redistribution rule deals the rest to the other sources: "
-            + ", ".join(f"{d} {q}" for d, q in after.items()) + f" (card: "
+            + ", ".join(f"{d} {q}" for d, q in after.items()) + " (card: "
             + ", ".join(f"{d} {q}" for d, q in before.items()) + ")"]

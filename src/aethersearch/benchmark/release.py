@@ -404,14 +404,14 @@ def write_release_files(directory: Path, files: dict[str, bytes]) -> None:
 
 def manifest_bytes(manifest: Manifest) -> bytes:
     """Canonical, indented manifest JSON (the standalone verifier's ``pretty_json``, checked byte for byte)."""
-    return standalone.pretty_json(manifest.model_dump(mode="json"))  # type: ignore[no-any-return]
+    return standalone.pretty_json(manifest.model_dump(mode="json"))
 
 
 def manifest_core_sha256(manifest: Manifest) -> str:
     """The hash of the manifest minus ``files`` that independent_validation.json binds."""
-    return standalone.manifest_core_sha256(manifest.model_dump(mode="json"))  # type: ignore[no-any-return]
+    return standalone.manifest_core_sha256(manifest.model_dump(mode="json"))
 
 
 def exclusion_audit_bytes(audit: dict[str, Any]) -> bytes:
     """Canonical, indented exclusion audit JSON (checked byte for byte by the verifiers)."""
-    return standalone.pretty_json(audit)  # type: ignore[no-any-return]
+    return standalone.pretty_json(audit)

@@ -30,6 +30,11 @@ import re
 import sys
 import unicodedata
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only (never evaluated: this file runs on Python 3.7 with the stdlib alone)
+    from collections.abc import Sequence
+    from typing import Any
 
 EVAL_FIELDS = {"id", "question", "answers", "source_dataset", "source_split", "source_id",
                "source_row_number", "source_file"}
@@ -80,7 +85,7 @@ def question_key(question):
     return text.rstrip("?\uff1f")
 
 
-def layout_names(stem):
+def layout_names(stem: str) -> dict[str, str]:
     """The card's file names for a release named by ``stem`` (mirrors aethersearch.release_layout)."""
     return {"eval": stem + ".jsonl", "rollout": stem + "_rollout_questions.jsonl",
             "manifest": stem + MANIFEST_SUFFIX, "exclusion_audit": stem + "_exclusion_audit.json",
@@ -89,22 +94,22 @@ def layout_names(stem):
             "card": "README.md"}
 
 
-def canonical_json(value):
+def canonical_json(value: object) -> bytes:
     """Compact canonical JSON bytes (sorted keys, UTF-8): what content hashes are taken over."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def pretty_json(value):
+def pretty_json(value: object) -> bytes:
     """The exact bytes of a release's JSON files: sorted keys, two-space indent, UTF-8, final newline."""
     return (json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def manifest_core_sha256(manifest):
+def manifest_core_sha256(manifest: dict[str, Any]) -> str:
     """sha256 of the manifest without its ``files`` map: what independent_validation.json binds."""
     return hashlib.sha256(canonical_json(dict((k, v) for k, v in manifest.items() if k != "files"))).hexdigest()
 
 
-def find_manifest(root):
+def find_manifest(root: str | Path) -> str | None:
     """The manifest's file name in ``root`` (``manifest.json``, or exactly one ``*_manifest.json``)."""
     root = Path(root)
     if (root / LEGACY_MANIFEST).is_file():
@@ -113,7 +118,7 @@ def find_manifest(root):
     return found[0] if len(found) == 1 else None
 
 
-def card_quotas(plan):
+def card_quotas(plan: Sequence[tuple[str, int, int | None]]) -> tuple[dict[str, int], int]:
     """THE quota rule (the one specification; the builder and the replay call this function).
 
     ``plan`` is a sequence of ``(dataset, planned, cap)`` in the fixed source
@@ -127,8 +132,8 @@ def card_quotas(plan):
     order and the number of questions no cap had room for (0 for a feasible plan).
     Implemented round by round, so it is fast for any count.
     """
-    quota = {}
-    room = {}
+    quota: dict[str, int] = {}
+    room: dict[str, int | None] = {}
     shortfall = 0
     for dataset, planned, cap in plan:
         if cap is not None and cap < planned:

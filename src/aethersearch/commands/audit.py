@@ -5,6 +5,8 @@ Thin commands: parse options, call one public function, print with rich.
 
 from __future__ import annotations
 
+from aethersearch.commands.progress import make_console
+
 from typing import Any
 
 from pathlib import Path
@@ -28,7 +30,6 @@ def register(app: typer.Typer) -> None:
         json_out: Path | None = typer.Option(None, "--json", help="also write every flagged pair and the counts here"),
     ) -> None:
         """Audit selected questions against every training question; print the top flagged pairs."""
-        from rich.console import Console
         from rich.table import Table
 
         from aethersearch.benchmark.audit import audit_selection_file
@@ -50,7 +51,7 @@ def register(app: typer.Typer) -> None:
                           else f"{pair['selected_id']}: {pair['selected_question']}",
                           pair["pair"][1], "" if pair["similarity"] is None else f"{pair['similarity']:.1f}",
                           "" if pair["rare_token"] is None else f"{pair['rare_token']:.3f}", pair["decision"])
-        console = Console()
+        console = make_console()
         console.print(table)
         console.print(f"{result.report['questions']} questions x {result.report['training_union_size']} training "
                       f"questions: {sim['pairs_visited']:,} pairs scored ({sim['scorer']} >= {sim['threshold']}); "
@@ -103,13 +104,12 @@ def register(app: typer.Typer) -> None:
         current directory and the release's parent. The report is written beside the
         release, never inside it (the frozen release's verifier refuses unlisted files).
         """
-        from rich.console import Console
         from rich.markup import escape
 
         from aethersearch.benchmark.replay import replay_release
 
         report = replay_release(release, base_dir=base_dir, config=config, output=out)
-        console = Console()
+        console = make_console()
         for check in report.checks:
             console.print(f"[{'green' if check.ok else 'red'}]{escape(check.line())}[/]", highlight=False)
         console.print(f"wrote {escape(str(report.output))}", highlight=False)

@@ -5,6 +5,8 @@ Thin commands: parse options, call one public function, print with rich.
 
 from __future__ import annotations
 
+from aethersearch.commands.progress import make_console
+
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -64,10 +66,8 @@ def register(app: typer.Typer) -> None:
         auto_review: bool = typer.Option(False, "--auto-review", help="let the audit auto-review flagged pairs"),
     ) -> None:
         """Build a release: read sources, exclude training questions, select, write and verify."""
-        from rich.console import Console
         from rich.table import Table
 
-        from aethersearch.benchmark.build import build_from_config
         from aethersearch.benchmark.config import load_config
         from aethersearch.errors import ConfigError
 
@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
             raise ConfigError("no build config given", fix="run `aether build CONFIG --out DIR` or `aether build --demo`")
         out = out or Path(load_config(config).config.name)
         result = _build_with_progress(config, out, auto_review)
-        console = Console()
+        console = make_console()
         table = Table(title=f"{result.manifest.name}: {result.manifest.question_count} questions")
         for column in ("source", "split", "planned", "quota", "selected"):
             table.add_column(column, justify="left" if column in {"source", "split"} else "right")
@@ -102,12 +102,11 @@ def register(app: typer.Typer) -> None:
         base_dir: Path = typer.Option(None, "--base-dir", help="with --replay: the build config's directory"),
     ) -> None:
         """Verify a release: checksums, rows, ids, schema, projection; print OK/FAIL per check."""
-        from rich.console import Console
         from rich.markup import escape
 
         from aethersearch.benchmark.verify import verify_release
 
-        console = Console()
+        console = make_console()
         report = verify_release(release)
         for check in report.checks:
             colour = "green" if check.ok else "red"

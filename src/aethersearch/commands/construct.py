@@ -5,15 +5,16 @@ Heavy imports stay inside the command functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
+from aethersearch.commands.progress import make_console
+
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-console = Console()
+console = make_console()
 
 
 def summary_table(built: Any) -> Table:

@@ -7,6 +7,8 @@ Heavy imports stay inside the functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
+from aethersearch.commands.progress import make_console
+
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,6 @@ def _fmt(value: Any) -> str:
 
 def print_factorised(result: dict[str, Any]) -> None:
     """The factorised table: overall, then one column per hop count and per source."""
-    from rich.console import Console
     from rich.table import Table
 
     groups = [("overall", result["overall"])]
@@ -41,13 +42,12 @@ def print_factorised(result: dict[str, Any]) -> None:
     for label, key in ROWS:
         table.add_row(label, *(_fmt(values.get(key)) for _, values in groups))
     table.add_row("n", *(str(values.get("n")) for _, values in groups))
-    Console().print(table)
+    make_console().print(table)
 
 
 def _print_probe(title: str, summary: dict[str, Any], keys: tuple[str, ...]) -> None:
-    from rich.console import Console
 
-    console = Console()
+    console = make_console()
     if summary.get("applicable") is False:
         console.print(f"[bold]{title}[/]: not applicable — {summary['reason']}")
         return

@@ -7,18 +7,19 @@ Heavy imports stay inside the command functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
+from aethersearch.commands.progress import make_console
+
 import contextlib
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from aethersearch.commands.options import parse_key_values
 from aethersearch.records import DEFAULT_CONCURRENCY, RunLimits
 
-console = Console()
+console = make_console()
 _LIMITS = RunLimits()
 _QUESTION_DEADLINE = _LIMITS.question_deadline_s or 0.0
 _STOP_AFTER = _LIMITS.stop_after_failures or 0
@@ -100,16 +101,11 @@ def _print_summary(summary: Any) -> None:
             console.print(f"[yellow]  fix: {escape(fix)}[/]")
 
 
-def _print_table(table: list[dict[str, Any]]) -> None:
-    from rich.table import Table
+def _print_table(scores: Any) -> None:
+    """The same per-source table as `aether score` (same metrics, 95% CIs, error counts) and the HTML report."""
+    from aethersearch.commands.scoring import print_scores
 
-    out = Table(title="per-source scores")
-    for column in ("source", "n", "em", "f1", "subem", "answered", "abstained", "errors"):
-        out.add_column(column, justify="left" if column == "source" else "right")
-    for row in table:
-        out.add_row(*[f"{row[c]:.3f}" if isinstance(row.get(c), float) else str(row.get(c, ""))
-                      for c in ("source", "n", "em", "f1", "subem", "answered", "abstained", "errors")])
-    console.print(out)
+    print_scores(scores)
 
 
 RUN_AGENT_DEFAULT = "search-r1"
@@ -258,7 +254,7 @@ def register(app: typer.Typer) -> None:
                 else:
                     result = pipeline.run_eval(release, out, _search(index, search_url, agent, tools), **options)
         _print_summary(result.summary)
-        _print_table(result.table)
+        _print_table(result.scores)
         sandbox_summary = result.extra.get("sandbox")
         if sandbox_summary:
             _print_sandbox(sandbox_summary)

@@ -5,13 +5,14 @@ Heavy imports stay inside the command functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
+from aethersearch.commands.progress import make_console
+
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-console = Console()
+console = make_console()
 
 
 def register(app: typer.Typer) -> None:

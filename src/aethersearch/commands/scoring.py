@@ -6,6 +6,8 @@ Heavy imports stay inside the functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
+from aethersearch.commands.progress import make_console
+
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +35,6 @@ def print_scores(scores: Scores) -> None:
     Every figure computed over questions that ended in errors carries the error
     count beside it, so a run of endpoint failures never reads as a low score.
     """
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -59,7 +60,7 @@ def print_scores(scores: Scores) -> None:
     table.add_row("overall (micro)", str(micro.n), *cells(micro.metrics, _unscored_note(micro.errors, missing)))
     table.add_row("overall (macro)", f"{macro.sources} src",
                   *cells(macro.metrics, _unscored_note(macro.errors, missing)))
-    console = Console()
+    console = make_console()
     console.print(table)
     outcomes = ", ".join(f"{k}={v}" for k, v in scores.outcomes.items() if v)
     join = scores.join
@@ -111,10 +112,9 @@ def print_disagreement(console: Any, judge: JudgeSummary) -> None:
 
 def print_comparison(result: dict[str, Any]) -> None:
     """One table per pair: delta, test, p and Holm p per scope x metric, and the flip counts."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     if result["allowed_overrides"]:
         console.print(f"[yellow]contract override (--allow): {', '.join(result['allowed_overrides'])}[/]")
     unscored = {run["name"]: _unscored_note(run.get("errors", 0), run.get("missing", 0)) for run in result["runs"]}
