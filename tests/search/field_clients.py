@@ -30,15 +30,13 @@ def searchr1_batch_search(search_url: str, queries: list[str], topk: int = 3) ->
     return [searchr1_passages2string(result) for result in results]
 
 
-def searchr1_passages2string(retrieval_result: list[dict[str, Any]]) -> str:
-    """Search-R1's ``_passages2string``."""
-    format_reference = ""
-    for idx, doc_item in enumerate(retrieval_result):
-        content = doc_item["document"]["contents"]
-        title = content.split("\n")[0]
-        text = "\n".join(content.split("\n")[1:])
-        format_reference += f"Doc {idx + 1}(Title: {title}) {text}\n"
-    return format_reference
+def searchr1_passages2string(hits: list[dict[str, Any]]) -> str:
+    """Search-R1's rendering of one query's hits: ``Doc {i}(Title: {first line}) {rest}\\n`` each, one-based."""
+    rendered = []
+    for number, hit in enumerate(hits, start=1):
+        title, _, text = hit["document"]["contents"].partition("\n")
+        rendered.append(f"Doc {number}(Title: {title}) {text}\n")
+    return "".join(rendered)
 
 
 async def asearcher_query(server_addr: str, req_meta: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ import pytest
 
 from aethersearch.search.client import SearchClient
 from aethersearch.search.server import ServerLimits, create_app, url_for
+from tests.search.field_clients import searchr1_passages2string
 
 WIKI = ServerLimits().url_prefix
 
@@ -170,16 +171,7 @@ def test_searchr1_request_response_round_trip(app, demo_index) -> None:  # type:
     payload = {"queries": ["Where was Tinli Pratavli born?"], "topk": 3, "return_scores": True}
     result = _run(_post(app, "/retrieve", json=payload)).json()["result"]
 
-    def passages2string(retrieval_result: list[dict[str, Any]]) -> str:  # Search-R1's _passages2string
-        format_reference = ""
-        for idx, doc_item in enumerate(retrieval_result):
-            content = doc_item["document"]["contents"]
-            title = content.split("\n")[0]
-            text = "\n".join(content.split("\n")[1:])
-            format_reference += f"Doc {idx + 1}(Title: {title}) {text}\n"
-        return format_reference
-
-    rendered = passages2string(result[0])
+    rendered = searchr1_passages2string(result[0])
     top = demo_index.store.get(result[0][0]["document"]["id"])
     assert rendered.startswith(f'Doc 1(Title: "{top.title}") {top.text}\n')
     assert rendered.count("Doc ") == 3
