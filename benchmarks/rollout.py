@@ -53,6 +53,9 @@ from aethersearch.rollout.runner import run_questions_async
 TURNS = 4
 LATENCY_S = 0.05
 CONCURRENCY = 64
+# raw prompt and a local word tokenizer: the same single completion per turn as the bare loop
+# (the default "served" tokenizer and chat template would add tokenize/template calls it does not make)
+AGENT = {"tokenizer": "regex", "prompt_format": "raw", "chat_template": "raw"}
 DOCS = [Document(id=f"d{i}", title=f"Page {i}", text=f"Passage {i} about the topic. " * 8) for i in range(3)]
 
 
@@ -83,7 +86,7 @@ async def harness(url: str, n: int, out: Path, concurrency: int = CONCURRENCY) -
     questions = [RolloutQuestion(id=f"q{i:05d}", question=f"Which page covers item {i}") for i in range(n)]
     rollout = out / "rollout_questions.jsonl"
     write_jsonl(rollout, questions)
-    agent = SearchR1Agent()
+    agent = SearchR1Agent(**AGENT)
     budget = Budget(max_tool_calls=8, max_turns=TURNS)
     fp = build_fingerprint(rollout_file_info(rollout), question_count=n, agent=agent, budget=budget,
                            decoding=Decoding(), endpoint=url, model="m", corpus_hash=None, index_hash=None)
@@ -114,7 +117,7 @@ async def harness_only(n: int, out: Path) -> tuple[float, float, int]:
     questions = [RolloutQuestion(id=f"q{i:05d}", question=f"Which page covers item {i}") for i in range(n)]
     rollout = out / "rollout_questions.jsonl"
     write_jsonl(rollout, questions)
-    agent = SearchR1Agent()
+    agent = SearchR1Agent(**AGENT)
     budget = Budget(max_tool_calls=8, max_turns=TURNS)
     fp = build_fingerprint(rollout_file_info(rollout), question_count=n, agent=agent, budget=budget,
                            decoding=Decoding(), endpoint="in-process", model="m", corpus_hash=None, index_hash=None)
