@@ -39,3 +39,15 @@ def test_long_observations_shorter_than_the_limit_come_back_unchanged() -> None:
     assert tokenizer.truncate(short, 500) == short
     long = " ".join(["passage"] * 3000)
     assert tokenizer.count(tokenizer.truncate(long, 500)) == 500
+
+
+@given(text=st.text(alphabet=st.sampled_from(list("ab1 ,.<>\n\té")), max_size=60), n=st.integers(0, 15))
+def test_local_cut_counts_once_and_cuts_like_the_tokenizer(text: str, n: int) -> None:
+    """LocalCut skips the cut scan when the count is within ``n``; the result must not change."""
+    import asyncio
+
+    from aethersearch.agents.tokenizers import LocalCut
+
+    tokenizer = RegexTokenizer()
+    assert asyncio.run(LocalCut(tokenizer).truncate(text, n)) == (tokenizer.truncate(text, n),
+                                                                   len(TOKEN.findall(text)))

@@ -112,12 +112,16 @@ def _factorised_rows(dom: str) -> dict[str, dict[str, str]]:
     rows: dict[str, dict[str, str]] = {}
     for table in re.findall(r"<table[^>]*>(.*?)</table>", dom, re.DOTALL):
         header = re.findall(r"<th[^>]*>([^<]*)</th>", table.split("</tr>", 1)[0])
-        if "f1_good_refusal" not in header:
-            continue
-        for row in table.split("</tr>")[1:]:
-            cells = re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", row)
-            if len(cells) == len(header):
+        body = [re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", row) for row in table.split("</tr>")[1:]]
+        body = [cells for cells in body if len(cells) == len(header)]
+        if "f1_good_refusal" in header:
+            for cells in body:
                 rows.setdefault(cells[0], dict(zip(header, cells, strict=True)))
+        elif any(cells[0] == "f1_good_refusal" for cells in body):  # a wide matrix shown transposed
+            for column, label in enumerate(header[1:], start=1):
+                entry = rows.setdefault(label, {})
+                for cells in body:
+                    entry.setdefault(cells[0], cells[column])
     return rows
 
 

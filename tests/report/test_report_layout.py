@@ -104,3 +104,12 @@ def test_screenshot_at_1400_px(two_checkpoints, tmp_path: Path) -> None:  # type
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_wide_metric_matrices_are_transposed_to_fit_the_page() -> None:
+    from aethersearch.report.html import nested_tables
+
+    metrics = {f"metric_{i}": i / 10 for i in range(12)}
+    (table,) = nested_tables({"by_hops": {"2": metrics, "3": metrics}}, "factorised.json")[-1:]
+    assert table.columns == ["", "2", "3"] and len(table.rows) == 12
+    assert table.rows[0] == ["metric_0", "0.000", "0.000"]

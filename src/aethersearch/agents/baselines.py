@@ -76,7 +76,7 @@ class _OneCall(Agent):
         notes.update(turn.notes)
         if turn.text != turn.completion.text:
             notes["context_text"] = turn.text
-        record = turn.completion.to_record().model_copy(update={"completion_tokens": turn.completion_tokens})
+        record = turn.completion.to_record(turn.completion_tokens)
         episode.add_step(llm=record, notes=notes)
         return finish_reply(turn.text, turn.completion.finish_reason, stop_reason)
 

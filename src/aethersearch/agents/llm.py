@@ -49,11 +49,15 @@ class Completion(NamedTuple):
     elapsed_s: float
     attempts: int
 
-    def to_record(self) -> LLMCall:
-        """The trace record of this call."""
-        return LLMCall(text=self.text, prompt_tokens=self.prompt_tokens,
-                       completion_tokens=self.completion_tokens, finish_reason=self.finish_reason,
-                       elapsed_s=round(self.elapsed_s, 6), tool_calls_raw=self.tool_calls)
+    def to_record(self, completion_tokens: int | None = None) -> LLMCall:
+        """The trace record of this call (``completion_tokens`` overrides the server's count).
+
+        Why the override: a turn continued past a restored stop counts the tokens
+        of every reply; building the record once with it avoids a second copy per call.
+        """
+        tokens = self.completion_tokens if completion_tokens is None else completion_tokens
+        return LLMCall(text=self.text, prompt_tokens=self.prompt_tokens, completion_tokens=tokens,
+                       finish_reason=self.finish_reason, elapsed_s=round(self.elapsed_s, 6), tool_calls_raw=self.tool_calls)
 
 
 @runtime_checkable

@@ -142,7 +142,7 @@ class SearchR1Agent(Agent):
         stops = [s for s in episode.decoding.stop if s in SEARCH_R1_STOP] or SEARCH_R1_STOP
         turn = await generate(episode.llm, context, episode.decoding, stops, postprocess_response,
                               mode=self.stop_mode)
-        record = turn.completion.to_record().model_copy(update={"completion_tokens": turn.completion_tokens})
+        record = turn.completion.to_record(turn.completion_tokens)
         notes.update(turn.notes)
         if turn.text != turn.completion.text:
             notes["context_text"] = turn.text  # what went into the context (restored stop, Search-R1's cut)

@@ -104,7 +104,8 @@ async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[st
         raw = completion.text
         return Generation(completion, raw, cut(raw), completion.completion_tokens,
                           {"stop": "client_cut", "stop_mode": "client"})
-    completion = await llm.complete(prompt, decoding.model_copy(update={"stop": list(stops)}))
+    sent = decoding if decoding.stop == list(stops) else decoding.model_copy(update={"stop": list(stops)})
+    completion = await llm.complete(prompt, sent)  # no copy per call when the stops are already the ones sent
     raw, tokens = completion.text, completion.completion_tokens
     restored, how = await _matched(served, prompt, completion, stops, decoding, written)
     if how == "ambiguous":  # end of text, or a boundary the probe cannot see through: generate uncut

@@ -40,6 +40,8 @@ EXTRA_FILES: tuple[tuple[str, str], ...] = (("factorised.json", "Factorised metr
 TABLE_METRICS: tuple[str, ...] = ("em", "subem", "subem_answered", "f1", "f1_answered", "cover_em", "squad_em",
                                   "popqa_acc", "judge")
 CHART_METRICS: tuple[str, ...] = ("em", "f1")
+WIDE_COLUMNS = 8
+"""A numbers matrix with more columns than this (and fewer rows) is transposed to fit the page."""
 
 
 class Table(NamedTuple):
@@ -82,8 +84,13 @@ def nested_tables(obj: Any, title: str) -> list[Table]:
     flat = {k: v for k, v in branches.items() if all(_is_number(x) for x in v.values())}
     if flat:
         columns = sorted({c for v in flat.values() for c in v}, key=str)
-        tables.append(Table(title, ["", *map(str, columns)],
-                            [[str(k), *(fmt(v.get(c)) for c in columns)] for k, v in flat.items()]))
+        if len(columns) > WIDE_COLUMNS and len(columns) > len(flat):
+            # many metrics, few groups: metrics become rows so the table fits the page width
+            tables.append(Table(title, ["", *map(str, flat)],
+                                [[str(c), *(fmt(v.get(c)) for v in flat.values())] for c in columns]))
+        else:
+            tables.append(Table(title, ["", *map(str, columns)],
+                                [[str(k), *(fmt(v.get(c)) for c in columns)] for k, v in flat.items()]))
     for key, value in branches.items():
         if key not in flat:
             tables.extend(nested_tables(value, f"{title} / {key}"))

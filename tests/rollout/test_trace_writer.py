@@ -1,0 +1,90 @@
+"""The group-committed trace writer: durable before an append returns, one loop wake-up per fsync batch."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from aethersearch.jsonl import loads
+from aethersearch.records import Outcome, Trace
+from aethersearch.rollout import store as store_module
+from aethersearch.rollout.store import TraceWriter
+
+
+def _trace(i: int) -> Trace:
+    return Trace(id=f"q{i}", question_seen="q?", agent="a", outcome=Outcome.ANSWERED, stop_reason="answer")
+
+
+def test_each_append_returns_after_its_row_is_fsynced_with_one_wakeup_per_batch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "traces.jsonl"
+    synced: list[int] = []  # file size at each fsync: what is durable
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        synced.append(os.fstat(fd).st_size)
+
+    monkeypatch.setattr(store_module.os, "fsync", fsync)
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        wakeups = 0
+        real = loop.call_soon_threadsafe
+
+        def counting(*args: object, **kwargs: object) -> asyncio.Handle:
+            nonlocal wakeups
+            wakeups += 1
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        writer = TraceWriter(path)
+
+        async def one(i: int) -> None:
+            await writer.append(_trace(i))
+            rows = path.read_bytes()
+            assert synced and f'"q{i}"'.encode() in rows[: synced[-1]]  # durable before we resumed
+
+        await asyncio.gather(*(one(i) for i in range(200)))
+        during = wakeups  # (closing below wakes the loop once more, through to_thread)
+        await asyncio.to_thread(writer.close)
+        assert during <= writer.fsyncs < 200  # batched: not one wake-up (or fsync) per trace
+        return during
+
+    asyncio.run(main())
+    ids = [loads(line)["id"] for line in path.read_bytes().splitlines()]
+    assert sorted(ids) == sorted(f"q{i}" for i in range(200))
+
+
+def test_a_cancelled_append_does_not_break_the_rest_of_its_batch(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+
+    async def main() -> None:
+        writer = TraceWriter(path)
+        tasks = [asyncio.create_task(writer.append(_trace(i))) for i in range(20)]
+        await asyncio.sleep(0)
+        tasks[3].cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.to_thread(writer.close)
+        assert [r for i, r in enumerate(results) if i != 3] == [None] * 19
+
+    asyncio.run(main())
+    assert len(path.read_bytes().splitlines()) == 20  # the cancelled episode's row was still written
+
+
+def test_a_failed_write_reaches_every_waiting_episode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_module.os, "fsync", broken)
+
+    async def main() -> list[object]:
+        writer = TraceWriter(tmp_path / "traces.jsonl")
+        results = await asyncio.gather(*(writer.append(_trace(i)) for i in range(5)), return_exceptions=True)
+        await asyncio.to_thread(writer.close)
+        return results
+
+    assert all(isinstance(r, OSError) for r in asyncio.run(main()))
