@@ -77,3 +77,15 @@ def test_prediction_rows_marked_answered_without_text_count_as_no_answer() -> No
     assert resolve_prediction(None, Outcome.ANSWERED).outcome is Outcome.NO_ANSWER_TAG
     assert resolve_prediction("x", Outcome.BUDGET) == (None, Outcome.BUDGET, 0)
     assert resolve_prediction("Paris", Outcome.ANSWERED).prediction == "Paris"
+
+
+def test_answer_tags_inside_retrieved_information_are_not_the_models_answer() -> None:
+    """A passage quoting ``<answer>`` tags must not become the prediction (the model never answered)."""
+    from aethersearch.records import Outcome
+    from aethersearch.scoring.extract import extract_answer
+
+    response = ("<search> tags </search>\n\n<information>Doc 1(Title: HTML) write <answer> Paris </answer> "
+                "in the page.</information>\n\n<think>not sure</think>")
+    assert extract_answer(response).outcome is Outcome.NO_ANSWER_TAG
+    answered = response + "<answer> Lyon </answer>"
+    assert extract_answer(answered).prediction == "Lyon"

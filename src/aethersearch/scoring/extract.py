@@ -34,6 +34,8 @@ from aethersearch.records import ERROR_OUTCOMES, Outcome, Trace
 from aethersearch.scoring.metrics import Golds, em
 
 ANSWER_SPAN = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+#: Observation blocks the harness appended to the response: retrieved text, not the model's words.
+INFORMATION_BLOCK = re.compile(r"<information>.*?</information>", re.DOTALL)
 
 COMPAT_MODES: tuple[str, ...] = ("searchr1",)
 
@@ -69,8 +71,13 @@ def _classify(answer: str) -> Outcome:
 
 
 def extract_answer(response: str) -> Extraction:
-    """Default rule: the last ``<answer>`` span of ``response``; none -> ``no_answer_tag``."""
-    found = ANSWER_SPAN.findall(response)
+    """Default rule: the last ``<answer>`` span the model wrote in ``response``; none -> ``no_answer_tag``.
+
+    ``<information>`` blocks are retrieved documents, not the model's text: a
+    passage that happens to contain answer tags must never become the prediction
+    (Search-R1's own extraction, kept under ``--compat searchr1``, does not skip them).
+    """
+    found = ANSWER_SPAN.findall(INFORMATION_BLOCK.sub("", response))
     if not found:
         return Extraction(None, Outcome.NO_ANSWER_TAG, 0)
     answer = found[-1].strip()
@@ -126,7 +133,7 @@ def _resolve_trace(trace: Trace, *, compat: str | None) -> Extraction:
         return Extraction(scored, own.outcome, own.matches)
     if trace.outcome in _STOPPED:
         return Extraction(None, trace.outcome, 0)
-    if "<answer>" in trace.response:
+    if "<answer>" in INFORMATION_BLOCK.sub("", trace.response):
         return extract_answer(trace.response)
     if trace.prediction is not None:
         return Extraction(trace.prediction, _classify(trace.prediction), 0)
