@@ -66,3 +66,13 @@ def test_sandbox_serve_answers_a_real_client_on_loopback(tmp_path: Path) -> None
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_construct_reports_progress_per_candidate_when_redirected(tmp_path: Path) -> None:
+    """A long construction (minutes on Wikispeedia) says how far it is, also in a log file."""
+    proc = subprocess.run([sys.executable, "-m", "aethersearch.cli", "construct", "demo", "-o", str(tmp_path / "r"),
+                           "--max-questions", "10"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("construct:")]
+    assert lines, proc.stderr
+    assert "candidates" in lines[-1] and "accepted 10" in lines[-1]

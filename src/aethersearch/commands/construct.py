@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from aethersearch.commands.progress import make_console
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,18 @@ def _need(value: str | None, option: str) -> str:
     return value
 
 
+@contextlib.contextmanager
+def construction_progress() -> Iterator[Callable[[int, int, int], None]]:
+    """Candidates tried out of the seeded order, with the accepted count and an ETA (plain lines when redirected)."""
+    from aethersearch.commands.progress import progress
+
+    with progress("construct", unit=" candidates", fields={"accepted": 0}) as update:
+        def on_candidate(considered: int, candidates: int, accepted: int) -> None:
+            update(considered, candidates, accepted=accepted)
+
+        yield on_candidate
+
+
 def register(app: typer.Typer) -> None:
     """Add `aether construct ...`."""
     construct_app = typer.Typer(help="Build hint-free multi-hop releases (WebDetective construction).",
@@ -80,9 +94,10 @@ def register(app: typer.Typer) -> None:
         """Construct hint-free questions over the embedded demo world."""
         from aethersearch.construct.hintfree import build_demo_release
 
-        built = build_demo_release(out, seed=seed, overwrite=force,
-                                   config=_config(seed, min_hops, max_hops, max_questions, max_alternatives,
-                                                  grounding))
+        with construction_progress() as on_candidate:
+            built = build_demo_release(out, seed=seed, overwrite=force,
+                                       config=_config(seed, min_hops, max_hops, max_questions, max_alternatives,
+                                                      grounding), on_candidate=on_candidate)
         console.print(summary_table(built))
 
     @construct_app.command("wikispeedia")
@@ -132,6 +147,8 @@ def register(app: typer.Typer) -> None:
             def screen(questions: Any) -> Any:
                 return parametric_screen(questions, url, model, api_key_env=key_env)
 
-        built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,
-                                          seeds_root=seeds, validators=validators, screen=screen)
+        with construction_progress() as on_candidate:
+            built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,
+                                              seeds_root=seeds, validators=validators, screen=screen,
+                                              on_candidate=on_candidate)
         console.print(summary_table(built))

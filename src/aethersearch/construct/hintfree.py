@@ -40,7 +40,7 @@ import random
 import re
 from itertools import pairwise
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -149,7 +149,8 @@ def _hop_question(source: Document, target: Document, terms: Sequence[str],
 def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Mapping[str, Document], *,
                        config: ConstructionConfig | None = None,
                        validators: Sequence[ChainValidator] | None = None,
-                       page_aliases: Mapping[str, Sequence[str]] | None = None) -> ConstructionResult:
+                       page_aliases: Mapping[str, Sequence[str]] | None = None,
+                       on_candidate: Callable[[int, int, int], None] | None = None) -> ConstructionResult:
     """Turn single-hop triples into hint-free multi-hop questions (see the module docstring).
 
     Triples are de-duplicated (same ``(v0, vn)`` pair or same question key:
@@ -158,7 +159,8 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
     ``duplicate``, ``page_not_in_graph``, ``no_direct_link``,
     ``no_alternative_path``, ``too_short``, ``too_long``,
     ``no_textual_hop_evidence``, ``no_clean_hop_statement``, ``chain_broken`` and each
-    validator's reasons.
+    validator's reasons. ``on_candidate(considered, candidates, accepted)`` is
+    called after each candidate, so a caller can show progress on long builds.
     """
     config = config or ConstructionConfig()
     if config.max_hops < config.min_hops:
@@ -195,6 +197,8 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
             rejected[outcome] += 1
         else:
             accepted.append(outcome)
+        if on_candidate is not None:
+            on_candidate(considered, len(unique), len(accepted))
     hops = Counter(len(q.path) - 1 for q in accepted)
     return ConstructionResult(accepted, dict(sorted(rejected.items())), dict(sorted(hops.items())), considered,
                               [v.name for v in validators])
@@ -277,7 +281,8 @@ class BuiltRelease(NamedTuple):
 
 
 def build_demo_release(out_dir: str | Path, *, seed: int = 0, config: ConstructionConfig | None = None,
-                       overwrite: bool = False) -> BuiltRelease:
+                       overwrite: bool = False,
+                       on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
     """Generate the demo world (``seed``), construct its hint-free questions and write the release."""
     from aethersearch.construct.chain_semantics import demo_chain_validator
     from aethersearch.construct.release_writer import write_hintfree_release
@@ -296,7 +301,7 @@ def build_demo_release(out_dir: str | Path, *, seed: int = 0, config: Constructi
     validators: list[ChainValidator] = [RuleBasedValidator(pages, require_grounding=config.require_grounding),
                   demo_chain_validator(world)]
     result = construct_hintfree(triples.triples, graph, pages, config=config, page_aliases=triples.page_aliases,
-                                validators=validators)
+                                validators=validators, on_candidate=on_candidate)
     path = write_hintfree_release(
         result, out_dir, name="webdetective_demo", source_dataset="webdetective-demo", config=config,
         corpus={"kind": "demo-world", "seed": seed, "documents": len(world.documents),
@@ -320,7 +325,8 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
                               documents: Sequence[Document] | None = None,
                               seeds_root: str | Path | None = None,
                               validators: Sequence[ChainValidator] | None = None,
-                              screen: Any | None = None) -> BuiltRelease:
+                              screen: Any | None = None,
+                              on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
     """Real Wikispeedia pages + real seed questions -> a hint-free release (WebDetective's construction).
 
     ``data_dir`` is ../shared/data/wikispeedia; ``seeds_root`` (default: its
@@ -353,7 +359,7 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
     graph = LinkGraph.from_documents(documents)
     used = list(validators) if validators is not None else [
         RuleBasedValidator(pages, require_grounding=config.require_grounding)]
-    result = construct_hintfree(seeds.triples, graph, pages, config=config, validators=used)
+    result = construct_hintfree(seeds.triples, graph, pages, config=config, validators=used, on_candidate=on_candidate)
     rejected = dict(sorted({**{f"seed_{k}": v for k, v in seeds.rejected.items()}, **result.rejected}.items()))
     result = result._replace(rejected=rejected)
     screened = screen(result.questions) if screen is not None else None
