@@ -198,3 +198,11 @@ def test_strict_refuses_missing_questions_and_accepts_a_clean_run(tmp_path: Path
         score_run(partial, release, strict=True)
     clean = write_run(tmp_path / "clean", rows, {r.id for r in rows})
     assert score_run(clean, release, strict=True).errors.unscored == 0
+
+
+def test_reading_scores_of_a_missing_run_directory_says_it_is_missing(tmp_path: Path) -> None:
+    from aethersearch.errors import DataError
+    from aethersearch.scoring.scores_file import read_scores
+
+    with pytest.raises(DataError, match="no such run directory"):
+        read_scores(tmp_path / "nope")

@@ -256,6 +256,9 @@ def read_scores(run_dir: str | Path) -> Scores:
     """
     run_dir = Path(run_dir)
     path = run_dir / SCORES_FILE
+    if not run_dir.is_dir():
+        raise DataError(run_dir, "no such run directory",
+                        fix="check the path; a run directory is what `aether run --out DIR` wrote")
     if not path.is_file():
         raise DataError(path, "run has not been scored", fix=f"run `aether score {run_dir} --release <release dir>` first")
     try:
