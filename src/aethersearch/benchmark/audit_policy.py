@@ -82,26 +82,28 @@ def _similar(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a) or fuzz.ratio(a, b) >= 70
 
 
+def _versus(pair: tuple[set[str], set[str]]) -> str:
+    """``(a, b vs c)``: what only the selected and only the training question have ('-' for nothing)."""
+    return f"({', '.join(sorted(pair[0])) or '-'} vs {', '.join(sorted(pair[1])) or '-'})"
+
+
 def auto_decide(selected: str, training: str) -> PolicyDecision:
     """Decide one flagged pair by the conservative policy (see the module docstring)."""
     mine, theirs = _tokens(selected), _tokens(training)
     only_mine, only_theirs = mine - theirs, theirs - mine
     numbers = ({t for t in only_mine if _NUMBER.match(t)}, {t for t in only_theirs if _NUMBER.match(t)})
     if numbers[0] and numbers[1] or (numbers[0] or numbers[1]) and (only_mine and only_theirs):
-        return PolicyDecision("retain", f"{POLICY_NAME}: different years/numbers "
-                              f"({', '.join(sorted(numbers[0])) or '-'} vs {', '.join(sorted(numbers[1])) or '-'})")
+        return PolicyDecision("retain", f"{POLICY_NAME}: different years/numbers " + _versus(numbers))
     slots = (only_mine & ANSWER_SLOTS, only_theirs & ANSWER_SLOTS)
     if slots[0] or slots[1]:
-        return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot "
-                              f"({', '.join(sorted(slots[0])) or '-'} vs {', '.join(sorted(slots[1])) or '-'})")
+        return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot " + _versus(slots))
     kinds = (_answer_type(selected), _answer_type(training))
     if kinds[0] and kinds[0] not in theirs or kinds[1] and kinds[1] not in mine:
         return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot (asks for "
                               f"{kinds[0] or '-'} vs {kinds[1] or '-'})")
     targets = (only_mine & REASONING, only_theirs & REASONING)
     if targets[0] or targets[1]:
-        return PolicyDecision("retain", f"{POLICY_NAME}: different reasoning target "
-                              f"({', '.join(sorted(targets[0])) or '-'} vs {', '.join(sorted(targets[1])) or '-'})")
+        return PolicyDecision("retain", f"{POLICY_NAME}: different reasoning target " + _versus(targets))
     content = (only_mine - STOPWORDS, only_theirs - STOPWORDS)
     # every word only the selected question has is a named entity, replaced by one to three words
     substitution = bool(content[0]) and content[0] <= _proper_nouns(selected) and 0 < len(content[1]) <= 3
