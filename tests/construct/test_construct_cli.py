@@ -76,3 +76,19 @@ def test_construct_reports_progress_per_candidate_when_redirected(tmp_path: Path
     lines = [line for line in proc.stderr.splitlines() if line.startswith("construct:")]
     assert lines, proc.stderr
     assert "candidates" in lines[-1] and "accepted 10" in lines[-1]
+
+
+@pytest.mark.realdata
+def test_a_dead_validator_endpoint_fails_the_real_build_loudly_and_writes_nothing(tmp_path: Path) -> None:
+    """The LLM validator's endpoint is down: exit non-zero, name the candidate and the option, no release."""
+    from tests.conftest import require_shared
+
+    data = require_shared("wikispeedia/plaintext_articles.tar.gz").parent
+    out = tmp_path / "rel"
+    proc = subprocess.run([sys.executable, "-m", "aethersearch.cli", "construct", "wikispeedia", str(data),
+                           "-o", str(out), "--max-questions", "3", "--validator-endpoint",
+                           f"http://127.0.0.1:{_free_port()}/v1", "--validator-model", "m"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0, proc.stdout
+    assert "LLM chain validator endpoint" in proc.stderr and "failed at candidate" in proc.stderr, proc.stderr
+    assert "--validator-endpoint" in proc.stderr and not out.exists()

@@ -6,11 +6,19 @@ import pytest
 
 from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree, hop_statement
-from aethersearch.construct.llm_checks import LLMChainValidator, parametric_screen, screen_counts
+from aethersearch.construct.llm_checks import (
+    INVALID_REASON,
+    UNPARSEABLE_REASON,
+    LLMChainValidator,
+    parametric_screen,
+    parse_verdict,
+    screen_counts,
+)
 from aethersearch.construct.seeds import SeedQuestion, TitleIndex, read_seed_questions, resolve_seeds
 from aethersearch.construct.triples import QATriple
 from aethersearch.construct.validate import RuleBasedValidator
 from aethersearch.corpus.graph import LinkGraph
+from aethersearch.errors import EndpointError
 from aethersearch.records import Document
 from tests.conftest import SHARED_DATA
 
@@ -87,6 +95,36 @@ def test_equal_shortest_paths_are_chosen_by_seed_reproducibly_with_alternatives_
     assert len(set(chosen.values())) > 1  # not always the alphabetically first
 
 
+def test_the_seeded_choice_ranges_over_all_equal_shortest_paths_not_the_first_sixteen() -> None:
+    mids = [f"m{i:02d}" for i in range(1, 41)]
+    docs = [Document(id="s", title="Sorel", links=["t", *mids],
+                     text="Sorel was born in Tarn. " + " ".join(f"Sorel once visited the town of Mid{m[1:]}."
+                                                                 for m in mids))]
+    docs += [Document(id=m, title=f"Mid{m[1:]}", links=["t"], text=f"Mid{m[1:]} lies on the road to Tarn.")
+             for m in mids]
+    docs += [Document(id="t", title="Tarn", links=[], text="Tarn is a city.")]
+    pages, graph = {d.id: d for d in docs}, LinkGraph.from_documents(docs)
+    chosen = set()
+    for seed in range(40):
+        q = construct_hintfree([_triple("a")], graph, pages,
+                               config=ConstructionConfig(seed=seed, require_grounding=False)).questions[0]
+        assert q.equal_paths == 40 and not q.equal_paths_capped and len(q.alternatives) == 8
+        chosen.add(q.path[1])
+    assert max(chosen) > "m16"  # index order is alphabetical: a cap of 16 would never pick m17..m40
+
+
+def test_unlinked_seed_pairs_only_when_asked_and_marked() -> None:
+    pages, graph, triples = _diamonds(1)
+    docs = [d if d.id != "s0" else d.model_copy(update={"links": ["m0"], "text": "Sorel0 once visited the town of Mid0."})
+            for d in pages.values()]
+    pages, graph = {d.id: d for d in docs}, LinkGraph.from_documents(docs)
+    config = ConstructionConfig(require_grounding=False)
+    assert construct_hintfree(triples, graph, pages, config=config).rejected == {"no_direct_link": 1}
+    q = construct_hintfree(triples, graph, pages, config=config.model_copy(update={"allow_unlinked": True})
+                           ).questions[0]
+    assert q.path == ["s0", "m0", "t0"] and not q.direct_link
+
+
 def test_hop_statements_are_prose_and_never_name_the_final_answer_early() -> None:
     page = Document(id="p", title="P", text="Tarn, Mid1, Mid2, Mid3, Mid4, Mid5 and more. Mid1 is near Tarn. "
                                             "People of Mid1 are many.")
@@ -98,7 +136,7 @@ def test_hop_statements_are_prose_and_never_name_the_final_answer_early() -> Non
 def _judge(request: ScriptedRequest) -> Reply:
     text = request.text
     if "Answer the question" in text:
-        return Reply("Tarn" if "Sorel" in text else "no idea")
+        return Reply("Sorel was born in Tarn." if "Sorel" in text else "no idea")
     return Reply("VALID: each hop is needed" if "Mid1" in text else "INVALID: shortcut")
 
 
@@ -112,14 +150,72 @@ def test_llm_chain_validator_and_parametric_screen_over_an_openai_compatible_end
                    for seed in range(8)]
         kept = [r for r in results if r.questions]
         assert kept and all(r.questions[0].path[1] == "m1" for r in kept)  # only the chain it called VALID
-        assert all(r.rejected == {"llm_rejected": 1} for r in results if not r.questions)
+        assert all(r.rejected == {INVALID_REASON: 1} for r in results if not r.questions)
+        assert validator.records["a"]["verdict"] in ("valid", "invalid")
         screen = parametric_screen(kept[0].questions, server.url, "scripted")
-        assert screen["a"]["screened"] and screen["a"]["answered_correctly"]  # answerable without search: recorded
-        assert screen_counts(screen) == {"screened": 1, "answered_without_search": 1, "errors": 0}
-    broken = LLMChainValidator(pages, "http://127.0.0.1:9", "m", timeout_s=0.5)
-    failed = construct_hintfree([_triple("a")], graph, pages, validators=[broken],
-                                config=ConstructionConfig(require_grounding=False))
-    assert failed.rejected == {"llm_error": 1}  # never kept unchecked
+        # "Sorel was born in Tarn." is no exact match, but it does name the answer: recorded as answered
+        assert screen["a"]["screened"] and screen["a"]["answered_without_search"]
+        assert not screen["a"]["exact_match"] and screen["a"]["cover_match"]
+        counts = screen_counts(screen)
+        assert (counts["screened"], counts["answered_without_search"], counts["exact_match"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize(("reply", "verdict"), [
+    ("VALID: each hop is needed", "VALID"), ("**Invalid** - shortcut", "INVALID"), ("valid.", "VALID"),
+    ("The chain is not VALID", None), ("Not valid", None), ("INVALIDATED", None), ("", None),
+    ("The answer is not always a direct step from the question's subject to the answer.", None),
+])
+def test_only_a_first_word_verdict_counts(reply: str, verdict: str | None) -> None:
+    assert parse_verdict(reply) == verdict
+
+
+def _diamonds(k: int) -> tuple[dict[str, Document], LinkGraph, list[QATriple]]:
+    """``k`` disjoint copies of the diamond (subject s<i>, answer t<i>, one two-hop route), one triple each."""
+    docs = []
+    triples = []
+    for i in range(k):
+        docs += [Document(id=f"s{i}", title=f"Sorel{i}", links=[f"t{i}", f"m{i}"],
+                          text=f"Sorel{i} was born in Tarn{i}. Sorel{i} once visited the town of Mid{i}."),
+                 Document(id=f"m{i}", title=f"Mid{i}", links=[f"t{i}"], text=f"Mid{i} lies on the road to Tarn{i}."),
+                 Document(id=f"t{i}", title=f"Tarn{i}", links=[], text=f"Tarn{i} is a city.")]
+        triples.append(QATriple(id=f"q{i}", question=f"Where was Sorel{i} born?", answers=[f"Tarn{i}"],
+                                subject=f"s{i}", answer_page=f"t{i}", relation="born_in", source_dataset="x",
+                                source_split="x", source_id=f"q{i}", source_row_number=i, source_file="x"))
+    return {d.id: d for d in docs}, LinkGraph.from_documents(docs), triples
+
+
+def test_garbled_replies_are_recorded_as_unparseable_never_as_a_pass() -> None:
+    pages, graph, triples = _diamonds(4)
+    replies = iter(["VALID because", "The chain is valid.", "Not VALID", ""])
+    with ScriptedServer(lambda request: Reply(next(replies)), key=None) as server:
+        validator = LLMChainValidator(pages, server.url, "scripted")
+        result = construct_hintfree(triples, graph, pages, validators=[validator],
+                                    config=ConstructionConfig(require_grounding=False))
+    assert len(result.questions) == 1 and result.rejected == {UNPARSEABLE_REASON: 3}
+    assert sorted(r["verdict"] for r in validator.records.values()) == ["unparseable"] * 3 + ["valid"]
+    assert validator.counts()["unparseable"] == 3 and validator.counts()["judged"] == 4
+
+
+def test_an_endpoint_that_dies_mid_build_stops_it_loudly() -> None:
+    pages, graph, triples = _diamonds(5)
+    server = ScriptedServer(lambda request: Reply("VALID"), key=None).start()
+    validator = LLMChainValidator(pages, server.url, "scripted", timeout_s=2.0, backoff_s=0.01)
+
+    def die_after_two(considered: int, candidates: int, accepted: int) -> None:
+        if considered == 2:
+            server.stop()
+
+    try:
+        with pytest.raises(EndpointError, match=r"failed at candidate 'q\d' after 2 answered") as caught:
+            construct_hintfree(triples, graph, pages, validators=[validator], on_candidate=die_after_two,
+                               config=ConstructionConfig(require_grounding=False))
+    finally:
+        server.stop()
+    assert "--validator-endpoint" in str(caught.value) and len(validator.records) == 2
+    questions = construct_hintfree(triples[:1], graph, pages,
+                                   config=ConstructionConfig(require_grounding=False)).questions
+    with pytest.raises(EndpointError, match="parametric screen endpoint .* failed at question 'q0' after 0"):
+        parametric_screen(questions, "http://127.0.0.1:9", "m", timeout_s=0.5, backoff_s=0.01)
 
 
 @pytest.mark.realdata

@@ -32,11 +32,23 @@ def summary_table(built: Any) -> Table:
         table.add_row(f"  {hops}-hop", str(count))
     for reason, count in result.rejected.items():
         table.add_row(f"rejected: {escape(reason)}", str(count))
+    checks = getattr(built, "checks", {}) or {}
+    llm = checks.get("llm_validator")
+    if isinstance(llm, dict):
+        table.add_row(f"LLM validator ({escape(str(llm['model']))}, {escape(str(llm['policy']))}): judged",
+                      str(llm["judged"]))
+        for kind in ("valid", "invalid", "unparseable"):
+            table.add_row(f"  {kind}", str(llm[kind]))
+    screen = checks.get("parametric_screen")
+    if isinstance(screen, dict):
+        table.add_row("parametric screen: questions asked without search", str(screen["screened"]))
+        table.add_row("  answered without search (exact or cover match)", str(screen["answered_without_search"]))
+        table.add_row("  of which exact match", str(screen["exact_match"]))
     return table
 
 
 def _config(seed: int, min_hops: int, max_hops: int, max_questions: int | None, max_alternatives: int,
-            grounding: bool) -> Any:
+            grounding: bool, allow_unlinked: bool = False) -> Any:
     """The run's ConstructionConfig; an out-of-range option is a ConfigError naming it (never a traceback)."""
     from pydantic import ValidationError
 
@@ -45,7 +57,8 @@ def _config(seed: int, min_hops: int, max_hops: int, max_questions: int | None, 
 
     try:
         return ConstructionConfig(seed=seed, min_hops=min_hops, max_hops=max_hops, max_questions=max_questions,
-                                  max_alternatives=max_alternatives, require_grounding=grounding)
+                                  max_alternatives=max_alternatives, require_grounding=grounding,
+                                  allow_unlinked=allow_unlinked)
     except ValidationError as exc:
         problems = "; ".join(f"--{str(e['loc'][0]).replace('_', '-')} {e['input']!r}: {e['msg'].lower()}"
                              for e in exc.errors())
@@ -60,6 +73,15 @@ def _need(value: str | None, option: str) -> str:
 
         raise ConfigError(f"{option} is required with its endpoint option", fix=f"pass {option} NAME")
     return value
+
+
+def _policy(value: str) -> bool:
+    """``--validator-policy``: True to enforce the LLM's verdicts, False to only record them."""
+    if value not in ("enforce", "advisory"):
+        from aethersearch.errors import ConfigError
+
+        raise ConfigError(f"--validator-policy {value!r} is not a policy", fix="use enforce or advisory")
+    return value == "enforce"
 
 
 @contextlib.contextmanager
@@ -117,16 +139,28 @@ def register(app: typer.Typer) -> None:
         validator_endpoint: str | None = typer.Option(None, "--validator-endpoint",
                                                       help="OpenAI-compatible base URL: add the LLM chain validator"),
         validator_model: str | None = typer.Option(None, "--validator-model"),
+        validator_policy: str = typer.Option("enforce", "--validator-policy",
+                                             help="enforce: only a first-word VALID keeps a chain; advisory: "
+                                                  "record every verdict, reject nothing (for weak models)"),
         screen_endpoint: str | None = typer.Option(None, "--screen-endpoint",
                                                    help="OpenAI-compatible base URL: run the parametric screen"),
         screen_model: str | None = typer.Option(None, "--screen-model"),
         key_env: str | None = typer.Option(None, "--key-env", help="env var holding the endpoints' API key"),
+        unlinked: bool = typer.Option(False, "--unlinked-seeds/--linked-seeds-only",
+                                      help="also use seed pairs whose subject page does not link the answer "
+                                           "(shortest path as is; rows record direct_link null)"),
     ) -> None:
-        """Construct hint-free questions on real Wikispeedia pages from real single-hop seed questions."""
+        """Construct hint-free questions on real Wikispeedia pages from real single-hop seed questions.
+
+        With --validator-endpoint every candidate that passes the rule-based
+        validator is judged by the model (verdicts in llm_verdicts.jsonl); with
+        --screen-endpoint every accepted question is asked without search. A
+        dead endpoint stops the build with a non-zero exit and writes nothing.
+        """
         from aethersearch.construct.hintfree import build_wikispeedia_release
         from aethersearch.corpus.importers import iter_wikispeedia, wikispeedia_paths
 
-        config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding)
+        config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked)
         documents = list(iter_wikispeedia(*wikispeedia_paths(data)))
         validators: list[Any] | None = None
         if validator_endpoint is not None:
@@ -136,7 +170,7 @@ def register(app: typer.Typer) -> None:
             pages = {doc.id: doc for doc in documents}
             validators = [RuleBasedValidator(pages, require_grounding=grounding),
                           LLMChainValidator(pages, validator_endpoint, _need(validator_model, "--validator-model"),
-                                            api_key_env=key_env)]
+                                            api_key_env=key_env, enforce=_policy(validator_policy))]
         screen = None
         if screen_endpoint is not None:
             from aethersearch.construct.llm_checks import parametric_screen
@@ -145,7 +179,11 @@ def register(app: typer.Typer) -> None:
             url = screen_endpoint
 
             def screen(questions: Any) -> Any:
-                return parametric_screen(questions, url, model, api_key_env=key_env)
+                from aethersearch.commands.progress import progress
+
+                with progress("parametric screen", unit=" questions") as update:
+                    return parametric_screen(questions, url, model, api_key_env=key_env,
+                                             on_question=lambda done, total: update(done, total))
 
         with construction_progress() as on_candidate:
             built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,

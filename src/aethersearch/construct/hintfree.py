@@ -5,7 +5,10 @@ answer is page ``vn``, linked directly -- the construction
 
 1. removes the direct link ``v0 -> vn`` and finds the shortest remaining paths
    ``v0 -> v1 -> ... -> vn`` in the hyperlink graph (bidirectional BFS, then
-   enumeration of up to ``max_alternatives + 1`` shortest paths);
+   enumeration of all equal shortest paths, up to :data:`PATH_LIMIT`); a seed
+   pair without a direct link is rejected (``no_direct_link``) unless
+   ``allow_unlinked`` is set, in which case its shortest path is used as is
+   and the row records that nothing was removed;
 2. keeps paths of ``min_hops..max_hops`` hops and tries the equal shortest
    paths in a seeded order per question (``random.Random(f"{seed}:{id}")``,
    reproducible, not alphabetical), taking the first whose every hop is stated
@@ -37,7 +40,6 @@ questions resolved to ``(q, v0, vn)``; the question text is the seed's).
 from __future__ import annotations
 
 import random
-import re
 from itertools import pairwise
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -46,6 +48,8 @@ from typing import Any, NamedTuple
 
 from pydantic import Field
 
+from aethersearch.construct.statements import hop_statement
+from aethersearch.construct.statements import mention_pattern as _mention
 from aethersearch.construct.triples import QATriple, TripleSet
 from aethersearch.construct.validate import Candidate, ChainValidator, RuleBasedValidator
 from aethersearch.corpus.graph import LinkGraph
@@ -64,6 +68,9 @@ class ConstructionConfig(Record):
     max_questions: int | None = Field(default=None, ge=1)
     seed: int = 0
     require_grounding: bool = True
+    #: also build from seed pairs whose subject page does *not* link the answer (nothing to remove: their
+    #: shortest path is used as is, and the row says so); off by default -- the paper starts from linked pairs
+    allow_unlinked: bool = False
 
 
 class ConstructedQuestion(NamedTuple):
@@ -76,6 +83,8 @@ class ConstructedQuestion(NamedTuple):
     mask: ChainMask
     hop_questions: list[dict[str, Any]]
     equal_paths: int = 1
+    equal_paths_capped: bool = False  # more than PATH_LIMIT equal shortest paths: equal_paths is a lower bound
+    direct_link: bool = True  # False: an unlinked seed pair (ConstructionConfig.allow_unlinked), nothing removed
 
 
 class ConstructionResult(NamedTuple):
@@ -92,44 +101,10 @@ def _title_terms(doc: Document, aliases: Mapping[str, Sequence[str]]) -> list[st
     return list(dict.fromkeys([doc.title, *aliases.get(doc.id, ())]))
 
 
-def _mention(terms: Sequence[str]) -> re.Pattern[str]:
-    body = "|".join(re.escape(t) for t in sorted(set(terms), key=lambda t: (-len(t), t)))
-    return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE)
-
-
-def _sentence_with(text: str, pattern: re.Pattern[str]) -> tuple[str, re.Match[str]] | None:
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
-        match = pattern.search(sentence)
-        if match:
-            return sentence.strip(), match
-    return None
-
-
-_LIST_DUMP = re.compile(r"(?:[^,;]*[,;]){4,}")  # four or more separators: a list, not a statement
-MAX_STATEMENT_WORDS = 45
-
-
-def hop_statement(source: Document, terms: Sequence[str], final_answers: Sequence[str] = ()) -> str | None:
-    """The sentence of ``source`` that states its hop to a page mentioned as ``terms``, or None.
-
-    The shortest prose sentence naming the target: at least 4 and at most
-    :data:`MAX_STATEMENT_WORDS` words, not a list dump (``_LIST_DUMP``), and --
-    for a hop before the last -- not naming the final answer, so its
-    sub-question cannot give the question away.
-    """
-    target = _mention(terms)
-    final = _mention(final_answers) if final_answers else None
-    best: str | None = None
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", source.text):
-        sentence = sentence.strip()
-        words = len(sentence.split())
-        if not target.search(sentence) or not 4 <= words <= MAX_STATEMENT_WORDS or _LIST_DUMP.match(sentence):
-            continue
-        if final is not None and final.search(sentence):
-            continue
-        if best is None or len(sentence) < len(best):
-            best = sentence
-    return best
+#: Equal shortest paths enumerated per question. The seeded choice is uniform over all of them as long as
+#: there are fewer (on the real Wikispeedia seeds at most 98 with the direct link removed); a smaller cap
+#: would make the choice among the first paths in index (= alphabetical) order, the bias this replaced.
+PATH_LIMIT = 10_000
 
 
 def _hop_question(source: Document, target: Document, terms: Sequence[str],
@@ -211,39 +186,63 @@ def _construct_one(triple: QATriple, graph: LinkGraph, pages: Mapping[str, Docum
             or triple.answer_page not in pages or triple.subject == triple.answer_page:
         return "page_not_in_graph"
     v0, vn = graph.index_of(triple.subject), graph.index_of(triple.answer_page)
-    if not graph.has_edge(v0, vn):
+    linked = graph.has_edge(v0, vn)
+    if not linked and not config.allow_unlinked:
         return "no_direct_link"
-    removed = (v0, vn)
+    removed = (v0, vn) if linked else None
     hops = graph.distance(v0, vn, removed_edge=removed, max_depth=config.max_hops)
     if hops < 0:
         return "too_long" if graph.distance(v0, vn, removed_edge=removed) > 0 else "no_alternative_path"
     if hops < config.min_hops:
         return "too_short"
-    enumerated = graph.shortest_paths(v0, vn, removed_edge=removed, limit=max(16, config.max_alternatives + 1))
+    enumerated = graph.shortest_paths(v0, vn, removed_edge=removed, limit=PATH_LIMIT)
     paths = sorted(graph.page_path(p) for p in enumerated)
     # equal shortest paths are tried in a seeded order (per question), not alphabetically: the first
     # readable one is the chain, the others are recorded as its alternatives
     order = list(paths)
     random.Random(f"{config.seed}:{triple.id}").shuffle(order)
-    terms = {page: _title_terms(pages[page], aliases) for path in paths for page in path}
+    terms: dict[str, list[str]] = {}
     chosen: list[str] | None = None
     mask: ChainMask | None = None
     statements: list[str] = []
     stated = clean = False
+    mentions: dict[tuple[str, str], bool] = {}
+    found_statements: dict[tuple[str, str, bool], str | None] = {}
+
+    def page_terms(page: str) -> list[str]:
+        if page not in terms:
+            terms[page] = _title_terms(pages[page], aliases)
+        return terms[page]
+
+    def mentioned(a: str, b: str) -> bool:
+        if (a, b) not in mentions:
+            mentions[(a, b)] = bool(_mention(page_terms(b)).search(pages[a].text))
+        return mentions[(a, b)]
+
+    def statement(a: str, b: str, last: bool) -> str | None:
+        if (a, b, last) not in found_statements:
+            found_statements[(a, b, last)] = hop_statement(pages[a], page_terms(b), () if last else triple.answers)
+        return found_statements[(a, b, last)]
+
     for path in order:
-        if not all(_mention(terms[b]).search(pages[a].text) for a, b in pairwise(path)):
+        if not all(mentioned(a, b) for a, b in pairwise(path)):
             continue
         stated = True
-        found = [hop_statement(pages[a], terms[b], triple.answers if b != path[-1] else ())
-                 for a, b in pairwise(path)]
+        found = [statement(a, b, b == path[-1]) for a, b in pairwise(path)]
         if any(f is None for f in found):
             continue
         clean = True
-        hidden = {page: list(terms[page]) for page in path[1:]}
+        hidden = {page: list(page_terms(page)) for page in path[1:]}
         hidden[path[-1]] = list(dict.fromkeys([*hidden[path[-1]], *triple.answers]))
         candidate_mask = ChainMask(path, hidden)
-        if _followable(path, candidate_mask, pages):
-            chosen, mask, statements = path, candidate_mask, [f for f in found if f is not None]
+        if not _followable(path, candidate_mask, pages):
+            continue
+        # the statements as the sandbox serves them: the mask may withhold a raw page's sentence (one that
+        # also names a later chain node), and a hop sub-question must quote what an agent can read
+        served = [hop_statement(candidate_mask.render(pages[a]), page_terms(b), () if b == path[-1] else triple.answers)
+                  for a, b in pairwise(path)]
+        if all(served):
+            chosen, mask, statements = path, candidate_mask, [f for f in served if f is not None]
             break
     if chosen is None or mask is None:
         return "chain_broken" if clean else "no_clean_hop_statement" if stated else "no_textual_hop_evidence"
@@ -254,10 +253,12 @@ def _construct_one(triple: QATriple, graph: LinkGraph, pages: Mapping[str, Docum
         verdict = validator.validate(candidate)
         if not verdict.ok:
             return verdict.reason or f"rejected_by_{validator.name}"
-    hop_questions = [_hop_question(pages[a], pages[b], terms[b], by_pair, st)
+    hop_questions = [_hop_question(pages[a], pages[b], page_terms(b), by_pair, st)
                      for (a, b), st in zip(pairwise(chosen), statements, strict=True)]
-    truncated = len(enumerated) >= max(16, config.max_alternatives + 1) or len(others) > config.max_alternatives
-    return ConstructedQuestion(triple, chosen, alternatives, truncated, mask, hop_questions, len(paths))
+    capped = len(enumerated) >= PATH_LIMIT
+    truncated = capped or len(others) > config.max_alternatives
+    return ConstructedQuestion(triple, chosen, alternatives, truncated, mask, hop_questions, len(paths), capped,
+                               linked)
 
 
 def _followable(path: Sequence[str], mask: ChainMask, pages: Mapping[str, Document]) -> bool:
@@ -273,11 +274,38 @@ def _followable(path: Sequence[str], mask: ChainMask, pages: Mapping[str, Docume
 
 
 class BuiltRelease(NamedTuple):
-    """A written release and the construction result behind it."""
+    """A written release, the construction result behind it, and the model checks' summaries (if run)."""
 
     path: Path
     result: ConstructionResult
     triples: TripleSet
+    checks: dict[str, Any] = {}
+
+
+def seed_pair_distances(triples: Iterable[QATriple], graph: LinkGraph) -> dict[str, Any]:
+    """What the graph permits: hop distance of every distinct resolved seed pair ``(v0, vn)``.
+
+    ``direct_link_removed``: pairs whose ``v0`` links ``vn``, distance with
+    that link removed (the paper's construction); ``no_direct_link``: the
+    other pairs, distance as is (``-1``: unreachable). Counted before any
+    text check, so it bounds the hop distribution any validator can keep.
+    """
+    linked: Counter[int] = Counter()
+    unlinked: Counter[int] = Counter()
+    seen: set[tuple[str, str]] = set()
+    for t in triples:
+        pair = (t.subject, t.answer_page)
+        if pair in seen or t.subject not in graph or t.answer_page not in graph or t.subject == t.answer_page:
+            continue
+        seen.add(pair)
+        v0, vn = graph.index_of(t.subject), graph.index_of(t.answer_page)
+        if graph.has_edge(v0, vn):
+            linked[graph.distance(v0, vn, removed_edge=(v0, vn))] += 1
+        else:
+            unlinked[graph.distance(v0, vn)] += 1
+    return {"pairs": len(seen),
+            "direct_link_removed": {str(k): v for k, v in sorted(linked.items())},
+            "no_direct_link": {str(k): v for k, v in sorted(unlinked.items())}}
 
 
 def build_demo_release(out_dir: str | Path, *, seed: int = 0, config: ConstructionConfig | None = None,
@@ -365,16 +393,34 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
     screened = screen(result.questions) if screen is not None else None
     accepted = {q.triple.id for q in result.questions}
     review = [{**row, "accepted": row["triple_id"] in accepted} for row in seeds.review]
+    checks: dict[str, Any] = {}
+    extra_files = {"seed_review.jsonl": encode_jsonl(review)}
+    llm_verdicts: dict[str, dict[str, Any]] | None = None
+    for validator in used:
+        records = getattr(validator, "records", None)
+        if isinstance(records, dict) and hasattr(validator, "counts"):
+            llm_verdicts = records
+            checks["llm_validator"] = {**validator.counts(), "file": "llm_verdicts.jsonl"}
+            extra_files["llm_verdicts.jsonl"] = encode_jsonl(
+                [{**r, "accepted": tid in accepted} for tid, r in records.items()])
+    checks["parametric_screen"] = screen_counts(screened) if screened is not None else "not run"
+    if "llm_validator" not in checks:
+        checks["llm_validator"] = "not run"
     stats: dict[str, Any] = {"seed_files": read, "seed_questions": len(questions), "resolved": len(seeds.triples),
                              "match_rule": MATCH_RULE,
-                             "path_choice": "seeded shuffle of the equal shortest paths per question "
-                                            "(random.Random(f'{seed}:{triple id}')); first readable wins",
-                             "parametric_screen": screen_counts(screened) if screened is not None else "not run"}
+                             "path_choice": "seeded shuffle of all equal shortest paths per question (up to "
+                                            f"{PATH_LIMIT}; random.Random(f'{{seed}}:{{triple id}}')); first "
+                                            "readable wins, the others are the recorded alternatives",
+                             "seed_pair_distances": seed_pair_distances(seeds.triples, graph),
+                             "seed_pair_distances_note": "hop distance of each distinct resolved seed pair before "
+                                                         "any text check: what the graph permits",
+                             **checks}
     path = write_hintfree_release(
         result, out_dir, name="webdetective_wikispeedia", source_dataset="wikispeedia",
         config=config, corpus={"kind": "wikispeedia", "articles": str(articles.name), "documents": len(documents),
                                "corpus_hash": corpus_hash(documents)},
         graph=graph, triple_stats=stats, overwrite=overwrite, per_source=True, screen=screened,
-        extra_files={"seed_review.jsonl": encode_jsonl(review)},
+        llm_verdicts=llm_verdicts, extra_files=extra_files,
     )
-    return BuiltRelease(path, result, TripleSet(seeds.triples, {}, {"resolved": len(seeds.triples)}))
+    return BuiltRelease(path, result, TripleSet(seeds.triples, {}, {"resolved": len(seeds.triples)}),
+                        {**checks, "seed_pair_distances": stats["seed_pair_distances"]})

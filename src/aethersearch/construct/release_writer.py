@@ -46,13 +46,15 @@ def graph_hash(graph: LinkGraph) -> str:
 
 
 def release_rows(result: ConstructionResult, *, name: str, source_dataset: str, per_source: bool = False,
-                 screen: Mapping[str, dict[str, Any]] | None = None
+                 screen: Mapping[str, dict[str, Any]] | None = None,
+                 llm_verdicts: Mapping[str, dict[str, Any]] | None = None
                  ) -> tuple[list[EvalRow], list[DiagnosticsRow]]:
     """Eval and diagnostics rows, ids ``<name>_0001...`` in construction order.
 
     ``per_source``: label each row ``<source_dataset>-<its seed dataset>`` (seed
     questions from several real datasets keep their provenance per dataset).
     ``screen``: triple id -> parametric-screen record (``extra["parametric_screen"]``).
+    ``llm_verdicts``: triple id -> the LLM validator's record (``extra["llm_verdict"]``: verdict and reply).
     """
     eval_rows: list[EvalRow] = []
     diagnostics: list[DiagnosticsRow] = []
@@ -63,6 +65,9 @@ def release_rows(result: ConstructionResult, *, name: str, source_dataset: str, 
         extra: dict[str, Any] = {}
         if screen is not None:
             extra["parametric_screen"] = screen.get(t.id, {"screened": False})
+        if llm_verdicts is not None:
+            record = llm_verdicts.get(t.id)
+            extra["llm_verdict"] = {"verdict": record["verdict"], "reply": record["reply"]} if record else None
         eval_rows.append(EvalRow(
             id=qid, question=t.question, answers=list(t.answers), source_dataset=label,
             source_split=t.source_split, source_id=t.source_id, source_row_number=t.source_row_number,
@@ -72,9 +77,12 @@ def release_rows(result: ConstructionResult, *, name: str, source_dataset: str, 
             id=qid, source_dataset=label, question_type=t.relation, path=list(q.path),
             hops=len(q.path) - 1, alternative_paths=[list(p) for p in q.alternatives], evidence=list(q.path[:-1]),
             hop_questions=q.hop_questions,
-            extra={"mask": q.mask.to_json(), "triple_id": t.id, "direct_link": [q.path[0], q.path[-1]],
+            extra={"mask": q.mask.to_json(), "triple_id": t.id,
+                   # None: an unlinked seed pair (allow_unlinked) -- v0 never linked vn, nothing was removed
+                   "direct_link": [q.path[0], q.path[-1]] if q.direct_link else None,
                    "direct_evidence": t.evidence, "alternative_paths_truncated": q.alternatives_truncated,
-                   "equal_shortest_paths": q.equal_paths, "validators": result.validators, **extra},
+                   "equal_shortest_paths": q.equal_paths, "equal_shortest_paths_capped": q.equal_paths_capped,
+                   "validators": result.validators, **extra},
         ))
     return eval_rows, diagnostics
 
@@ -95,6 +103,7 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
                            config: ConstructionConfig, corpus: dict[str, Any], graph: LinkGraph,
                            triple_stats: dict[str, Any] | None = None, overwrite: bool = False,
                            per_source: bool = False, screen: Mapping[str, dict[str, Any]] | None = None,
+                           llm_verdicts: Mapping[str, dict[str, Any]] | None = None,
                            extra_files: Mapping[str, bytes] | None = None) -> Path:
     """Write the release for ``result`` into ``out_dir`` (refusing a non-empty one unless ``overwrite``).
 
@@ -114,7 +123,7 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
             raise ConfigError(f"{out} is not a release directory (no manifest.json); refusing to replace it",
                               fix="choose a new --out directory or remove it yourself")
     eval_rows, diagnostics = release_rows(result, name=name, source_dataset=source_dataset, per_source=per_source,
-                                          screen=screen)
+                                          screen=screen, llm_verdicts=llm_verdicts)
     files = encode_release_rows(eval_rows, diagnostics)
     files.update(extra_files or {})
     data_sha = sha256_bytes(files["eval.jsonl"])

@@ -32,6 +32,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from aethersearch.construct.statements import hop_statement
 from aethersearch.construct.triples import QATriple
 from aethersearch.records import Document
 from aethersearch.sandbox.mask import ChainMask, split_sentences
@@ -95,6 +96,10 @@ class RuleBasedValidator:
       page reachable without the chain (see the module docstring).
     * ``chain_broken`` -- some ``v_(i-1)``'s served page does not both link to
       and mention ``v_i``, so the chain could not be followed in the sandbox.
+    * ``no_served_hop_statement`` -- some ``v_(i-1)``'s served page has no
+      prose sentence naming ``v_i`` (``statements.hop_statement``: 4-45 words,
+      not a list dump, and before the last hop not naming the answer), so the
+      hop is linked but never *stated* to the agent.
     * ``ungrounded_chain`` (when ``require_grounding``) -- no chain page after
       ``v0`` mentions ``v0`` by title, so nothing along the chain ties the
       answer back to the question's subject.
@@ -193,6 +198,11 @@ class RuleBasedValidator:
             pattern = re.compile("|".join(rf"(?<!\w){re.escape(t)}(?!\w)" for t in terms), re.IGNORECASE)
             if target not in served.links or not pattern.search(f"{served.title}\n{served.text}"):
                 return Verdict(False, "chain_broken", f"page {source!r} does not show the link to {target!r}")
+            finals = () if target == path[-1] else triple.answers
+            if hop_statement(served, terms, finals) is None:
+                return Verdict(False, "no_served_hop_statement",
+                               f"no prose sentence on {source!r} as served names {target!r}"
+                               + ("" if not finals else " without naming the answer"))
         if self.require_grounding:
             subject = self.pages[v0].title
             pattern = re.compile(rf"(?<!\w){re.escape(subject)}(?!\w)", re.IGNORECASE)

@@ -1,0 +1,46 @@
+"""Hop statements: the prose sentence on page ``v(i-1)`` that states its hop to ``v(i)``.
+
+One job, shared by the construction (which picks a chain whose every hop has
+one), the rule-based validator (which checks the statement survives on the
+page *as the sandbox serves it*) and the LLM validator (which shows the
+statements to the model).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from aethersearch.records import Document
+
+_LIST_DUMP = re.compile(r"(?:[^,;]*[,;]){4,}")  # four or more separators: a list, not a statement
+MAX_STATEMENT_WORDS = 45
+
+
+def mention_pattern(terms: Sequence[str]) -> re.Pattern[str]:
+    """Any of ``terms`` as whole words, case-insensitive (longest first, so "New York City" beats "New York")."""
+    body = "|".join(re.escape(t) for t in sorted(set(terms), key=lambda t: (-len(t), t)))
+    return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE)
+
+
+def hop_statement(source: Document, terms: Sequence[str], final_answers: Sequence[str] = ()) -> str | None:
+    """The sentence of ``source`` that states its hop to a page mentioned as ``terms``, or None.
+
+    The shortest prose sentence naming the target: at least 4 and at most
+    :data:`MAX_STATEMENT_WORDS` words, not a list dump (``_LIST_DUMP``), and --
+    for a hop before the last -- not naming the final answer, so its
+    sub-question cannot give the question away.
+    """
+    target = mention_pattern(terms)
+    final = mention_pattern(final_answers) if final_answers else None
+    best: str | None = None
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", source.text):
+        sentence = sentence.strip()
+        words = len(sentence.split())
+        if not target.search(sentence) or not 4 <= words <= MAX_STATEMENT_WORDS or _LIST_DUMP.match(sentence):
+            continue
+        if final is not None and final.search(sentence):
+            continue
+        if best is None or len(sentence) < len(best):
+            best = sentence
+    return best
