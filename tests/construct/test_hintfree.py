@@ -19,6 +19,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from aethersearch.construct.hintfree import (ConstructionConfig, build_demo_release, build_wikispeedia_release,
                                              construct_hintfree)
+from aethersearch.construct.statements import hop_statement
 from aethersearch.construct.triples import QATriple
 from aethersearch.construct.validate import Candidate, RuleBasedValidator, Verdict
 from aethersearch.corpus.demo_world import generate_world
@@ -168,3 +169,15 @@ def test_real_wikispeedia_release_paths_are_shortest_paths(tmp_path: Path, wikis
         assert (seed["subject_page"], seed["answer_page"]) == (diag.path[0], diag.path[-1])
         assert diag.extra["equal_shortest_paths"] >= 1 + len(diag.alternative_paths) or \
             diag.extra["alternative_paths_truncated"]
+        # every hop is *stated* on the predecessor page as the sandbox serves it, not only linked
+        mask = ChainMask.from_json(diag.extra["mask"])
+        by_id = {d.id: d for d in documents}
+        for a, b in pairwise(diag.path):
+            finals = () if b == diag.path[-1] else row.answers
+            assert hop_statement(mask.render(by_id[a]), mask.hidden_terms[b], finals), (diag.id, a, b)
+        assert diag.extra["direct_link"] == [diag.path[0], diag.path[-1]]  # linked seeds only by default
+    distances = construction["triples"]["seed_pair_distances"]
+    linked = {int(k): v for k, v in distances["direct_link_removed"].items()}
+    assert sum(linked.values()) + sum(distances["no_direct_link"].values()) == distances["pairs"]
+    assert set(construction["hop_distribution"]) <= {str(k) for k in linked}  # the graph bounds what is kept
+    assert construction["triples"]["llm_validator"] == construction["triples"]["parametric_screen"] == "not run"

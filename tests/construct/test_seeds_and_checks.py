@@ -131,6 +131,9 @@ def test_hop_statements_are_prose_and_never_name_the_final_answer_early() -> Non
     assert hop_statement(page, ["Mid1"], ["Tarn"]) == "People of Mid1 are many."
     assert hop_statement(page, ["Mid1"]) == "Mid1 is near Tarn."
     assert hop_statement(page, ["Mid9"]) is None
+    fragments = Document(id="q", title="Q", text="View over Mid1 Enlarge View over Mid1\n(Mid1 may be a twin town).\n"
+                                                  "near Mid1 and more.\nMount Mid1 in Tarn).")
+    assert hop_statement(fragments, ["Mid1"]) is None  # image captions and sentence fragments state nothing
 
 
 def _judge(request: ScriptedRequest) -> Reply:

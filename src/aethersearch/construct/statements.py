@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from aethersearch.records import Document
 
 _LIST_DUMP = re.compile(r"(?:[^,;]*[,;]){4,}")  # four or more separators: a list, not a statement
+#: Wikipedia-for-Schools image captions survive in the plain text as "<caption> Enlarge <caption>"
+_CAPTION = re.compile(r"(?<!\w)Enlarge(?!\w)")
 MAX_STATEMENT_WORDS = 45
+
+
+def is_prose(sentence: str) -> bool:
+    """A whole sentence, not a fragment: starts with a capital or digit, balanced parentheses, no caption."""
+    return bool(sentence) and (sentence[0].isupper() or sentence[0].isdigit()) \
+        and sentence.count("(") == sentence.count(")") and not _CAPTION.search(sentence)
 
 
 def mention_pattern(terms: Sequence[str]) -> re.Pattern[str]:
@@ -27,7 +35,8 @@ def hop_statement(source: Document, terms: Sequence[str], final_answers: Sequenc
     """The sentence of ``source`` that states its hop to a page mentioned as ``terms``, or None.
 
     The shortest prose sentence naming the target: at least 4 and at most
-    :data:`MAX_STATEMENT_WORDS` words, not a list dump (``_LIST_DUMP``), and --
+    :data:`MAX_STATEMENT_WORDS` words, not a list dump (``_LIST_DUMP``), not a
+    fragment or image caption (:func:`is_prose`), and --
     for a hop before the last -- not naming the final answer, so its
     sub-question cannot give the question away.
     """
@@ -37,7 +46,8 @@ def hop_statement(source: Document, terms: Sequence[str], final_answers: Sequenc
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", source.text):
         sentence = sentence.strip()
         words = len(sentence.split())
-        if not target.search(sentence) or not 4 <= words <= MAX_STATEMENT_WORDS or _LIST_DUMP.match(sentence):
+        if not target.search(sentence) or not 4 <= words <= MAX_STATEMENT_WORDS or _LIST_DUMP.match(sentence) \
+                or not is_prose(sentence):
             continue
         if final is not None and final.search(sentence):
             continue
