@@ -19,13 +19,15 @@ from scipy.sparse.csgraph import shortest_path
 
 from aethersearch.construct.hintfree import (ConstructionConfig, build_demo_release, build_wikispeedia_release,
                                              construct_hintfree)
+from aethersearch.benchmark.verify import verify_release
+from aethersearch.construct.release_writer import companion_path
 from aethersearch.construct.statements import hop_statement
 from aethersearch.construct.triples import QATriple
 from aethersearch.construct.validate import Candidate, RuleBasedValidator, Verdict
 from aethersearch.corpus.demo_world import generate_world
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError
-from aethersearch.jsonl import loads, read_jsonl, read_records
+from aethersearch.jsonl import loads, read_jsonl, read_records, sha256_bytes
 from aethersearch.records import DiagnosticsRow, Document, EvalRow
 from aethersearch.sandbox.mask import ChainMask
 from tests.conftest import SHARED_DATA
@@ -158,10 +160,14 @@ def test_real_wikispeedia_release_paths_are_shortest_paths(tmp_path: Path, wikis
     assert len(diagnostics) == 12
     rows = read_records(built.path / "eval.jsonl", EvalRow)
     assert all(r.source_dataset.startswith("wikispeedia-") for r in rows)  # provenance per seed dataset
-    review = {r["triple_id"]: r for r in read_jsonl(built.path / "seed_review.jsonl")}
+    report = verify_release(built.path)  # a release holds exactly its files: the review file lives beside it
+    assert report.ok, [check.line() for check in report.failures]
+    review_file = companion_path(built.path, "seed_review.jsonl")
+    review = {r["triple_id"]: r for r in read_jsonl(review_file)}
     manifest = loads((built.path / "manifest.json").read_bytes())
     construction = manifest["construction"]
     assert construction["rejected"]["seed_answer_not_a_page"] > 0 and construction["triples"]["match_rule"]
+    assert construction["companions"] == {"seed_review.jsonl": sha256_bytes(review_file.read_bytes())}
     for row, diag in zip(rows, diagnostics, strict=True):
         # the question is a real seed question, word for word, about v0 and answered by vn
         seed = review[diag.extra["triple_id"]]

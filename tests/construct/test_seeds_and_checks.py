@@ -132,7 +132,8 @@ def test_hop_statements_are_prose_and_never_name_the_final_answer_early() -> Non
     assert hop_statement(page, ["Mid1"]) == "Mid1 is near Tarn."
     assert hop_statement(page, ["Mid9"]) is None
     fragments = Document(id="q", title="Q", text="View over Mid1 Enlarge View over Mid1\n(Mid1 may be a twin town).\n"
-                                                  "near Mid1 and more.\nMount Mid1 in Tarn).")
+                                                  "near Mid1 and more.\nMount Mid1 in Tarn).\n"
+                                                  "Roads joined Mid1 and Tarn * Via Mala from Milan to Lindau.")
     assert hop_statement(fragments, ["Mid1"]) is None  # image captions and sentence fragments state nothing
 
 
@@ -197,6 +198,21 @@ def test_garbled_replies_are_recorded_as_unparseable_never_as_a_pass() -> None:
     assert len(result.questions) == 1 and result.rejected == {UNPARSEABLE_REASON: 3}
     assert sorted(r["verdict"] for r in validator.records.values()) == ["unparseable"] * 3 + ["valid"]
     assert validator.counts()["unparseable"] == 3 and validator.counts()["judged"] == 4
+
+
+def test_an_enforced_validator_that_rejects_everything_is_named_in_the_shortage() -> None:
+    from aethersearch.construct.hintfree import _no_questions
+    from aethersearch.errors import ShortageError
+
+    pages, graph, triples = _diamonds(2)
+    with ScriptedServer(lambda request: Reply("The chain is fine."), key=None) as server:
+        validator = LLMChainValidator(pages, server.url, "scripted")
+        result = construct_hintfree(triples, graph, pages, validators=[validator],
+                                    config=ConstructionConfig(require_grounding=False))
+    assert not result.questions and result.rejected == {UNPARSEABLE_REASON: 2}
+    with pytest.raises(ShortageError, match="2 judged, 0 valid, 0 invalid, 2 unparseable") as caught:
+        _no_questions(result, [validator])
+    assert "--validator-policy advisory" in str(caught.value)
 
 
 def test_an_endpoint_that_dies_mid_build_stops_it_loudly() -> None:

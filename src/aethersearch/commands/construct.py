@@ -153,7 +153,7 @@ def register(app: typer.Typer) -> None:
         """Construct hint-free questions on real Wikispeedia pages from real single-hop seed questions.
 
         With --validator-endpoint every candidate that passes the rule-based
-        validator is judged by the model (verdicts in llm_verdicts.jsonl); with
+        validator is judged by the model (every verdict in the manifest); with
         --screen-endpoint every accepted question is asked without search. A
         dead endpoint stops the build with a non-zero exit and writes nothing.
         """

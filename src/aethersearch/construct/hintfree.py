@@ -361,7 +361,8 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
     parent, ../shared/data) holds the seed question lists read by
     :mod:`aethersearch.construct.seeds`. Seeds that do not resolve to pages are
     counted by reason with the construction's own rejections in the manifest;
-    the resolved seeds are written to ``seed_review.jsonl`` for review.
+    the resolved seeds are written for review to ``seed_review.jsonl`` beside
+    the release (``release_writer.companion_path``; its sha256 is in the manifest).
     ``validators`` default to the rule-based one (add an
     ``llm_checks.LLMChainValidator`` for the model check); ``screen``, when
     given, is called with the accepted questions and returns the parametric
@@ -390,19 +391,20 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
     result = construct_hintfree(seeds.triples, graph, pages, config=config, validators=used, on_candidate=on_candidate)
     rejected = dict(sorted({**{f"seed_{k}": v for k, v in seeds.rejected.items()}, **result.rejected}.items()))
     result = result._replace(rejected=rejected)
+    if not result.questions:
+        _no_questions(result, used)
     screened = screen(result.questions) if screen is not None else None
     accepted = {q.triple.id for q in result.questions}
     review = [{**row, "accepted": row["triple_id"] in accepted} for row in seeds.review]
     checks: dict[str, Any] = {}
-    extra_files = {"seed_review.jsonl": encode_jsonl(review)}
     llm_verdicts: dict[str, dict[str, Any]] | None = None
     for validator in used:
         records = getattr(validator, "records", None)
         if isinstance(records, dict) and hasattr(validator, "counts"):
             llm_verdicts = records
-            checks["llm_validator"] = {**validator.counts(), "file": "llm_verdicts.jsonl"}
-            extra_files["llm_verdicts.jsonl"] = encode_jsonl(
-                [{**r, "accepted": tid in accepted} for tid, r in records.items()])
+            # every candidate the model judged, accepted or not, with its reply: in the manifest itself
+            checks["llm_validator"] = {**validator.counts(),
+                                       "verdicts": [{**r, "accepted": tid in accepted} for tid, r in records.items()]}
     checks["parametric_screen"] = screen_counts(screened) if screened is not None else "not run"
     if "llm_validator" not in checks:
         checks["llm_validator"] = "not run"
@@ -420,7 +422,28 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
         config=config, corpus={"kind": "wikispeedia", "articles": str(articles.name), "documents": len(documents),
                                "corpus_hash": corpus_hash(documents)},
         graph=graph, triple_stats=stats, overwrite=overwrite, per_source=True, screen=screened,
-        llm_verdicts=llm_verdicts, extra_files=extra_files,
+        llm_verdicts=llm_verdicts, companions={"seed_review.jsonl": encode_jsonl(review)},
     )
+    summary = {k: ({kk: vv for kk, vv in v.items() if kk != "verdicts"} if isinstance(v, dict) else v)
+               for k, v in checks.items()}
     return BuiltRelease(path, result, TripleSet(seeds.triples, {}, {"resolved": len(seeds.triples)}),
-                        {**checks, "seed_pair_distances": stats["seed_pair_distances"]})
+                        {**summary, "seed_pair_distances": stats["seed_pair_distances"]})
+
+
+def _no_questions(result: ConstructionResult, validators: Sequence[ChainValidator]) -> None:
+    """Raise the ShortageError of an empty build, naming an enforced LLM validator that rejected everything."""
+    from aethersearch.errors import ShortageError
+
+    for validator in validators:
+        counts = getattr(validator, "counts", None)
+        if callable(counts) and getattr(validator, "enforce", False):
+            c = counts()
+            if c["judged"]:
+                raise ShortageError(
+                    f"the LLM validator ({c['model']}) rejected every candidate it judged: {c['judged']} judged, "
+                    f"{c['valid']} valid, {c['invalid']} invalid, {c['unparseable']} unparseable replies "
+                    f"(rejected by reason: {result.rejected}); no release was written",
+                    fix="use a model that answers VALID/INVALID as its first word, or --validator-policy advisory "
+                        "to record its verdicts without enforcing them")
+    raise ShortageError(f"construction accepted no questions (rejected: {result.rejected})",
+                        fix="relax --min-hops/--max-hops or check the triples and graph")

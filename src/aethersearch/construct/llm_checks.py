@@ -11,7 +11,7 @@
   ``llm_unparseable_reply``. A weak model's prose can therefore never be read
   as a pass (a search for the word anywhere would read "not VALID" as VALID).
   Every candidate the model judged is kept in :attr:`LLMChainValidator.records`
-  (written to the release as ``llm_verdicts.jsonl``). With ``enforce=False``
+  (written to the release manifest, ``construction.triples.llm_validator.verdicts``). With ``enforce=False``
   (``--validator-policy advisory``) the verdicts are recorded -- per candidate,
   per release row and counted in the manifest -- but reject nothing: for a
   model too weak to follow the format (SmolLM2-135M answers prose, so an
@@ -171,8 +171,8 @@ class LLMChainValidator:
         return {"model": self.model, "policy": "enforced" if self.enforce else "advisory (recorded, rejects nothing)",
                 "judged": len(self.records),
                 **{kind: verdicts.get(kind, 0) for kind in ("valid", "invalid", "unparseable")},
-                "parse_rule": "first word of the reply must be VALID or INVALID (case-insensitive); "
-                              "anything else is unparseable and rejects the candidate"}
+                "parse_rule": "first word of the reply must be VALID or INVALID (case-insensitive); anything "
+                              "else is unparseable; INVALID and unparseable reject the candidate when enforced"}
 
     def close(self) -> None:
         """Close the HTTP client."""

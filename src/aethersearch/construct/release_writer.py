@@ -104,12 +104,15 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
                            triple_stats: dict[str, Any] | None = None, overwrite: bool = False,
                            per_source: bool = False, screen: Mapping[str, dict[str, Any]] | None = None,
                            llm_verdicts: Mapping[str, dict[str, Any]] | None = None,
-                           extra_files: Mapping[str, bytes] | None = None) -> Path:
+                           companions: Mapping[str, bytes] | None = None) -> Path:
     """Write the release for ``result`` into ``out_dir`` (refusing a non-empty one unless ``overwrite``).
 
-    ``extra_files`` (e.g. the seed review file) are written beside the release
-    files and checksummed in the manifest like them.
-    """
+    ``companions`` (e.g. the seed review file) are construction records, not
+    release files: a release holds exactly its six files (the verifier rejects
+    any other), so each is written *beside* it as ``<release dir>.<name>``
+    (:func:`companion_path`), and its sha256 is bound in the manifest
+    (``construction.companions``).
+"""
     out = Path(out_dir)
     if not result.questions:
         raise ShortageError(f"construction accepted no questions (rejected: {result.rejected})",
@@ -125,7 +128,6 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
     eval_rows, diagnostics = release_rows(result, name=name, source_dataset=source_dataset, per_source=per_source,
                                           screen=screen, llm_verdicts=llm_verdicts)
     files = encode_release_rows(eval_rows, diagnostics)
-    files.update(extra_files or {})
     data_sha = sha256_bytes(files["eval.jsonl"])
     manifest = {
         "kind": MANIFEST_KIND, "schema_version": SCHEMA_VERSION, "name": name,
@@ -139,7 +141,8 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
         "construction": {**config.model_dump(mode="json"), "validators": result.validators,
                          "considered": result.considered, "rejected": result.rejected,
                          "hop_distribution": {str(k): v for k, v in result.hop_distribution.items()},
-                         "triples": triple_stats or {}},
+                         "triples": triple_stats or {},
+                         "companions": {fname: sha256_bytes(data) for fname, data in sorted((companions or {}).items())}},
         "corpus": corpus,
         "graph": {"nodes": graph.n_nodes, "edges": graph.n_edges, "graph_hash": graph_hash(graph)},
         "files": {fname: sha256_bytes(data) for fname, data in sorted(files.items())},
@@ -163,4 +166,15 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    for fname, data in (companions or {}).items():
+        target = companion_path(out, fname)
+        part = target.with_name(f".{target.name}.tmp")
+        part.write_bytes(data)
+        os.replace(part, target)
     return out
+
+
+def companion_path(release_dir: str | Path, name: str) -> Path:
+    """Where a release's companion file ``name`` lives: beside the release, ``<release dir>.<name>``."""
+    release = Path(release_dir)
+    return release.with_name(f"{release.name}.{name}")

@@ -22,7 +22,7 @@ benchmark's own source adapters, and are resolved to pages by this rule
 
 Every question is accounted for: resolved (a triple), or rejected with a reason
 (``answer_not_a_page``, ``no_subject_page``, ``subject_is_answer``); each
-resolved seed goes to the review file (``seed_review.jsonl`` in the release)
+resolved seed goes to the review file (``<release>.seed_review.jsonl`` beside the release)
 with the matched spans, so a reviewer can check the rule's calls.
 """
 

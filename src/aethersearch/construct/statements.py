@@ -14,15 +14,17 @@ from collections.abc import Sequence
 from aethersearch.records import Document
 
 _LIST_DUMP = re.compile(r"(?:[^,;]*[,;]){4,}")  # four or more separators: a list, not a statement
+_BULLET = re.compile(r"(?:^|\s)[*•]\s")  # "... Germany * Via Claudia Augusta ...": bullet items run together
 #: Wikipedia-for-Schools image captions survive in the plain text as "<caption> Enlarge <caption>"
 _CAPTION = re.compile(r"(?<!\w)Enlarge(?!\w)")
 MAX_STATEMENT_WORDS = 45
 
 
 def is_prose(sentence: str) -> bool:
-    """A whole sentence, not a fragment: starts with a capital or digit, balanced parentheses, no caption."""
+    """A whole sentence, not a fragment: capital or digit first, balanced parentheses, no caption, no bullets."""
     return bool(sentence) and (sentence[0].isupper() or sentence[0].isdigit()) \
-        and sentence.count("(") == sentence.count(")") and not _CAPTION.search(sentence)
+        and sentence.count("(") == sentence.count(")") and not _CAPTION.search(sentence) \
+        and not _BULLET.search(sentence)
 
 
 def mention_pattern(terms: Sequence[str]) -> re.Pattern[str]:
