@@ -182,14 +182,15 @@ def _select(loaded: LoadedConfig, sources: dict[str, _Source], eligible_rows: di
         audit_excluded.update(new)
 
 
-def _training(loaded: LoadedConfig) -> tuple[ExclusionSets, TrainingSummary]:
+def _training(loaded: LoadedConfig, report: StageReport = _no_report) -> tuple[ExclusionSets, TrainingSummary]:
     config = loaded.config
     if config.training_registry is None:
         sets = empty_exclusion_sets()
         return sets, TrainingSummary(registry_path=None, registry_content_sha256=None)
     registry_path = loaded.resolve(config.training_registry)
     registry = load_registry(registry_path)
-    sets = build_exclusion_sets(registry, registry_path.parent)
+    sets = build_exclusion_sets(registry, registry_path.parent,
+                                progress=lambda done, total: report("exclusion_sets", done, total))
     summary = TrainingSummary(
         registry_path=config.training_registry, registry_content_sha256=registry_content_sha256(registry_path),
         files=[TrainingFileRecord(**row) for row in sets.file_rows],
@@ -261,7 +262,7 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
     clock = perf_counter()
     notify("read_sources", len(config.sources), len(config.sources))
     notify("exclusion_sets", 0, 1)
-    sets, training = _training(loaded)
+    sets, training = _training(loaded, notify)
     lap("exclusion_sets")
     pools = {d: s.rows.candidates for d, s in sources.items()}
     reviewed: list[Any] = []
@@ -394,7 +395,7 @@ def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filt
         pool_filter, selection_audit = make_audit_hooks(
             dict(audit_config), sorted(sets.union),
             reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review,
-            stage_keys=dict(sets.keys))
+            stage_keys=dict(sets.keys), progress=progress or _no_report)
     return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit,
                          progress=progress)
 

@@ -13,7 +13,7 @@ is kept, the rest recorded).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -135,8 +135,16 @@ def check_hashes(registry: TrainingRegistry, base_dir: Path) -> dict[str, str]:
     return hashes
 
 
-def build_exclusion_sets(registry: TrainingRegistry, base_dir: Path) -> ExclusionSets:
-    """Read every registered training file (hash-checked) and collect its keys per stage."""
+def build_exclusion_sets(registry: TrainingRegistry, base_dir: Path,
+                         progress: Callable[[int, int], None] | None = None) -> ExclusionSets:
+    """Read every registered training file (hash-checked) and collect its keys per stage.
+
+    ``base_dir`` is the registry file's folder; ``progress(files_done, files_total)``
+    hears each file (hash check, then read).
+    """
+    total = len(registry.files)
+    if progress is not None:
+        progress(0, total)
     check_hashes(registry, base_dir)
     root = _root(registry, base_dir)
     keys: dict[str, set[str]] = {}
@@ -156,6 +164,8 @@ def build_exclusion_sets(registry: TrainingRegistry, base_dir: Path) -> Exclusio
                           "role": entry.role, "format": entry.format, "sha256": entry.sha256,
                           "rows": rows.rows_read, "questions": len(rows.candidates),
                           "unique_keys": len(file_keys)})
+        if progress is not None:
+            progress(len(file_rows), total)
     union = set().union(*keys.values()) if keys else set()
     union_templates = set().union(*templates.values()) if templates else set()
     return ExclusionSets(keys, templates, union, union_templates, file_rows)
