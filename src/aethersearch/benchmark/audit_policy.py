@@ -23,7 +23,7 @@ word tokens the two questions do not share:
    "come out" vs "released", "wrote" vs "written"), minus every pair that is a spelling
    variant, inflection or abbreviation of each other (``_variant``: "usa"/"us",
    "colour"/"color", "drafting"/"draft", "ww1"/"world war one"), leave content words on
-   *both* sides of one replaced stretch, at most six in all ("who does the voice of
+   *both* sides of one replaced stretch (at most three a side), at most six in all ("who does the voice of
    marceline" vs "... of jake", "psg" vs "madrid"), or at most four in all when the swap
    moved ("season 3 of the riveras" vs "jane the virgin season 3"). Words only one side adds ("a *principal* ore", "in norse *mythology*")
    are not a substitution: that is an elaboration of the same question.
@@ -73,6 +73,7 @@ GENERIC = frozenset({"come", "comes", "coming", "came", "out", "release", "relea
                      "main", "principal", "obtained", "derived", "derive", "get", "got", "gets", "take",
                      "takes", "took", "happen", "happened", "man", "woman", "person", "people", "office",
                      "legend", "concept", "origin", "story", "ever", "actually", "exactly", "really"})
+_MAX_SIDE = 3  # content words per side of one replaced stretch: a name, not a rephrased clause
 _MAX_SUBSTITUTED = 6
 _MAX_MOVED = 4
 #: One word for two spellings of the same thing, applied before aligning ("theme tune" = "theme song").
@@ -86,11 +87,14 @@ class PolicyDecision(NamedTuple):
     reason: str
 
 
-_SAME_SLOT = {"whom": "who"}  # one answer slot, two spellings
+_SAME_SLOT = {"whom": "who", "which": "what"}  # one answer slot, two spellings
 
 
 def _tokens(text: str) -> set[str]:
     return {_SAME_SLOT.get(t, t) for t in _WORD.findall(text.casefold())}
+
+
+_KIND_OF = frozenset({"type", "kind", "sort", "form"})
 
 
 def _answer_type(text: str) -> str | None:
@@ -99,6 +103,8 @@ def _answer_type(text: str) -> str | None:
     for i, word in enumerate(words[:-1]):
         if word in ("what", "which", "whose"):
             following = words[i + 1]
+            if following in _KIND_OF and words[i + 2:i + 3] == ["of"] and len(words) > i + 3:
+                following = words[i + 3]  # "what type of fish" asks for a fish
             return None if following in _AUX or following in ANSWER_SLOTS else following
     return None
 
@@ -128,6 +134,22 @@ def _acronym(word: str, words: list[str]) -> bool:
     return len(letters) >= 2 and letters in initials
 
 
+def _letters_joined(words: list[str]) -> list[str]:
+    """Runs of single letters as one word: "c o p d" is the abbreviation "copd"."""
+    out: list[str] = []
+    run = ""
+    for word in [*words, ""]:
+        if len(word) == 1 and word.isalpha():
+            run += word
+            continue
+        if run:
+            out.append(run)
+            run = ""
+        if word:
+            out.append(word)
+    return out
+
+
 def _substituted(selected: str, training: str) -> tuple[set[str], set[str]]:
     """Content words one aligned stretch swaps for others: ({selected's}, {training's}), or two empty sets.
 
@@ -137,8 +159,8 @@ def _substituted(selected: str, training: str) -> tuple[set[str], set[str]]:
     stretch that still has content words on both sides; words only inserted or only
     deleted elsewhere are an elaboration, not a substitution.
     """
-    a = [_SYNONYM.get(w, w) for w in _WORD.findall(selected.casefold())]
-    b = [_SYNONYM.get(w, w) for w in _WORD.findall(training.casefold())]
+    a = [_SYNONYM.get(w, w) for w in _letters_joined(_WORD.findall(selected.casefold()))]
+    b = [_SYNONYM.get(w, w) for w in _letters_joined(_WORD.findall(training.casefold()))]
     opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     mine = [w for tag, i1, i2, _, _ in opcodes if tag != "equal" for w in a[i1:i2]]
     theirs = [w for tag, _, _, j1, j2 in opcodes if tag != "equal" for w in b[j1:j2]]
@@ -151,7 +173,7 @@ def _substituted(selected: str, training: str) -> tuple[set[str], set[str]]:
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "replace":
             here, there = kept(a[i1:i2], theirs), kept(b[j1:j2], mine)
-            if here and there:
+            if here and there and len(here) <= _MAX_SIDE and len(there) <= _MAX_SIDE:
                 left |= here
                 right |= there
     if left and len(left) + len(right) <= _MAX_SUBSTITUTED:
