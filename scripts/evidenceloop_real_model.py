@@ -13,7 +13,8 @@ resumable (rerun the same command).
 
 ``--structured`` is the agent's recorded option: ``json_object`` for llama-cpp-python's
 server (also llama-server), ``json_schema`` for vLLM, SGLang or OpenAI, ``off`` for the
-paper's free-text tags. Writes under ``--out``: the demo world (``sandbox_release/``,
+paper's free-text tags. ``--release/--corpus/--index`` run a prebuilt sandbox world
+instead (e.g. a Wikispeedia release). Writes under ``--out``: the demo world (``sandbox_release/``,
 ``sandbox_corpus/``, ``sandbox_index/``) and ``run/`` (run.json, traces.jsonl,
 factorised.json, evidenceloop_summary.json). Prints one block per question (per round:
 each solver's actions with the EIDs they gave, the facts extracted, the claims and
@@ -47,9 +48,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="demo world and decoding seed")
     parser.add_argument("--call-timeout", type=float, default=120.0)
     parser.add_argument("--question-deadline", type=float, default=900.0)
+    parser.add_argument("--release", type=Path, help="a prebuilt hint-free sandbox release (default: the demo's)")
+    parser.add_argument("--corpus", type=Path, help="its page store (with --release)")
+    parser.add_argument("--index", type=Path, help="a search index over that store (with --release)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    given = [args.release, args.corpus, args.index]
+    if any(given) and not all(given):
+        parser.error("--release, --corpus and --index go together (a prebuilt sandbox world), or none of them")
+    return args
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -65,10 +73,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from aethersearch.search.index_dir import build_index
 
     out: Path = args.out
-    release_dir = build_demo_sandbox_release(out / "sandbox_release", seed=args.seed)
+    if args.release is not None:  # a prebuilt world (e.g. `aether construct wikispeedia` + its store and index)
+        from aethersearch.corpus.store import open_store
+        from aethersearch.search.index_dir import open_index
+
+        release_dir = args.release
+        store = open_store(args.corpus)
+        opened = open_index(args.index, store)
+    else:
+        release_dir = build_demo_sandbox_release(out / "sandbox_release", seed=args.seed)
+        store = import_corpus("demo", "demo", out / "sandbox_corpus", seed=args.seed, overwrite=True).store
+        opened = build_index(store, "bm25", out / "sandbox_index", config={"numba": False}, overwrite=True)
     verify_or_refuse(release_dir)
-    store = import_corpus("demo", "demo", out / "sandbox_corpus", seed=args.seed, overwrite=True).store
-    opened = build_index(store, "bm25", out / "sandbox_index", config={"numba": False}, overwrite=True)
     sandbox = open_sandbox(release_dir, opened.index, store)
     search = SearchSetup(lambda q: sandbox.episode(q.id, run_id="evidenceloop"), store.content_hash,
                          opened.index.index_hash, "masked sandbox", environment="sandbox")
