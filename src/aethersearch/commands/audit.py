@@ -33,6 +33,7 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from aethersearch.benchmark.audit import audit_selection_file
+        from aethersearch.commands.progress import stage_progress
         from aethersearch.jsonl import atomic_write_json
 
         config: dict[str, Any] = {}
@@ -40,7 +41,9 @@ def register(app: typer.Typer) -> None:
             config["similarity"] = {"threshold": threshold}
         if rare_threshold is not None:
             config["rare_tokens"] = {"threshold": rare_threshold}
-        result = audit_selection_file(target, training, audit_config=config, reviews_path=reviews)
+        with stage_progress("audit") as report:  # rich bars on a terminal, plain periodic lines in a log
+            result = audit_selection_file(target, training, audit_config=config, reviews_path=reviews,
+                                          progress=report)
         counts = result.report["counts"]
         sim = result.report["methods"]["similarity"]
         table = Table(title=f"top {min(top, len(result.pairs))} of {counts['pairs_flagged']} flagged pairs")
