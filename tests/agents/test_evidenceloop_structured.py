@@ -164,6 +164,10 @@ def test_the_tag_protocol_is_unchanged_and_summarised_the_same_way() -> None:
     with ScriptedServer(spy) as server:
         output, episode = asyncio.run(_episode(agent, server.url, Budget(max_tool_calls=20, max_turns=40)))
     assert output.prediction == ANSWER and not any("response_format" in b for b in bodies)
+    solver_seeds = {int(re.search(r"solver (\d+) of", b["messages"][0]["content"]).group(1)): b["seed"]
+                    for b in bodies if b["messages"][0]["content"].startswith("You are solver")}
+    assert solver_seeds == {0: 0, 1: 1}  # solver i samples with seed + i; the other sub-agents keep the seed
+    assert all(b["seed"] == 0 for b in bodies if not b["messages"][0]["content"].startswith("You are solver"))
     summary = trace_summary([s.model_dump(mode="json") for s in episode.steps])
     assert summary["verified_claims"] == 1 and summary["valid_actions"] >= 2
     claim = summary["rounds"][0]["claims"][0]

@@ -3,7 +3,8 @@
 Reference: Song et al., WebDetective (arXiv:2510.05137), the EvidenceLoop
 baseline. Each round r = 1..R_max:
 
-1. **N parallel solvers** (``solver-0``..``solver-{N-1}``) each take up to B
+1. **N parallel solvers** (``solver-0``..``solver-{N-1}``; solver i samples
+   with decoding seed + i, so they differ at temperature > 0) each take up to B
    actions (``<search>``, ``<visit>``, or ``<fetch> EID </fetch>`` to read a
    remembered document in full) starting from the structured context C^r;
 2. every document a tool returns enters the **evidence memory** and gets an
@@ -40,19 +41,17 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
-from collections.abc import Mapping, Sequence
-
 from aethersearch.abstention import is_abstention
-
 from aethersearch.agents import evidence_actions as actions
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish, finish_from_text
 from aethersearch.agents.evidence_memory import EvidenceMemory
 from aethersearch.agents.llm import RESPONSE_FORMS, Completion, ConstrainedDecoding, response_format
 from aethersearch.agents.prompts import FORCED_FINAL_PROMPT, extract_answer
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
-from aethersearch.records import Outcome, ToolCall
+from aethersearch.records import Decoding, Outcome, ToolCall
 
 SOLVER_PROMPT = (
     "You are solver {index} of {n} in EvidenceLoop, a team that answers questions by searching "
@@ -176,10 +175,10 @@ class EvidenceLoopAgent(Agent):
         return self.structured != "off"
 
     async def _chat(self, episode: Episode, prompt: str | list[dict[str, Any]], name: str,
-                    schema: dict[str, Any]) -> Completion:
+                    schema: dict[str, Any], decoding: Decoding | None = None) -> Completion:
         """One sub-agent call; with ``structured`` on, its reply is constrained to ``schema``."""
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        decoding = episode.decoding
+        decoding = decoding or episode.decoding
         if self._json:
             decoding = ConstrainedDecoding(**decoding.model_dump(),
                                            response_format=response_format(self.structured, name, schema))
@@ -253,12 +252,16 @@ class EvidenceLoopAgent(Agent):
         invalid = actions.INVALID_JSON_ACTION if self._json else INVALID_ACTION
         messages = [{"role": "user", "content": template.format(
             index=index, n=self.n_solvers, context=context, question=episode.question_seen)}]
+        # solver i samples with seed + i: with one seed, N solvers at temperature > 0 would draw alike
+        seed = episode.decoding.seed
+        decoding = episode.decoding if seed is None else episode.decoding.model_copy(update={"seed": seed + index})
         new_eids: list[str] = []
         for action_no in range(self.actions_per_round):
             citable = memory.eids() + list(memory.facts())  # what a fetch may name right now
             try:
                 completion = await self._chat(episode, messages, "solver_action",
-                                              actions.solver_schema(citable, "visit" in episode.env.tools))
+                                              actions.solver_schema(citable, "visit" in episode.env.tools),
+                                              decoding)
             except BudgetExhausted as exc:
                 episode.add_step(agent=agent, notes={"round": round_, "budget": exc.which})
                 return SolverResult(new_eids, True)
