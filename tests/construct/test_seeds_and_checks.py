@@ -133,7 +133,10 @@ def test_hop_statements_are_prose_and_never_name_the_final_answer_early() -> Non
     assert hop_statement(page, ["Mid9"]) is None
     fragments = Document(id="q", title="Q", text="View over Mid1 Enlarge View over Mid1\n(Mid1 may be a twin town).\n"
                                                   "near Mid1 and more.\nMount Mid1 in Tarn).\n"
-                                                  "Roads joined Mid1 and Tarn * Via Mala from Milan to Lindau.")
+                                                  "Roads joined Mid1 and Tarn * Via Mala from Milan to Lindau.\n"
+                                                  "Prime Ministers of Mid1 and Tarn\n"
+                                                  "Representative Mid1 Jones and Senator Nelson W.\n"
+                                                  "Hobart (1897) Preceded by Mid1 Succeeded by Tarn ____.")
     assert hop_statement(fragments, ["Mid1"]) is None  # image captions and sentence fragments state nothing
 
 

@@ -20,11 +20,23 @@ _CAPTION = re.compile(r"(?<!\w)Enlarge(?!\w)")
 MAX_STATEMENT_WORDS = 45
 
 
+#: navigation residue of the plain text: succession boxes ("Preceded by X Succeeded by Y"), rule lines
+_NAVIGATION = re.compile(r"_{3,}|\bPreceded by\b|\bSucceeded by\b")
+_INITIAL_END = re.compile(r"(?<![\w.])[A-Z]\.$")  # "... Senator Nelson W." : cut at an initial, not a sentence
+
+
 def is_prose(sentence: str) -> bool:
-    """A whole sentence, not a fragment: capital or digit first, balanced parentheses, no caption, no bullets."""
+    """A whole sentence, not a fragment or page furniture.
+
+    Capital or digit first; ends with ``.``, ``!`` or ``?`` (headings, category
+    and navigation lines of the Wikipedia-for-Schools text have no final
+    punctuation) but not at an initial; balanced parentheses; no image caption,
+    bullet run or succession box.
+    """
     return bool(sentence) and (sentence[0].isupper() or sentence[0].isdigit()) \
+        and sentence.endswith((".", "!", "?", '."', ".'", ".)")) and not _INITIAL_END.search(sentence) \
         and sentence.count("(") == sentence.count(")") and not _CAPTION.search(sentence) \
-        and not _BULLET.search(sentence)
+        and not _BULLET.search(sentence) and not _NAVIGATION.search(sentence)
 
 
 def mention_pattern(terms: Sequence[str]) -> re.Pattern[str]:
