@@ -49,6 +49,20 @@ from aethersearch.benchmark.audit_review import TODO, apply_review_file, load_re
      "exclude", "rewording"),
     ("Who was the Norse god of mischief?", "in norse mythology who was the god of mischief", "exclude", "rewording"),
     ("when did the usa join ww1", "when did the us join world war one", "exclude", "rewording"),
+    ("what is the full form of ib board", "what is the full form of c o p d", "retain", "changed entity"),
+    ("Which area of London derives its name from a hunting call hum medieval times?",
+     "which area of london is believed to derive its name from a former hunting cry", "exclude", "rewording"),
+    ("Which metal is obtained from the ore haematite?", "what metal is obtained from the ore haematite", "exclude",
+     "rewording"),
+    ("Where is Amílcar Cabral International Airport?", "amilcar cabral international airport is in which country",
+     "exclude", "rewording"),
+    ("When was the Eiffel Tower built?", "what year was the eiffel tower built", "exclude", "rewording"),
+    ("which way does the earth orbit the sun", "what direction does the earth orbit around the sun", "exclude",
+     "rewording"),
+    ("what languages are spoken in india the most", "what is the most widely spoken language in india", "exclude",
+     "rewording"),
+    ("Where did the director of film Circus Girl (Film) die?", "when did the director of film krull (film) die",
+     "retain", "answer slot"),
 ])
 def test_policy_table(selected: str, training: str, decision: str, why: str) -> None:
     verdict = auto_decide(selected, training)
@@ -73,3 +87,6 @@ def test_review_command_merges_hand_decisions_and_the_policy(tmp_path: Path) -> 
     assert decisions[pair_key("who directed titanic", "who directed avatar")].decision == "exclude"  # the human's
     assert decisions[pair_key(*entries[1]["pair"])].decision == "exclude"
     assert decisions[pair_key(*entries[2]["pair"])].decision == "retain"
+    # the release says who decided: the person, or the policy `--auto` applied
+    assert decisions[pair_key(*entries[0]["pair"])].decided_by == "review"
+    assert decisions[pair_key(*entries[1]["pair"])].decided_by == "auto-review policy"

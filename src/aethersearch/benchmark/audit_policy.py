@@ -9,7 +9,8 @@ different, which the policy recognises in four ways, checked on the normalised
 word tokens the two questions do not share:
 
 1. **years / numbers** differ (``1994`` vs ``1995``; ``one`` and ``1`` are not compared);
-2. the **answer slot** differs (a different question word: who / when / where / which / how many ...);
+2. the **answer slot** differs (a different question word: who / when / where / what / how many ...;
+   "which" is "what", and "which country" / "what year" ask where / when);
 3. the **reasoning target** differs (first/last, oldest/youngest, before/after, more/less, not ...);
 3b. the **answer type** differs ("what *rocket* ..." vs "what *mission* ...");
 4. a **changed entity**: every word only the selected question has is a named entity
@@ -23,7 +24,7 @@ word tokens the two questions do not share:
    "come out" vs "released", "wrote" vs "written"), minus every pair that is a spelling
    variant, inflection or abbreviation of each other (``_variant``: "usa"/"us",
    "colour"/"color", "drafting"/"draft", "ww1"/"world war one"), leave content words on
-   *both* sides of one replaced stretch, at most six in all ("who does the voice of
+   *both* sides of one replaced stretch (at most three a side), at most six in all ("who does the voice of
    marceline" vs "... of jake", "psg" vs "madrid"), or at most four in all when the swap
    moved ("season 3 of the riveras" vs "jane the virgin season 3"). Words only one side adds ("a *principal* ore", "in norse *mythology*")
    are not a substitution: that is an elaboration of the same question.
@@ -73,10 +74,11 @@ GENERIC = frozenset({"come", "comes", "coming", "came", "out", "release", "relea
                      "main", "principal", "obtained", "derived", "derive", "get", "got", "gets", "take",
                      "takes", "took", "happen", "happened", "man", "woman", "person", "people", "office",
                      "legend", "concept", "origin", "story", "ever", "actually", "exactly", "really"})
+_MAX_SIDE = 3  # content words per side of one replaced stretch: a name, not a rephrased clause
 _MAX_SUBSTITUTED = 6
 _MAX_MOVED = 4
 #: One word for two spellings of the same thing, applied before aligning ("theme tune" = "theme song").
-_SYNONYM = {"tune": "song", "movie": "film", "movies": "films"}
+_SYNONYM = {"tune": "song", "movie": "film", "movies": "films", "way": "direction"}
 
 
 class PolicyDecision(NamedTuple):
@@ -86,11 +88,14 @@ class PolicyDecision(NamedTuple):
     reason: str
 
 
-_SAME_SLOT = {"whom": "who"}  # one answer slot, two spellings
+_SAME_SLOT = {"whom": "who", "which": "what"}  # one answer slot, two spellings
 
 
 def _tokens(text: str) -> set[str]:
     return {_SAME_SLOT.get(t, t) for t in _WORD.findall(text.casefold())}
+
+
+_KIND_OF = frozenset({"type", "kind", "sort", "form"})
 
 
 def _answer_type(text: str) -> str | None:
@@ -99,6 +104,8 @@ def _answer_type(text: str) -> str | None:
     for i, word in enumerate(words[:-1]):
         if word in ("what", "which", "whose"):
             following = words[i + 1]
+            if following in _KIND_OF and words[i + 2:i + 3] == ["of"] and len(words) > i + 3:
+                following = words[i + 3]  # "what type of fish" asks for a fish
             return None if following in _AUX or following in ANSWER_SLOTS else following
     return None
 
@@ -128,6 +135,22 @@ def _acronym(word: str, words: list[str]) -> bool:
     return len(letters) >= 2 and letters in initials
 
 
+def _letters_joined(words: list[str]) -> list[str]:
+    """Runs of single letters as one word: "c o p d" is the abbreviation "copd"."""
+    out: list[str] = []
+    run = ""
+    for word in [*words, ""]:
+        if len(word) == 1 and word.isalpha():
+            run += word
+            continue
+        if run:
+            out.append(run)
+            run = ""
+        if word:
+            out.append(word)
+    return out
+
+
 def _substituted(selected: str, training: str) -> tuple[set[str], set[str]]:
     """Content words one aligned stretch swaps for others: ({selected's}, {training's}), or two empty sets.
 
@@ -137,8 +160,8 @@ def _substituted(selected: str, training: str) -> tuple[set[str], set[str]]:
     stretch that still has content words on both sides; words only inserted or only
     deleted elsewhere are an elaboration, not a substitution.
     """
-    a = [_SYNONYM.get(w, w) for w in _WORD.findall(selected.casefold())]
-    b = [_SYNONYM.get(w, w) for w in _WORD.findall(training.casefold())]
+    a = [_SYNONYM.get(w, w) for w in _letters_joined(_WORD.findall(selected.casefold()))]
+    b = [_SYNONYM.get(w, w) for w in _letters_joined(_WORD.findall(training.casefold()))]
     opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     mine = [w for tag, i1, i2, _, _ in opcodes if tag != "equal" for w in a[i1:i2]]
     theirs = [w for tag, _, _, j1, j2 in opcodes if tag != "equal" for w in b[j1:j2]]
@@ -151,7 +174,7 @@ def _substituted(selected: str, training: str) -> tuple[set[str], set[str]]:
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "replace":
             here, there = kept(a[i1:i2], theirs), kept(b[j1:j2], mine)
-            if here and there:
+            if here and there and len(here) <= _MAX_SIDE and len(there) <= _MAX_SIDE:
                 left |= here
                 right |= there
     if left and len(left) + len(right) <= _MAX_SUBSTITUTED:
@@ -166,6 +189,29 @@ def _versus(pair: tuple[set[str], set[str]]) -> str:
     return f"({', '.join(sorted(pair[0])) or '-'} vs {', '.join(sorted(pair[1])) or '-'})"
 
 
+#: "which country" asks where, "what year" asks when: one answer slot in two forms.
+_SLOT_OF_KIND = {**dict.fromkeys(("country", "city", "state", "place", "location", "town", "region", "continent",
+                                  "nation"), "where"),
+                 **dict.fromkeys(("year", "date", "day", "month", "century", "decade"), "when")}
+_SAME_KIND = {"way": "direction"}
+
+
+def _slot_tokens(tokens: set[str], kind: str | None) -> set[str]:
+    """The question's answer-slot words, a typed "what/which <place|time>" counted as where/when."""
+    slots = tokens & ANSWER_SLOTS
+    if kind in _SLOT_OF_KIND:
+        slots = (slots - {"what"}) | {_SLOT_OF_KIND[kind]}
+    return slots
+
+
+def _kind_covered(kind: str | None, other: set[str], other_slots: set[str]) -> bool:
+    """The other question asks for the same kind of thing: names it (or a variant), or asks where/when for it."""
+    if kind is None or _SLOT_OF_KIND.get(kind) in other_slots:
+        return True
+    kind = _SAME_KIND.get(kind, kind)
+    return any(_variant(kind, _SAME_KIND.get(word, word)) for word in other)
+
+
 def auto_decide(selected: str, training: str) -> PolicyDecision:
     """Decide one flagged pair by the conservative policy (see the module docstring)."""
     mine, theirs = _tokens(selected), _tokens(training)
@@ -173,11 +219,12 @@ def auto_decide(selected: str, training: str) -> PolicyDecision:
     numbers = ({t for t in only_mine if _NUMBER.match(t)}, {t for t in only_theirs if _NUMBER.match(t)})
     if numbers[0] and numbers[1] or (numbers[0] or numbers[1]) and (only_mine and only_theirs):
         return PolicyDecision("retain", f"{POLICY_NAME}: different years/numbers " + _versus(numbers))
-    slots = (only_mine & ANSWER_SLOTS, only_theirs & ANSWER_SLOTS)
+    kinds = (_answer_type(selected), _answer_type(training))
+    slot_words = (_slot_tokens(mine, kinds[0]), _slot_tokens(theirs, kinds[1]))
+    slots = (slot_words[0] - slot_words[1], slot_words[1] - slot_words[0])
     if slots[0] or slots[1]:
         return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot " + _versus(slots))
-    kinds = (_answer_type(selected), _answer_type(training))
-    if kinds[0] and kinds[0] not in theirs or kinds[1] and kinds[1] not in mine:
+    if not _kind_covered(kinds[0], theirs, slot_words[1]) or not _kind_covered(kinds[1], mine, slot_words[0]):
         return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot (asks for "
                               f"{kinds[0] or '-'} vs {kinds[1] or '-'})")
     targets = (only_mine & REASONING, only_theirs & REASONING)

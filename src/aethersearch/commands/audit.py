@@ -92,7 +92,7 @@ def register(app: typer.Typer) -> None:
     def replay(
         release: Path = typer.Argument(..., help="release directory"),
         base_dir: Path | None = typer.Option(None, "--base-dir",
-                                             help="directory the build config's relative paths start from"),
+                                             help="the build config's folder (its data_root then locates the data)"),
         config: Path | None = typer.Option(None, "--config", "-c",
                                            help="the build config the release was built from (its directory "
                                                 "is used as --base-dir)"),
@@ -102,9 +102,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Independently rebuild exclusions and selection from the original files; OK/FAIL per check.
 
-        Sources are looked up under --base-dir, --config's directory, <release>_sources
-        beside the release (what `aether build --demo --out <release>` writes), the
-        current directory and the release's parent. The report is written beside the
+        The build config is looked for in --config, --base-dir, <release>_sources beside
+        the release (what `aether build --demo --out <release>` writes), folders beside
+        the release or in the current directory holding a file of its name, the current
+        directory and the release's parent; its data_root locates the source files. The report is written beside the
         release, never inside it (the frozen release's verifier refuses unlisted files).
         """
         from rich.markup import escape

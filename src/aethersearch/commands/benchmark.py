@@ -68,7 +68,8 @@ def register(app: typer.Typer) -> None:
     def verify(
         release: Path = typer.Argument(..., help="release directory"),
         replay: bool = typer.Option(False, "--replay", help="also replay the build from the original sources"),
-        base_dir: Path = typer.Option(None, "--base-dir", help="with --replay: the build config's directory"),
+        base_dir: Path = typer.Option(None, "--base-dir", help="with --replay: the build config's folder (found beside the release "
+                                       "or in the current directory when omitted)"),
     ) -> None:
         """Verify a release: checksums, rows, ids, schema, projection; print OK/FAIL per check."""
         from rich.markup import escape
