@@ -15,6 +15,7 @@ training questions in ../shared/data/train (character edits, word swaps, dropped
 or duplicated words), falling back to synthetic questions when it is absent.
 The selected questions are real dev questions (NQ-Open, HotpotQA, MuSiQue, 2Wiki,
 Bamboogle) when present. Usage: ``.venv/bin/python benchmarks/audit.py [--quick]``.
+Progress goes to stderr: rich bars on a terminal, plain periodic lines when redirected.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from rapidfuzz import fuzz, process
 
 from aethersearch.benchmark.audit_similarity import exhaustive_similarity
 from aethersearch.benchmark.audit_tokens import build_token_index, rare_token_pairs
+from aethersearch.commands.progress import stage_progress
 from aethersearch.text import question_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,27 +223,40 @@ def main() -> None:
         out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         return tuple(json.loads(out.strip().splitlines()[-1]))
 
-    mem_audit = fresh_process_memory("audit")
-    mem_tokens = fresh_process_memory("tokens")
-    mem_float = fresh_process_memory("bare_float")
-    # Interleave the methods within each repeat, so a change in the machine's load
-    # (other engineers share it) hits all of them alike; medians per method.
-    times: dict[str, list[float]] = {"audit": [], "tokens": [], "cut": [], "float": []}
-    for _ in range(args.repeats):
-        t, result = timed(audit, 1)
-        times["audit"].append(t)
-        t, token_result = timed(tokens, 1)
-        times["tokens"].append(t)
-        t, cut_matrix = timed(bare_cut, 1)
-        times["cut"].append(t)
-        bare_cut_flags = int(np.count_nonzero(np.asarray(cut_matrix) >= args.threshold))
-        del cut_matrix
-        t, float_matrix = timed(bare_float, 1)
-        times["float"].append(t)
-        bare_flags = int(np.count_nonzero(np.asarray(float_matrix) >= args.threshold))
-        float_mib = np.asarray(float_matrix).nbytes / 2**20
-        del float_matrix
-        gc.collect()
+    # Progress on stderr (rich bars on a terminal, a plain line every AETHER_PROGRESS_INTERVAL
+    # seconds in a log), so a minutes-long run is never silent; results go to stdout.
+    with stage_progress("benchmark audit") as report:
+        report("memory (fresh process per phase)", 0, 3)
+        mem_audit = fresh_process_memory("audit")
+        report("memory (fresh process per phase)", 1, 3)
+        mem_tokens = fresh_process_memory("tokens")
+        report("memory (fresh process per phase)", 2, 3)
+        mem_float = fresh_process_memory("bare_float")
+        report("memory (fresh process per phase)", 3, 3)
+        # Interleave the methods within each repeat, so a change in the machine's load
+        # (other engineers share it) hits all of them alike; medians per method.
+        times: dict[str, list[float]] = {"audit": [], "tokens": [], "cut": [], "float": []}
+        steps = 4 * args.repeats
+        report("timing (4 methods x repeats)", 0, steps)
+        for repeat in range(args.repeats):
+            t, result = timed(audit, 1)
+            times["audit"].append(t)
+            report("timing (4 methods x repeats)", 4 * repeat + 1, steps)
+            t, token_result = timed(tokens, 1)
+            times["tokens"].append(t)
+            report("timing (4 methods x repeats)", 4 * repeat + 2, steps)
+            t, cut_matrix = timed(bare_cut, 1)
+            times["cut"].append(t)
+            bare_cut_flags = int(np.count_nonzero(np.asarray(cut_matrix) >= args.threshold))
+            del cut_matrix
+            report("timing (4 methods x repeats)", 4 * repeat + 3, steps)
+            t, float_matrix = timed(bare_float, 1)
+            times["float"].append(t)
+            bare_flags = int(np.count_nonzero(np.asarray(float_matrix) >= args.threshold))
+            float_mib = np.asarray(float_matrix).nbytes / 2**20
+            del float_matrix
+            gc.collect()
+            report("timing (4 methods x repeats)", 4 * repeat + 4, steps)
     t_audit, t_tokens, t_cut, t_float = (statistics.median(times[k]) for k in ("audit", "tokens", "cut", "float"))
 
     assert result.pairs_visited == len(selected) * len(training)

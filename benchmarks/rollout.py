@@ -107,10 +107,16 @@ class InProcessModel:
     endpoint = "in-process"
     model = "m"
 
+    @property
+    def served(self) -> InProcessModel:
+        """Unbudgeted completions for stop checks: the same stop path as the HTTP client takes."""
+        return self
+
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         reply = _RULE(ScriptedRequest("completions", {"prompt": prompt}, prompt))
         text, finish, stop = apply_stop(reply.text, decoding.stop, decoding.max_tokens)
-        return Completion(text, finish, stop, count_tokens(prompt), count_tokens(text), [], 0.0, 1)
+        # usage without a regex pass over the prompt: the fake model's own CPU is not the harness's
+        return Completion(text, finish, stop, len(prompt) // 4, count_tokens(text), [], 0.0, 1)
 
 
 async def harness_only(n: int, out: Path) -> tuple[float, float, int]:

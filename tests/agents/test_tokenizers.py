@@ -51,3 +51,15 @@ def test_local_cut_counts_once_and_cuts_like_the_tokenizer(text: str, n: int) ->
     tokenizer = RegexTokenizer()
     assert asyncio.run(LocalCut(tokenizer).truncate(text, n)) == (tokenizer.truncate(text, n),
                                                                    len(TOKEN.findall(text)))
+
+
+@given(text=st.text(max_size=80) | st.text(alphabet=st.sampled_from(list("ab_1 ,.\t\n\x1c\x85\xa0é—٣ǅ\u2028")),
+                                          max_size=60))
+def test_count_equals_the_regex_count(text: str) -> None:
+    """The class-translation count is the regex's token count for any text (non-ASCII, odd spaces)."""
+    assert RegexTokenizer().count(text) == len(TOKEN.findall(text))
+
+
+def test_count_handles_surrogates_and_long_texts() -> None:
+    text = "Doc 1(Title: \"Zoë\") naïve – “quoted” \ud800 x\x1fy " * 200
+    assert RegexTokenizer().count(text) == len(TOKEN.findall(text))

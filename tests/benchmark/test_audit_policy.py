@@ -26,6 +26,43 @@ from aethersearch.benchmark.audit_review import TODO, apply_review_file, load_re
     ("What rocket was used for the mission that landed the first humans on the Moon?",
      "what was the first american mission to land on the moon", "retain", "answer slot"),
     ("Who was the first king of Norway?", "who was the last king of norway", "retain", "reasoning target"),
+    # real flagged pairs of the Eval-1400 build (NQ is all lower case: no capitals mark its entities)
+    ("how many times has psg won champions league", "how many times has madrid won the uefa champions league",
+     "retain", "changed entity"),
+    ("what is the meaning of shalom in english", "what is the meaning of ayesha in english", "retain",
+     "changed entity"),
+    ("who does the voice of marceline on adventure time", "who does the voice of jake in adventure time",
+     "retain", "changed entity"),
+    ("when does season 3 of the riveras start", "when does jane the virgin season 3 start", "retain",
+     "changed entity"),
+    ("What is the place of birth of the director of film And The Spring Comes?",
+     "what is the date of birth of the director of film wandering fires", "retain", "changed entity"),
+    ("Who's the sibling of the player who won the men's wimbledon championship 2016?",
+     "who won the men 's wimbledon championship 2016", "retain", "reasoning target"),
+    ("Malachite is an ore of which metal?", "malachite is a principal ore of which metal", "exclude", "rewording"),
+    ("when is season 2 of jessica jones being released", "when does jessica jones season 2 come out", "exclude",
+     "rewording"),
+    ("who sings theme tune to orange is the new black", "who sang the orange is the new black theme song",
+     "exclude", "rewording"),
+    ("where did they film the book of eli", "where was the movie book of eli filmed", "exclude", "rewording"),
+    ("when is the last time the philadelphia won the superbowl", "when was the last time philly won a superbowl",
+     "exclude", "rewording"),
+    ("Who was the Norse god of mischief?", "in norse mythology who was the god of mischief", "exclude", "rewording"),
+    ("when did the usa join ww1", "when did the us join world war one", "exclude", "rewording"),
+    ("what is the full form of ib board", "what is the full form of c o p d", "retain", "changed entity"),
+    ("Which area of London derives its name from a hunting call hum medieval times?",
+     "which area of london is believed to derive its name from a former hunting cry", "exclude", "rewording"),
+    ("Which metal is obtained from the ore haematite?", "what metal is obtained from the ore haematite", "exclude",
+     "rewording"),
+    ("Where is Amílcar Cabral International Airport?", "amilcar cabral international airport is in which country",
+     "exclude", "rewording"),
+    ("When was the Eiffel Tower built?", "what year was the eiffel tower built", "exclude", "rewording"),
+    ("which way does the earth orbit the sun", "what direction does the earth orbit around the sun", "exclude",
+     "rewording"),
+    ("what languages are spoken in india the most", "what is the most widely spoken language in india", "exclude",
+     "rewording"),
+    ("Where did the director of film Circus Girl (Film) die?", "when did the director of film krull (film) die",
+     "retain", "answer slot"),
 ])
 def test_policy_table(selected: str, training: str, decision: str, why: str) -> None:
     verdict = auto_decide(selected, training)
@@ -50,3 +87,6 @@ def test_review_command_merges_hand_decisions_and_the_policy(tmp_path: Path) -> 
     assert decisions[pair_key("who directed titanic", "who directed avatar")].decision == "exclude"  # the human's
     assert decisions[pair_key(*entries[1]["pair"])].decision == "exclude"
     assert decisions[pair_key(*entries[2]["pair"])].decision == "retain"
+    # the release says who decided: the person, or the policy `--auto` applied
+    assert decisions[pair_key(*entries[0]["pair"])].decided_by == "review"
+    assert decisions[pair_key(*entries[1]["pair"])].decided_by == "auto-review policy"

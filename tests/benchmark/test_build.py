@@ -157,6 +157,29 @@ def test_a_shortage_fails_the_build_and_leaves_no_release(tmp_path: Path) -> Non
     assert [p.name for p in tmp_path.iterdir()] == ["src"]  # no staging directory left behind
 
 
+def test_the_shortage_messages_suggested_fix_builds(tmp_path: Path) -> None:
+    """Following the fix the message suggests, literally, gives a release of the planned size."""
+    import re
+
+    from aethersearch.benchmark.demo_sources import write_demo_sources
+
+    config_path = write_demo_sources(tmp_path / "src")
+    config = yaml.safe_load(config_path.read_text())
+    config["sources"][2]["planned"] = 40  # PopQA: 30 rows in the file
+    config_path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ShortageError) as info:
+        build_from_config(config_path, tmp_path / "release")
+    suggested = re.search(r"\(cap: (\d+) in its source entry\)", info.value.fix or "")
+    assert suggested is not None, info.value.fix
+    config["sources"][2]["cap"] = int(suggested.group(1))
+    config_path.write_text(yaml.safe_dump(config))
+    result = build_from_config(config_path, tmp_path / "release")
+    planned = sum(s.get("planned", config["planned_per_source"]) for s in config["sources"])
+    assert result.manifest.question_count == planned and result.verify.ok
+    popqa = next(c for c in result.manifest.composition if c["dataset"] == "popqa")
+    assert popqa["selected"] == int(suggested.group(1))
+
+
 def test_config_errors_name_the_file_and_field(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"name": "x", "sources": [{"dataset": "nq", "format": "nq_open_jsonl",

@@ -82,3 +82,8 @@ def test_the_readme_release_commands_build_the_cards_release(tmp_path: Path) -> 
     assert "unreviewed 0" in audit and "OK: every flagged pair has a recorded decision" in audit
     assert (work / "reports" / "independent_validation.json").read_bytes() == \
         layout.path("independent_validation").read_bytes()
+    for path in release.iterdir():  # sources are recorded by their place in the data set, never the builder's paths
+        text = path.read_text(encoding="utf-8")
+        assert "../" not in text and str(tmp_path) not in text and "data_root" not in text, path.name
+    assert {s["path"] for s in manifest["sources"]} >= {"qa/nq_open/NQ-open.dev.jsonl",
+                                                        "qa/bamboogle/r1searcher_bamboogle.jsonl"}

@@ -88,3 +88,34 @@ def test_a_failed_write_reaches_every_waiting_episode(tmp_path: Path, monkeypatc
         return results
 
     assert all(isinstance(r, OSError) for r in asyncio.run(main()))
+
+
+def _rich_trace(notes: dict[str, object]) -> Trace:
+    from aethersearch.records import ErrorKind, LLMCall, Step, ToolCall, Usage
+
+    call = LLMCall(text="<search> q </search>", prompt_tokens=12, completion_tokens=3, finish_reason="stop",
+                   elapsed_s=0.05, tool_calls_raw=[{"id": "c1", "function": {"name": "search"}}])
+    step = Step(index=0, llm=call, tool_calls=[ToolCall(tool="search", arguments={"query": "é", "k": 3},
+                                                        returned_ids=["d1"], elapsed_s=1)],
+                observation="Doc 1(Title: x) \u2028 \ud7ff", notes=notes)
+    copied = step.model_copy(update={"notes": {**step.notes, "later": [1, 2.5, None]}, "index": 1})
+    return Trace(id="q1", question_seen="q?", agent="a", steps=[step, copied], response="r", prediction=None,
+                 outcome=Outcome.ENDPOINT_ERROR, stop_reason="endpoint_error", error="boom",
+                 error_kind=ErrorKind.TIMEOUT, usage=Usage(prompt_tokens=3, turns=2), elapsed_s=float("nan"))
+
+
+@pytest.mark.parametrize("notes", [
+    {},
+    {"stop": "in_text", "z": {"b": 1, "a": [True, None, 1e300]}, "outcome": Outcome.ANSWERED},
+    {"tuple": (1, "x"), "counter": __import__("collections").Counter("aab")},
+    {"set": {3}, "path": Path("/x")},  # orjson refuses these: the line is written by dumps
+    {"when": __import__("datetime").datetime(2026, 1, 2, tzinfo=__import__("datetime").timezone.utc)},
+    {"model": Trace(id="inner", question_seen="q", agent="a", outcome=Outcome.ANSWERED, stop_reason="s")},
+])
+def test_encoded_trace_lines_are_exactly_the_canonical_dumps(notes: dict[str, object]) -> None:
+    from aethersearch.jsonl import dumps
+    from aethersearch.rollout.store import encode_trace
+
+    trace = _rich_trace(notes)
+    assert encode_trace(trace) == dumps(trace) + b"\n"
+    assert encode_trace(_trace(7)) == dumps(_trace(7)) + b"\n"

@@ -3,7 +3,8 @@
 Reference: Song et al., WebDetective (arXiv:2510.05137), the EvidenceLoop
 baseline. Each round r = 1..R_max:
 
-1. **N parallel solvers** (``solver-0``..``solver-{N-1}``) each take up to B
+1. **N parallel solvers** (``solver-0``..``solver-{N-1}``; solver i samples
+   with decoding seed + i, so they differ at temperature > 0) each take up to B
    actions (``<search>``, ``<visit>``, or ``<fetch> EID </fetch>`` to read a
    remembered document in full) starting from the structured context C^r;
 2. every document a tool returns enters the **evidence memory** and gets an
@@ -21,21 +22,36 @@ The tool budget is the runner's: ``episode.env`` and ``episode.llm`` are shared
 by every sub-agent, so parallel solvers draw from one budget; a solver that
 hits it stops, the round is finished with what was gathered, and no further
 round starts. Every sub-agent call is one trace step with ``agent`` set to the
-sub-agent's name and ``notes`` carrying the round, EIDs, claims and verdicts.
+sub-agent's name and ``notes`` carrying the round, EIDs, claims and verdicts;
+:func:`trace_summary` folds them into one per-round view (actions per solver,
+EIDs given, claims and their verdicts).
+
+Two protocols, chosen by the recorded ``structured`` option: ``off`` (default) is
+the paper's free-text one (tags such as ``<search>`` and ``<claim eid="E2">``);
+``json_schema`` / ``json_object`` decode every sub-agent reply under a per-call
+JSON schema (:mod:`aethersearch.agents.evidence_actions`), sent as the request's
+``response_format`` in that form. Why off by default: no one request form works on
+every server (llama-cpp-python refuses ``json_schema``; vLLM reads ``json_object``
+as "any JSON" and drops the schema), so the user must name the form their server
+takes; and the default keeps the paper's prompts. Turn it on for models that do
+not follow the tag format (small or untuned checkpoints).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from aethersearch.abstention import is_abstention
+from aethersearch.agents import evidence_actions as actions
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish, finish_from_text
 from aethersearch.agents.evidence_memory import EvidenceMemory
+from aethersearch.agents.llm import RESPONSE_FORMS, Completion, ConstrainedDecoding, response_format
 from aethersearch.agents.prompts import FORCED_FINAL_PROMPT, extract_answer
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
-from aethersearch.records import Outcome, ToolCall
+from aethersearch.records import Decoding, Outcome, ToolCall
 
 SOLVER_PROMPT = (
     "You are solver {index} of {n} in EvidenceLoop, a team that answers questions by searching "
@@ -74,6 +90,10 @@ FINAL_PROMPT = (
 INVALID_ACTION = ("Invalid action. Reply with exactly one of <search> query </search>, "
                   "<visit> page </visit>, <fetch> E1 </fetch> or <done>.")
 REFUSAL = "I don't know"
+#: ``structured`` values: the paper's free-text tags, or JSON-schema decoding in one of the request forms
+STRUCTURED = ("off", *RESPONSE_FORMS)
+#: solver actions that are valid moves (``invalid`` is the only other kind)
+VALID_ACTIONS = ("search", "visit", "fetch", "done")
 
 _ACTION = re.compile(r"<(search|visit|fetch)>(.*?)</\1>", re.DOTALL)
 _DONE = re.compile(r"<done\s*/?>|<answer>", re.IGNORECASE)
@@ -120,7 +140,13 @@ class EvidenceLoopAgent(Agent):
     environment: ClassVar[str] = "sandbox"
 
     def __init__(self, n_solvers: int = 2, max_rounds: int = 3, actions_per_round: int = 3,
-                 topk: int = 3, snippet_chars: int = 240, doc_chars: int = 2000) -> None:
+                 topk: int = 3, snippet_chars: int = 240, doc_chars: int = 2000,
+                 structured: str = "off") -> None:
+        if structured not in STRUCTURED:
+            raise ConfigError(f"evidenceloop: structured must be one of {', '.join(STRUCTURED)}, got {structured!r}",
+                              fix="json_object for llama-cpp-python's server; json_schema for vLLM, SGLang, "
+                                  "llama-server or OpenAI; off for the paper's free-text tags")
+        self.structured = structured
         self.n_solvers = _positive("n_solvers", n_solvers)
         self.max_rounds = _positive("max_rounds", max_rounds)
         self.actions_per_round = _positive("actions_per_round", actions_per_round)
@@ -129,14 +155,34 @@ class EvidenceLoopAgent(Agent):
         self.doc_chars = _positive("doc_chars", doc_chars)
 
     def config(self) -> dict[str, Any]:
-        """N, R_max, B and the rendering limits: all of them change predictions."""
+        """N, R_max, B, the rendering limits and the protocol: all of them change predictions."""
         return {"n_solvers": self.n_solvers, "max_rounds": self.max_rounds,
                 "actions_per_round": self.actions_per_round, "topk": self.topk,
-                "snippet_chars": self.snippet_chars, "doc_chars": self.doc_chars}
+                "snippet_chars": self.snippet_chars, "doc_chars": self.doc_chars,
+                "structured": self.structured}
 
     def prompt_template(self) -> str:
-        return "\n\x1e\n".join([SOLVER_PROMPT, EXTRACTOR_PROMPT, AGGREGATOR_PROMPT, VERIFIER_PROMPT,
-                                FINAL_PROMPT, INVALID_ACTION])
+        if self.structured == "off":
+            return "\n\x1e\n".join([SOLVER_PROMPT, EXTRACTOR_PROMPT, AGGREGATOR_PROMPT, VERIFIER_PROMPT,
+                                    FINAL_PROMPT, INVALID_ACTION])
+        return "\n\x1e\n".join([actions.SOLVER_JSON_PROMPT, actions.EXTRACTOR_JSON_PROMPT,
+                                actions.AGGREGATOR_JSON_PROMPT, actions.VERIFIER_JSON_PROMPT,
+                                actions.FINAL_JSON_PROMPT, actions.INVALID_JSON_ACTION,
+                                actions.schema_templates()])
+
+    @property
+    def _json(self) -> bool:
+        return self.structured != "off"
+
+    async def _chat(self, episode: Episode, prompt: str | list[dict[str, Any]], name: str,
+                    schema: dict[str, Any], decoding: Decoding | None = None) -> Completion:
+        """One sub-agent call; with ``structured`` on, its reply is constrained to ``schema``."""
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        decoding = decoding or episode.decoding
+        if self._json:
+            decoding = ConstrainedDecoding(**decoding.model_dump(),
+                                           response_format=response_format(self.structured, name, schema))
+        return await episode.llm.chat(messages, decoding)
 
     # ------------------------------------------------------------------------- the loop
 
@@ -155,7 +201,8 @@ class EvidenceLoopAgent(Agent):
             if last.answer is not None:
                 verdict = await self._verify(episode, memory, last, round_)
                 if verdict.accepted:
-                    return finish(last.text, last.answer, "verified")
+                    text = last.text + (f"\n<answer> {last.answer} </answer>" if self._json else "")
+                    return finish(text, last.answer, "verified")
                 rejected = "; ".join(f"claim {v['claim']} ({v['eid']}): {v['verdict']}"
                                      for v in verdict.verdicts) or "no claims cited evidence"
                 context += f"\nRejected answer {last.answer!r}: {rejected}."
@@ -167,12 +214,17 @@ class EvidenceLoopAgent(Agent):
     async def final_answer(self, episode: Episode) -> AgentOutput:
         """One forced answer from the evidence memory after the budget ran out mid-round."""
         memory: EvidenceMemory = episode.state.get("memory") or EvidenceMemory()
-        prompt = FINAL_PROMPT.format(memory=memory.summaries() or "(empty)",
-                                     question=episode.question_seen)
-        completion = await episode.llm.chat([{"role": "user", "content": prompt}], episode.decoding)
+        template = actions.FINAL_JSON_PROMPT if self._json else FINAL_PROMPT
+        prompt = template.format(memory=memory.summaries() or "(empty)", question=episode.question_seen)
+        completion = await self._chat(episode, prompt, "final_answer", actions.final_schema())
         episode.add_step(agent="aggregator", llm=completion.to_record(),
                          notes={"forced_final": True, "eids": memory.eids()})
-        return finish_from_text(completion.text, "budget")
+        if not self._json:
+            return finish_from_text(completion.text, "budget")
+        answer = actions.parse_final(completion.text)
+        answer = REFUSAL if answer == "" else answer
+        text = completion.text + (f"\n<answer> {answer} </answer>" if answer is not None else "")
+        return finish(text, answer, "budget")
 
     # ------------------------------------------------------------------------- sub-agents
 
@@ -196,29 +248,35 @@ class EvidenceLoopAgent(Agent):
     async def _solver(self, episode: Episode, memory: EvidenceMemory, context: str,
                       round_: int, index: int) -> SolverResult:
         agent = f"solver-{index}"
-        messages = [{"role": "user", "content": SOLVER_PROMPT.format(
+        template = actions.SOLVER_JSON_PROMPT if self._json else SOLVER_PROMPT
+        invalid = actions.INVALID_JSON_ACTION if self._json else INVALID_ACTION
+        messages = [{"role": "user", "content": template.format(
             index=index, n=self.n_solvers, context=context, question=episode.question_seen)}]
+        # solver i samples with seed + i: with one seed, N solvers at temperature > 0 would draw alike
+        seed = episode.decoding.seed
+        decoding = episode.decoding if seed is None else episode.decoding.model_copy(update={"seed": seed + index})
         new_eids: list[str] = []
         for action_no in range(self.actions_per_round):
+            citable = memory.eids() + list(memory.facts())  # what a fetch may name right now
             try:
-                completion = await episode.llm.chat(messages, episode.decoding)
+                completion = await self._chat(episode, messages, "solver_action",
+                                              actions.solver_schema(citable, "visit" in episode.env.tools),
+                                              decoding)
             except BudgetExhausted as exc:
                 episode.add_step(agent=agent, notes={"round": round_, "budget": exc.which})
                 return SolverResult(new_eids, True)
             text = completion.text
-            match = _ACTION.search(text)
+            kind, argument = self._read_action(text, citable)
             notes: dict[str, Any] = {"round": round_, "action_index": action_no}
             calls: list[ToolCall] = []
-            if match is None:
-                kind = "done" if _DONE.search(text) else "invalid"
+            if argument is None:
                 notes["action"] = kind
-                observation = None if kind == "done" else INVALID_ACTION
+                observation = None if kind == "done" else invalid
                 episode.add_step(agent=agent, llm=completion.to_record(), observation=observation,
                                  notes=notes)
                 if kind == "done":
                     break
             else:
-                kind, argument = match.group(1), match.group(2).strip()
                 notes.update(action=kind, argument=argument)
                 try:
                     observation, calls, eids, fresh = await self._act(episode, memory, kind,
@@ -233,8 +291,17 @@ class EvidenceLoopAgent(Agent):
                 episode.add_step(agent=agent, llm=completion.to_record(), tool_calls=calls,
                                  observation=observation, notes=notes)
             messages += [{"role": "assistant", "content": text},
-                         {"role": "user", "content": observation or INVALID_ACTION}]
+                         {"role": "user", "content": observation or invalid}]
         return SolverResult(new_eids, False)
+
+    def _read_action(self, text: str, citable: list[str]) -> tuple[str, str | None]:
+        """``(kind, argument)`` of a solver reply; argument None for ``done`` and ``invalid``."""
+        if self._json:
+            return actions.parse_action(text, citable)
+        match = _ACTION.search(text)
+        if match is None:
+            return ("done" if _DONE.search(text) else "invalid"), None
+        return match.group(1), match.group(2).strip()
 
     async def _act(self, episode: Episode, memory: EvidenceMemory, kind: str, argument: str,
                    round_: int, agent: str) -> tuple[str, list[ToolCall], list[str], list[str]]:
@@ -269,11 +336,14 @@ class EvidenceLoopAgent(Agent):
         if not eids:
             return
         documents = "\n\n".join(memory.full_text(eid)[: self.doc_chars] for eid in eids)
-        prompt = EXTRACTOR_PROMPT.format(documents=documents, question=episode.question_seen)
-        completion = await episode.llm.chat([{"role": "user", "content": prompt}], episode.decoding)
+        template = actions.EXTRACTOR_JSON_PROMPT if self._json else EXTRACTOR_PROMPT
+        prompt = template.format(documents=documents, question=episode.question_seen)
+        completion = await self._chat(episode, prompt, "extracted_facts", actions.extractor_schema(eids))
+        found = (actions.parse_facts(completion.text, eids) if self._json
+                 else _FINDING.findall(completion.text))
         findings: dict[str, str] = {}
         facts: dict[str, str] = {}
-        for eid, finding in _FINDING.findall(completion.text):
+        for eid, finding in found:
             if eid in eids and finding.casefold() != "irrelevant":
                 fact_eid = memory.add_fact(eid, finding)
                 facts[fact_eid] = memory.facts(eid)[fact_eid]
@@ -283,20 +353,26 @@ class EvidenceLoopAgent(Agent):
 
     async def _aggregate(self, episode: Episode, memory: EvidenceMemory, context: str,
                          round_: int) -> Proposal:
-        prompt = AGGREGATOR_PROMPT.format(round=round_, max_rounds=self.max_rounds,
-                                          memory=memory.summaries() or "(empty)", context=context,
-                                          question=episode.question_seen)
-        completion = await episode.llm.chat([{"role": "user", "content": prompt}], episode.decoding)
+        template = actions.AGGREGATOR_JSON_PROMPT if self._json else AGGREGATOR_PROMPT
+        prompt = template.format(round=round_, max_rounds=self.max_rounds,
+                                 memory=memory.summaries() or "(empty)", context=context,
+                                 question=episode.question_seen)
+        citable = memory.eids() + list(memory.facts())
+        completion = await self._chat(episode, prompt, "aggregation", actions.aggregator_schema(citable))
         text = completion.text
-        analysis = _CONTEXT.search(text)
+        if self._json:
+            analysis, answer, claims = actions.parse_proposal(text)
+        else:
+            tagged = _CONTEXT.search(text)
+            analysis = tagged.group(1).strip() if tagged else None
+            answer = extract_answer(text)
+            claims = [{"eid": eid.strip().upper(), "text": " ".join(claim.split())}
+                      for eid, claim in _CLAIM.findall(text)]
         index = memory.summaries() or "(no evidence yet)"
-        next_context = f"Evidence index:\n{index}\nAnalysis:\n" + (
-            analysis.group(1).strip() if analysis else "(none)")
-        answer = extract_answer(text)
+        next_context = f"Evidence index:\n{index}\nAnalysis:\n" + (analysis or "(none)")
         if answer is not None and (not answer or is_abstention(answer)):
             answer = None
-        claims = [{"eid": eid.strip().upper(), "text": " ".join(claim.split())}
-                  for eid, claim in _CLAIM.findall(text)] if answer is not None else []
+        claims = claims if answer is not None else []
         episode.add_step(agent="aggregator", llm=completion.to_record(),
                          notes={"round": round_, "context": next_context, "proposed": answer,
                                 "claims": claims, "eids": memory.eids(),
@@ -321,11 +397,12 @@ class EvidenceLoopAgent(Agent):
         blocks = "\n\n".join(
             f"Claim {v['claim']} ({v['eid']}): {v['text']}\nEvidence {v['eid']}:\n"
             f"{memory.full_text(v['eid'])[: self.doc_chars]}" for v in verdicts)
-        prompt = VERIFIER_PROMPT.format(answer=proposal.answer, claims=blocks,
-                                        question=episode.question_seen)
-        completion = await episode.llm.chat([{"role": "user", "content": prompt}], episode.decoding)
-        said = {number: word.strip().lower().replace(" ", "_")
-                for number, word in _VERDICT.findall(completion.text)}
+        template = actions.VERIFIER_JSON_PROMPT if self._json else VERIFIER_PROMPT
+        prompt = template.format(answer=proposal.answer, claims=blocks, question=episode.question_seen)
+        completion = await self._chat(episode, prompt, "verdicts", actions.verifier_schema(len(verdicts)))
+        said = (actions.parse_verdicts(completion.text) if self._json else
+                {number: word.strip().lower().replace(" ", "_")
+                 for number, word in _VERDICT.findall(completion.text)})
         for verdict in verdicts:
             verdict["verdict"] = "entailed" if said.get(verdict["claim"]) == "entailed" else (
                 said.get(verdict["claim"]) or "missing")
@@ -334,3 +411,57 @@ class EvidenceLoopAgent(Agent):
                          notes={"round": round_, "answer": proposal.answer, "verdicts": verdicts,
                                 "accepted": accepted})
         return Verification(accepted, verdicts)
+
+
+def trace_summary(steps: Sequence[Mapping[str, Any] | Any]) -> dict[str, Any]:
+    """One EvidenceLoop episode's trace steps folded per round, plus totals.
+
+    Why: an episode is dozens of sub-agent steps; this is the view a reader (or a
+    test) checks: per round, each solver's actions (kind, argument, the EIDs it was
+    shown and the new EIDs it caused), the fact EIDs extracted, the proposed answer,
+    its claims and each claim's verdict. ``steps`` are trace steps as stored in
+    ``traces.jsonl`` (dicts) or :class:`~aethersearch.records.Step` records.
+    Totals: ``valid_actions`` (search/visit/fetch/done), ``invalid_actions``,
+    ``tool_actions`` (search/visit that reached the environment), ``eids``
+    (documents given an EID), ``fact_eids``, ``claims``, ``verified_claims``
+    (verdict ``entailed``), ``accepted`` and ``solvers_with_valid_action``.
+    """
+    rounds: dict[int, dict[str, Any]] = {}
+    forced_final = False
+    for raw in steps:
+        step = raw if isinstance(raw, Mapping) else raw.model_dump(mode="json")
+        agent, notes = str(step.get("agent") or ""), step.get("notes") or {}
+        if notes.get("forced_final"):
+            forced_final = True
+            continue
+        number = notes.get("round")
+        if number is None:
+            continue
+        entry = rounds.setdefault(number, {"round": number, "solvers": {}, "facts": {}, "proposed": None,
+                                           "claims": [], "verdicts": [], "accepted": None})
+        if agent.startswith("solver-"):
+            entry["solvers"].setdefault(agent, []).append(
+                {"action": notes.get("action", "budget"), "argument": notes.get("argument"),
+                 "eids": list(notes.get("eids") or []), "new_eids": list(notes.get("new_eids") or [])})
+        elif agent == "extractor":
+            entry["facts"].update(notes.get("facts") or {})
+        elif agent == "aggregator":
+            entry["proposed"], entry["claims"] = notes.get("proposed"), list(notes.get("claims") or [])
+        elif agent == "verifier":
+            entry["verdicts"], entry["accepted"] = list(notes.get("verdicts") or []), notes.get("accepted")
+    moves = [(solver, a["action"]) for r in rounds.values() for solver, acts in r["solvers"].items() for a in acts]
+    verdicts = [v for r in rounds.values() for v in r["verdicts"]]
+    return {
+        "rounds": [rounds[k] for k in sorted(rounds)],
+        "valid_actions": sum(kind in VALID_ACTIONS for _, kind in moves),
+        "invalid_actions": sum(kind == "invalid" for _, kind in moves),
+        "tool_actions": sum(kind in ("search", "visit") for _, kind in moves),
+        "solvers_with_valid_action": sorted({solver for solver, kind in moves if kind in VALID_ACTIONS}),
+        "eids": sorted({e for r in rounds.values() for acts in r["solvers"].values() for a in acts
+                        for e in a["new_eids"]}, key=lambda e: int(e[1:])),
+        "fact_eids": [fid for r in rounds.values() for fid in r["facts"]],
+        "claims": sum(len(r["claims"]) for r in rounds.values()),
+        "verified_claims": sum(v.get("verdict") == "entailed" for v in verdicts),
+        "accepted": any(r["accepted"] for r in rounds.values()),
+        "forced_final": forced_final,
+    }

@@ -84,13 +84,46 @@ class LLM(Protocol):
         ...
 
 
+#: How a JSON-schema constraint is sent (``response_format``); no one form is accepted everywhere:
+#: ``json_schema`` is OpenAI's ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``
+#: (vLLM, SGLang, llama.cpp's ``llama-server``, OpenAI); ``json_object`` is
+#: ``{"type": "json_object", "schema": ...}``, the only form llama-cpp-python's server takes
+#: (0.3.x: it answers ``json_schema`` with HTTP 500) and one llama-server takes too, while vLLM
+#: reads ``json_object`` as "any JSON" and would drop the schema.
+RESPONSE_FORMS = ("json_schema", "json_object")
+
+
+class ConstrainedDecoding(Decoding):
+    """Decoding of one call whose reply is constrained to a JSON schema (structured output).
+
+    Why a per-call subclass and not a run setting: the schema differs from call to
+    call (an agent's action schema lists the evidence ids it may cite right now), so
+    only the agent can build it; the agent option that turns it on is in the agent's
+    config (and so in ``run.json``). ``model_copy`` keeps the subclass, so the
+    budget's ``max_tokens`` clamp keeps the constraint.
+    """
+
+    response_format: dict[str, Any]
+
+
+def response_format(form: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``response_format`` request field constraining a reply to ``schema``, in ``form`` (see RESPONSE_FORMS)."""
+    if form == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if form == "json_object":
+        return {"type": "json_object", "schema": schema}
+    raise ConfigError(f"unknown structured-output form {form!r}",
+                      fix=f"use one of {', '.join(RESPONSE_FORMS)} (json_object for llama-cpp-python)")
+
+
 def decoding_body(decoding: Decoding, flavor: str | None = None) -> dict[str, Any]:
     """The request fields for ``decoding``: every sampling knob explicit (seed and stop only when set).
 
     Both spellings of the repetition penalty are sent (``repetition_penalty`` for vLLM,
     SGLang and TGI, ``repeat_penalty`` for llama.cpp; each server ignores the other's).
     ``top_k`` off (-1) goes out as 0 to llama.cpp servers (``flavor`` ``"llama.cpp"``),
-    which refuse negatives and read 0 as off; vLLM and SGLang read -1 as off.
+    which refuse negatives and read 0 as off; vLLM and SGLang read -1 as off. A
+    :class:`ConstrainedDecoding` adds its ``response_format``.
     """
     top_k = decoding.top_k
     if flavor == LLAMA_CPP and top_k < 0:
@@ -105,6 +138,8 @@ def decoding_body(decoding: Decoding, flavor: str | None = None) -> dict[str, An
         body["seed"] = decoding.seed
     if decoding.stop:
         body["stop"] = list(decoding.stop)
+    if isinstance(decoding, ConstrainedDecoding):
+        body["response_format"] = decoding.response_format
     return body
 
 

@@ -16,6 +16,7 @@ run.json) and per step in the trace notes:
 
 from __future__ import annotations
 
+import codecs
 import re
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
@@ -23,6 +24,36 @@ from typing import Any, Protocol, runtime_checkable
 from aethersearch.errors import ConfigError
 
 _REGEX_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_WORD, _SPACE = re.compile(r"\w", re.UNICODE), re.compile(r"\s", re.UNICODE)
+
+
+def _char_class(char: str) -> str:
+    """``a`` for a word character, a space for whitespace, ``.`` for anything else (as the regex sees it)."""
+    return "a" if _WORD.match(char) else " " if _SPACE.match(char) else "."
+
+
+class _CharClasses(dict[int, str]):
+    """Code point → its class character, filled on first sight (a ``str.translate`` table)."""
+
+    def __missing__(self, code: int) -> str:
+        value = self[code] = _char_class(chr(code))
+        return value
+
+
+_CLASSES = _CharClasses()
+#: ASCII byte → class byte, so an ASCII text is classified by one C-level ``bytes.translate``
+_ASCII_CLASSES = bytes.maketrans(bytes(range(128)), "".join(_char_class(chr(c)) for c in range(128)).encode())
+_CLASS_ERRORS = "aethersearch.regex-token-class"
+
+
+def _classify_non_ascii(exc: UnicodeError) -> tuple[str, int]:
+    """Encoding error handler: a run of non-ASCII characters becomes its class characters."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return exc.object[exc.start:exc.end].translate(_CLASSES), exc.end
+
+
+codecs.register_error(_CLASS_ERRORS, _classify_non_ascii)
 
 
 @runtime_checkable
@@ -52,8 +83,19 @@ class RegexTokenizer:
     name = "regex"
 
     def count(self, text: str) -> int:
-        """Number of regex tokens (``findall`` in C: 3-4x faster than counting ``finditer`` matches in Python)."""
-        return len(_REGEX_TOKEN.findall(text))
+        """Number of regex tokens, without a match object per token.
+
+        Why not ``len(findall(...))``: one observation has ~150 tokens and the regex
+        engine's per-match cost made the count ~50 µs, the largest single item of the
+        rollout harness's CPU per model call. Each character is mapped to its class
+        (word ``a``, space, other ``.``) by C-level ``bytes.translate`` (non-ASCII
+        runs through an encoding error handler, classified by the same ``\\w``/``\\s``),
+        and the tokens are the ``.`` plus the starts of ``a`` runs: equal to the
+        regex count for every text (a property test checks it), 5-10x faster.
+        """
+        classes = text.encode("ascii", _CLASS_ERRORS).translate(_ASCII_CLASSES)
+        return (classes.count(b".") + classes.count(b" a") + classes.count(b".a")
+                + classes.startswith(b"a"))
 
     def truncate(self, text: str, n: int) -> str:
         """Cut right after the n-th token (whitespace after it is dropped, as a decoder would)."""

@@ -18,7 +18,7 @@ import asyncio
 import time
 from typing import Any
 
-from aethersearch.agents.llm import Completion
+from aethersearch.agents.llm import Completion, ConstrainedDecoding
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding
 
@@ -46,6 +46,10 @@ class VLLMEngine:
         self._flusher: asyncio.Task[None] | None = None
 
     def _params(self, decoding: Decoding) -> Any:
+        if isinstance(decoding, ConstrainedDecoding):  # never drop a constraint silently
+            raise ConfigError("the offline vLLM backend does not apply response_format (structured output)",
+                              fix="serve the model with `vllm serve` and pass --endpoint, or set the agent's "
+                                  "structured option to off")
         return self._sampling_params(temperature=decoding.temperature, top_p=decoding.top_p,
                                      top_k=decoding.top_k, min_p=decoding.min_p,
                                      repetition_penalty=decoding.repetition_penalty,

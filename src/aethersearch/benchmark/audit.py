@@ -46,6 +46,13 @@ if TYPE_CHECKING:  # the builder's types; imported lazily at run time
 
 AUDIT_SCHEMA_VERSION = 1
 
+Report = Callable[[str, int, "int | None"], None]
+"""``report(step, done, total)``: the audit's progress, step by step (the CLI renders it)."""
+
+
+def _silent(step: str, done: int, total: int | None) -> None:
+    return None
+
 
 class SimilaritySettings(BaseModel):
     """Exhaustive character pass."""
@@ -146,14 +153,23 @@ def _merge(queries: Sequence[tuple[str | None, str, str]], union: TrainingUnion,
 
 
 def audit_questions(queries: Sequence[tuple[str | None, str]], union: TrainingUnion,
-                    settings: AuditSettings) -> QuestionAudit:
-    """Run both passes for ``(id or None, question)`` rows against the training union."""
+                    settings: AuditSettings, progress: Report = _silent) -> QuestionAudit:
+    """Run both passes for ``(id or None, question)`` rows against the training union.
+
+    ``progress`` hears ``similarity`` (question rows scored against every training
+    question) and ``rare tokens`` (index, then retrieval), so a minutes-long audit is never silent.
+    """
     rows = [(ident, text, question_key(text)) for ident, text in queries]
     keys = [key for _, _, key in rows]
     char = exhaustive_similarity(keys, union.keys, scorer=settings.similarity.scorer,
-                                 threshold=settings.similarity.threshold)
+                                 threshold=settings.similarity.threshold,
+                                 progress=lambda done, total: progress("similarity", done, total))
     rt = settings.rare_tokens
-    token = rare_token_pairs(union.tokens(), keys, k=rt.k, max_df=rt.max_df, threshold=rt.threshold)
+    progress("rare tokens", 0, 2)
+    index = union.tokens()
+    progress("rare tokens", 1, 2)
+    token = rare_token_pairs(index, keys, k=rt.k, max_df=rt.max_df, threshold=rt.threshold)
+    progress("rare tokens", 2, 2)
     methods = {
         "similarity": {"method": "rapidfuzz.process.cdist (exhaustive)", "scorer": char.scorer,
                        "threshold": char.threshold, "pairs_visited": char.pairs_visited,
@@ -167,18 +183,28 @@ def audit_questions(queries: Sequence[tuple[str | None, str]], union: TrainingUn
     return QuestionAudit(_merge(rows, union, char, token), methods)
 
 
-def audit_pool(keys: Sequence[str], union: TrainingUnion, settings: AuditSettings) -> tuple[dict[str, str], dict[str, Any]]:
-    """Near-certain duplicates in the candidate pool: key -> reason, plus the pool report."""
+def audit_pool(keys: Sequence[str], union: TrainingUnion, settings: AuditSettings,
+               progress: Report = _silent) -> tuple[dict[str, str], dict[str, Any]]:
+    """Near-certain duplicates in the candidate pool: key -> reason, plus the pool report.
+
+    ``progress("pool", step, 4)``: n-gram index, blocked similarity, rare-token index, retrieval.
+    """
     pool = settings.pool
     distinct = sorted(set(keys))
     if not pool.enabled or not distinct:
         return {}, {"enabled": pool.enabled, "candidates": len(distinct), "removed": 0}
+    progress("pool", 0, 4)
     grams = union.grams(pool.ngram)
+    progress("pool", 1, 4)
     char = blocked_similarity(distinct, grams, union.keys, scorer=settings.similarity.scorer,
                               threshold=pool.similarity_threshold, k=pool.blocking_k)
+    progress("pool", 2, 4)
     rt = settings.rare_tokens
-    token = rare_token_pairs(union.tokens(), distinct, k=rt.k, max_df=rt.max_df,
+    index = union.tokens()
+    progress("pool", 3, 4)
+    token = rare_token_pairs(index, distinct, k=rt.k, max_df=rt.max_df,
                              threshold=pool.rare_token_threshold)
+    progress("pool", 4, 4)
     remove: dict[str, str] = {}
     for q, c, s in zip(char.query_index.tolist(), char.choice_index.tolist(), char.score.tolist(), strict=True):
         remove.setdefault(distinct[q], f"pool audit: {settings.similarity.scorer} {s:.2f} >= "
@@ -217,8 +243,10 @@ class AuditHooks:
     """State shared by the pool filter and the selection audit across the build's iterations."""
 
     def __init__(self, settings: AuditSettings, union: TrainingUnion, *, reviews_path: Path | None,
-                 auto_review: bool, stage_keys: dict[str, set[str]] | None = None) -> None:
+                 auto_review: bool, stage_keys: dict[str, set[str]] | None = None,
+                 progress: Report = _silent) -> None:
         self.settings = settings
+        self.progress: Report = lambda step, done, total: progress(f"audit {step}", done, total)
         self.stage_keys = stage_keys or {}
         self.union = union
         self.reviews_path = reviews_path
@@ -240,7 +268,7 @@ class AuditHooks:
 
     def pool_filter(self, candidates: Sequence[Candidate]) -> dict[str, str]:
         """PoolFilter: near-duplicates to drop before sampling (key -> reason)."""
-        remove, report = audit_pool([c.key for c in candidates], self.union, self.settings)
+        remove, report = audit_pool([c.key for c in candidates], self.union, self.settings, self.progress)
         self.pool_report = {**report, "ran": True}
         return remove
 
@@ -249,7 +277,7 @@ class AuditHooks:
         self.iterations += 1
         new = [c for c in selected if c.key not in self.flags]
         if new:
-            result = audit_questions([(None, c.question) for c in new], self.union, self.settings)
+            result = audit_questions([(None, c.question) for c in new], self.union, self.settings, self.progress)
             self._accumulate(result.methods)
             for c in new:
                 self.flags[c.key] = []
@@ -315,13 +343,17 @@ _COUNTERS = ("pairs_visited", "pairs_flagged", "candidates_scored", "queries_wit
 
 
 def make_audit_hooks(audit_config: dict[str, Any], training_keys: Sequence[str], *,
-                     reviews_path: Path | None, auto_review: bool, stage_keys: dict[str, set[str]] | None = None
+                     reviews_path: Path | None, auto_review: bool, stage_keys: dict[str, set[str]] | None = None,
+                     progress: Report = _silent
                      ) -> tuple[Callable[[Sequence[Candidate]], dict[str, str]], Callable[[Sequence[Candidate]], Any]]:
-    """The (PoolFilter, SelectionAudit) pair ``benchmark.build.build_release`` runs."""
+    """The (PoolFilter, SelectionAudit) pair ``benchmark.build.build_release`` runs.
+
+    ``progress`` hears ``audit pool``, ``audit similarity`` and ``audit rare tokens``.
+    """
     settings = parse_settings(audit_config)
     hooks = AuditHooks(settings, TrainingUnion(training_keys),
                        reviews_path=Path(reviews_path) if reviews_path is not None else None,
-                       auto_review=auto_review, stage_keys=stage_keys)
+                       auto_review=auto_review, stage_keys=stage_keys, progress=progress)
     return hooks.pool_filter, hooks.selection_audit
 
 
@@ -370,12 +402,14 @@ def recorded_audit(target: Path) -> tuple[dict[str, Any] | None, list[dict[str, 
 
 
 def audit_selection_file(target: Path, registry: Path, *, audit_config: dict[str, Any] | None = None,
-                         reviews_path: Path | None = None) -> StandaloneAudit:
+                         reviews_path: Path | None = None, progress: Report = _silent) -> StandaloneAudit:
     """Audit a release or selection against a training registry without stopping on unreviewed pairs.
 
     On a release built with the audit on, its recorded settings are the
     defaults and its recorded decisions count as reviews, so a fully reviewed
     release shows 0 unreviewed pairs; ``audit_config`` overrides the settings.
+    ``progress`` hears ``training files`` (read and hash-checked), ``similarity``
+    and ``rare tokens``.
     """
     from aethersearch.benchmark.training import build_exclusion_sets, load_registry
 
@@ -383,10 +417,11 @@ def audit_selection_file(target: Path, registry: Path, *, audit_config: dict[str
     settings = parse_settings({**{k: v for k, v in (recorded_settings or {}).items()
                                   if k not in ("reviews", "review_template")}, **(audit_config or {})})
     registry = Path(registry)
-    sets = build_exclusion_sets(load_registry(registry), registry.parent)
+    sets = build_exclusion_sets(load_registry(registry), registry.parent,
+                                progress=lambda done, total: progress("training files", done, total))
     union = TrainingUnion(sorted(sets.union))
     rows = read_selection(target)
-    result = audit_questions(rows, union, settings)
+    result = audit_questions(rows, union, settings, progress)
     decisions = {pair_key(*row["pair"]): ReviewDecision(pair=tuple(row["pair"]), decision=row["decision"],
                                                         reason=row["reason"])
                  for row in recorded if row.get("decision") in ("exclude", "retain") and row.get("reason")}

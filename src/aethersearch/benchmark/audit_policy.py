@@ -9,22 +9,36 @@ different, which the policy recognises in four ways, checked on the normalised
 word tokens the two questions do not share:
 
 1. **years / numbers** differ (``1994`` vs ``1995``; ``one`` and ``1`` are not compared);
-2. the **answer slot** differs (a different question word: who / when / where / which / how many ...);
+2. the **answer slot** differs (a different question word: who / when / where / what / how many ...;
+   "which" is "what", and "which country" / "what year" ask where / when);
 3. the **reasoning target** differs (first/last, oldest/youngest, before/after, more/less, not ...);
 3b. the **answer type** differs ("what *rocket* ..." vs "what *mission* ...");
 4. a **changed entity**: every word only the selected question has is a named entity
    (a capitalised word that does not open it), replaced by one to three words of the
    training question, and no word of one resembles a word of the other (character similarity < 70 and
    neither a prefix of the other), so "USA" vs "us" or "colour" vs "color" is *not* a
-   changed entity, and a rephrasing with many changed words is not a substitution.
+   changed entity, and a rephrasing with many changed words is not a substitution;
+4b. a **substituted term**, for uncased questions (NQ is all lower case, so capitals cannot
+   mark its entities): the two questions are aligned word by word (``difflib``); the words
+   of the differing stretches, minus stopwords and generic paraphrase words (``GENERIC``:
+   "come out" vs "released", "wrote" vs "written"), minus every pair that is a spelling
+   variant, inflection or abbreviation of each other (``_variant``: "usa"/"us",
+   "colour"/"color", "drafting"/"draft", "ww1"/"world war one"), leave content words on
+   *both* sides of one replaced stretch (at most three a side), at most six in all ("who does the voice of
+   marceline" vs "... of jake", "psg" vs "madrid"), or at most four in all when the swap
+   moved ("season 3 of the riveras" vs "jane the virgin season 3"). Words only one side adds ("a *principal* ore", "in norse *mythology*")
+   are not a substitution: that is an elaboration of the same question.
 
-Everything else -- spelling, abbreviation, word order, an added or dropped word --
-is **excluded**. Each decision carries its reason and ``decided_by: auto-review
-policy`` in the release, so a reviewer can audit the policy's calls.
+Everything else -- spelling, abbreviation, word order, an added or dropped word, a
+generic paraphrase -- is **excluded** as a near-verbatim rewording. Each decision carries
+its reason and ``decided_by: auto-review policy`` in the release, so a reviewer can audit
+the policy's calls. ``tests/benchmark/test_audit_policy.py`` holds a table of real flagged
+pairs (from the Eval-1400 build) with the decision a reviewer makes.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import NamedTuple
 
@@ -42,10 +56,29 @@ REASONING = frozenset({"first", "last", "second", "third", "oldest", "youngest",
                        "after", "more", "less", "most", "least", "largest", "smallest", "biggest", "highest",
                        "lowest", "longest", "shortest", "earliest", "latest", "earlier", "later", "not", "never",
                        "same", "different", "both", "either", "neither", "born", "died", "founded", "father",
-                       "mother", "son", "daughter", "husband", "wife", "director", "author"})
+                       "mother", "son", "daughter", "husband", "wife", "director", "author", "sibling",
+                       "brother", "sister", "spouse", "child", "children", "grandfather", "grandmother", "uncle",
+                       "aunt", "nephew", "niece", "stop", "stopped", "end", "ended", "ends"})
 STOPWORDS = frozenset({"the", "a", "an", "of", "in", "on", "at", "to", "for", "by", "with", "from", "and", "or",
                        "is", "was", "are", "were", "did", "does", "do", "be", "been", "has", "had", "have", "that",
-                       "this", "it", "its", "as", "s", "into", "than", "then", "name", "called"})
+                       "this", "it", "its", "as", "s", "into", "than", "then", "name", "called", "they", "their",
+                       "them", "he", "she", "his", "her", "we", "you", "me", "my", "our", "mine", "like", "being",
+                       "will", "can", "there", "up", "about", "which", "what", "who", "whom", "when", "where",
+                       "how", "why", "ever"})
+#: Words that paraphrase without changing what is asked (release verbs, writing, playing, "new"/"next").
+GENERIC = frozenset({"come", "comes", "coming", "came", "out", "release", "released", "releases", "releasing",
+                     "debut", "debuts", "premiere", "premieres", "premiered", "start", "starts", "started",
+                     "begin", "begins", "began", "air", "airs", "aired", "made", "make", "created", "create",
+                     "write", "writes", "wrote", "written", "sing", "sings", "sang", "sung", "play", "plays",
+                     "played", "voice", "voiced", "voices", "new", "next", "latest", "original", "mainly",
+                     "main", "principal", "obtained", "derived", "derive", "get", "got", "gets", "take",
+                     "takes", "took", "happen", "happened", "man", "woman", "person", "people", "office",
+                     "legend", "concept", "origin", "story", "ever", "actually", "exactly", "really"})
+_MAX_SIDE = 3  # content words per side of one replaced stretch: a name, not a rephrased clause
+_MAX_SUBSTITUTED = 6
+_MAX_MOVED = 4
+#: One word for two spellings of the same thing, applied before aligning ("theme tune" = "theme song").
+_SYNONYM = {"tune": "song", "movie": "film", "movies": "films", "way": "direction"}
 
 
 class PolicyDecision(NamedTuple):
@@ -55,11 +88,14 @@ class PolicyDecision(NamedTuple):
     reason: str
 
 
-_SAME_SLOT = {"whom": "who"}  # one answer slot, two spellings
+_SAME_SLOT = {"whom": "who", "which": "what"}  # one answer slot, two spellings
 
 
 def _tokens(text: str) -> set[str]:
     return {_SAME_SLOT.get(t, t) for t in _WORD.findall(text.casefold())}
+
+
+_KIND_OF = frozenset({"type", "kind", "sort", "form"})
 
 
 def _answer_type(text: str) -> str | None:
@@ -68,6 +104,8 @@ def _answer_type(text: str) -> str | None:
     for i, word in enumerate(words[:-1]):
         if word in ("what", "which", "whose"):
             following = words[i + 1]
+            if following in _KIND_OF and words[i + 2:i + 3] == ["of"] and len(words) > i + 3:
+                following = words[i + 3]  # "what type of fish" asks for a fish
             return None if following in _AUX or following in ANSWER_SLOTS else following
     return None
 
@@ -82,9 +120,96 @@ def _similar(a: str, b: str) -> bool:
     return a.startswith(b) or b.startswith(a) or fuzz.ratio(a, b) >= 70
 
 
+def _variant(a: str, b: str) -> bool:
+    """Spelling variant, inflection or abbreviation: "colour"/"color", "draft"/"drafting", "usa"/"us", "ww1"."""
+    if min(len(a), len(b)) >= 2 and (a.startswith(b) or b.startswith(a)):
+        return True
+    common = len(next((a[:i] for i in range(min(len(a), len(b)), 0, -1) if a[:i] == b[:i]), ""))
+    return common >= 4 or fuzz.ratio(a, b) >= 85
+
+
+def _acronym(word: str, words: list[str]) -> bool:
+    """``word`` abbreviates a run of ``words`` by their initials ("ww1" for "world war one", "us" for "united states")."""
+    letters = "".join(ch for ch in word if ch.isalpha())
+    initials = "".join(w[0] for w in words)
+    return len(letters) >= 2 and letters in initials
+
+
+def _letters_joined(words: list[str]) -> list[str]:
+    """Runs of single letters as one word: "c o p d" is the abbreviation "copd"."""
+    out: list[str] = []
+    run = ""
+    for word in [*words, ""]:
+        if len(word) == 1 and word.isalpha():
+            run += word
+            continue
+        if run:
+            out.append(run)
+            run = ""
+        if word:
+            out.append(word)
+    return out
+
+
+def _substituted(selected: str, training: str) -> tuple[set[str], set[str]]:
+    """Content words one aligned stretch swaps for others: ({selected's}, {training's}), or two empty sets.
+
+    The questions are aligned word by word; a word of a differing stretch that is a
+    variant of a word in the other question's differing stretches moved or was
+    respelled ("film" ... "filmed"), so it is dropped. A substitution is a *replaced*
+    stretch that still has content words on both sides; words only inserted or only
+    deleted elsewhere are an elaboration, not a substitution.
+    """
+    a = [_SYNONYM.get(w, w) for w in _letters_joined(_WORD.findall(selected.casefold()))]
+    b = [_SYNONYM.get(w, w) for w in _letters_joined(_WORD.findall(training.casefold()))]
+    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    mine = [w for tag, i1, i2, _, _ in opcodes if tag != "equal" for w in a[i1:i2]]
+    theirs = [w for tag, _, _, j1, j2 in opcodes if tag != "equal" for w in b[j1:j2]]
+
+    def kept(words: list[str], other: list[str]) -> set[str]:
+        return {w for w in words if w not in STOPWORDS and w not in GENERIC
+                and not any(_variant(w, o) for o in other) and not _acronym(w, other)}
+
+    left, right = set(), set()
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "replace":
+            here, there = kept(a[i1:i2], theirs), kept(b[j1:j2], mine)
+            if here and there and len(here) <= _MAX_SIDE and len(there) <= _MAX_SIDE:
+                left |= here
+                right |= there
+    if left and len(left) + len(right) <= _MAX_SUBSTITUTED:
+        return left, right
+    # a swap the alignment splits ("season 3 of the riveras" vs "jane the virgin season 3"): only a small one
+    left, right = kept(mine, theirs), kept(theirs, mine)
+    return (left, right) if left and right and len(left) + len(right) <= _MAX_MOVED else (set(), set())
+
+
 def _versus(pair: tuple[set[str], set[str]]) -> str:
     """``(a, b vs c)``: what only the selected and only the training question have ('-' for nothing)."""
     return f"({', '.join(sorted(pair[0])) or '-'} vs {', '.join(sorted(pair[1])) or '-'})"
+
+
+#: "which country" asks where, "what year" asks when: one answer slot in two forms.
+_SLOT_OF_KIND = {**dict.fromkeys(("country", "city", "state", "place", "location", "town", "region", "continent",
+                                  "nation"), "where"),
+                 **dict.fromkeys(("year", "date", "day", "month", "century", "decade"), "when")}
+_SAME_KIND = {"way": "direction"}
+
+
+def _slot_tokens(tokens: set[str], kind: str | None) -> set[str]:
+    """The question's answer-slot words, a typed "what/which <place|time>" counted as where/when."""
+    slots = tokens & ANSWER_SLOTS
+    if kind in _SLOT_OF_KIND:
+        slots = (slots - {"what"}) | {_SLOT_OF_KIND[kind]}
+    return slots
+
+
+def _kind_covered(kind: str | None, other: set[str], other_slots: set[str]) -> bool:
+    """The other question asks for the same kind of thing: names it (or a variant), or asks where/when for it."""
+    if kind is None or _SLOT_OF_KIND.get(kind) in other_slots:
+        return True
+    kind = _SAME_KIND.get(kind, kind)
+    return any(_variant(kind, _SAME_KIND.get(word, word)) for word in other)
 
 
 def auto_decide(selected: str, training: str) -> PolicyDecision:
@@ -94,11 +219,12 @@ def auto_decide(selected: str, training: str) -> PolicyDecision:
     numbers = ({t for t in only_mine if _NUMBER.match(t)}, {t for t in only_theirs if _NUMBER.match(t)})
     if numbers[0] and numbers[1] or (numbers[0] or numbers[1]) and (only_mine and only_theirs):
         return PolicyDecision("retain", f"{POLICY_NAME}: different years/numbers " + _versus(numbers))
-    slots = (only_mine & ANSWER_SLOTS, only_theirs & ANSWER_SLOTS)
+    kinds = (_answer_type(selected), _answer_type(training))
+    slot_words = (_slot_tokens(mine, kinds[0]), _slot_tokens(theirs, kinds[1]))
+    slots = (slot_words[0] - slot_words[1], slot_words[1] - slot_words[0])
     if slots[0] or slots[1]:
         return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot " + _versus(slots))
-    kinds = (_answer_type(selected), _answer_type(training))
-    if kinds[0] and kinds[0] not in theirs or kinds[1] and kinds[1] not in mine:
+    if not _kind_covered(kinds[0], theirs, slot_words[1]) or not _kind_covered(kinds[1], mine, slot_words[0]):
         return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot (asks for "
                               f"{kinds[0] or '-'} vs {kinds[1] or '-'})")
     targets = (only_mine & REASONING, only_theirs & REASONING)
@@ -110,5 +236,8 @@ def auto_decide(selected: str, training: str) -> PolicyDecision:
     if substitution and not any(_similar(a, b) for a in content[0] for b in content[1]):
         return PolicyDecision("retain", f"{POLICY_NAME}: changed entity "
                               f"({', '.join(sorted(content[0]))} vs {', '.join(sorted(content[1]))})")
+    swapped = _substituted(selected, training)
+    if swapped[0] and swapped[1]:
+        return PolicyDecision("retain", f"{POLICY_NAME}: changed entity or term " + _versus(swapped))
     return PolicyDecision("exclude", f"{POLICY_NAME}: no changed entity, year, answer slot or reasoning target; "
                           "treated as a rewording of the training question")

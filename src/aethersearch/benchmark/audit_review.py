@@ -43,6 +43,8 @@ class ReviewDecision(BaseModel):
     pair: tuple[str, str]
     decision: Literal["exclude", "retain"]
     reason: str = Field(min_length=1)
+    decided_by: str = Field(default="review", description="'review' (a person) or the policy that decided "
+                            "(`aether review --auto` records 'auto-review policy'); published with the pair")
 
     @field_validator("reason")
     @classmethod
@@ -150,7 +152,8 @@ def resolve_reviews(flagged: Iterable[FlaggedPair], decisions: Mapping[PairKey, 
             by = POLICY_NAME
             auto += verdict == "exclude"
         else:
-            verdict, reason, by = decision.decision, decision.reason, "review"
+            verdict, reason, by = decision.decision, decision.reason, decision.decided_by
+            auto += by == POLICY_NAME and verdict == "exclude"
         decided.append({**pair.as_json(), "decision": verdict, "reason": reason, "decided_by": by})
         if verdict == "exclude" and pair.selected_key not in exclude:
             exclude[pair.selected_key] = (f"near-duplicate of training question "
@@ -217,10 +220,12 @@ def apply_review_file(template: Path, reviews: Path, *, auto: bool = False) -> t
                 continue
             selected = (entry.get("selected") or {}).get("question") or entry["pair"][0]
             decision, reason = auto_decide(str(selected), str(entry["pair"][1]))
+            by = POLICY_NAME
             automatic += 1
         else:
+            by = str(entry.get("decided_by") or "review")
             decided += 1
-        merged.append({"pair": entry["pair"], "decision": decision, "reason": reason})
+        merged.append({"pair": entry["pair"], "decision": decision, "reason": reason, "decided_by": by})
     unique = {tuple(pair_key(*row["pair"])): row for row in merged}
     jsonl.atomic_write_json(reviews, list(unique.values()))
     load_reviews(reviews)  # validates every entry (a retain without a reason names its number)

@@ -62,6 +62,7 @@ from aethersearch.benchmark.training import (
     isolate,
     load_exclusion_list,
     load_registry,
+    registry_content_sha256,
     parse_exclusions,
     resolve_exclusions,
 )
@@ -100,11 +101,11 @@ def _read_sources(loaded: LoadedConfig, report: StageReport = _no_report) -> dic
     out = {}
     for number, source in enumerate(loaded.config.sources):
         report("read_sources", number, len(loaded.config.sources))
-        path = loaded.resolve(source.path)
+        path = loaded.data(source.path)
         options = dict(source.options)
         option_files = {}
         for name in PATH_OPTIONS & set(options):
-            option_path = loaded.resolve(str(options[name]))
+            option_path = loaded.data(str(options[name]))
             option_files[name] = FileRef(path=str(options[name]), sha256=sha256_file(option_path))
             options[name] = option_path
         sha = sha256_file(path)
@@ -181,16 +182,17 @@ def _select(loaded: LoadedConfig, sources: dict[str, _Source], eligible_rows: di
         audit_excluded.update(new)
 
 
-def _training(loaded: LoadedConfig) -> tuple[ExclusionSets, TrainingSummary]:
+def _training(loaded: LoadedConfig, report: StageReport = _no_report) -> tuple[ExclusionSets, TrainingSummary]:
     config = loaded.config
     if config.training_registry is None:
         sets = empty_exclusion_sets()
-        return sets, TrainingSummary(registry_path=None, registry_sha256=None)
+        return sets, TrainingSummary(registry_path=None, registry_content_sha256=None)
     registry_path = loaded.resolve(config.training_registry)
     registry = load_registry(registry_path)
-    sets = build_exclusion_sets(registry, registry_path.parent)
+    sets = build_exclusion_sets(registry, registry_path.parent,
+                                progress=lambda done, total: report("exclusion_sets", done, total))
     summary = TrainingSummary(
-        registry_path=config.training_registry, registry_sha256=sha256_file(registry_path),
+        registry_path=config.training_registry, registry_content_sha256=registry_content_sha256(registry_path),
         files=[TrainingFileRecord(**row) for row in sets.file_rows],
         unique_keys_by_stage={s: len(k) for s, k in sorted(sets.keys.items())},
         unique_templates_by_stage={s: len(k) for s, k in sorted(sets.templates.items())},
@@ -260,7 +262,7 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
     clock = perf_counter()
     notify("read_sources", len(config.sources), len(config.sources))
     notify("exclusion_sets", 0, 1)
-    sets, training = _training(loaded)
+    sets, training = _training(loaded, notify)
     lap("exclusion_sets")
     pools = {d: s.rows.candidates for d, s in sources.items()}
     reviewed: list[Any] = []
@@ -328,7 +330,7 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
         composition=[{"dataset": r.dataset, "split": r.split, "planned": r.planned, "cap": r.cap,
                       "quota": r.quota, "selected": r.selected} for r in source_records],
         sources=source_records, training=training, isolation=counts, exclusions=exclusions,
-        pool_filter_removals=pool_removals, audit=audit, config=config.model_dump(mode="json"),
+        pool_filter_removals=pool_removals, audit=audit, config=config.recorded(),
         config_path=loaded.path.name if loaded.path else None, deviations=list(config.deviations),
         files={}, data_sha256=sha256_bytes(files[names["eval"]]),
         rollout_sha256=sha256_bytes(files[names["rollout"]]), row_sha256=row_digests(files[names["eval"]]))
@@ -393,7 +395,7 @@ def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filt
         pool_filter, selection_audit = make_audit_hooks(
             dict(audit_config), sorted(sets.union),
             reviews_path=loaded.resolve(reviews) if isinstance(reviews, str) else None, auto_review=auto_review,
-            stage_keys=dict(sets.keys))
+            stage_keys=dict(sets.keys), progress=progress or _no_report)
     return build_release(loaded, out_dir, pool_filter=pool_filter, selection_audit=selection_audit,
                          progress=progress)
 

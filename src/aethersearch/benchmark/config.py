@@ -2,9 +2,18 @@
 
 Why a pydantic model: a typo in a key (``planed: 200``) must fail loudly with the
 file and field, not silently fall back to a default; and the resolved config is
-written verbatim into the manifest so a release says exactly how it was made.
-Paths are written as given and resolved against the config file's directory, so
-a config and its data can move together.
+written into the manifest so a release says exactly how it was made.
+
+Where the inputs are is not part of what a release *is*: the data files' paths
+(``sources[].path``, path options such as ``aliases``) are written relative to
+``data_root``, which is itself relative to the config file. The manifest records
+the paths relative to the data root (``qa/nq_open/NQ-open.dev.jsonl``: the file's
+place in the published data set, with its sha256) and leaves ``data_root`` out
+(``BuildConfig.recorded``), so the same config placed at any depth beside the data
+builds byte-identical releases, and the builder's directories never reach them.
+The replay finds the inputs again through the config file (``data_root``).
+Config-side files (``training_registry``, ``exclusions``, ``audit.reviews``) are
+relative to the config file.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ class SourceConfig(_Strict):
 
     dataset: str = Field(description="source_dataset written into every row, e.g. 'nq'")
     format: str = Field(description="adapter name, see aethersearch.benchmark.sources.FORMATS")
-    path: str = Field(description="the file, relative to the config file (or absolute)")
+    path: str = Field(description="the file, relative to the config's data_root (recorded as written)")
     split: str = Field(description="the upstream split, e.g. 'dev', 'test', 'validation'")
     planned: int | None = Field(default=None, ge=0, description="planned count; default planned_per_source")
     cap: int | None = Field(default=None, ge=0, description="most this source can supply by plan "
@@ -59,6 +68,8 @@ class BuildConfig(_Strict):
                                   "<file_stem>_manifest.json, ... (default: name; the card's is eval_1400)")
     deviations: list[str] = Field(default_factory=list, description="deviations from the published card, "
                                   "recorded in the manifest and the generated card")
+    data_root: str = Field(default=".", description="where the data files are, relative to the config file "
+                           "(or absolute); a locator only: the release records paths relative to it, never it")
     revision: str = "1.0.0"
     description: str = ""
     seed: int = 42
@@ -98,6 +109,10 @@ class BuildConfig(_Strict):
             raise ValueError(f"dataset names must be unique, repeated: {repeated}")
         return self
 
+    def recorded(self) -> dict[str, Any]:
+        """The config as the manifest records it: everything but the ``data_root`` locator."""
+        return self.model_dump(mode="json", exclude={"data_root"})
+
     def planned_for(self, source: SourceConfig) -> int:
         """The planned count of ``source`` (its own, or the config default)."""
         return self.planned_per_source if source.planned is None else source.planned
@@ -111,9 +126,19 @@ class LoadedConfig(NamedTuple):
     base_dir: Path
 
     def resolve(self, relative: str) -> Path:
-        """An absolute path for a path written in the config."""
+        """An absolute path for a config-side file (registry, exclusions, reviews) written in the config."""
         path = Path(relative)
         return path if path.is_absolute() else self.base_dir / path
+
+    @property
+    def data_dir(self) -> Path:
+        """The data root: the directory data file paths are written against."""
+        return self.resolve(self.config.data_root)
+
+    def data(self, relative: str) -> Path:
+        """An absolute path for a data file (source, path option) written in the config."""
+        path = Path(relative)
+        return path if path.is_absolute() else self.data_dir / path
 
 
 def read_mapping(path: Path, *, what: str) -> dict[str, Any]:

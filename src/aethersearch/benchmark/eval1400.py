@@ -1,9 +1,12 @@
 """The real benchmark's build config (``eval1400``) over the public files in ``../shared/data``.
 
 Why code and not a checked-in YAML: the data directory lives beside the
-checkout, so the config's relative paths depend on where it is written. This
-writes ``build.yaml`` and ``training_registry.yaml`` into a directory of your
-choice, with paths relative to it and every training file pinned by the sha256
+checkout, so where it is depends on where the config is written. This writes
+``build.yaml`` and ``training_registry.yaml`` into a directory of your choice;
+each names the data directory once (``data_root``, relative to the file) and every
+file by its place in the published data set (``qa/nq_open/NQ-open.dev.jsonl``, as
+``SOURCES.json`` lists it), so the release records the same paths wherever the
+config sits. Every training file is pinned by the sha256
 published in the data directory's ``SOURCES.json`` (not by hashing what is on
 disk now, so a changed file is refused).
 
@@ -114,8 +117,7 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
     out_dir = Path(os.path.abspath(out_dir))
     published = _published(shared_data)
 
-    def rel(relative: str) -> str:
-        return os.path.relpath(shared_data / relative, out_dir)
+    data_root = os.path.relpath(shared_data, out_dir)
 
     sources = []
     for dataset, fmt, path, split, extra in SOURCES:
@@ -124,7 +126,7 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
             path, fmt, options = POPQA_FILES[popqa]
             extra = dict(popqa_plan) if popqa_plan is not None else {"cap": POPQA_ROWS[popqa]}
         record = published.get(path, {})
-        sources.append({"dataset": dataset, "format": fmt, "path": rel(path), "split": split, **extra,
+        sources.append({"dataset": dataset, "format": fmt, "path": path, "split": split, **extra,
                         **({"sha256": record["sha256"]} if record.get("sha256") else {}),
                         **({"options": options} if options else {}), "citation": CITATIONS[dataset] + (
                             f"; file from {record['repo']} @ {record['commit'][:12]} : {record['path']}"
@@ -135,12 +137,12 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
         if path not in published:
             raise ConfigError(f"{path} is not listed in {shared_data / 'SOURCES.json'}",
                               fix="every training file must have a published sha256")
-        files.append({"stage": stage, "release": release, "role": role, "path": rel(path), "format": fmt,
+        files.append({"stage": stage, "release": release, "role": role, "path": path, "format": fmt,
                       "sha256": published[path]["sha256"]})
     atomic_write_bytes(out_dir / "training_registry.yaml",
-                       yaml.safe_dump({"schema_version": 1, "files": files}, sort_keys=False).encode())
+                       yaml.safe_dump({"schema_version": 1, "data_root": data_root, "files": files}, sort_keys=False).encode())
     deviations = popqa_deviation(sources, popqa)
-    config = {"name": "eval1400", "file_stem": "eval_1400", "revision": "1.0.0", "seed": 42,
+    config = {"name": "eval1400", "file_stem": "eval_1400", "data_root": data_root, "revision": "1.0.0", "seed": 42,
               "planned_per_source": 200, "deviations": deviations,
               **({"audit": dict(AUDIT_SECTION)} if audit else {}),
               "description": "Seven open-domain QA sources (NQ, TriviaQA, PopQA, HotpotQA, 2Wiki, MuSiQue, "

@@ -2,7 +2,7 @@
 
 Why a fixed schema: issue 3's independent replay re-reads the *original* source
 files with its own parsers and compares, so the manifest must carry everything
-that replay needs (paths as given, formats, splits, hashes, plan, quotas, seed,
+that replay needs (paths relative to the data root, formats, splits, hashes, plan, quotas, seed,
 training registry, final exclusions, pool-filter removals, resolved config) and
 keep those names stable. Every file is canonical (sorted keys, ``\\n`` line
 ends, no timestamps, no floats), so identical inputs give identical bytes.
@@ -31,7 +31,7 @@ CHECKSUMS = "checksums.sha256"
 
 
 class FileRef(Record):
-    """A file by the path written in the config (as given) and its sha256."""
+    """A file by its path relative to the config's data root (as written) and its sha256."""
 
     path: str
     sha256: str
@@ -73,10 +73,15 @@ class TrainingFileRecord(Record):
 
 
 class TrainingSummary(Record):
-    """The training registry as used: file hashes and unique normalised keys per stage."""
+    """The training registry as used: file hashes and unique normalised keys per stage.
+
+    ``registry_content_sha256`` is the sha256 of the registry's canonical JSON without
+    its ``data_root`` locator (``training.registry_content_sha256``), so it names what
+    the registry pins, not where its files were; file ``path``s are relative to that root.
+    """
 
     registry_path: str | None
-    registry_sha256: str | None
+    registry_content_sha256: str | None
     files: list[TrainingFileRecord] = Field(default_factory=list)
     unique_keys_by_stage: dict[str, int] = Field(default_factory=dict)
     unique_templates_by_stage: dict[str, int] = Field(default_factory=dict)

@@ -5,7 +5,8 @@ agrees with itself. This module re-reads the ORIGINAL files the manifest lists
 with its own parsers (``replay_sources``), shares nothing with the builder but
 ``aethersearch.text.question_key``, and checks:
 
-* ``training_hashes``  - every training file (and the registry) still has its recorded sha256;
+* ``training_hashes``  - every training file still has its recorded sha256, and the registry
+                         still pins the same files (its content hash without ``data_root``);
 * ``source_hashes``    - every held-out source file (and option file) still has its sha256;
 * ``exclusion_sets``   - unique keys per stage and the union, rebuilt from the training
                          files, equal the manifest's counts; the selection overlaps none;
@@ -115,15 +116,12 @@ def _read_eval(path: Path) -> list[dict[str, Any]]:
 def source_dir_candidates(release_dir: Path, config_name: str | None = None) -> list[Path]:
     """Where a release's build config usually lives, best guess first.
 
-    The manifest records paths exactly as the build config wrote them (relative
-    to the config), so builds stay byte-identical whatever the output directory,
-    and records the config's file name. ``aether build --demo --out X`` writes
-    its sources to ``X_sources`` beside ``X``; the README flow writes the config
-    to a folder (``cfg/``) beside the release. So: ``X_sources``, then every
-    folder beside the release or in the current directory that holds a file of
-    the config's name, then the current directory, the release's parent and the
-    release. A candidate is only used if every recorded source file exists under
-    it, and the replay then checks every file's sha256.
+    The manifest records no location: source paths are relative to the config's
+    ``data_root`` and the config's file name is recorded (``config_path``). ``aether
+    build --demo --out X`` writes its config to ``X_sources`` beside ``X``; the README
+    flow writes it to a folder (``cfg/``) beside the release. So: ``X_sources``, then
+    every folder beside the release or in the current directory that holds a file of
+    the config's name, then the current directory, the release's parent and the release.
     """
     release_dir = Path(release_dir)
     found: list[Path] = []
@@ -133,25 +131,90 @@ def source_dir_candidates(release_dir: Path, config_name: str | None = None) -> 
     return [release_dir.parent / f"{release_dir.name}_sources", *found, Path.cwd(), release_dir.parent, release_dir]
 
 
-def find_base_dir(manifest: dict[str, Any], release_dir: Path, candidates: Sequence[Path] = ()) -> Path:
-    """The directory the manifest's relative paths are written against.
+class InputRoots(NamedTuple):
+    """Where the inputs are on this machine: never recorded in the release, found again here."""
 
-    The first of ``candidates`` (e.g. ``--base-dir``, or a ``--config`` file's
-    directory), then ``source_dir_candidates(release_dir)``, under which every
-    listed source file exists is used.
+    config_dir: Path  # the build config's folder: config-side files (the training registry) start here
+    data_dir: Path  # the config's ``data_root``: the recorded source paths start here
+
+
+def _data_root(config_dir: Path, config_name: str | None) -> Path:
+    """The ``data_root`` the build config in ``config_dir`` names (read as plain YAML), else ``config_dir``."""
+    import yaml
+
+    path = config_dir / config_name if config_name else None
+    if path is None or not path.is_file():
+        return config_dir
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return config_dir
+    root = data.get("data_root") if isinstance(data, dict) else None
+    return config_dir / root if isinstance(root, str) else config_dir
+
+
+def find_roots(manifest: dict[str, Any], release_dir: Path, candidates: Sequence[Path] = (),
+               config: Path | None = None) -> InputRoots:
+    """The build config's folder and data root for this release.
+
+    ``config`` (``--config``: its folder and ``data_root``) and ``candidates``
+    (``--base-dir``: the build config's folder) come first and are
+    used as soon as they hold the build config or every source file; then
+    ``source_dir_candidates``: the first under whose data root every recorded source
+    file exists, else the first holding the build config and at least one of them
+    (the replay then reports each absent file as missing, not as changed).
     """
     paths = [s["path"] for s in manifest.get("sources", [])]
-    tried = [*candidates, *source_dir_candidates(release_dir, manifest.get("config_path"))]
-    for base in tried:
-        if all((Path(p) if Path(p).is_absolute() else base / p).exists() for p in paths):
-            return base
+    name = manifest.get("config_path")
+    explicit = [InputRoots(config.parent, _data_root(config.parent, config.name))] if config is not None else []
+    explicit += [InputRoots(b, _data_root(b, name)) for b in candidates]
+    guessed = [InputRoots(b, _data_root(b, name)) for b in source_dir_candidates(release_dir, name)]
+
+    def present(roots: InputRoots) -> int:
+        return sum(_resolve(roots.data_dir, p).exists() for p in paths)
+
+    def has_config(roots: InputRoots) -> bool:
+        return bool(name) and (roots.config_dir / str(name)).is_file()
+
+    if config is not None:
+        return explicit[0]
+    for roots in explicit:
+        if has_config(roots) or present(roots) == len(paths):
+            return roots
+    for roots in guessed:
+        if present(roots) == len(paths):
+            return roots
+    for roots in guessed:
+        if has_config(roots) and present(roots):
+            return roots
+    tried = [*explicit, *guessed]
     raise AetherError(f"cannot find the original source files listed in {release_layout(release_dir).manifest} "
-                      f"(e.g. {paths[:1]}) under any of: {', '.join(str(b) for b in tried)}",
-                      fix="pass --base-dir DIR, the build config's directory (`aether replay` also takes --config BUILD.yaml)")
+                      f"(e.g. {paths[:1]}, relative to the build config's data_root) under any of: "
+                      f"{', '.join(str(r.data_dir) for r in tried)}",
+                      fix="pass --base-dir DIR, the build config's directory (`aether replay` also takes "
+                          "--config BUILD.yaml)")
 
 
 def _resolve(base: Path, path: str) -> Path:
     return Path(path) if Path(path).is_absolute() else base / path
+
+
+def _registry(manifest: dict[str, Any], roots: InputRoots) -> tuple[Path | None, dict[str, Any] | None, Path]:
+    """The registry file, its content (None if unreadable) and the root its file paths start from."""
+    import yaml
+
+    registry = (manifest.get("training") or {}).get("registry_path")
+    if not registry:
+        return None, None, roots.data_dir
+    path = _resolve(roots.config_dir, registry)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return path, None, path.parent
+    if not isinstance(data, dict):
+        return path, None, path.parent
+    root = data.get("data_root")
+    return path, data, path.parent / root if isinstance(root, str) else path.parent
 
 
 class _Training(NamedTuple):
@@ -160,26 +223,18 @@ class _Training(NamedTuple):
     file_keys: list[int]
 
 
-def _training_sets(manifest: dict[str, Any], base: Path) -> tuple[_Training, list[str]]:
+def _training_sets(manifest: dict[str, Any], roots: InputRoots) -> tuple[_Training, list[str]]:
     """Exclusion keys per stage rebuilt from the original training files."""
     training = manifest.get("training") or {}
-    registry = training.get("registry_path")
-    root = _resolve(base, registry).parent if registry else base
+    registry, data, root = _registry(manifest, roots)
     keys: dict[str, set[str]] = {}
     templates: set[str] = set()
     file_keys, problems = [], []
-    registry_entries: dict[str, dict[str, Any]] = {}
-    if registry and _resolve(base, registry).exists():
-        # Options (e.g. 2Wiki aliases) live only in the registry; read it as plain YAML/JSON.
-        import yaml
-
-        try:
-            data = yaml.safe_load(_resolve(base, registry).read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            problems.append(f"{registry}: cannot read the training registry ({exc})")
-            data = {}
-        files = data.get("files", []) if isinstance(data, dict) else []
-        registry_entries = {str(f.get("path")): f for f in files if isinstance(f, dict)}
+    if registry is not None and data is None:
+        problems.append(f"{training.get('registry_path')}: cannot read the training registry at {registry}")
+    # Options (e.g. 2Wiki aliases) live only in the registry.
+    files = (data or {}).get("files", [])
+    registry_entries = {str(f.get("path")): f for f in files if isinstance(f, dict)} if isinstance(files, list) else {}
     for entry in training.get("files", []):
         path = _resolve(root, entry["path"])
         options = dict((registry_entries.get(entry["path"]) or {}).get("options") or {})
@@ -198,11 +253,10 @@ def _training_sets(manifest: dict[str, Any], base: Path) -> tuple[_Training, lis
     return _Training(keys, templates, file_keys), problems
 
 
-def check_training_hashes(manifest: dict[str, Any], base: Path) -> ReplayCheck:
-    """Every pinned training file and the registry are byte-identical to the build's."""
+def check_training_hashes(manifest: dict[str, Any], roots: InputRoots) -> ReplayCheck:
+    """Every pinned training file is byte-identical to the build's, and the registry pins the same files."""
     training = manifest.get("training") or {}
-    registry = training.get("registry_path")
-    root = _resolve(base, registry).parent if registry else base
+    registry, data, root = _registry(manifest, roots)
     changed = []
     files = training.get("files", [])
     for entry in files:
@@ -210,26 +264,30 @@ def check_training_hashes(manifest: dict[str, Any], base: Path) -> ReplayCheck:
         if actual != entry["sha256"]:
             changed.append(f"{entry['path']} ({entry['stage']}): recorded {entry['sha256'][:12]}..., "
                            f"now {'missing' if actual is None else actual[:12] + '...'}")
-    if registry and training.get("registry_sha256"):
-        actual = _sha256(_resolve(base, registry))
-        if actual is None:
-            changed.append(f"registry {registry}: missing (looked under {base})")
-        elif actual != training["registry_sha256"]:
-            changed.append(f"registry {registry}: sha256 changed")
+    recorded = training.get("registry_content_sha256")
+    if registry is not None and recorded:
+        if not registry.exists():
+            changed.append(f"registry {training['registry_path']}: missing (looked for {registry})")
+        elif data is None:
+            changed.append(f"registry {training['registry_path']}: unreadable")
+        else:
+            content = {k: v for k, v in data.items() if k != "data_root"}
+            if hashlib.sha256(pretty_json(content)).hexdigest() != recorded:
+                changed.append(f"registry {training['registry_path']}: its content (files, pins) changed")
     detail = (f"{len(files)} training file(s) unchanged" if not changed
               else f"{len(changed)} changed since the build: " + "; ".join(changed))
     return ReplayCheck("training_hashes", not changed, detail,
                        {"files": len(files), "changed": len(changed), "changed_files": changed})
 
 
-def check_source_hashes(manifest: dict[str, Any], base: Path) -> ReplayCheck:
+def check_source_hashes(manifest: dict[str, Any], roots: InputRoots) -> ReplayCheck:
     """Every held-out source file (and option file) is byte-identical to the build's."""
     changed = []
     for source in manifest.get("sources", []):
         refs = [(source["path"], source["sha256"])]
         refs += [(ref["path"], ref["sha256"]) for ref in (source.get("option_files") or {}).values()]
         for path, sha in refs:
-            actual = _sha256(_resolve(base, path))
+            actual = _sha256(_resolve(roots.data_dir, path))
             if actual != sha:
                 changed.append(f"{path} ({source['dataset']}): {'missing' if actual is None else 'sha256 changed'}")
     detail = (f"{len(manifest.get('sources', []))} source file(s) unchanged" if not changed
@@ -237,15 +295,16 @@ def check_source_hashes(manifest: dict[str, Any], base: Path) -> ReplayCheck:
     return ReplayCheck("source_hashes", not changed, detail, {"changed": len(changed), "changed_files": changed})
 
 
-def _source_rows(manifest: dict[str, Any], base: Path) -> tuple[dict[str, list[RawRow]], list[str]]:
+def _source_rows(manifest: dict[str, Any], roots: InputRoots) -> tuple[dict[str, list[RawRow]], list[str]]:
     rows: dict[str, list[RawRow]] = {}
     problems = []
     for source in manifest.get("sources", []):
         options = dict(source.get("options") or {})
         if "aliases" in options:
-            options["aliases"] = _resolve(base, str(options["aliases"]))
+            options["aliases"] = _resolve(roots.data_dir, str(options["aliases"]))
         try:
-            rows[source["dataset"]] = read_original(source["format"], _resolve(base, source["path"]), options)
+            rows[source["dataset"]] = read_original(source["format"], _resolve(roots.data_dir, source["path"]),
+                                                    options)
         except DataError as exc:
             problems.append(str(exc))
             rows[source["dataset"]] = []
@@ -416,12 +475,11 @@ def replay_report(release_dir: Path, *, base_dir: Path | None = None, config: Pa
     layout = release_layout(release_dir)
     manifest = _read_json(layout.manifest)
     eval_rows = _read_eval(layout.eval)
-    hints = [Path(p) for p in (base_dir, Path(config).resolve().parent if config is not None else None)
-             if p is not None]
-    base = find_base_dir(manifest, release_dir, hints)
-    training, training_problems = _training_sets(manifest, base)
-    originals, source_problems = _source_rows(manifest, base)
-    checks = [check_training_hashes(manifest, base), check_source_hashes(manifest, base),
+    hints = [Path(base_dir)] if base_dir is not None else []
+    roots = find_roots(manifest, release_dir, hints, config=Path(config).resolve() if config is not None else None)
+    training, training_problems = _training_sets(manifest, roots)
+    originals, source_problems = _source_rows(manifest, roots)
+    checks = [check_training_hashes(manifest, roots), check_source_hashes(manifest, roots),
               check_exclusion_sets(manifest, training, training_problems, eval_rows)]
     if source_problems:
         checks.append(ReplayCheck("rows_match_originals", False, "; ".join(source_problems), {}))
@@ -437,7 +495,7 @@ def replay_report(release_dir: Path, *, base_dir: Path | None = None, config: Pa
                                 "verify_release_template.card_quotas (the quota rule's one specification)"],
         "checks": [{"name": c.name, "status": "OK" if c.ok else "FAIL", "detail": c.detail, "counts": c.counts}
                    for c in checks]})
-    return ReplayReport(release_dir, checks, base), data
+    return ReplayReport(release_dir, checks, roots.data_dir), data
 
 
 def replay_release(release_dir: Path, *, base_dir: Path | None = None, output: Path | None = None,

@@ -13,7 +13,7 @@ is kept, the rest recorded).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -23,7 +23,7 @@ from aethersearch.benchmark.config import read_mapping, validation_message
 from aethersearch.benchmark.sources import read_source
 from aethersearch.benchmark.sources.base import Candidate
 from aethersearch.errors import ConfigError, IntegrityError
-from aethersearch.jsonl import sha256_file
+from aethersearch.jsonl import sha256_bytes, sha256_file
 from aethersearch.text import question_key, template_key_of_key
 
 Stage = Literal["SFT", "DPO", "RL"]
@@ -50,6 +50,8 @@ class TrainingRegistry(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = 1
+    data_root: str = Field(default=".", description="where the training files are, relative to the registry "
+                           "file (or absolute); a locator only, left out of the registry's recorded identity")
     files: list[TrainingFile] = Field(default_factory=list)
 
 
@@ -100,11 +102,29 @@ def load_registry(path: Path) -> TrainingRegistry:
         raise validation_message(path, exc, what="training registry") from None
 
 
+def registry_content_sha256(path: Path) -> str:
+    """sha256 of the registry's canonical JSON without ``data_root``: what it pins, not where the files were.
+
+    The replay recomputes it from the file with its own YAML read and the shipped
+    verifier's canonical JSON, so both sides hash exactly the mapping the file holds.
+    """
+    from aethersearch.benchmark.verify_release_template import pretty_json
+
+    data = {k: v for k, v in read_mapping(path, what="training registry").items() if k != "data_root"}
+    return sha256_bytes(pretty_json(data))
+
+
+def _root(registry: TrainingRegistry, base_dir: Path) -> Path:
+    """The directory the registry's file paths start from (``data_root`` against the registry's directory)."""
+    return base_dir / registry.data_root
+
+
 def check_hashes(registry: TrainingRegistry, base_dir: Path) -> dict[str, str]:
     """Refuse any training file whose sha256 differs from the registry; returns path -> sha256."""
     hashes = {}
+    root = _root(registry, base_dir)
     for entry in registry.files:
-        path = Path(entry.path) if Path(entry.path).is_absolute() else base_dir / entry.path
+        path = Path(entry.path) if Path(entry.path).is_absolute() else root / entry.path
         actual = sha256_file(path)
         if actual != entry.sha256:
             raise IntegrityError(
@@ -115,17 +135,26 @@ def check_hashes(registry: TrainingRegistry, base_dir: Path) -> dict[str, str]:
     return hashes
 
 
-def build_exclusion_sets(registry: TrainingRegistry, base_dir: Path) -> ExclusionSets:
-    """Read every registered training file (hash-checked) and collect its keys per stage."""
+def build_exclusion_sets(registry: TrainingRegistry, base_dir: Path,
+                         progress: Callable[[int, int], None] | None = None) -> ExclusionSets:
+    """Read every registered training file (hash-checked) and collect its keys per stage.
+
+    ``base_dir`` is the registry file's folder; ``progress(files_done, files_total)``
+    hears each file (hash check, then read).
+    """
+    total = len(registry.files)
+    if progress is not None:
+        progress(0, total)
     check_hashes(registry, base_dir)
+    root = _root(registry, base_dir)
     keys: dict[str, set[str]] = {}
     templates: dict[str, set[str]] = {}
     file_rows = []
     for entry in registry.files:
-        path = Path(entry.path) if Path(entry.path).is_absolute() else base_dir / entry.path
+        path = Path(entry.path) if Path(entry.path).is_absolute() else root / entry.path
         options = dict(entry.options)
         if "aliases" in options and not Path(options["aliases"]).is_absolute():
-            options["aliases"] = base_dir / options["aliases"]
+            options["aliases"] = root / options["aliases"]
         rows = read_source(entry.format, path, dataset=f"train:{entry.release}", split="train",
                            source_file=path.name, options=options)
         file_keys = {candidate.key for candidate in rows.candidates}
@@ -135,6 +164,8 @@ def build_exclusion_sets(registry: TrainingRegistry, base_dir: Path) -> Exclusio
                           "role": entry.role, "format": entry.format, "sha256": entry.sha256,
                           "rows": rows.rows_read, "questions": len(rows.candidates),
                           "unique_keys": len(file_keys)})
+        if progress is not None:
+            progress(len(file_rows), total)
     union = set().union(*keys.values()) if keys else set()
     union_templates = set().union(*templates.values()) if templates else set()
     return ExclusionSets(keys, templates, union, union_templates, file_rows)

@@ -33,6 +33,7 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from aethersearch.benchmark.audit import audit_selection_file
+        from aethersearch.commands.progress import stage_progress
         from aethersearch.jsonl import atomic_write_json
 
         config: dict[str, Any] = {}
@@ -40,7 +41,9 @@ def register(app: typer.Typer) -> None:
             config["similarity"] = {"threshold": threshold}
         if rare_threshold is not None:
             config["rare_tokens"] = {"threshold": rare_threshold}
-        result = audit_selection_file(target, training, audit_config=config, reviews_path=reviews)
+        with stage_progress("audit") as report:  # rich bars on a terminal, plain periodic lines in a log
+            result = audit_selection_file(target, training, audit_config=config, reviews_path=reviews,
+                                          progress=report)
         counts = result.report["counts"]
         sim = result.report["methods"]["similarity"]
         table = Table(title=f"top {min(top, len(result.pairs))} of {counts['pairs_flagged']} flagged pairs")
@@ -89,7 +92,7 @@ def register(app: typer.Typer) -> None:
     def replay(
         release: Path = typer.Argument(..., help="release directory"),
         base_dir: Path | None = typer.Option(None, "--base-dir",
-                                             help="directory the build config's relative paths start from"),
+                                             help="the build config's folder (its data_root then locates the data)"),
         config: Path | None = typer.Option(None, "--config", "-c",
                                            help="the build config the release was built from (its directory "
                                                 "is used as --base-dir)"),
@@ -99,9 +102,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Independently rebuild exclusions and selection from the original files; OK/FAIL per check.
 
-        Sources are looked up under --base-dir, --config's directory, <release>_sources
-        beside the release (what `aether build --demo --out <release>` writes), the
-        current directory and the release's parent. The report is written beside the
+        The build config is looked for in --config, --base-dir, <release>_sources beside
+        the release (what `aether build --demo --out <release>` writes), folders beside
+        the release or in the current directory holding a file of its name, the current
+        directory and the release's parent; its data_root locates the source files. The report is written beside the
         release, never inside it (the frozen release's verifier refuses unlisted files).
         """
         from rich.markup import escape

@@ -15,43 +15,12 @@ import typer
 
 
 def _build_with_progress(config: Path, out: Path, auto_review: bool) -> Any:
-    """Build with one progress display per stage: a rich bar on a terminal, plain periodic lines in a log.
-
-    A heartbeat re-sends the current stage's state every second, so a long stage
-    (the audit's similarity pass) still prints a line every progress interval.
-    """
-    import contextlib
-    import threading
-
+    """Build with one progress display per stage (and per audit step): a rich bar on a terminal, plain lines in a log."""
     from aethersearch.benchmark.build import build_from_config
-    from aethersearch.commands.progress import progress
+    from aethersearch.commands.progress import stage_progress
 
-    lock = threading.Lock()
-    stop = threading.Event()
-    with contextlib.ExitStack() as stages:
-        current: dict[str, Any] = {}
-
-        def report(stage: str, done: int, total: int | None) -> None:
-            with lock:
-                if current.get("stage") != stage:
-                    stages.close()  # the previous stage's display ends with its final line
-                    current.update(stage=stage, update=stages.enter_context(progress(f"build {stage}")))
-                current.update(state=(done, total))
-                current["update"](done, total)
-
-        def heartbeat() -> None:
-            while not stop.wait(1.0):
-                with lock:
-                    if "update" in current:
-                        current["update"](*current["state"])
-
-        beat = threading.Thread(target=heartbeat, name="build-progress", daemon=True)
-        beat.start()
-        try:
-            return build_from_config(config, out, auto_review=auto_review, progress=report)
-        finally:
-            stop.set()
-            beat.join()
+    with stage_progress("build") as report:
+        return build_from_config(config, out, auto_review=auto_review, progress=report)
 
 
 def register(app: typer.Typer) -> None:
@@ -99,7 +68,8 @@ def register(app: typer.Typer) -> None:
     def verify(
         release: Path = typer.Argument(..., help="release directory"),
         replay: bool = typer.Option(False, "--replay", help="also replay the build from the original sources"),
-        base_dir: Path = typer.Option(None, "--base-dir", help="with --replay: the build config's directory"),
+        base_dir: Path = typer.Option(None, "--base-dir", help="with --replay: the build config's folder (found beside the release "
+                                       "or in the current directory when omitted)"),
     ) -> None:
         """Verify a release: checksums, rows, ids, schema, projection; print OK/FAIL per check."""
         from rich.markup import escape

@@ -107,6 +107,51 @@ def progress(label: str, *, unit: str = "", stream: TextIO | None = None,
     plain.write()  # the final line, always
 
 
+StageReport = Callable[[str, int, "int | None"], None]
+"""``report(stage, done, total)``: progress of a job made of named stages (build, audit)."""
+
+
+@contextlib.contextmanager
+def stage_progress(prefix: str, *, heartbeat_s: float = 1.0) -> Iterator[StageReport]:
+    """``report(stage, done, total)`` for a multi-stage job: one ``progress`` display per stage.
+
+    A new stage name ends the previous stage's display (its final line) and opens
+    the next, labelled ``"{prefix} {stage}"``. A heartbeat thread re-sends the
+    current state every ``heartbeat_s``, so a long step inside a stage (one big
+    similarity block) still prints a plain line every progress interval in a log.
+    """
+    import threading
+
+    lock = threading.Lock()
+    stop = threading.Event()
+    with contextlib.ExitStack() as stages:
+        current: dict[str, Any] = {}
+
+        def report(stage: str, done: int, total: int | None) -> None:
+            with lock:
+                if current.get("stage") != stage:
+                    stages.close()  # the previous stage's display ends with its final line
+                    current.update(stage=stage, update=stages.enter_context(progress(f"{prefix} {stage}")))
+                current.update(state=(done, total))
+                current["update"](done, total)
+
+        def heartbeat() -> None:
+            while not stop.wait(heartbeat_s):
+                with lock:
+                    if "update" in current:
+                        current["update"](*current["state"])
+
+        beat = threading.Thread(target=heartbeat, name=f"{prefix}-progress", daemon=True)
+        beat.start()
+        try:
+            yield report
+        finally:
+            stop.set()
+            beat.join()
+            with lock:
+                stages.close()
+
+
 PIPED_WIDTH = 240
 """Console width when stdout is not a terminal: wide enough that tables and paths are not wrapped."""
 

@@ -27,10 +27,13 @@ Programmatic use (also by diagnostics probes)::
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
+import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -172,6 +175,45 @@ def endpoint_error_kind(exc: EndpointError) -> ErrorKind:
         return ErrorKind.ENDPOINT
 
 
+#: Young-generation threshold of the cyclic GC while a run is in progress (CPython's default is 700).
+RUN_GC_THRESHOLD = 20_000
+_gc_lock = threading.Lock()
+_gc_runs = 0
+_gc_saved: tuple[int, ...] = ()
+
+
+@contextmanager
+def run_gc_policy() -> Iterator[None]:
+    """While a run is in progress: freeze the heap built before it and collect young objects less often.
+
+    Why: a model call allocates hundreds of short-lived container objects (aiohttp
+    requests, reply dicts, trace records), so with CPython's default threshold the
+    cyclic collector ran every ~700 allocations and each pass also walked the run's
+    long-lived objects; that was ~15-30% of the harness's CPU per call. ``gc.freeze``
+    moves everything that existed before the run (modules, the question list, the
+    traces of a resumed run) out of the collector's sight, and a higher young
+    threshold makes each pass cover more calls. Nothing is leaked: reference
+    counting still frees acyclic garbage at once, cycles are collected at the
+    higher threshold, and both settings are restored when the last concurrent run
+    (threads of one process share the collector) ends.
+    """
+    global _gc_runs, _gc_saved
+    with _gc_lock:
+        if _gc_runs == 0:
+            _gc_saved = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(RUN_GC_THRESHOLD, _gc_saved[0]), *_gc_saved[1:])
+        _gc_runs += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_runs -= 1
+            if _gc_runs == 0:
+                gc.set_threshold(*_gc_saved)
+                gc.unfreeze()
+
+
 async def _make_env(factory: EnvironmentFactory, question: RolloutQuestion) -> Environment:
     env = factory(question)
     if inspect.isawaitable(env):
@@ -217,10 +259,11 @@ async def run_questions_async(
     decoding = decoding or fingerprint.decoding
     store = RunStore.open(run_dir, fingerprint)
     try:
-        return await _run_locked(store, questions, agent, environment_factory, budget, llm=llm,
-                                 decoding=decoding, concurrency=concurrency,
-                                 question_timeout_s=question_timeout_s, progress=progress, start=start,
-                                 stop_after_failures=stop_after_failures)
+        with run_gc_policy():
+            return await _run_locked(store, questions, agent, environment_factory, budget, llm=llm,
+                                     decoding=decoding, concurrency=concurrency,
+                                     question_timeout_s=question_timeout_s, progress=progress, start=start,
+                                     stop_after_failures=stop_after_failures)
     finally:
         store.close()
 
@@ -257,18 +300,22 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
                 trace = await run_episode(question, agent, env, llm, budget, decoding,
                                           attempt=store.next_attempt(question.id),
                                           timeout_s=question_timeout_s)
-            await writer.append(trace)
-            store.record(trace)
+            # the endpoint's health is judged as soon as the outcome is known, before the slot is freed,
+            # so a dead server stops new questions at once
+            if trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS:
+                in_a_row += 1
+                if stop_after_failures and in_a_row >= stop_after_failures and stopped is None:
+                    stopped = (f"stopped starting questions after {in_a_row} in a row failed on the endpoint "
+                               f"(last: {trace.error_kind}); --stop-after-failures {stop_after_failures}")
+            elif trace.outcome not in ERROR_OUTCOMES:
+                in_a_row = 0
+        # outside the semaphore: a finished question waiting for its group commit holds no model slot;
+        # it counts as done only once its trace is fsynced
+        await writer.append(trace)
+        store.record(trace)
         counts[trace.outcome.value] += 1
         done += 1
         errored += trace.outcome in ERROR_OUTCOMES
-        if trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS:
-            in_a_row += 1
-            if stop_after_failures and in_a_row >= stop_after_failures and stopped is None:
-                stopped = (f"stopped starting questions after {in_a_row} in a row failed on the endpoint "
-                           f"(last: {trace.error_kind}); --stop-after-failures {stop_after_failures}")
-        elif trace.outcome not in ERROR_OUTCOMES:
-            in_a_row = 0
         if progress is not None:
             progress(Progress(done, errored, len(todo), skipped, time.monotonic() - start))
 
