@@ -54,6 +54,15 @@ from aethersearch.benchmark.audit_review import TODO, apply_review_file, load_re
      "which area of london is believed to derive its name from a former hunting cry", "exclude", "rewording"),
     ("Which metal is obtained from the ore haematite?", "what metal is obtained from the ore haematite", "exclude",
      "rewording"),
+    ("Where is Amílcar Cabral International Airport?", "amilcar cabral international airport is in which country",
+     "exclude", "rewording"),
+    ("When was the Eiffel Tower built?", "what year was the eiffel tower built", "exclude", "rewording"),
+    ("which way does the earth orbit the sun", "what direction does the earth orbit around the sun", "exclude",
+     "rewording"),
+    ("what languages are spoken in india the most", "what is the most widely spoken language in india", "exclude",
+     "rewording"),
+    ("Where did the director of film Circus Girl (Film) die?", "when did the director of film krull (film) die",
+     "retain", "answer slot"),
 ])
 def test_policy_table(selected: str, training: str, decision: str, why: str) -> None:
     verdict = auto_decide(selected, training)

@@ -9,7 +9,8 @@ different, which the policy recognises in four ways, checked on the normalised
 word tokens the two questions do not share:
 
 1. **years / numbers** differ (``1994`` vs ``1995``; ``one`` and ``1`` are not compared);
-2. the **answer slot** differs (a different question word: who / when / where / which / how many ...);
+2. the **answer slot** differs (a different question word: who / when / where / what / how many ...;
+   "which" is "what", and "which country" / "what year" ask where / when);
 3. the **reasoning target** differs (first/last, oldest/youngest, before/after, more/less, not ...);
 3b. the **answer type** differs ("what *rocket* ..." vs "what *mission* ...");
 4. a **changed entity**: every word only the selected question has is a named entity
@@ -77,7 +78,7 @@ _MAX_SIDE = 3  # content words per side of one replaced stretch: a name, not a r
 _MAX_SUBSTITUTED = 6
 _MAX_MOVED = 4
 #: One word for two spellings of the same thing, applied before aligning ("theme tune" = "theme song").
-_SYNONYM = {"tune": "song", "movie": "film", "movies": "films"}
+_SYNONYM = {"tune": "song", "movie": "film", "movies": "films", "way": "direction"}
 
 
 class PolicyDecision(NamedTuple):
@@ -188,6 +189,29 @@ def _versus(pair: tuple[set[str], set[str]]) -> str:
     return f"({', '.join(sorted(pair[0])) or '-'} vs {', '.join(sorted(pair[1])) or '-'})"
 
 
+#: "which country" asks where, "what year" asks when: one answer slot in two forms.
+_SLOT_OF_KIND = {**dict.fromkeys(("country", "city", "state", "place", "location", "town", "region", "continent",
+                                  "nation"), "where"),
+                 **dict.fromkeys(("year", "date", "day", "month", "century", "decade"), "when")}
+_SAME_KIND = {"way": "direction"}
+
+
+def _slot_tokens(tokens: set[str], kind: str | None) -> set[str]:
+    """The question's answer-slot words, a typed "what/which <place|time>" counted as where/when."""
+    slots = tokens & ANSWER_SLOTS
+    if kind in _SLOT_OF_KIND:
+        slots = (slots - {"what"}) | {_SLOT_OF_KIND[kind]}
+    return slots
+
+
+def _kind_covered(kind: str | None, other: set[str], other_slots: set[str]) -> bool:
+    """The other question asks for the same kind of thing: names it (or a variant), or asks where/when for it."""
+    if kind is None or _SLOT_OF_KIND.get(kind) in other_slots:
+        return True
+    kind = _SAME_KIND.get(kind, kind)
+    return any(_variant(kind, _SAME_KIND.get(word, word)) for word in other)
+
+
 def auto_decide(selected: str, training: str) -> PolicyDecision:
     """Decide one flagged pair by the conservative policy (see the module docstring)."""
     mine, theirs = _tokens(selected), _tokens(training)
@@ -195,11 +219,12 @@ def auto_decide(selected: str, training: str) -> PolicyDecision:
     numbers = ({t for t in only_mine if _NUMBER.match(t)}, {t for t in only_theirs if _NUMBER.match(t)})
     if numbers[0] and numbers[1] or (numbers[0] or numbers[1]) and (only_mine and only_theirs):
         return PolicyDecision("retain", f"{POLICY_NAME}: different years/numbers " + _versus(numbers))
-    slots = (only_mine & ANSWER_SLOTS, only_theirs & ANSWER_SLOTS)
+    kinds = (_answer_type(selected), _answer_type(training))
+    slot_words = (_slot_tokens(mine, kinds[0]), _slot_tokens(theirs, kinds[1]))
+    slots = (slot_words[0] - slot_words[1], slot_words[1] - slot_words[0])
     if slots[0] or slots[1]:
         return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot " + _versus(slots))
-    kinds = (_answer_type(selected), _answer_type(training))
-    if kinds[0] and kinds[0] not in theirs or kinds[1] and kinds[1] not in mine:
+    if not _kind_covered(kinds[0], theirs, slot_words[1]) or not _kind_covered(kinds[1], mine, slot_words[0]):
         return PolicyDecision("retain", f"{POLICY_NAME}: different answer slot (asks for "
                               f"{kinds[0] or '-'} vs {kinds[1] or '-'})")
     targets = (only_mine & REASONING, only_theirs & REASONING)
