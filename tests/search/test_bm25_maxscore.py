@@ -78,30 +78,60 @@ def test_results_identical_to_exhaustive_scoring(tmp_path_factory: pytest.TempPa
         assert index.search([query], k)[0] == [(f"d{r}", s) for r, s in expected]
 
 
-@settings(max_examples=40, deadline=None)
-@given(corpus=st.lists(doc_words, min_size=1, max_size=80),
-       query=st.lists(word, min_size=1, max_size=8), k=st.integers(1, 50))
-def test_maxscore_kernel_equals_numpy_accumulator(corpus: list[list[str]], query: list[str], k: int) -> None:
-    """The pruned kernel and the no-numba fallback return the same arrays on the same index."""
-    pytest.importorskip("numba")
-    vocab = {w: i for i, w in enumerate(WORDS)}
+def _csr(corpus: list[list[int]], vocab_size: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A CSR index over ``corpus`` (term ids per row) whose impacts are drawn from a few values (many exact ties)."""
     rows_by_term: dict[int, list[int]] = {}
-    for row, words in enumerate(corpus):
-        for w in sorted(set(words)):
-            rows_by_term.setdefault(vocab[w], []).append(row)
-    indptr = np.zeros(len(WORDS) + 1, np.int64)
-    for t in range(len(WORDS)):
+    for row, terms in enumerate(corpus):
+        for t in sorted(set(terms)):
+            rows_by_term.setdefault(t, []).append(row)
+    indptr = np.zeros(vocab_size + 1, np.int64)
+    for t in range(vocab_size):
         indptr[t + 1] = indptr[t] + len(rows_by_term.get(t, []))
-    docs = np.array([r for t in range(len(WORDS)) for r in rows_by_term.get(t, [])], dtype=np.int32)
-    rng = np.random.default_rng(len(docs))
-    impacts = rng.choice(np.array([0.25, 0.5, 1.0, 1.5], np.float32), size=len(docs))  # many exact ties
-    max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(len(WORDS))],
-                          dtype=np.float64)
-    tokens = np.array([vocab[w] for w in query], dtype=np.int64)
+    docs = np.array([r for t in range(vocab_size) for r in rows_by_term.get(t, [])], dtype=np.int32)
+    rng = np.random.default_rng(seed)
+    impacts = rng.choice(np.array([0.25, 0.5, 1.0, 1.5, 3.75], np.float32), size=len(docs))
+    return indptr, docs, impacts
+
+
+term = st.integers(0, 29).map(lambda i: int(i * i / 29))  # Zipf-like: term 0 is in most rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus=st.lists(st.lists(term, max_size=12), min_size=1, max_size=400),
+       query=st.lists(term, min_size=1, max_size=8), k=st.sampled_from([1, 2, 3, 7, 50, 1000]),
+       block=st.sampled_from([1, 2, 3, 8, 128]), width=st.sampled_from([1, 2, 5, 16, 64, 8192, 65536]),
+       seed=st.integers(0, 3))
+def test_block_max_kernel_equals_numpy_accumulator(corpus: list[list[int]], query: list[int], k: int, block: int,
+                                                   width: int, seed: int) -> None:
+    """The pruned kernel and the no-numba fallback return the same arrays, whatever the block and window sizes.
+
+    Tiny blocks and windows make every path run on a small corpus: windows skipped on
+    their block bounds, terms essential in one window and probed in the next, cursors
+    jumping whole blocks.
+    """
+    pytest.importorskip("numba")
+    indptr, docs, impacts = _csr(corpus, 30, seed)
+    max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(30)], dtype=np.float64)
+    blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts, block)
+    tokens = np.array(query, dtype=np.int64)
     slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
-    fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, tokens, k)
+    fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, k, width)
     assert fast[0].tolist() == slow[0].tolist()
     assert fast[1].tolist() == slow[1].tolist()
+
+
+def test_block_maxima_bound_every_block() -> None:
+    rng = np.random.default_rng(0)
+    corpus = [rng.integers(0, 5, size=rng.integers(0, 6)).tolist() for _ in range(700)]
+    indptr, docs, impacts = _csr(corpus, 5, 1)
+    blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts, 16)
+    for t in range(5):
+        spans = range(int(indptr[t]), int(indptr[t + 1]), 16)
+        assert blocks.ptr[t + 1] - blocks.ptr[t] == len(spans)
+        for b, start in zip(range(int(blocks.ptr[t]), int(blocks.ptr[t + 1])), spans, strict=True):
+            stop = min(start + 16, int(indptr[t + 1]))
+            assert blocks.max[b] == impacts[start:stop].max()
+            assert (blocks.first[b], blocks.last[b]) == (docs[start], docs[stop - 1])
 
 
 def test_ties_go_to_the_earliest_store_row(tmp_path: Path) -> None:
@@ -120,6 +150,8 @@ def test_streaming_chunks_give_the_same_index_as_one_chunk(tmp_path: Path) -> No
     assert many.manifest["build_stats"]["chunks"] > 50
     for name in ("indptr", "docs", "impacts", "max_impact"):
         assert np.array_equal(getattr(one, name), getattr(many.index, name)), name
+    for field, a, b in zip(maxscore.Blocks._fields, one.blocks, many.index.blocks, strict=True):
+        assert np.array_equal(a, b), field  # block maxima written range by range equal one pass's
     assert not list((tmp_path / "many" / "idx").glob("spill.*"))  # spilled runs are removed
 
 

@@ -74,7 +74,7 @@ class BM25MaxScoreIndex(IndexIdentity):
         self._tokenize = Tokenizer(config)
         tokens: list[str] = orjson.loads((directory / VOCAB).read_bytes())
         self._vocab = {t: i for i, t in enumerate(tokens)}
-        self.indptr, self.docs, self.impacts, self.max_impact = load_csr(directory)
+        self.indptr, self.docs, self.impacts, self.max_impact, self.blocks = load_csr(directory)
         if len(self.indptr) != len(tokens) + 1:
             raise DataError(directory / VOCAB, f"{len(tokens)} tokens but indptr has {len(self.indptr)} entries",
                             fix="rebuild the index")
@@ -136,7 +136,7 @@ class BM25MaxScoreIndex(IndexIdentity):
 
     def search_rows(self, token_ids: Sequence[int], k: int) -> list[tuple[int, float]]:
         """Exact top-``k`` ``(store row, score)`` for one tokenised query, best first."""
-        rows, scores = maxscore_topk(self.indptr, self.docs, self.impacts, self.max_impact,
+        rows, scores = maxscore_topk(self.indptr, self.docs, self.impacts, self.max_impact, self.blocks,
                                      np.asarray(token_ids, dtype=np.int64), min(int(k), self._n_docs))
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
 
