@@ -46,7 +46,7 @@ from aethersearch.agents.scripted_server import (
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.environment import ToolResult
 from aethersearch.jsonl import write_jsonl
-from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, ToolCall
+from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, RunLimits, ToolCall
 from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
 from aethersearch.rollout.runner import run_questions_async
 
@@ -56,6 +56,8 @@ CONCURRENCY = 64
 # raw prompt and a local word tokenizer: the same single completion per turn as the bare loop
 # (the default "served" tokenizer and chat template would add tokenize/template calls it does not make)
 AGENT = {"tokenizer": "regex", "prompt_format": "raw", "chat_template": "raw"}
+#: what ``aether run`` uses by default (the per-question deadline is part of the real run path)
+LIMITS = RunLimits()
 DOCS = [Document(id=f"d{i}", title=f"Page {i}", text=f"Passage {i} about the topic. " * 8) for i in range(3)]
 
 
@@ -94,7 +96,8 @@ async def harness(url: str, n: int, out: Path, concurrency: int = CONCURRENCY) -
     async with OpenAIClient(url, "m", concurrency=concurrency) as llm:
         wall0, cpu0 = time.perf_counter(), time.process_time()
         summary = await run_questions_async(questions, agent, lambda q: env, budget, out / "run", fp,
-                                            llm=llm, concurrency=concurrency)
+                                            llm=llm, concurrency=concurrency,
+                                            question_timeout_s=LIMITS.question_deadline_s)
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         calls = llm.calls
     assert summary.outcomes == {"answered": n}, summary.outcomes
@@ -130,7 +133,8 @@ async def harness_only(n: int, out: Path) -> tuple[float, float, int]:
     env = StaticSearch()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     summary = await run_questions_async(questions, agent, lambda q: env, budget, out / "run", fp,
-                                        llm=InProcessModel(), concurrency=CONCURRENCY)
+                                        llm=InProcessModel(), concurrency=CONCURRENCY,
+                                        question_timeout_s=LIMITS.question_deadline_s)
     assert summary.outcomes == {"answered": n}, summary.outcomes
     return time.perf_counter() - wall0, time.process_time() - cpu0, n * TURNS
 
