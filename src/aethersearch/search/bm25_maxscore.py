@@ -10,6 +10,11 @@ scores, ties by store row), which the tests check against brute force.
 
 Tokenisation is the ``bm25`` backend's (bm25s's regex, stopwords, PyStemmer), and
 impacts follow bm25s's ``lucene``/``atire`` formulas, so both backends rank alike;
+the default stopwords (``en``) are Lucene's 33-word English list, the one pyserini's
+default analyzer (Search-R1's wiki-18 retriever) and PISA's ``lucene`` list use.
+Question words ("who", "when", "which") stay tokens, as there: they are common, so
+their bounds are low and MaxScore only looks them up, and dropping them would rank
+differently from the retrievers the field's numbers come from.
 the arrays use bm25s's CSC layout, so ``benchmarks/search_scale.py`` runs bm25s's
 own scorer on this very index for the side-by-side figure.
 
