@@ -301,7 +301,7 @@ def measure(n: int, args: argparse.Namespace, questions: list[str]) -> dict[str,
         BM25MaxScoreConfig,
         BM25MaxScoreIndex,
     )
-    from aethersearch.search.impact_build import BLOCK_FILES, write_blocks
+    from aethersearch.search.impact_build import BLOCK_FILES, bytes_per_posting, write_blocks
     from aethersearch.search.maxscore import exhaustive_topk
 
     out = Path(args.keep) / f"n{n}"
@@ -323,6 +323,7 @@ def measure(n: int, args: argparse.Namespace, questions: list[str]) -> dict[str,
         started = time.perf_counter()
         write_blocks(out / INDEX_DIR, 32_000_000)
         print(f"  added block maxima to the cached index in {time.perf_counter() - started:.1f} s", flush=True)
+    build["bytes_per_posting"] = round(bytes_per_posting(out / INDEX_DIR), 3)  # every file now on disk
     index = BM25MaxScoreIndex(out / INDEX_DIR, GeneratedPassages(n, ["x"], np.ones(1)),  # type: ignore[arg-type]
                               BM25MaxScoreConfig(), "generated", "generated")
     kept = [(q, np.asarray(index.query_token_ids(q), dtype=np.int64)) for q in questions]

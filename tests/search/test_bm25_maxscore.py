@@ -226,3 +226,44 @@ def test_cli_builds_it_and_the_server_serves_it(tmp_path: Path) -> None:
     hits = response.json()["result"][0]
     assert [h["document"]["id"] for h in hits] == [d for d, _ in opened.index.search([title], 3)[0]]
     assert opened.store.doc_at(7).id in [h["document"]["id"] for h in hits]
+
+
+def test_an_index_without_block_maxima_says_how_to_add_them(tmp_path: Path) -> None:
+    from aethersearch.errors import DataError
+    from aethersearch.search.impact_build import BLOCK_FILES, load_csr, write_blocks
+
+    _build(tmp_path, ["red fox jumps", "lazy dog sleeps", "red dog runs"])
+    directory = tmp_path / "idx" / "bm25-maxscore"
+    expected = load_csr(directory)[4]
+    (directory / BLOCK_FILES[1]).unlink()
+    with pytest.raises(DataError, match="no block maxima") as error:
+        load_csr(directory)
+    assert "write_blocks" in str(error.value)
+    write_blocks(directory, 2)
+    for field, a, b in zip(maxscore.Blocks._fields, expected, load_csr(directory)[4], strict=True):
+        assert np.array_equal(a, b), field
+
+
+def test_block_max_kernel_on_many_skewed_random_indexes() -> None:
+    """Hundreds of random indexes whose block maxima differ (rare high impacts): pruned == exhaustive.
+
+    Hypothesis explores shapes; this sweep makes sure the bounds that only block maxima
+    give (a later block in a window holding the high impact) are exercised many times.
+    """
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(11)
+    for case in range(400):
+        n_docs, n_terms = int(rng.integers(20, 600)), int(rng.integers(2, 12))
+        density = rng.uniform(0.05, 0.9, size=n_terms)
+        corpus = [[t for t in range(n_terms) if rng.random() < density[t]] for _ in range(n_docs)]
+        indptr, docs, _ = _csr(corpus, n_terms, case)
+        impacts = np.where(rng.random(len(docs)) < 0.03, rng.uniform(2, 4, len(docs)),
+                           rng.uniform(0.1, 0.6, len(docs))).astype(np.float32)
+        max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(n_terms)])
+        blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts, int(rng.choice([1, 2, 4, 8, 16])))
+        tokens = rng.integers(0, n_terms, size=rng.integers(1, 7)).astype(np.int64)
+        k, width = int(rng.choice([1, 2, 3, 10, 100])), int(rng.choice([1, 3, 8, 32, 128]))
+        slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
+        fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, k, width)
+        assert fast[0].tolist() == slow[0].tolist(), (case, tokens.tolist(), k, width)
+        assert fast[1].tolist() == slow[1].tolist(), (case, tokens.tolist(), k, width)
