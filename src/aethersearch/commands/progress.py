@@ -79,12 +79,12 @@ class PlainProgress:
         print(self.line(), file=self.stream, flush=True)
 
 
-@contextlib.contextmanager
 #: Live-bar redraws per second. Why not rich's 10: a redraw costs ~2 ms of CPU in its own thread, which
 #: at 10 Hz was ~25 µs per model call of a 64-in-flight rollout (issue 16); 2 Hz is ~5x cheaper.
 REFRESH_PER_SECOND = 2
 
 
+@contextlib.contextmanager
 def progress(label: str, *, unit: str = "", stream: TextIO | None = None,
              fields: dict[str, Any] | None = None) -> Iterator[Callable[..., None]]:
     """``update(done, total=None, **fields)`` for a long task, rendered for where the output goes."""
