@@ -80,7 +80,7 @@ GENERIC = frozenset({"come", "comes", "coming", "came", "out", "release", "relea
                      "write", "writes", "wrote", "written", "sing", "sings", "sang", "sung", "play", "plays",
                      "played", "voice", "voiced", "voices", "new", "next", "latest", "original", "mainly",
                      "main", "principal", "obtained", "derived", "derive", "get", "got", "gets", "take",
-                     "takes", "took", "happen", "happened", "man", "woman", "person", "people", "office",
+                     "takes", "took", "happen", "happened", "office",
                      "legend", "concept", "origin", "story", "ever", "actually", "exactly", "really"})
 _MAX_SIDE = 3  # content words per side of one replaced stretch: a name, not a rephrased clause
 _MAX_SUBSTITUTED = 6

@@ -16,7 +16,12 @@ Why it is built like this:
   the run; errored ids are retried when the same command is run again, finished ids
   never are;
 * a question counts as done only once its trace is fsynced, so ``kill -9`` at any
-  point loses at most in-flight work, which the next run redoes.
+  point loses at most in-flight work (including traces still in the current
+  100 ms group-commit window), which the next run redoes;
+* the hot path is lean (issue 16; ``benchmarks/rollout.py``): traces are committed
+  in windows, a finished question frees its model slot before its commit, the
+  store keeps finished traces without their steps, and the cyclic GC is
+  relaxed for the run (:func:`run_gc_policy`).
 
 Programmatic use (also by diagnostics probes)::
 
