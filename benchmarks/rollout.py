@@ -13,7 +13,20 @@ question) against the scripted OpenAI server running in its own process with a f
   harness with the same scripted model called in-process (no HTTP, no latency):
   the cost of the runner, budget, agent loop and fsynced traces alone.
 
-Medians over ``--repeats`` runs. ``--quick`` uses 200 questions. ``--concurrency 64,1024``
+What is compared, and why it is fair: the scripted server runs in its own process, so
+its CPU is in neither number; harness, bare loop and no-HTTP run are interleaved in one
+process against that one server (same window, same 4 calls per question, same latency),
+and each number is this process's CPU time (``time.process_time``: every thread, user
+and system) over the run divided by the HTTP calls made. The harness number includes
+everything a real ``aether run`` does per question: the runner with its default
+per-question deadline, budget wrappers, the Search-R1 loop and its observation cut,
+the aiohttp client with its retries/timeouts, trace records, the group-committed
+fsynced ``traces.jsonl`` (writer thread and fsync system time included) and the run's
+GC policy (restored, and its deferred collection paid, before the clock stops). The
+bare loop sends a short prompt without decoding fields (a harness sends the Search-R1
+prompt and observations, ~3 KB by turn 4): a floor, not a replica.
+
+Medians over ``--repeats`` runs; the machine's load average is printed with each level. ``--quick`` uses 200 questions. ``--concurrency 64,1024``
 runs each level in turn and prints the issue-16 ratios: harness CPU per call ÷ the bare
 loop's (target ≤ 1.3 at every level) and harness wall ÷ bare wall (target ≤ 1.1 at 64).
 ``--profile`` runs the harness once more under cProfile and prints the top functions
@@ -26,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
@@ -46,7 +60,7 @@ from aethersearch.agents.scripted_server import (
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.environment import ToolResult
 from aethersearch.jsonl import write_jsonl
-from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, ToolCall
+from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, RunLimits, ToolCall
 from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
 from aethersearch.rollout.runner import run_questions_async
 
@@ -56,6 +70,8 @@ CONCURRENCY = 64
 # raw prompt and a local word tokenizer: the same single completion per turn as the bare loop
 # (the default "served" tokenizer and chat template would add tokenize/template calls it does not make)
 AGENT = {"tokenizer": "regex", "prompt_format": "raw", "chat_template": "raw"}
+#: what ``aether run`` uses by default (the per-question deadline is part of the real run path)
+LIMITS = RunLimits()
 DOCS = [Document(id=f"d{i}", title=f"Page {i}", text=f"Passage {i} about the topic. " * 8) for i in range(3)]
 
 
@@ -94,7 +110,8 @@ async def harness(url: str, n: int, out: Path, concurrency: int = CONCURRENCY) -
     async with OpenAIClient(url, "m", concurrency=concurrency) as llm:
         wall0, cpu0 = time.perf_counter(), time.process_time()
         summary = await run_questions_async(questions, agent, lambda q: env, budget, out / "run", fp,
-                                            llm=llm, concurrency=concurrency)
+                                            llm=llm, concurrency=concurrency,
+                                            question_timeout_s=LIMITS.question_deadline_s)
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         calls = llm.calls
     assert summary.outcomes == {"answered": n}, summary.outcomes
@@ -130,7 +147,8 @@ async def harness_only(n: int, out: Path) -> tuple[float, float, int]:
     env = StaticSearch()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     summary = await run_questions_async(questions, agent, lambda q: env, budget, out / "run", fp,
-                                        llm=InProcessModel(), concurrency=CONCURRENCY)
+                                        llm=InProcessModel(), concurrency=CONCURRENCY,
+                                        question_timeout_s=LIMITS.question_deadline_s)
     assert summary.outcomes == {"answered": n}, summary.outcomes
     return time.perf_counter() - wall0, time.process_time() - cpu0, n * TURNS
 
@@ -199,23 +217,32 @@ def main() -> None:
     sys.exit(1 if failed else 0)
 
 
+def _load(load: tuple[float, float, float]) -> str:
+    return "/".join(f"{x:.2f}" for x in load)
+
+
 def _level(url: str, n: int, concurrency: int, repeats: int) -> bool:
     """Measure one in-flight level; True when a target is missed."""
     ideal = n * TURNS * LATENCY_S / concurrency
     results: dict[str, list[tuple[float, float, int]]] = {"harness": [], "bare aiohttp": [], "no HTTP": []}
+    load_before = os.getloadavg()
     for _ in range(repeats):  # interleaved, so drifting machine load hits both alike
         with tempfile.TemporaryDirectory() as tmp:
             results["harness"].append(asyncio.run(harness(url, n, Path(tmp), concurrency)))
         results["bare aiohttp"].append(asyncio.run(bare_client(url, n, concurrency)))
         with tempfile.TemporaryDirectory() as tmp:
             results["no HTTP"].append(asyncio.run(harness_only(n, Path(tmp))))
+    load_after = os.getloadavg()
     print(f"{n} questions x {TURNS} turns, {LATENCY_S * 1000:.0f} ms latency, concurrency {concurrency}; "
-          f"ideal {ideal:.3f} s; medians of {repeats} runs (shared 2-core machine, other engineers' load)")
+          f"ideal {ideal:.3f} s; medians of {repeats} interleaved runs; machine: {os.cpu_count()} CPUs, "
+          f"load average (1/5/15 min) {_load(load_before)} before, {_load(load_after)} after "
+          "(other processes' load makes every CPU number noisy)")
     for name, runs in results.items():
         wall = statistics.median(r[0] for r in runs)
         cpu = statistics.median(r[1] / r[2] for r in runs)
         ratio_text = f"wall/ideal {wall / ideal:5.3f}" if name != "no HTTP" else "(no latency)     "
-        print(f"  {name:13s} wall {wall:7.3f} s   {ratio_text}   client CPU/call {cpu * 1e3:6.3f} ms")
+        spread = " ".join(f"{r[1] / r[2] * 1e3:.3f}" for r in runs)
+        print(f"  {name:13s} wall {wall:7.3f} s   {ratio_text}   client CPU/call {cpu * 1e3:6.3f} ms  (runs: {spread})")
     cpu_ratio = statistics.median(r[1] / r[2] for r in results["harness"]) / statistics.median(
         r[1] / r[2] for r in results["bare aiohttp"])
     wall_ratio = statistics.median(r[0] for r in results["harness"]) / statistics.median(

@@ -62,6 +62,9 @@ def json_rule(form: str, seen: list[dict[str, Any]], *, garbage_first: bool = Fa
             facts += [{"eid": eid, "fact": "Nicole Cornes is married to Graham Cornes."}
                       for eid in eids if docs[eid] == "Nicole Cornes"]
             return Reply(json.dumps({"facts": facts}))
+        if "You have used all of your search budget" in first:
+            assert schema["properties"]["decision"]["enum"] == ["answer", "refuse"]
+            return Reply(json.dumps({"decision": "answer", "answer": ANSWER}))
         if first.startswith("You are the aggregation agent"):
             decision = schema["properties"]["decision"]["enum"]
             if "answer" not in decision:
@@ -173,3 +176,57 @@ def test_the_tag_protocol_is_unchanged_and_summarised_the_same_way() -> None:
     claim = summary["rounds"][0]["claims"][0]
     aggregator = next(s for s in episode.steps if s.agent == "aggregator" and s.notes["claims"])
     assert aggregator.notes["eid_docs"][claim["eid"]] == "nicole" and summary["claims"] == 1
+
+
+def test_the_forced_final_answer_is_structured_too() -> None:
+    """After the turn budget runs out mid-round, the one forced final answer is a constrained JSON reply."""
+    from aethersearch.errors import BudgetExhausted
+
+    agent = make_agent("evidenceloop", n_solvers=2, max_rounds=2, actions_per_round=2, structured="json_object")
+
+    async def main(url: str) -> tuple[Any, Episode, BudgetTracker]:
+        tracker = BudgetTracker(Budget(max_tool_calls=20, max_turns=3))
+        async with OpenAIClient(url, "scripted") as client:
+            episode = Episode(question=RolloutQuestion(id="q1", question=QUESTION), question_seen=QUESTION,
+                              env=BudgetedEnvironment(PageEnv(), tracker), llm=BudgetedLLM(client, tracker),
+                              decoding=Decoding(max_tokens=64))
+            with pytest.raises(BudgetExhausted):
+                await agent.solve(episode)
+            tracker.grant_final()
+            return await agent.final_answer(episode), episode, tracker
+
+    with ScriptedServer(json_rule("json_object", [])) as server:
+        output, episode, tracker = asyncio.run(main(server.url))
+    assert tracker.final_used and episode.steps[-1].notes.get("forced_final") is True
+    assert output.outcome is Outcome.ANSWERED and output.prediction == ANSWER and output.stop_reason == "budget"
+    assert output.response.endswith(f"<answer> {ANSWER} </answer>")
+    assert trace_summary(episode.steps)["forced_final"] is True
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"action": "search", "query": "  Nicole   Cornes "}', ("search", "Nicole Cornes")),
+    ('{"action": "visit", "page": "Chad Cornes"}', ("visit", "Chad Cornes")),
+    ('{"action": "fetch", "eid": "E1.1"}', ("fetch", "E1.1")),
+    ('{"action": "fetch", "eid": "E9"}', ("invalid", None)),  # not in the memory
+    ('{"action": "done"}', ("done", None)),
+    ('{"action": "search", "query": ""}', ("invalid", None)),
+    ('{"action": "search", "query": "Nic', ("invalid", None)),  # cut at max_tokens
+    ('["search"]', ("invalid", None)),
+    ('{"action": "answer", "query": "x"}', ("invalid", None)),
+])
+def test_parse_action_table(text: str, expected: tuple[str, str | None]) -> None:
+    from aethersearch.agents.evidence_actions import parse_action
+
+    assert parse_action(text, ["E1", "E1.1"]) == expected
+
+
+def test_parse_final_and_proposal() -> None:
+    from aethersearch.agents.evidence_actions import parse_final, parse_proposal
+
+    assert parse_final('{"decision": "refuse", "answer": "x"}') == ""  # the caller turns "" into the refusal
+    assert parse_final('{"decision": "answer", "answer": " Paris "}') == "Paris"
+    assert parse_final('{"decision": "answer"') is None
+    analysis, answer, claims = parse_proposal(json.dumps({
+        "established": "E1 says so", "missing": "none", "decision": "continue", "answer": "Paris",
+        "claims": [{"eid": "E1", "claim": "Paris"}]}))
+    assert analysis == "Established: E1 says so\nMissing: none" and answer is None and claims == []

@@ -61,6 +61,9 @@ from aethersearch.benchmark.audit_review import TODO, apply_review_file, load_re
      "rewording"),
     ("what languages are spoken in india the most", "what is the most widely spoken language in india", "exclude",
      "rewording"),
+    ("who was first governor general of british india", "who is the first woman governor in india", "retain",
+     "changed entity"),
+    ("who is the robot in lost in space 2018", "who plays robot on the new lost in space", "exclude", "rewording"),
     ("Where did the director of film Circus Girl (Film) die?", "when did the director of film krull (film) die",
      "retain", "answer slot"),
 ])

@@ -37,3 +37,40 @@ def test_a_changed_gold_alias_in_a_hintfree_release_is_named(release: Path, tmp_
     assert not report.ok
     assert any(check.file == "eval.jsonl" and check.row == 3 for check in report.failures), \
         [check.line() for check in report.failures]
+
+
+def _copy_with_seed_review(release: Path, dest: Path, *, record: bool) -> Path:
+    """``release`` plus a seed review file, recorded in the manifest's 'files' or not, checksums regenerated."""
+    import hashlib
+    import json
+
+    dest.mkdir()
+    for path in release.iterdir():
+        (dest / path.name).write_bytes(path.read_bytes())
+    review = b'{"triple_id":"t1","accepted":true}\n'
+    (dest / "seed_review.jsonl").write_bytes(review)
+    if record:
+        manifest = json.loads((dest / "manifest.json").read_text())
+        manifest["files"]["seed_review.jsonl"] = hashlib.sha256(review).hexdigest()
+        (dest / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n"
+             for p in sorted(dest.iterdir()) if p.name != "checksums.sha256"]
+    (dest / "checksums.sha256").write_text("".join(lines))
+    return dest
+
+
+def test_a_seed_review_file_bound_in_the_manifest_is_part_of_the_release(release: Path, tmp_path: Path) -> None:
+    # A build from real seed questions ships seed_review.jsonl; both verifiers must accept it.
+    copy = _copy_with_seed_review(release, tmp_path / "copy", record=True)
+    report = verify_release(copy)
+    assert report.ok, [check.line() for check in report.failures]
+    proc = subprocess.run([sys.executable, "-I", "verify_release.py", "."], cwd=copy, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_seed_review_file_the_manifest_does_not_bind_is_unknown(release: Path, tmp_path: Path) -> None:
+    copy = _copy_with_seed_review(release, tmp_path / "copy", record=False)
+    report = verify_release(copy)
+    assert not report.ok
+    assert any(check.file == "seed_review.jsonl" for check in report.failures), \
+        [check.line() for check in report.failures]

@@ -119,3 +119,46 @@ def test_encoded_trace_lines_are_exactly_the_canonical_dumps(notes: dict[str, ob
     trace = _rich_trace(notes)
     assert encode_trace(trace) == dumps(trace) + b"\n"
     assert encode_trace(_trace(7)) == dumps(_trace(7)) + b"\n"
+
+
+def test_traces_finishing_within_one_window_share_one_fsync_and_commit_now_does_not_wait(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+
+    async def main() -> tuple[int, float]:
+        writer = TraceWriter(path, interval_s=5.0)  # a window far longer than the test may take
+        first = asyncio.gather(*(writer.append(_trace(i)) for i in range(30)))
+        await asyncio.sleep(0.05)
+        assert not first.done() and path.read_bytes() == b""  # nothing is done before its commit
+        started = asyncio.get_running_loop().time()
+        writer.commit_now()
+        await first
+        waited = asyncio.get_running_loop().time() - started
+        await asyncio.to_thread(writer.close)
+        return writer.fsyncs, waited
+
+    fsyncs, waited = asyncio.run(main())
+    assert fsyncs == 1 and waited < 2.0
+    assert len(path.read_bytes().splitlines()) == 30
+
+
+def test_a_full_window_is_committed_at_once(tmp_path: Path) -> None:
+    async def main() -> int:
+        writer = TraceWriter(tmp_path / "traces.jsonl", interval_s=5.0, max_rows=10)
+        await asyncio.wait_for(asyncio.gather(*(writer.append(_trace(i)) for i in range(20))), 3.0)
+        await asyncio.to_thread(writer.close)
+        return writer.fsyncs
+
+    assert 1 <= asyncio.run(main()) <= 2
+
+
+def test_the_store_keeps_finished_traces_without_their_steps(tmp_path: Path) -> None:
+    from aethersearch.records import LLMCall, Step
+    from aethersearch.rollout.store import RunStore
+
+    store = RunStore(tmp_path, None)  # type: ignore[arg-type]  # record() needs no fingerprint
+    full = _trace(1).model_copy(update={"steps": [Step(index=0, llm=LLMCall(text="x"))], "response": "long",
+                                        "prediction": "p", "attempt": 2})
+    store.record(full)
+    kept = store.latest["q1"]
+    assert (kept.steps, kept.response) == ([], "")
+    assert (kept.prediction, kept.outcome, kept.attempt, kept.error) == ("p", Outcome.ANSWERED, 2, None)

@@ -78,30 +78,60 @@ def test_results_identical_to_exhaustive_scoring(tmp_path_factory: pytest.TempPa
         assert index.search([query], k)[0] == [(f"d{r}", s) for r, s in expected]
 
 
-@settings(max_examples=40, deadline=None)
-@given(corpus=st.lists(doc_words, min_size=1, max_size=80),
-       query=st.lists(word, min_size=1, max_size=8), k=st.integers(1, 50))
-def test_maxscore_kernel_equals_numpy_accumulator(corpus: list[list[str]], query: list[str], k: int) -> None:
-    """The pruned kernel and the no-numba fallback return the same arrays on the same index."""
-    pytest.importorskip("numba")
-    vocab = {w: i for i, w in enumerate(WORDS)}
+def _csr(corpus: list[list[int]], vocab_size: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A CSR index over ``corpus`` (term ids per row) whose impacts are drawn from a few values (many exact ties)."""
     rows_by_term: dict[int, list[int]] = {}
-    for row, words in enumerate(corpus):
-        for w in sorted(set(words)):
-            rows_by_term.setdefault(vocab[w], []).append(row)
-    indptr = np.zeros(len(WORDS) + 1, np.int64)
-    for t in range(len(WORDS)):
+    for row, terms in enumerate(corpus):
+        for t in sorted(set(terms)):
+            rows_by_term.setdefault(t, []).append(row)
+    indptr = np.zeros(vocab_size + 1, np.int64)
+    for t in range(vocab_size):
         indptr[t + 1] = indptr[t] + len(rows_by_term.get(t, []))
-    docs = np.array([r for t in range(len(WORDS)) for r in rows_by_term.get(t, [])], dtype=np.int32)
-    rng = np.random.default_rng(len(docs))
-    impacts = rng.choice(np.array([0.25, 0.5, 1.0, 1.5], np.float32), size=len(docs))  # many exact ties
-    max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(len(WORDS))],
-                          dtype=np.float64)
-    tokens = np.array([vocab[w] for w in query], dtype=np.int64)
+    docs = np.array([r for t in range(vocab_size) for r in rows_by_term.get(t, [])], dtype=np.int32)
+    rng = np.random.default_rng(seed)
+    impacts = rng.choice(np.array([0.25, 0.5, 1.0, 1.5, 3.75], np.float32), size=len(docs))
+    return indptr, docs, impacts
+
+
+term = st.integers(0, 29).map(lambda i: int(i * i / 29))  # Zipf-like: term 0 is in most rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus=st.lists(st.lists(term, max_size=12), min_size=1, max_size=400),
+       query=st.lists(term, min_size=1, max_size=8), k=st.sampled_from([1, 2, 3, 7, 50, 1000]),
+       block=st.sampled_from([1, 2, 3, 8, 128]), width=st.sampled_from([1, 2, 5, 16, 64, 8192, 65536]),
+       seed=st.integers(0, 3))
+def test_block_max_kernel_equals_numpy_accumulator(corpus: list[list[int]], query: list[int], k: int, block: int,
+                                                   width: int, seed: int) -> None:
+    """The pruned kernel and the no-numba fallback return the same arrays, whatever the block and window sizes.
+
+    Tiny blocks and windows make every path run on a small corpus: windows skipped on
+    their block bounds, terms essential in one window and probed in the next, cursors
+    jumping whole blocks.
+    """
+    pytest.importorskip("numba")
+    indptr, docs, impacts = _csr(corpus, 30, seed)
+    max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(30)], dtype=np.float64)
+    blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts, block)
+    tokens = np.array(query, dtype=np.int64)
     slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
-    fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, tokens, k)
+    fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, k, width)
     assert fast[0].tolist() == slow[0].tolist()
     assert fast[1].tolist() == slow[1].tolist()
+
+
+def test_block_maxima_bound_every_block() -> None:
+    rng = np.random.default_rng(0)
+    corpus = [rng.integers(0, 5, size=rng.integers(0, 6)).tolist() for _ in range(700)]
+    indptr, docs, impacts = _csr(corpus, 5, 1)
+    blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts, 16)
+    for t in range(5):
+        spans = range(int(indptr[t]), int(indptr[t + 1]), 16)
+        assert blocks.ptr[t + 1] - blocks.ptr[t] == len(spans)
+        for b, start in zip(range(int(blocks.ptr[t]), int(blocks.ptr[t + 1])), spans, strict=True):
+            stop = min(start + 16, int(indptr[t + 1]))
+            assert blocks.max[b] == impacts[start:stop].max()
+            assert (blocks.first[b], blocks.last[b]) == (docs[start], docs[stop - 1])
 
 
 def test_ties_go_to_the_earliest_store_row(tmp_path: Path) -> None:
@@ -120,6 +150,8 @@ def test_streaming_chunks_give_the_same_index_as_one_chunk(tmp_path: Path) -> No
     assert many.manifest["build_stats"]["chunks"] > 50
     for name in ("indptr", "docs", "impacts", "max_impact"):
         assert np.array_equal(getattr(one, name), getattr(many.index, name)), name
+    for field, a, b in zip(maxscore.Blocks._fields, one.blocks, many.index.blocks, strict=True):
+        assert np.array_equal(a, b), field  # block maxima written range by range equal one pass's
     assert not list((tmp_path / "many" / "idx").glob("spill.*"))  # spilled runs are removed
 
 
@@ -194,3 +226,44 @@ def test_cli_builds_it_and_the_server_serves_it(tmp_path: Path) -> None:
     hits = response.json()["result"][0]
     assert [h["document"]["id"] for h in hits] == [d for d, _ in opened.index.search([title], 3)[0]]
     assert opened.store.doc_at(7).id in [h["document"]["id"] for h in hits]
+
+
+def test_an_index_without_block_maxima_says_how_to_add_them(tmp_path: Path) -> None:
+    from aethersearch.errors import DataError
+    from aethersearch.search.impact_build import BLOCK_FILES, load_csr, write_blocks
+
+    _build(tmp_path, ["red fox jumps", "lazy dog sleeps", "red dog runs"])
+    directory = tmp_path / "idx" / "bm25-maxscore"
+    expected = load_csr(directory)[4]
+    (directory / BLOCK_FILES[1]).unlink()
+    with pytest.raises(DataError, match="no block maxima") as error:
+        load_csr(directory)
+    assert "write_blocks" in str(error.value)
+    write_blocks(directory, 2)
+    for field, a, b in zip(maxscore.Blocks._fields, expected, load_csr(directory)[4], strict=True):
+        assert np.array_equal(a, b), field
+
+
+def test_block_max_kernel_on_many_skewed_random_indexes() -> None:
+    """Hundreds of random indexes whose block maxima differ (rare high impacts): pruned == exhaustive.
+
+    Hypothesis explores shapes; this sweep makes sure the bounds that only block maxima
+    give (a later block in a window holding the high impact) are exercised many times.
+    """
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(11)
+    for case in range(400):
+        n_docs, n_terms = int(rng.integers(20, 600)), int(rng.integers(2, 12))
+        density = rng.uniform(0.05, 0.9, size=n_terms)
+        corpus = [[t for t in range(n_terms) if rng.random() < density[t]] for _ in range(n_docs)]
+        indptr, docs, _ = _csr(corpus, n_terms, case)
+        impacts = np.where(rng.random(len(docs)) < 0.03, rng.uniform(2, 4, len(docs)),
+                           rng.uniform(0.1, 0.6, len(docs))).astype(np.float32)
+        max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(n_terms)])
+        blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts, int(rng.choice([1, 2, 4, 8, 16])))
+        tokens = rng.integers(0, n_terms, size=rng.integers(1, 7)).astype(np.int64)
+        k, width = int(rng.choice([1, 2, 3, 10, 100])), int(rng.choice([1, 3, 8, 32, 128]))
+        slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
+        fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, k, width)
+        assert fast[0].tolist() == slow[0].tolist(), (case, tokens.tolist(), k, width)
+        assert fast[1].tolist() == slow[1].tolist(), (case, tokens.tolist(), k, width)

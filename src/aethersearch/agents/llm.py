@@ -200,6 +200,8 @@ class OpenAIClient:
         self.served = ServedModel(self)
         self._session: aiohttp.ClientSession | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        self._call_timeout = aiohttp.ClientTimeout(total=call_timeout_s)  # immutable: one for every call
+        self._fields: dict[int, tuple[Decoding, str, dict[str, Any]]] = {}
         self.calls = 0
         self.retries = 0
 
@@ -257,8 +259,20 @@ class OpenAIClient:
         return decoding_body(decoding, facts.flavor if facts else None)
 
     async def _decoding_fields(self, decoding: Decoding) -> dict[str, Any]:
-        facts = await self.served.facts()
-        return decoding_body(decoding, facts.flavor)
+        """The decoding fields of a request; built once per decoding object (a run reuses one).
+
+        The cache holds the decoding itself, so an id is never matched to a new object;
+        the fields are spread into a fresh body per call, never mutated.
+        """
+        facts = self.served.known_facts or await self.served.facts()
+        cached = self._fields.get(id(decoding))
+        if cached is not None and cached[0] is decoding and cached[1] == facts.flavor:
+            return cached[2]
+        fields = decoding_body(decoding, facts.flavor)
+        if len(self._fields) >= 64:
+            self._fields.clear()
+        self._fields[id(decoding)] = (decoding, facts.flavor, fields)
+        return fields
 
     async def served_model(self) -> dict[str, Any] | None:
         """What ``GET /v1/models`` reports for this client's model, plus ``server`` (recorded in run.json).
@@ -353,7 +367,8 @@ class OpenAIClient:
                 raise EndpointError(f"{url}: total deadline of {self.deadline_s:g}s passed after "
                                     f"{attempt - 1} attempt(s)", transient=True, kind="timeout",
                                     fix="raise --call-timeout/--question-deadline or check the server's health")
-            timeout = aiohttp.ClientTimeout(total=min(self.call_timeout_s, remaining))
+            timeout = (self._call_timeout if remaining >= self.call_timeout_s
+                       else aiohttp.ClientTimeout(total=remaining))
             retry_after: float | None = None
             try:
                 async with self._semaphore:

@@ -16,7 +16,12 @@ Why it is built like this:
   the run; errored ids are retried when the same command is run again, finished ids
   never are;
 * a question counts as done only once its trace is fsynced, so ``kill -9`` at any
-  point loses at most in-flight work, which the next run redoes.
+  point loses at most in-flight work (including traces still in the current
+  100 ms group-commit window), which the next run redoes;
+* the hot path is lean (issue 16; ``benchmarks/rollout.py``): traces are committed
+  in windows, a finished question frees its model slot before its commit, the
+  store keeps finished traces without their steps, and the cyclic GC is
+  relaxed for the run (:func:`run_gc_policy`).
 
 Programmatic use (also by diagnostics probes)::
 
@@ -114,14 +119,19 @@ def _usage(episode: Episode) -> Usage:
 
 async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment, llm: Any | None,
                       budget: Budget, decoding: Decoding, *, attempt: int = 1,
-                      timeout_s: float | None = None) -> Trace:
-    """Run one question to a Trace; every failure becomes an outcome, never an exception."""
+                      timeout_s: float | None = None, effective: Decoding | None = None) -> Trace:
+    """Run one question to a Trace; every failure becomes an outcome, never an exception.
+
+    ``effective`` is ``agent.effective_decoding(decoding)`` when the caller already has it
+    (the runner computes it once per run, not once per question).
+    """
     start = time.monotonic()
     tracker = BudgetTracker(budget)
     episode = Episode(question=question, question_seen=agent.question_seen(question.question),
                       env=BudgetedEnvironment(env, tracker),
                       llm=BudgetedLLM(llm, tracker) if llm is not None else NO_MODEL,
-                      decoding=agent.effective_decoding(decoding), charge=tracker.charge_tool)
+                      decoding=effective if effective is not None else agent.effective_decoding(decoding),
+                      charge=tracker.charge_tool)
     error: str | None = None
     kind: ErrorKind | None = None
 
@@ -133,7 +143,8 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
             return await agent.final_answer(episode)
 
     try:
-        output = await asyncio.wait_for(solve(), timeout_s) if timeout_s else await solve()
+        async with asyncio.timeout(timeout_s or None):  # in this task: wait_for made a second task per question
+            output = await solve()
         if tracker.final_granted:
             output = output._replace(stop_reason="budget")
     except EndpointError as exc:
@@ -282,11 +293,16 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
     stopped: str | None = None
     semaphore = asyncio.Semaphore(max(1, concurrency))
     writer = store.writer()
+    running = len(todo)  # episodes not yet finished (or skipped)
+    effective = agent.effective_decoding(decoding)  # agents are stateless across episodes: one per run
 
     async def one(question: RolloutQuestion) -> None:
-        nonlocal done, errored, in_a_row, stopped
+        nonlocal done, errored, in_a_row, stopped, running
         async with semaphore:
             if stopped is not None:
+                running -= 1
+                if running == 0:
+                    writer.commit_now()
                 return  # the endpoint is down: leave the question unstarted (rerun runs it)
             try:
                 env = await _make_env(environment_factory, question)
@@ -299,7 +315,7 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
             else:
                 trace = await run_episode(question, agent, env, llm, budget, decoding,
                                           attempt=store.next_attempt(question.id),
-                                          timeout_s=question_timeout_s)
+                                          timeout_s=question_timeout_s, effective=effective)
             # the endpoint's health is judged as soon as the outcome is known, before the slot is freed,
             # so a dead server stops new questions at once
             if trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS:
@@ -311,6 +327,9 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
                 in_a_row = 0
         # outside the semaphore: a finished question waiting for its group commit holds no model slot;
         # it counts as done only once its trace is fsynced
+        running -= 1
+        if running == 0:  # the last episode: no reason to wait for the commit window
+            asyncio.get_running_loop().call_soon(writer.commit_now)
         await writer.append(trace)
         store.record(trace)
         counts[trace.outcome.value] += 1

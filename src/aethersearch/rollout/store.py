@@ -130,7 +130,7 @@ def encode_trace(trace: Trace) -> bytes:
 
 #: How long a finished trace may wait for the next group commit (one write + fsync for every
 #: trace that finished in the window). Nothing is reported done before its commit.
-COMMIT_INTERVAL_S = 0.02
+COMMIT_INTERVAL_S = 0.1
 #: A window holding this many traces is committed at once.
 COMMIT_MAX_ROWS = 256
 
@@ -209,6 +209,10 @@ class TraceWriter:
             self._commit(loop)
         await future
 
+    def commit_now(self) -> None:
+        """Commit the running loop's open window without waiting for its timer (e.g. nothing else is running)."""
+        self._commit(asyncio.get_running_loop())
+
     def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
         """Hand ``loop``'s open window to the writer thread (nothing to do if it already went)."""
         with self._lock:
@@ -256,6 +260,8 @@ class RunStore:
     def __init__(self, run_dir: Path, fingerprint: RunFingerprint) -> None:
         self.run_dir = run_dir
         self.fingerprint = fingerprint
+        #: the latest trace per id: as read from disk, or (for traces recorded by this process) without
+        #: ``steps`` and ``response`` (see :meth:`record`); ``traces.jsonl`` holds every trace in full
         self.latest: dict[str, Trace] = {}
         self.torn_tail_path: Path | None = None
         self.rows = 0
@@ -346,8 +352,16 @@ class RunStore:
         return TraceWriter(self.traces_path)
 
     def record(self, trace: Trace) -> None:
-        """Note a trace that was just made durable (keeps ``latest`` current)."""
-        self.latest[trace.id] = trace
+        """Note a trace that was just made durable (keeps ``latest`` current).
+
+        What is kept is the trace without its ``steps`` and ``response``: outcome,
+        error, prediction and attempt are all that resuming, the error report and
+        ``predictions.jsonl`` read, and the full trace is on disk. Why: the steps of
+        every finished question, kept alive for the whole run, were most of what the
+        cyclic GC walked during a run (~12 µs of CPU per model call at 64 in flight;
+        ~1 µs without them).
+        """
+        self.latest[trace.id] = trace.model_copy(update={"steps": [], "response": ""}) if trace.steps else trace
 
     def export_predictions(self, order: Iterable[str]) -> Path:
         """Write ``predictions.jsonl`` (latest trace per id, in ``order``) atomically."""

@@ -10,6 +10,11 @@ scores, ties by store row), which the tests check against brute force.
 
 Tokenisation is the ``bm25`` backend's (bm25s's regex, stopwords, PyStemmer), and
 impacts follow bm25s's ``lucene``/``atire`` formulas, so both backends rank alike;
+the default stopwords (``en``) are Lucene's 33-word English list, the one pyserini's
+default analyzer (Search-R1's wiki-18 retriever) and PISA's ``lucene`` list use.
+Question words ("who", "when", "which") stay tokens, as there: they are common, so
+their bounds are low and MaxScore only looks them up, and dropping them would rank
+differently from the retrievers the field's numbers come from.
 the arrays use bm25s's CSC layout, so ``benchmarks/search_scale.py`` runs bm25s's
 own scorer on this very index for the side-by-side figure.
 
@@ -74,7 +79,7 @@ class BM25MaxScoreIndex(IndexIdentity):
         self._tokenize = Tokenizer(config)
         tokens: list[str] = orjson.loads((directory / VOCAB).read_bytes())
         self._vocab = {t: i for i, t in enumerate(tokens)}
-        self.indptr, self.docs, self.impacts, self.max_impact = load_csr(directory)
+        self.indptr, self.docs, self.impacts, self.max_impact, self.blocks = load_csr(directory)
         if len(self.indptr) != len(tokens) + 1:
             raise DataError(directory / VOCAB, f"{len(tokens)} tokens but indptr has {len(self.indptr)} entries",
                             fix="rebuild the index")
@@ -136,7 +141,7 @@ class BM25MaxScoreIndex(IndexIdentity):
 
     def search_rows(self, token_ids: Sequence[int], k: int) -> list[tuple[int, float]]:
         """Exact top-``k`` ``(store row, score)`` for one tokenised query, best first."""
-        rows, scores = maxscore_topk(self.indptr, self.docs, self.impacts, self.max_impact,
+        rows, scores = maxscore_topk(self.indptr, self.docs, self.impacts, self.max_impact, self.blocks,
                                      np.asarray(token_ids, dtype=np.int64), min(int(k), self._n_docs))
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
 

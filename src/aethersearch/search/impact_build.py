@@ -24,9 +24,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from aethersearch.errors import ConfigError
+from aethersearch.errors import ConfigError, DataError
+from aethersearch.search.maxscore import Blocks, block_maxima
 
 INDPTR, DOCS, IMPACTS, MAX_IMPACT = "indptr.npy", "docs.npy", "impacts.npy", "max_impact.npy"
+# the block maxima, one file per field of maxscore.Blocks, in its order
+BLOCK_FILES = ("block_ptr.npy", "block_max.npy", "block_first.npy", "block_last.npy")
 
 
 class BuildStats(NamedTuple):
@@ -169,14 +172,53 @@ def write_csr(spill: _Spill, doc_len: npt.NDArray[np.int32], vocab_size: int, ou
     np.save(out_dir / MAX_IMPACT, max_impact)
     chunks = len(spill.runs)
     shutil.rmtree(spill.directory, ignore_errors=True)
+    write_blocks(out_dir, range_postings)
     return BuildStats(n_docs, vocab_size, total, round(avg, 4), chunks)
 
 
+def write_blocks(directory: Path, range_postings: int) -> int:
+    """Write the block maxima of the CSR index in ``directory``, reading it term range by term range.
+
+    A pass of its own (over the just-written, memory-mapped arrays) so that one code path
+    serves a fresh build and an index built before blocks existed. Returns the block count.
+    """
+    indptr = np.load(directory / INDPTR)
+    docs = np.load(directory / DOCS, mmap_mode="r")
+    impacts = np.load(directory / IMPACTS, mmap_mode="r")
+    vocab_size = len(indptr) - 1
+    parts: list[Blocks] = []
+    start_term = 0
+    while start_term < vocab_size:
+        limit = int(indptr[start_term]) + max(range_postings, 1)
+        stop_term = min(max(int(np.searchsorted(indptr, limit, side="right")) - 1, start_term + 1), vocab_size)
+        base, top = int(indptr[start_term]), int(indptr[stop_term])
+        parts.append(block_maxima(np.diff(indptr[start_term:stop_term + 1]), np.asarray(docs[base:top]),
+                                  np.asarray(impacts[base:top])))
+        start_term = stop_term
+    if not parts:  # an empty vocabulary (every word a stopword)
+        parts.append(block_maxima(np.zeros(0, np.int64), np.empty(0, np.int32), np.empty(0, np.float32)))
+    ptr = np.zeros(vocab_size + 1, np.int64)
+    offset, at = 0, 0
+    for part in parts:
+        ptr[at + 1: at + len(part.ptr)] = part.ptr[1:] + offset
+        at += len(part.ptr) - 1
+        offset += int(part.ptr[-1])
+    merged = [ptr, *(np.concatenate([getattr(x, field) for x in parts]) for field in ("max", "first", "last"))]
+    for name, values in zip(BLOCK_FILES, merged, strict=True):
+        np.save(directory / name, values)
+    return offset
+
+
 def load_csr(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32],
-                                        npt.NDArray[np.float64]]:
-    """The four arrays, memory-mapped (a 21M-passage index opens without reading it)."""
+                                        npt.NDArray[np.float64], Blocks]:
+    """The CSR arrays, memory-mapped (a 21M-passage index opens without reading it), and the block maxima."""
+    missing = [name for name in BLOCK_FILES if not (directory / name).is_file()]
+    if missing:
+        raise DataError(directory / missing[0], "the index has no block maxima (built before they existed)",
+                        fix="rebuild the index, or add them with aethersearch.search.impact_build.write_blocks")
+    blocks = Blocks(*(np.load(directory / name) for name in BLOCK_FILES))
     return (np.load(directory / INDPTR), np.load(directory / DOCS, mmap_mode="r"),
-            np.load(directory / IMPACTS, mmap_mode="r"), np.load(directory / MAX_IMPACT))
+            np.load(directory / IMPACTS, mmap_mode="r"), np.load(directory / MAX_IMPACT), blocks)
 
 
 def bytes_per_posting(directory: Path) -> float:

@@ -3,10 +3,12 @@
 Why: at wiki-18 scale (21M passages) bm25s spends most of a query allocating and
 scanning an N-sized score array. MaxScore (Turtle & Flood 1995) splits the query's
 terms by upper bound: the *essential* ones (whose bounds together can still beat the
-current k-th score) are read in full, the others only probed, by galloping search,
-for rows that can still enter the top-k. It is exact: a row is skipped only when a
-bound proves it cannot enter. Rows are scored in windows (as Lucene's
-MaxScoreBulkScorer), so the accumulator stays small and in cache.
+current k-th score) are read in full, the others only looked up for rows that can
+still enter the top-k. It is exact: a row is skipped only when a bound proves it
+cannot enter. Rows are scored in windows (as Lucene's MaxScoreBulkScorer), so the
+accumulator stays small and in cache, and each window re-splits the terms by the
+block maxima overlapping it (block-max MaxScore): a window whose bounds cannot beat
+the k-th score is skipped unread.
 
 Exactness contract, shared by every path here and by the tests' brute force: a
 document's score is ``sum(round(c(t) * SCALE) for t in query tokens) / SCALE``, where
@@ -17,13 +19,17 @@ score 0 are dropped; ties rank by store row, earliest first.
 
 Index layout (the bm25s CSC convention, so bm25s can score the same arrays):
 ``indptr`` (int64, vocabulary + 1), ``docs`` (int32 rows, increasing within a
-term), ``impacts`` (float32), and ``max_impact`` (float64 per term, the bound).
+term), ``impacts`` (float32), and ``max_impact`` (float64 per term, the bound);
+plus block maxima (:class:`Blocks`): each term's postings cut into ``BLOCK``-posting
+blocks from its start, with the block's largest impact and its first and last row,
+which bound a window's scores far more tightly than the term's global maximum (the
+block-max idea of Ding & Suel 2011, as in PISA and Lucene).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -32,8 +38,16 @@ import numpy.typing as npt
 # sum is exact whatever the order of its terms, and pruned and exhaustive scoring agree bit for bit.
 # With impacts below 2**6 and queries under 2**7 tokens, sums stay below 2**53 (exact in float64 too).
 SCALE = float(2**40)
-# Rows per MaxScore window: its float64 accumulator (512 KiB) stays in cache.
-WINDOW = 1 << 16
+# Rows per MaxScore window: small enough that block maxima bound it tightly and its
+# int64 accumulator (64 KiB) stays in L2, large enough that per-window bookkeeping is
+# amortised (measured on the generated wiki-18 corpus: benchmarks/search_scale.py).
+WINDOW = 1 << 13
+# Postings per block: each block records its maximum impact and first/last row (PISA's and
+# Lucene's block-max size), 12 bytes per 128 postings.
+BLOCK = 128
+# A window's live rows take a term by reading its postings there when those are at most
+# this many per live row (a sequential read costs a fraction of a seek), else by seeking.
+MERGE_RATIO = 8
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -51,6 +65,37 @@ def numba_available() -> bool:
 def quantise(impacts: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     """The fixed-point value of each float32 impact (the contract's ``round(c * SCALE)``)."""
     return (impacts.astype(np.float64) * SCALE + 0.5).astype(np.int64)
+
+
+class Blocks(NamedTuple):
+    """Block maxima of a CSR index: ``ptr`` (int64, vocabulary + 1) indexes the per-block arrays."""
+
+    ptr: npt.NDArray[np.int64]
+    max: npt.NDArray[np.float32]
+    first: npt.NDArray[np.int32]
+    last: npt.NDArray[np.int32]
+    size: int = BLOCK
+
+
+def block_maxima(counts: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.NDArray[Any],
+                 size: int = BLOCK) -> Blocks:
+    """Blocks of whole terms laid out back to back (``counts`` postings each): one index, or one build range.
+
+    ``ptr`` starts at 0; a range's arrays are concatenated by offsetting ``ptr``.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    n_blocks = (counts + size - 1) // size
+    ptr = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(n_blocks, out=ptr[1:])
+    term_start = np.cumsum(counts) - counts
+    owner = np.repeat(np.arange(len(counts)), n_blocks)
+    start = term_start[owner] + (np.arange(int(ptr[-1])) - ptr[:-1][owner]) * size
+    stop = np.minimum(start + size, (term_start + counts)[owner])
+    if not len(start):
+        return Blocks(ptr, np.empty(0, np.float32), np.empty(0, np.int32), np.empty(0, np.int32), size)
+    # blocks tile the postings contiguously, so reduceat's segments are exactly the blocks
+    return Blocks(ptr, np.maximum.reduceat(np.asarray(impacts, dtype=np.float32), start),
+                  np.asarray(docs[start], dtype=np.int32), np.asarray(docs[stop - 1], dtype=np.int32), size)
 
 
 def exhaustive_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.NDArray[Any],
@@ -81,18 +126,53 @@ def exhaustive_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: n
     return best_rows, best_scores
 
 
-def _window_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, tokens: Any, k: int,
-               acc: Any, touched: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled by numba
-    """MaxScore over windows of rows (as Lucene's MaxScoreBulkScorer): exact top-k, best first.
+def _seek(docs: Any, block_last: Any, p: Any, e: Any, b: Any, be: Any, origin: Any, bsize: Any,
+          target: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled by numba
+    """A term's cursor moved to its first posting with row >= ``target``: (posting, block), ``e`` if none.
 
-    Terms sorted by upper bound ascending; terms ``[0, first)`` are non-essential (their
-    bounds together cannot beat the k-th score). For each window of ``len(acc)`` rows the
-    essential terms' postings are added term by term into the window's small accumulator
-    (cache-resident, unlike an N-sized array); then the window's rows, in row order, probe
-    the non-essential terms by galloping forward, largest bound first, only while the row
-    can still beat the k-th score. Scores are integers (fixed point), so every bound and
-    comparison is exact. Rows arrive in increasing order, so a row tied with the k-th
-    never displaces it: ties go to the earlier row.
+    ``p`` is the cursor, ``b`` a block at or before the target's, block ``x`` starts at
+    posting ``origin + x * bsize``. Whole blocks are skipped by their last row, then a
+    gallop from the cursor (nearby rows are the common case) and a bisection: the
+    postings jumped over are never read.
+    """
+    if p >= e or docs[p] >= target:
+        return p, b
+    while b < be and block_last[b] < target:
+        b += 1
+    if b == be:
+        return e, b
+    top = min(origin + (b + 1) * bsize, e)  # the block's end: its last row is >= target
+    p = max(p, origin + b * bsize)
+    step = 1
+    while p + step < top and docs[p + step] < target:
+        p += step
+        step *= 2
+    top = min(p + step, top)
+    while p < top:
+        mid = (p + top) // 2
+        if docs[mid] < target:
+            p = mid + 1
+        else:
+            top = mid
+    return p, b
+
+
+def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_ptr: Any, block_max: Any,
+                  block_first: Any, block_last: Any, bsize: int, tokens: Any, k: int, width: int, acc: Any,
+                  touched: Any, stats: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled by numba
+    """Block-max MaxScore over windows of rows: exact top-k, best first.
+
+    As Lucene's MaxScoreBulkScorer: terms whose global upper bounds together cannot beat
+    the k-th score never start a window (a document holding only them cannot enter).
+    Each window of ``width`` rows, from the next row of a remaining term, gets per-term
+    bounds from the maxima of the posting blocks (``bsize`` postings) overlapping it;
+    a window whose bounds sum to at most the k-th score is skipped without reading a
+    posting, else its terms split again by those tighter bounds: the essential ones are
+    added posting by posting into a small cache-resident accumulator, the others only
+    probed (block skip + binary search) for rows that can still beat the k-th score,
+    largest bound first. Scores are integers (fixed point), so every bound and comparison
+    is exact; rows are ranked in increasing order, so a row tied with the k-th never
+    displaces it: ties go to the earlier row.
     """
     n_tok = tokens.shape[0]
     uniq = np.empty(n_tok, np.int64)
@@ -114,20 +194,24 @@ def _window_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, tokens: An
     for j in range(m):
         bound[j] = weight[j] * np.int64(max_impact[uniq[j]] * SCALE + 0.5)
     order = np.argsort(bound, kind="mergesort")
-    term = np.empty(m, np.int64)
     w = np.empty(m, np.int64)
     prefix = np.empty(m, np.int64)
+    pos = np.empty(m, np.int64)
+    end = np.empty(m, np.int64)
+    blk = np.empty(m, np.int64)
+    bend = np.empty(m, np.int64)
+    origin = np.empty(m, np.int64)  # block x of term r starts at posting origin[r] + x * bsize
     total = 0
     for r in range(m):
-        term[r] = uniq[order[r]]
+        t = uniq[order[r]]
         w[r] = weight[order[r]]
         total += bound[order[r]]
         prefix[r] = total
-    pos = np.empty(m, np.int64)
-    end = np.empty(m, np.int64)
-    for r in range(m):
-        pos[r] = indptr[term[r]]
-        end[r] = indptr[term[r] + 1]
+        pos[r] = indptr[t]
+        end[r] = indptr[t + 1]
+        blk[r] = block_ptr[t]
+        bend[r] = block_ptr[t + 1]
+        origin[r] = indptr[t] - block_ptr[t] * bsize
     heap_s = np.empty(k, np.int64)
     heap_d = np.empty(k, np.int64)
     size = 0
@@ -135,75 +219,158 @@ def _window_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, tokens: An
     first = 0
     while first < m and prefix[first] <= threshold:
         first += 1
-    width = acc.shape[0]
+    wb = np.empty(m, np.int64)  # per-term bound in this window
+    lorder = np.empty(m, np.int64)  # terms by window bound, ascending
+    lpre = np.empty(m, np.int64)
+    nb = np.empty(m, np.int64)  # per-term blocks overlapping this window
     none = np.int64(1) << 62
     while first < m:
         lo = none
-        for r in range(first, m):  # the window starts at the next essential posting
+        for r in range(first, m):  # the window starts at the next row of a term that can still matter
             if pos[r] < end[r]:
                 lo = min(lo, np.int64(docs[pos[r]]))
         if lo == none:
             break
         hi = lo + width
-        count = 0
-        for r in range(first, m):
-            p = pos[r]
-            e = end[r]
-            wr = w[r]
-            while p < e and docs[p] < hi:
-                s = np.int64(impacts[p] * SCALE + 0.5)
-                if s > 0:  # (a zero adds nothing, and acc == 0 must mean "not yet touched")
-                    x = docs[p] - lo
-                    if acc[x] == 0:
+        stats[0] += 1
+        total = 0
+        for r in range(m):
+            b = blk[r]
+            be = bend[r]
+            while b < be and block_last[b] < lo:
+                b += 1
+            blk[r] = b
+            top = np.int64(0)
+            overlap = 0
+            while b < be and block_first[b] < hi:
+                v = np.int64(block_max[b] * SCALE + 0.5)
+                if v > top:
+                    top = v
+                overlap += 1
+                if block_last[b] >= hi:
+                    break
+                b += 1
+            wb[r] = w[r] * top
+            nb[r] = overlap
+            total += wb[r]
+        if total > threshold:
+            for r in range(m):  # insertion sort by window bound (a query has few terms)
+                i = r
+                while i > 0 and wb[lorder[i - 1]] > wb[r]:
+                    lorder[i] = lorder[i - 1]
+                    i -= 1
+                lorder[i] = r
+            running = 0
+            for i in range(m):
+                running += wb[lorder[i]]
+                lpre[i] = running
+            lfirst = 0
+            while lpre[lfirst] <= threshold:
+                lfirst += 1
+            count = 0
+            stats[1] += 1
+            for i in range(lfirst, m):
+                r = lorder[i]
+                e = end[r]
+                p = pos[r]
+                if p < e and docs[p] < lo:
+                    p, blk[r] = _seek(docs, block_last, p, e, blk[r], bend[r], origin[r], bsize, lo)
+                wr = w[r]
+                stop = p
+                if stop < e and docs[stop] < hi:
+                    stop, blk[r] = _seek(docs, block_last, stop, e, blk[r], bend[r], origin[r], bsize, hi)
+                for q in range(p, stop):  # branch-free: a row's first posting also lists it as touched
+                    s = np.int64(impacts[q] * SCALE + 0.5)
+                    x = docs[q] - lo
+                    touched[count] = x
+                    count += (acc[x] == 0) & (s > 0)  # (a zero adds nothing: acc == 0 means untouched)
+                    acc[x] += wr * s
+                stats[2] += stop - p
+                pos[r] = stop
+            if count * 128 > width:  # not sparse: one pass over the window beats sorting the touched rows
+                count = 0
+                for x in range(width):
+                    if acc[x] != 0:
                         touched[count] = x
                         count += 1
-                    acc[x] += wr * s
-                p += 1
-            pos[r] = p
-        if count * 16 > width:  # dense window: one pass over it beats sorting the touched rows
-            count = 0
-            for x in range(width):
-                if acc[x] != 0:
-                    touched[count] = x
-                    count += 1
-        else:
-            touched[:count].sort()
-        for i in range(count):
-            x = touched[i]
-            score = acc[x]
-            acc[x] = 0
-            d = lo + x
-            alive = True
-            for r in range(first - 1, -1, -1):
-                if score + prefix[r] <= threshold:
-                    alive = False
+            else:
+                touched[:count].sort()
+            # The other terms, largest bound first: drop the rows that cannot beat the k-th even
+            # with every term still to come (their accumulator cell goes back to 0, so a cell
+            # != 0 marks a live row), then add the term into the live rows: by reading its
+            # postings in the window when they are few next to the live rows (sequential, cheap
+            # per posting), else by seeking each live row in it (block skip, gallop, bisect).
+            alive = count
+            for i in range(lfirst - 1, -1, -1):
+                rest = lpre[i]
+                kept = 0
+                for j in range(alive):
+                    x = touched[j]
+                    if acc[x] + rest > threshold:
+                        touched[kept] = x
+                        kept += 1
+                    else:
+                        acc[x] = 0
+                alive = kept
+                if alive == 0:
                     break
-                p = pos[r]
+                r = lorder[i]
+                wr = w[r]
                 e = end[r]
-                if p < e and docs[p] < d:  # gallop forward to the first posting >= d
-                    step = 1
-                    base = p
-                    top = p + 1
-                    while top < e and docs[top] < d:
-                        base = top
-                        step *= 2
-                        top = p + step
-                    top = min(top, e)
-                    while base < top:
-                        mid = (base + top) // 2
-                        if docs[mid] < d:
-                            base = mid + 1
-                        else:
-                            top = mid
-                    p = base
-                    pos[r] = p
-                if p < e and docs[p] == d:
-                    score += w[r] * np.int64(impacts[p] * SCALE + 0.5)
-            if not alive or score <= threshold:
-                continue
-            size = _heap_insert(heap_s, heap_d, size, k, score, d)
-            if size == k:
-                threshold = heap_s[0]
+                p = pos[r]
+                if nb[r] * bsize <= MERGE_RATIO * alive:
+                    if p < e and docs[p] < lo:
+                        p, blk[r] = _seek(docs, block_last, p, e, blk[r], bend[r], origin[r], bsize, lo)
+                    stop = p
+                    if stop < e and docs[stop] < hi:
+                        stop, blk[r] = _seek(docs, block_last, stop, e, blk[r], bend[r], origin[r], bsize, hi)
+                    for q in range(p, stop):  # branch-free: only live rows (acc != 0) take the term
+                        x = docs[q] - lo
+                        acc[x] += (acc[x] != 0) * (wr * np.int64(impacts[q] * SCALE + 0.5))
+                    stats[2] += stop - p
+                    pos[r] = stop
+                    continue
+                b = blk[r]
+                be = bend[r]
+                for j in range(alive):
+                    x = touched[j]
+                    d = lo + x
+                    stats[3] += 1
+                    if p < e and docs[p] < d:  # _seek written out: a call per probe costs more than the probe
+                        while b < be and block_last[b] < d:
+                            b += 1
+                        if b == be:
+                            p = e
+                            break
+                        top = min(origin[r] + (b + 1) * bsize, e)
+                        p = max(p, origin[r] + b * bsize)
+                        step = 1
+                        while p + step < top and docs[p + step] < d:
+                            p += step
+                            step *= 2
+                        top = min(p + step, top)
+                        while p < top:
+                            mid = (p + top) // 2
+                            if docs[mid] < d:
+                                p = mid + 1
+                            else:
+                                top = mid
+                    if p < e and docs[p] == d:
+                        acc[x] += wr * np.int64(impacts[p] * SCALE + 0.5)
+                pos[r] = p
+                blk[r] = b
+            for j in range(alive):  # rows in increasing order: a tie with the k-th keeps the earlier row
+                x = touched[j]
+                score = acc[x]
+                acc[x] = 0
+                if score > threshold:
+                    stats[4] += 1
+                    size = _heap_insert(heap_s, heap_d, size, k, score, lo + x)
+                    if size == k:
+                        threshold = heap_s[0]
+        for r in range(first, m):  # the next window starts past this one
+            if pos[r] < end[r] and docs[pos[r]] < hi:
+                pos[r], blk[r] = _seek(docs, block_last, pos[r], end[r], blk[r], bend[r], origin[r], bsize, hi)
         while first < m and prefix[first] <= threshold:
             first += 1
     out_s = heap_s[:size].copy()
@@ -255,7 +422,7 @@ _buffers = threading.local()
 
 
 def _compile() -> Any:
-    """The numba kernels, compiled once (False without numba)."""
+    """The numba kernel, compiled once (cached on disk by numba) (False without numba)."""
     global _compiled
     if _compiled is None:
         if numba_available():
@@ -264,28 +431,35 @@ def _compile() -> Any:
             jit = numba.njit(nogil=True, cache=True)
             glb = globals()
             glb["_heap_insert"] = jit(glb["_heap_insert"])
-            _compiled = jit(_window_py)
+            glb["_seek"] = jit(glb["_seek"])
+            _compiled = jit(_block_max_py)
         else:
             _compiled = False
     return _compiled
 
 
 def maxscore_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.NDArray[Any],
-                  max_impact: npt.NDArray[Any], tokens: npt.NDArray[Any], k: int) -> tuple[IntArray, FloatArray]:
-    """Exact top-``k`` (rows, scores), best first; numba kernels, else :func:`exhaustive_topk`.
+                  max_impact: npt.NDArray[Any], blocks: Blocks, tokens: npt.NDArray[Any],
+                  k: int, width: int = WINDOW) -> tuple[IntArray, FloatArray]:
+    """Exact top-``k`` (rows, scores), best first; the numba kernel, else :func:`exhaustive_topk`.
 
-    The compiled kernels release the GIL (``nogil``), so server threads search in parallel;
-    each thread keeps its own window accumulator (``WINDOW`` float64 and row offsets).
+    The compiled kernel releases the GIL (``nogil``), so server threads search in parallel;
+    each thread keeps its own window accumulator (``width`` <= 65,536 rows).
     """
     if k <= 0 or len(tokens) == 0:
         return np.empty(0, np.int64), np.empty(0, np.float64)
-    kernels = _compile()
-    if kernels is False:
+    kernel = _compile()
+    if kernel is False:
         return exhaustive_topk(indptr, docs, impacts, tokens, k)
+    if not 1 <= width <= 1 << 16:
+        raise ValueError(f"window width {width} is outside 1..65536")
     tokens = np.ascontiguousarray(tokens, dtype=np.int64)
     acc = getattr(_buffers, "acc", None)
     if acc is None:
-        acc = _buffers.acc = np.zeros(WINDOW, np.int64)
-        _buffers.touched = np.empty(WINDOW, np.int64)
-    rows, fixed = kernels(indptr, docs, impacts, max_impact, tokens, int(k), acc, _buffers.touched)
+        acc = _buffers.acc = np.zeros(1 << 16, np.int64)
+        _buffers.touched = np.empty(1 << 16, np.int64)
+    # per query, for profiling: windows, windows scored, postings read in full, seeks, heap insertions
+    stats = _buffers.stats = np.zeros(5, np.int64)
+    rows, fixed = kernel(indptr, docs, impacts, max_impact, blocks.ptr, blocks.max, blocks.first, blocks.last,
+                         int(blocks.size), tokens, int(k), int(width), acc, _buffers.touched, stats)
     return rows, fixed / SCALE
