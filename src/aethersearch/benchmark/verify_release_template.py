@@ -48,9 +48,6 @@ LEGACY_NAMES = {"eval": "eval.jsonl", "rollout": "rollout_questions.jsonl", "man
                 "checksums": CHECKSUMS, "attribution": "ATTRIBUTION.md", "card": "README.md"}
 # Files a hint-free release (construct/) has; a benchmark release has every role of its layout.
 HINTFREE_ROLES = ("eval", "rollout", "manifest", "diagnostics", "verifier", "checksums")
-# Files a hint-free release may add, each bound by its sha256 in the manifest's 'files' (the seed
-# review file of a build from real seed questions); any other file stays unknown.
-HINTFREE_OPTIONAL_FILES = ("seed_review.jsonl",)
 BENCHMARK_KIND = "aethersearch-benchmark-release"
 # Benchmark releases (benchmark/) and hint-free releases (construct/) share this format.
 RELEASE_KINDS = ("aethersearch-benchmark-release", "aethersearch-hintfree-release")
@@ -219,7 +216,6 @@ class _Checks:
         self.results = []
         self.names = dict(LEGACY_NAMES)
         self.kind = None
-        self.optional_files = set()
 
     def fail(self, name, file, row, detail):
         failures = sum(1 for c in self.results if c.name == name and not c.ok)
@@ -245,9 +241,8 @@ class _Checks:
 
     def expected_files(self):
         """The file names this release must consist of (every role of a benchmark release)."""
-        if self.kind == BENCHMARK_KIND:
-            return set(self.names[role] for role in self.names)
-        return set(self.names[role] for role in HINTFREE_ROLES) | self.optional_files
+        roles = self.names if self.kind == BENCHMARK_KIND else HINTFREE_ROLES
+        return set(self.names[role] for role in roles)
 
     # ------------------------------------------------------------------ checks
 
@@ -270,9 +265,6 @@ class _Checks:
             self.fail("layout", name, None, "the manifest is not a JSON object")
             return True
         self.kind = manifest.get("kind")
-        recorded = manifest.get("files")
-        if self.kind != BENCHMARK_KIND and isinstance(recorded, dict):
-            self.optional_files = set(name for name in HINTFREE_OPTIONAL_FILES if name in recorded)
         layout = manifest.get("layout")
         if layout is None and name == LEGACY_MANIFEST:
             if self.kind == BENCHMARK_KIND:
