@@ -226,14 +226,16 @@ class OpenAIClient:
 
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """Text completion; the stop string itself is not part of ``text`` (OpenAI semantics)."""
-        body = {"model": self.model, "prompt": prompt, **await self._decoding_fields(decoding)}
+        fields = self._cached_fields(decoding) or await self._decoding_fields(decoding)
+        body = {"model": self.model, "prompt": prompt, **fields}
         (choice, text, tool_calls), data, elapsed, attempts = await self._post("/completions", body, _completion_choice)
         return self._completion(data, choice, text, tool_calls, elapsed, attempts)
 
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
                    tools: list[dict[str, Any]] | None = None) -> Completion:
         """Chat completion; ``tool_calls`` are returned raw (agents validate them)."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **await self._decoding_fields(decoding)}
+        fields = self._cached_fields(decoding) or await self._decoding_fields(decoding)
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **fields}
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
@@ -257,6 +259,14 @@ class OpenAIClient:
         """
         facts = self.served.known_facts
         return decoding_body(decoding, facts.flavor if facts else None)
+
+    def _cached_fields(self, decoding: Decoding) -> dict[str, Any] | None:
+        """The cached fields of ``decoding`` when the server's flavor is known (no await on the hot path)."""
+        facts = self.served.known_facts
+        cached = self._fields.get(id(decoding))
+        if facts is not None and cached is not None and cached[0] is decoding and cached[1] == facts.flavor:
+            return cached[2]
+        return None
 
     async def _decoding_fields(self, decoding: Decoding) -> dict[str, Any]:
         """The decoding fields of a request; built once per decoding object (a run reuses one).

@@ -92,8 +92,9 @@ def render_search_r1_docs(documents: Sequence[Document]) -> str:
     """Search-R1's ``_passages2string``: ``Doc {i}(Title: {title}) {text}\\n`` per document."""
     out = []
     for index, doc in enumerate(documents, start=1):
-        lines = doc.contents.split("\n")
-        out.append(f"Doc {index}(Title: {lines[0]}) {chr(10).join(lines[1:])}\n")
+        # the first line is the title, the rest (newlines kept) the text: partition is split + join without the list
+        title, _, text = doc.contents.partition("\n")
+        out.append(f"Doc {index}(Title: {title}) {text}\n")
     return "".join(out)
 
 

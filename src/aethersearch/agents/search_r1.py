@@ -55,7 +55,7 @@ from aethersearch.agents.prompts import (
 from aethersearch.agents.stops import STOP_MODES, generate
 from aethersearch.agents.tokenizers import check_tokenizer_spec, observation_tokenizer
 from aethersearch.errors import ConfigError
-from aethersearch.records import Decoding, Outcome
+from aethersearch.records import Decoding, LLMCall, Outcome
 
 _ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
 
@@ -129,8 +129,13 @@ class SearchR1Agent(Agent):
         episode.state.update(prompt=prompt, response="", cut=observation_tokenizer(self.tokenizer, episode.llm),
                              format_notes={"prompt_format": chosen.format, "prompt_format_reason": chosen.reason})
 
-    async def _generate(self, episode: Episode) -> tuple[int, str]:
-        """One generation on the rolling context; records the step and returns (index, cut text)."""
+    async def _generate(self, episode: Episode) -> tuple[LLMCall, dict[str, Any], str]:
+        """One generation on the rolling context: (the call's record, the step's notes, the cut text).
+
+        The step itself is recorded by the caller once its observation is known
+        (:meth:`_record`), so each turn builds one ``Step`` instead of adding one
+        and copying it again for the observation.
+        """
         await self._start(episode)
         notes: dict[str, Any] = dict(episode.state.pop("format_notes", {}))
         context = episode.state["prompt"] + episode.state["response"]
@@ -146,38 +151,48 @@ class SearchR1Agent(Agent):
         notes.update(turn.notes)
         if turn.text != turn.completion.text:
             notes["context_text"] = turn.text  # what went into the context (restored stop, Search-R1's cut)
-        index = episode.add_step(llm=record, notes=notes)
         episode.state["response"] += turn.text
-        return index, turn.text
+        return record, notes, turn.text
 
-    async def _observe(self, episode: Episode, index: int, query: str) -> str:
-        """Search, render, cut to ``max_obs_tokens`` tokens; record the call and the cut."""
-        result = await episode.env.search(query, self.topk)
-        observation = search_r1_observation(render_search_r1_docs(result.documents))
-        cut, tokens = await episode.state["cut"].truncate(observation, self.max_obs_tokens)
-        episode.update_step(index, tool_calls=[result.call], observation=cut,
-                            notes={"observation_tokens": tokens, "observation_cut": tokens > self.max_obs_tokens,
-                                   "tokenizer": episode.state["cut"].name})
+    async def _observe(self, episode: Episode, record: LLMCall, notes: dict[str, Any], query: str) -> str:
+        """Search, render, cut to ``max_obs_tokens`` tokens; record the step with the call and the cut.
+
+        A search that fails or is cut short (budget, deadline) still records the
+        model call, without an observation, before the exception goes on.
+        """
+        try:
+            result = await episode.env.search(query, self.topk)
+            observation = search_r1_observation(render_search_r1_docs(result.documents))
+            cut, tokens = await episode.state["cut"].truncate(observation, self.max_obs_tokens)
+        except BaseException:
+            episode.add_step(llm=record, notes=notes)
+            raise
+        notes.update(observation_tokens=tokens, observation_cut=tokens > self.max_obs_tokens,
+                     tokenizer=episode.state["cut"].name)
+        episode.add_step(llm=record, tool_calls=[result.call], observation=cut, notes=notes)
         return str(cut)
 
     async def solve(self, episode: Episode) -> AgentOutput:
         """Generate, act, observe until an answer (the runner's budget ends the search turns)."""
         while True:
-            index, text = await self._generate(episode)
+            record, notes, text = await self._generate(episode)
             action, content = parse_action(text)
             if action == "answer":
+                episode.add_step(llm=record, notes=notes)
                 return finish(episode.state["response"], content, "answer")
             if action == "search":
-                observation = await self._observe(episode, index, content)
+                observation = await self._observe(episode, record, notes, content)
             else:
                 observation = SEARCH_R1_INVALID_ACTION
-                episode.update_step(index, observation=observation, notes={"invalid_action": True})
+                notes["invalid_action"] = True
+                episode.add_step(llm=record, observation=observation, notes=notes)
             episode.state["response"] += observation
 
     async def final_answer(self, episode: Episode) -> AgentOutput:
         """Search-R1's final rollout: one more generation; a search in it is not executed."""
-        index, text = await self._generate(episode)
-        episode.update_step(index, notes={"forced_final": True})
+        record, notes, text = await self._generate(episode)
+        notes["forced_final"] = True
+        episode.add_step(llm=record, notes=notes)
         action, content = parse_action(text)
         if action == "answer":
             return finish(episode.state["response"], content, "budget")
