@@ -114,3 +114,42 @@ def test_postprocess_cuts_like_search_r1(raw: str, expected: str) -> None:
 def test_action_is_the_first_tag_pair_with_stripped_content() -> None:
     assert parse_action("<think/> <answer>  Rome \n</answer>") == ("answer", "Rome")
     assert parse_action("<search>x</answer>") == (None, "")
+
+
+class _FailingSearch(FakeSearchEnv):
+    async def search(self, query: str, k: int):
+        raise RuntimeError("index offline")
+
+
+def test_a_search_refused_by_the_tool_budget_still_records_that_turns_model_call() -> None:
+    # each step is recorded once its observation is known: a refused search must not lose the call
+    recorder = Recorder(["<think>look</think>\n<search> Paris </search>"])
+    trace, env = _run(recorder, "Where is the Seine?", Budget(max_turns=4, max_tool_calls=1))
+    assert len(env.calls) == 1 and len(recorder.prompts) == 3  # search, refused search, forced final
+    assert [s.index for s in trace.steps] == [0, 1, 2]
+    assert trace.steps[0].observation is not None and len(trace.steps[0].tool_calls) == 1
+    refused = trace.steps[1]
+    assert refused.llm is not None and refused.observation is None and refused.tool_calls == []
+    assert "observation_tokens" not in refused.notes and refused.notes["stop"] == "stop_reason"
+    assert trace.steps[2].notes["forced_final"] is True
+    assert (trace.usage.turns, trace.usage.tool_calls) == (3, 1)
+
+
+def test_a_failing_search_keeps_the_model_call_in_the_trace() -> None:
+    recorder = Recorder(["<search> Paris </search>"])
+    trace, _ = _run(recorder, "Where is the Seine?", Budget(max_turns=4, max_tool_calls=8), env=_FailingSearch())
+    assert trace.outcome is Outcome.TOOL_ERROR and "index offline" in (trace.error or "")
+    assert len(trace.steps) == 1 and trace.steps[0].llm is not None and trace.steps[0].observation is None
+
+
+def test_a_search_cut_by_the_question_deadline_keeps_the_model_call_in_the_trace() -> None:
+    recorder = Recorder(["<search> Paris </search>"])
+
+    async def go():
+        with ScriptedServer(recorder) as server:
+            async with OpenAIClient(server.url, "m") as llm:
+                return await run_episode(RolloutQuestion(id="q1", question="Where?"), SearchR1Agent(),
+                                         FakeSearchEnv(delay_s=5.0), llm, Budget(), Decoding(), timeout_s=1.0)
+    trace = asyncio.run(go())
+    assert trace.stop_reason == "deadline"
+    assert len(trace.steps) == 1 and trace.steps[0].llm is not None and trace.steps[0].observation is None
