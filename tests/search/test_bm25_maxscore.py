@@ -120,6 +120,47 @@ def test_block_max_kernel_equals_numpy_accumulator(corpus: list[list[int]], quer
     assert fast[1].tolist() == slow[1].tolist()
 
 
+def test_a_tie_touched_late_in_a_window_still_goes_to_the_earlier_row() -> None:
+    """Rows of a window are scored in first-touch order, not row order: a tie must still keep the earlier row.
+
+    Row 1 holds only the first term read, row 0 only the second, with equal impacts: the
+    kernel meets row 1 first, and row 0 must then displace it as the single hit.
+    """
+    pytest.importorskip("numba")
+    indptr = np.array([0, 1, 2], np.int64)
+    docs = np.array([1, 0], np.int32)
+    impacts = np.array([1.5, 1.5], np.float32)
+    max_impact = np.array([1.5, 1.5], np.float64)
+    blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts)
+    for query in ([0, 1], [1, 0]):
+        tokens = np.array(query, np.int64)
+        for k in (1, 2):
+            fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, k)
+            assert fast[0].tolist() == [0, 1][:k], (query, k)
+            assert fast[1].tolist() == maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)[1].tolist()
+
+
+def test_rows_touched_out_of_order_are_probed_in_row_order() -> None:
+    """A probed term's cursor only moves forward, so a window's live rows must be probed in row order.
+
+    Row 0 (term a) sets the k-th score 3.75; in the next window a and b are essential and
+    the low term c is probed: a reaches row 100 before b reaches row 70, and both rows
+    need c to beat the k-th. Probing row 100 first would skip row 70's c.
+    """
+    pytest.importorskip("numba")
+    rows = {0: [0, 100], 1: [70], 2: list(range(64, 128))}  # terms a, b, c
+    indptr = np.cumsum([0] + [len(rows[t]) for t in range(3)]).astype(np.int64)
+    docs = np.array([r for t in range(3) for r in rows[t]], np.int32)
+    impacts = np.array([3.75] * 3 + [0.25] * 64, np.float32)
+    max_impact = np.array([3.75, 3.75, 0.25], np.float64)
+    blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts, 1)
+    for query in ([0, 1, 2], [1, 0, 2]):
+        tokens = np.array(query, np.int64)
+        fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, 1, 64)
+        assert fast[0].tolist() == [70], query
+        assert fast[1].tolist() == maxscore.exhaustive_topk(indptr, docs, impacts, tokens, 1)[1].tolist()
+
+
 def test_block_maxima_bound_every_block() -> None:
     rng = np.random.default_rng(0)
     corpus = [rng.integers(0, 5, size=rng.integers(0, 6)).tolist() for _ in range(700)]
