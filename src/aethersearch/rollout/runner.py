@@ -296,13 +296,18 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
     running = len(todo)  # episodes not yet finished (or skipped)
     effective = agent.effective_decoding(decoding)  # agents are stateless across episodes: one per run
 
+    def leave() -> None:
+        """An episode is finished or skipped; after the last one, commit without waiting for the window."""
+        nonlocal running
+        running -= 1
+        if running == 0:  # called before the last append: the commit runs once its row is in the window
+            asyncio.get_running_loop().call_soon(writer.commit_now)
+
     async def one(question: RolloutQuestion) -> None:
-        nonlocal done, errored, in_a_row, stopped, running
+        nonlocal done, errored, in_a_row, stopped
         async with semaphore:
             if stopped is not None:
-                running -= 1
-                if running == 0:
-                    writer.commit_now()
+                leave()
                 return  # the endpoint is down: leave the question unstarted (rerun runs it)
             try:
                 env = await _make_env(environment_factory, question)
@@ -327,9 +332,7 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
                 in_a_row = 0
         # outside the semaphore: a finished question waiting for its group commit holds no model slot;
         # it counts as done only once its trace is fsynced
-        running -= 1
-        if running == 0:  # the last episode: no reason to wait for the commit window
-            asyncio.get_running_loop().call_soon(writer.commit_now)
+        leave()
         await writer.append(trace)
         store.record(trace)
         counts[trace.outcome.value] += 1
