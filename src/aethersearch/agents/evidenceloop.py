@@ -90,6 +90,23 @@ FINAL_PROMPT = (
 INVALID_ACTION = ("Invalid action. Reply with exactly one of <search> query </search>, "
                   "<visit> page </visit>, <fetch> E1 </fetch> or <done>.")
 REFUSAL = "I don't know"
+
+
+class Prompts(NamedTuple):
+    """The sub-agents' prompts of one reply protocol (chosen once, by ``structured``)."""
+
+    solver: str
+    extractor: str
+    aggregator: str
+    verifier: str
+    final: str
+    invalid: str
+
+
+TEXT_PROMPTS = Prompts(SOLVER_PROMPT, EXTRACTOR_PROMPT, AGGREGATOR_PROMPT, VERIFIER_PROMPT, FINAL_PROMPT,
+                       INVALID_ACTION)
+JSON_PROMPTS = Prompts(actions.SOLVER_JSON_PROMPT, actions.EXTRACTOR_JSON_PROMPT, actions.AGGREGATOR_JSON_PROMPT,
+                       actions.VERIFIER_JSON_PROMPT, actions.FINAL_JSON_PROMPT, actions.INVALID_JSON_ACTION)
 #: ``structured`` values: the paper's free-text tags, or JSON-schema decoding in one of the request forms
 STRUCTURED = ("off", *RESPONSE_FORMS)
 #: solver actions that are valid moves (``invalid`` is the only other kind)
@@ -162,17 +179,16 @@ class EvidenceLoopAgent(Agent):
                 "structured": self.structured}
 
     def prompt_template(self) -> str:
-        if self.structured == "off":
-            return "\n\x1e\n".join([SOLVER_PROMPT, EXTRACTOR_PROMPT, AGGREGATOR_PROMPT, VERIFIER_PROMPT,
-                                    FINAL_PROMPT, INVALID_ACTION])
-        return "\n\x1e\n".join([actions.SOLVER_JSON_PROMPT, actions.EXTRACTOR_JSON_PROMPT,
-                                actions.AGGREGATOR_JSON_PROMPT, actions.VERIFIER_JSON_PROMPT,
-                                actions.FINAL_JSON_PROMPT, actions.INVALID_JSON_ACTION,
-                                actions.schema_templates()])
+        parts = list(self._prompts) + ([actions.schema_templates()] if self._json else [])
+        return "\n\x1e\n".join(parts)
 
     @property
     def _json(self) -> bool:
         return self.structured != "off"
+
+    @property
+    def _prompts(self) -> Prompts:
+        return JSON_PROMPTS if self._json else TEXT_PROMPTS
 
     async def _chat(self, episode: Episode, prompt: str | list[dict[str, Any]], name: str,
                     schema: dict[str, Any], decoding: Decoding | None = None) -> Completion:
@@ -214,7 +230,7 @@ class EvidenceLoopAgent(Agent):
     async def final_answer(self, episode: Episode) -> AgentOutput:
         """One forced answer from the evidence memory after the budget ran out mid-round."""
         memory: EvidenceMemory = episode.state.get("memory") or EvidenceMemory()
-        template = actions.FINAL_JSON_PROMPT if self._json else FINAL_PROMPT
+        template = self._prompts.final
         prompt = template.format(memory=memory.summaries() or "(empty)", question=episode.question_seen)
         completion = await self._chat(episode, prompt, "final_answer", actions.final_schema())
         episode.add_step(agent="aggregator", llm=completion.to_record(),
@@ -248,8 +264,8 @@ class EvidenceLoopAgent(Agent):
     async def _solver(self, episode: Episode, memory: EvidenceMemory, context: str,
                       round_: int, index: int) -> SolverResult:
         agent = f"solver-{index}"
-        template = actions.SOLVER_JSON_PROMPT if self._json else SOLVER_PROMPT
-        invalid = actions.INVALID_JSON_ACTION if self._json else INVALID_ACTION
+        template = self._prompts.solver
+        invalid = self._prompts.invalid
         messages = [{"role": "user", "content": template.format(
             index=index, n=self.n_solvers, context=context, question=episode.question_seen)}]
         # solver i samples with seed + i: with one seed, N solvers at temperature > 0 would draw alike
@@ -336,7 +352,7 @@ class EvidenceLoopAgent(Agent):
         if not eids:
             return
         documents = "\n\n".join(memory.full_text(eid)[: self.doc_chars] for eid in eids)
-        template = actions.EXTRACTOR_JSON_PROMPT if self._json else EXTRACTOR_PROMPT
+        template = self._prompts.extractor
         prompt = template.format(documents=documents, question=episode.question_seen)
         completion = await self._chat(episode, prompt, "extracted_facts", actions.extractor_schema(eids))
         found = (actions.parse_facts(completion.text, eids) if self._json
@@ -353,7 +369,7 @@ class EvidenceLoopAgent(Agent):
 
     async def _aggregate(self, episode: Episode, memory: EvidenceMemory, context: str,
                          round_: int) -> Proposal:
-        template = actions.AGGREGATOR_JSON_PROMPT if self._json else AGGREGATOR_PROMPT
+        template = self._prompts.aggregator
         prompt = template.format(round=round_, max_rounds=self.max_rounds,
                                  memory=memory.summaries() or "(empty)", context=context,
                                  question=episode.question_seen)
@@ -397,7 +413,7 @@ class EvidenceLoopAgent(Agent):
         blocks = "\n\n".join(
             f"Claim {v['claim']} ({v['eid']}): {v['text']}\nEvidence {v['eid']}:\n"
             f"{memory.full_text(v['eid'])[: self.doc_chars]}" for v in verdicts)
-        template = actions.VERIFIER_JSON_PROMPT if self._json else VERIFIER_PROMPT
+        template = self._prompts.verifier
         prompt = template.format(answer=proposal.answer, claims=blocks, question=episode.question_seen)
         completion = await self._chat(episode, prompt, "verdicts", actions.verifier_schema(len(verdicts)))
         said = (actions.parse_verdicts(completion.text) if self._json else
