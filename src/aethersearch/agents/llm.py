@@ -386,7 +386,8 @@ class OpenAIClient:
                     async with session.post(url, data=payload, timeout=timeout) as resp:
                         raw = await resp.read()
                         status = resp.status
-                        retry_after = _retry_after(resp.headers.get("Retry-After"))
+                        if status != 200:  # only a refusal's pause matters
+                            retry_after = _retry_after(resp.headers.get("Retry-After"))
                 if status == 200:
                     try:
                         data = orjson.loads(raw)
