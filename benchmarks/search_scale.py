@@ -3,13 +3,15 @@
 Run ``.venv/bin/python benchmarks/search_scale.py --passages 1000000`` (``--passages
 1000000,5000000`` for several sizes; ``--quick`` = 100k passages, 200 queries).
 
-Corpus: generated with wiki-18's shape. Passages are a 2-4 word title plus 100 words
-(DPR's 100-word split of the 2018 dump), words drawn i.i.d. from the rank-frequency
-distribution of the real Wikipedia text in Wikispeedia's 4,604 articles (14.3M words,
-247K distinct), extended past its last rank by a power-law tail fitted on ranks
-1,000-50,000 up to ``--vocab`` distinct words (wiki-18 has millions). Real text is
-burstier than i.i.d. draws, so per-term document frequencies are somewhat higher
-here than in wiki-18 for the same word: a conservative setting for pruning.
+Corpus (``benchmarks/wiki18_corpus.py``): generated with wiki-18's shape, fitted to the
+real Wikipedia text of Wikispeedia's 4,604 articles: a 2-4 word title plus 100 words
+(DPR's 100-word split of the 2018 dump), a vocabulary following Wikipedia's
+rank-frequency law with a fitted power-law tail (wiki-18 has millions of distinct
+words). ``--corpus articles`` (default): passages in runs of one article sharing its
+title, words drawn from a stretch of a real article mixed with the global law, the mix
+fitted so that words repeat within a passage as often as in real 100-word Wikipedia
+passages (printed with the fit). ``--corpus iid``: words drawn independently, no topic
+and no locality, so pruning bounds are at their weakest (the conservative setting).
 Queries: the real NQ-Open dev and HotpotQA dev questions in ``../shared/data``.
 
 For each size it builds the ``bm25-maxscore`` index in a child process (streaming,
@@ -49,106 +51,28 @@ import contextlib
 import json
 import multiprocessing
 import os
-import re
 import resource
 import statistics
 import sys
-import tarfile
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from wiki18_corpus import GeneratedPassages, WordModel, fit_mix
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AETHER_SHARED_DATA", ROOT.parent / "shared" / "data"))
 WIKISPEEDIA = SHARED / "wikispeedia" / "plaintext_articles.tar.gz"
 NQ = SHARED / "qa" / "nq_open" / "NQ-open.dev.jsonl"
 HOTPOT = SHARED / "qa" / "hotpotqa" / "hotpotqa_dev_questions_and_answers.json"
-WORD = re.compile(r"(?u)\b\w\w+\b")
-BLOCK = 50_000
 
 
 def _fail(message: str) -> None:
     print(f"FAIL: {message}", file=sys.stderr)
     raise SystemExit(2)
-
-
-def word_distribution(vocab_size: int, cache: Path | None) -> tuple[list[str], np.ndarray]:
-    """Words and probabilities: Wikispeedia's counts, then a fitted power-law tail to ``vocab_size``."""
-    if cache is not None and cache.is_file():
-        counts: dict[str, int] = json.loads(cache.read_text())
-    else:
-        if not WIKISPEEDIA.is_file():
-            _fail(f"{WIKISPEEDIA} is missing: the corpus is fitted to real Wikipedia text "
-                  "(set AETHER_SHARED_DATA to the shared data folder)")
-        counter: Counter[str] = Counter()
-        with tarfile.open(WIKISPEEDIA) as tar:
-            for member in tar:
-                handle = tar.extractfile(member) if member.isfile() else None
-                if handle is not None:
-                    counter.update(WORD.findall(handle.read().decode("utf-8", "replace").lower()))
-        counts = dict(counter)
-        if cache is not None:
-            cache.write_text(json.dumps(counts))
-    words = sorted(counts, key=lambda w: (-counts[w], w))
-    freq = np.array([counts[w] for w in words], dtype=np.float64)
-    ranks = np.arange(1, len(freq) + 1, dtype=np.float64)
-    fit = slice(1_000, min(50_000, len(freq)))
-    slope, intercept = np.polyfit(np.log(ranks[fit]), np.log(freq[fit]), 1)
-    extra = max(vocab_size - len(words), 0)
-    tail_ranks = np.arange(len(words) + 1, len(words) + extra + 1, dtype=np.float64)
-    tail = np.exp(intercept + slope * np.log(tail_ranks))
-    letters = "bcdfghjklmnpqrstvwxz"
-    tail_words = []
-    for i in range(extra):  # letters only, so the tokenizer keeps them as one token
-        code, n = [], i
-        while True:
-            code.append(letters[n % 20])
-            n //= 20
-            if not n:
-                break
-        tail_words.append("zq" + "".join(code))
-    probs = np.concatenate([freq, tail])
-    print(f"vocabulary: {len(words):,} Wikispeedia words + {extra:,} tail words (Zipf slope {slope:.3f})", flush=True)
-    return words + tail_words, probs / probs.sum()
-
-
-class GeneratedPassages:
-    """A read-once document source with the store's ``raw_at``/``id_at``, generated block by block."""
-
-    def __init__(self, n: int, words: list[str], probs: np.ndarray, seed: int = 0) -> None:
-        self.n, self.words, self.cdf, self.seed = n, np.array(words, dtype=object), np.cumsum(probs), seed
-        self._block = -1
-        self._rows: list[dict[str, str]] = []
-
-    def __len__(self) -> int:
-        return self.n
-
-    def _make(self, block: int) -> None:
-        rng = np.random.default_rng((self.seed, block))
-        size = min(BLOCK, self.n - block * BLOCK)
-        title_len = rng.integers(2, 5, size=size)
-        draws = np.searchsorted(self.cdf, rng.random(int(title_len.sum()) + 100 * size) * self.cdf[-1])
-        draws = np.minimum(draws, len(self.words) - 1)
-        text = self.words[draws]
-        rows, at = [], 0
-        for t in title_len.tolist():
-            rows.append({"title": " ".join(text[at:at + t]).title(), "text": " ".join(text[at + t:at + t + 100])})
-            at += t + 100
-        self._rows, self._block = rows, block
-
-    def raw_at(self, row: int) -> dict[str, str]:
-        block = row // BLOCK
-        if block != self._block:
-            self._make(block)
-        return self._rows[row - block * BLOCK]
-
-    def id_at(self, row: int) -> str:
-        return str(row)
 
 
 def load_questions(per_source: int) -> list[str]:
@@ -165,11 +89,10 @@ def _peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _build(n: int, vocab: int, cache: str, out: str, queue: Any) -> None:
+def _build(source: GeneratedPassages, out: str, queue: Any) -> None:
     from aethersearch.search.bm25_maxscore import BM25MaxScoreConfig, BM25MaxScoreIndex
 
-    words, probs = word_distribution(vocab, Path(cache))
-    source = GeneratedPassages(n, words, probs)
+    n = len(source)
     last = [time.perf_counter()]
 
     def progress(done: int) -> None:
@@ -293,7 +216,7 @@ def pisa_candidate(n: int, out: Path, source: Any, questions: list[str],
     return row
 
 
-def measure(n: int, args: argparse.Namespace, questions: list[str]) -> dict[str, Any]:
+def measure(n: int, args: argparse.Namespace, questions: list[str], corpus: Any) -> dict[str, Any]:
     import bm25s
 
     from aethersearch.search.bm25_maxscore import (
@@ -304,15 +227,14 @@ def measure(n: int, args: argparse.Namespace, questions: list[str]) -> dict[str,
     from aethersearch.search.impact_build import BLOCK_FILES, bytes_per_posting, write_blocks
     from aethersearch.search.maxscore import exhaustive_topk
 
-    out = Path(args.keep) / f"n{n}"
+    out = Path(args.keep) / (f"n{n}" if args.corpus == "iid" else f"{args.corpus}-n{n}")
     manifest = out / "build.json"
-    counts = Path(args.keep) / "wikispeedia_counts.json"
     if not manifest.is_file():
         out.mkdir(parents=True, exist_ok=True)
         print(f"building {n:,} passages into {out} ...", flush=True)
         queue: Any = multiprocessing.get_context("fork").Queue()
         child = multiprocessing.get_context("fork").Process(
-            target=_build, args=(n, args.vocab, str(counts), str(out), queue))
+            target=_build, args=(corpus(n), str(out), queue))
         child.start()
         child.join()
         if child.exitcode != 0:
@@ -324,7 +246,7 @@ def measure(n: int, args: argparse.Namespace, questions: list[str]) -> dict[str,
         write_blocks(out / INDEX_DIR, 32_000_000)
         print(f"  added block maxima to the cached index in {time.perf_counter() - started:.1f} s", flush=True)
     build["bytes_per_posting"] = round(bytes_per_posting(out / INDEX_DIR), 3)  # every file now on disk
-    index = BM25MaxScoreIndex(out / INDEX_DIR, GeneratedPassages(n, ["x"], np.ones(1)),  # type: ignore[arg-type]
+    index = BM25MaxScoreIndex(out / INDEX_DIR, GeneratedPassages(n, None),  # type: ignore[arg-type]
                               BM25MaxScoreConfig(), "generated", "generated")
     kept = [(q, np.asarray(index.query_token_ids(q), dtype=np.int64)) for q in questions]
     kept = [(q, t) for q, t in kept if len(t)]  # a question with no indexed token has no hits anywhere
@@ -377,15 +299,14 @@ def measure(n: int, args: argparse.Namespace, questions: list[str]) -> dict[str,
     if n > args.candidates_max:
         print(f"n={n:,}: candidates skipped (more than --candidates-max {args.candidates_max:,} passages)", flush=True)
         return row
-    words, probs = word_distribution(args.vocab, counts)
     from aethersearch.search.bm25 import Tokenizer
 
     vocab = index._vocab
     token_lists = [[tok for tok in index._tokenize(q) if tok in vocab] for q in questions]
     stopwords = sorted(Tokenizer(BM25MaxScoreConfig()).stopwords)
-    for name, run in (("tantivy", lambda: tantivy_candidate(n, out, GeneratedPassages(n, words, probs), stopwords,
+    for name, run in (("tantivy", lambda: tantivy_candidate(n, out, corpus(n), stopwords,
                                                             token_lists, exact, args.repeats)),
-                      ("pisa", lambda: pisa_candidate(n, out, GeneratedPassages(n, words, probs), questions,
+                      ("pisa", lambda: pisa_candidate(n, out, corpus(n), questions,
                                                       exact, args.repeats))):
         print(f"n={n:,}: {name} ... (its native log: {out / (name + '.log')})", flush=True)
         with _stderr_to(out / f"{name}.log"):  # PISA's C++ progress bars write a line per percent
@@ -410,6 +331,8 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=500, help="questions per source (NQ, HotpotQA)")
     parser.add_argument("--k", default="3,1000")
     parser.add_argument("--vocab", type=int, default=2_000_000, help="distinct words including the fitted tail")
+    parser.add_argument("--corpus", choices=("articles", "iid"), default="articles",
+                        help="passages in runs of one topical article (fitted to real text), or i.i.d. words")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--check", type=int, default=100, help="queries checked against exhaustive scoring")
     parser.add_argument("--keep", default=str(Path(tempfile.gettempdir()) / "aethersearch-search-scale"),
@@ -425,7 +348,21 @@ def main() -> None:
     Path(args.keep).mkdir(parents=True, exist_ok=True)
     questions = load_questions(args.questions)
     print(f"{len(questions)} questions (NQ-Open dev + HotpotQA dev); load: {os.getloadavg()}", flush=True)
-    rows = [measure(int(n), args, questions) for n in args.passages.split(",")]
+    model = WordModel(WIKISPEEDIA, args.vocab)
+    mix = 0.0
+    if args.corpus == "articles":
+        fit = fit_mix(model)
+        mix = fit["mix"]
+        print(f"articles corpus: a word comes from its article with probability {mix} (fitted: words repeat in a "
+              f"passage {fit['burstiness_articles']} times on average where present, real 100-word Wikipedia passages "
+              f"{fit['burstiness_real']}, i.i.d. draws {fit['burstiness_iid']}; a passage's words recur in the next "
+              f"passage of its article {fit['locality_articles']:.1%} of the time, real {fit['locality_real']:.1%})",
+              flush=True)
+
+    def corpus(n: int) -> GeneratedPassages:
+        return GeneratedPassages(n, model, args.corpus, mix)
+
+    rows = [measure(int(n), args, questions, corpus) for n in args.passages.split(",")]
     if len(rows) > 1:
         for k in args.k:
             xs = np.array([r["passages"] for r in rows], dtype=np.float64)

@@ -140,6 +140,44 @@ def test_a_tie_touched_late_in_a_window_still_goes_to_the_earlier_row() -> None:
             assert fast[1].tolist() == maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)[1].tolist()
 
 
+def _index(rows: dict[int, list[int]], impacts: list[float]) -> tuple[np.ndarray, ...]:
+    """A CSR index from term -> rows (impacts in posting order) and its pruning bounds."""
+    indptr = np.cumsum([0] + [len(rows[t]) for t in range(len(rows))]).astype(np.int64)
+    docs = np.array([r for t in range(len(rows)) for r in rows[t]], np.int32)
+    values = np.array(impacts, np.float32)
+    max_impact = np.array([values[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(len(rows))], np.float64)
+    return indptr, docs, values, max_impact, maxscore.block_maxima(np.diff(indptr), docs, values)
+
+
+def test_the_kth_score_floor_keeps_rows_equal_to_it() -> None:
+    """Three rows of term a score exactly its 3rd-largest impact: the top-3 floor; all three must be found.
+
+    (Starting the threshold *at* the floor instead of just below it would return nothing.)
+    """
+    pytest.importorskip("numba")
+    indptr, docs, impacts, max_impact, blocks = _index({0: [0, 5, 9]}, [1.5, 1.5, 1.5])
+    assert blocks.kth[0, maxscore.LADDER.index(3)] == np.float32(1.5)
+    fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, np.array([0]), 3)
+    assert fast[0].tolist() == [0, 5, 9]
+    assert fast[1].tolist() == [1.5, 1.5, 1.5]
+
+
+def test_the_floor_for_top_k_comes_from_a_rank_of_at_least_k() -> None:
+    """Term a's 3rd-largest impact (3.75) bounds a top-3 list, not a top-7 one, whose 7th row scores 0.25.
+
+    A floor from a rank below k would drop rows 3-6 (term b) from the top-7.
+    """
+    pytest.importorskip("numba")
+    rows = {0: [0, 1, 2], 1: [3, 4, 5, 6]}
+    indptr, docs, impacts, max_impact, blocks = _index(rows, [3.75] * 3 + [0.25] * 4)
+    for k in (3, 7):
+        tokens = np.array([0, 1], np.int64)
+        fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, k)
+        slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
+        assert fast[0].tolist() == slow[0].tolist() == list(range(k)), k
+        assert fast[1].tolist() == slow[1].tolist()
+
+
 def test_rows_touched_out_of_order_are_probed_in_row_order() -> None:
     """A probed term's cursor only moves forward, so a window's live rows must be probed in row order.
 
@@ -269,15 +307,16 @@ def test_cli_builds_it_and_the_server_serves_it(tmp_path: Path) -> None:
     assert opened.store.doc_at(7).id in [h["document"]["id"] for h in hits]
 
 
-def test_an_index_without_block_maxima_says_how_to_add_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("missing", [1, 4])  # block maxima; the k-th impacts (indexes of an earlier release)
+def test_an_index_without_pruning_bounds_says_how_to_add_them(tmp_path: Path, missing: int) -> None:
     from aethersearch.errors import DataError
     from aethersearch.search.impact_build import BLOCK_FILES, load_csr, write_blocks
 
     _build(tmp_path, ["red fox jumps", "lazy dog sleeps", "red dog runs"])
     directory = tmp_path / "idx" / "bm25-maxscore"
     expected = load_csr(directory)[4]
-    (directory / BLOCK_FILES[1]).unlink()
-    with pytest.raises(DataError, match="no block maxima") as error:
+    (directory / BLOCK_FILES[missing]).unlink()
+    with pytest.raises(DataError, match="no pruning bounds") as error:
         load_csr(directory)
     assert "write_blocks" in str(error.value)
     write_blocks(directory, 2)

@@ -28,8 +28,8 @@ from aethersearch.errors import ConfigError, DataError
 from aethersearch.search.maxscore import Blocks, block_maxima
 
 INDPTR, DOCS, IMPACTS, MAX_IMPACT = "indptr.npy", "docs.npy", "impacts.npy", "max_impact.npy"
-# the block maxima, one file per field of maxscore.Blocks, in its order
-BLOCK_FILES = ("block_ptr.npy", "block_max.npy", "block_first.npy", "block_last.npy")
+# the pruning bounds, one file per field of maxscore.Blocks, in its order
+BLOCK_FILES = ("block_ptr.npy", "block_max.npy", "block_first.npy", "block_last.npy", "term_kth.npy")
 
 
 class BuildStats(NamedTuple):
@@ -177,7 +177,7 @@ def write_csr(spill: _Spill, doc_len: npt.NDArray[np.int32], vocab_size: int, ou
 
 
 def write_blocks(directory: Path, range_postings: int) -> int:
-    """Write the block maxima of the CSR index in ``directory``, reading it term range by term range.
+    """Write the pruning bounds (block maxima, per-term k-th impacts) of the CSR index in ``directory``, term range by term range.
 
     A pass of its own (over the just-written, memory-mapped arrays) so that one code path
     serves a fresh build and an index built before blocks existed. Returns the block count.
@@ -203,7 +203,7 @@ def write_blocks(directory: Path, range_postings: int) -> int:
         ptr[at + 1: at + len(part.ptr)] = part.ptr[1:] + offset
         at += len(part.ptr) - 1
         offset += int(part.ptr[-1])
-    merged = [ptr, *(np.concatenate([getattr(x, field) for x in parts]) for field in ("max", "first", "last"))]
+    merged = [ptr, *(np.concatenate([getattr(x, field) for x in parts]) for field in ("max", "first", "last", "kth"))]
     for name, values in zip(BLOCK_FILES, merged, strict=True):
         np.save(directory / name, values)
     return offset
@@ -214,7 +214,7 @@ def load_csr(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int
     """The CSR arrays, memory-mapped (a 21M-passage index opens without reading it), and the block maxima."""
     missing = [name for name in BLOCK_FILES if not (directory / name).is_file()]
     if missing:
-        raise DataError(directory / missing[0], "the index has no block maxima (built before they existed)",
+        raise DataError(directory / missing[0], "the index has no pruning bounds (built before they existed)",
                         fix="rebuild the index, or add them with aethersearch.search.impact_build.write_blocks")
     blocks = Blocks(*(np.load(directory / name) for name in BLOCK_FILES))
     return (np.load(directory / INDPTR), np.load(directory / DOCS, mmap_mode="r"),

@@ -23,7 +23,17 @@ term), ``impacts`` (float32), and ``max_impact`` (float64 per term, the bound);
 plus block maxima (:class:`Blocks`): each term's postings cut into ``BLOCK``-posting
 blocks from its start, with the block's largest impact and its first and last row,
 which bound a window's scores far more tightly than the term's global maximum (the
-block-max idea of Ding & Suel 2011, as in PISA and Lucene).
+block-max idea of Ding & Suel 2011, as in PISA and Lucene); and per term the 3rd, 10th,
+100th and 1,000th largest impact (:data:`LADDER`), which give the search a true lower
+bound of the k-th score before it reads a posting.
+
+Why that floor: the k-th score starts at 0 and rises as hits come in, and until it is
+high the pruning bounds prune little. But a term with at least ``L >= k`` postings holds
+``L`` distinct documents each scoring at least its ``L``-th largest impact (impacts are
+never negative), so the final k-th score is at least the largest such value over the
+query's terms. Starting the threshold just below it (rows *equal* to it still count) is
+exact and skips the warm-up (the "k-th term score" estimate of Petri, Moffat and
+Culpepper, used safely).
 """
 
 from __future__ import annotations
@@ -46,8 +56,13 @@ WINDOW = 1 << 13
 # Lucene's block-max size), 12 bytes per 128 postings.
 BLOCK = 128
 # A window's live rows take a term by reading its postings there when those are at most
-# this many per live row (a sequential read costs a fraction of a seek), else by seeking.
-MERGE_RATIO = 8
+# this many per live row, else by seeking each row: a seek (block skip, gallop, bisection:
+# a few cache misses) costs about 30 sequential posting reads (measured on the generated
+# wiki-18 corpus at 1M and 5M passages: benchmarks/search_scale.py).
+MERGE_RATIO = 32
+# Per-term ranks whose impacts are kept as floors for the k-th score: a query for top-k uses
+# the smallest rung >= k (a rung below k would overstate it; none above 1,000: no floor).
+LADDER = (3, 10, 100, 1000)
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -68,13 +83,30 @@ def quantise(impacts: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
 
 
 class Blocks(NamedTuple):
-    """Block maxima of a CSR index: ``ptr`` (int64, vocabulary + 1) indexes the per-block arrays."""
+    """Pruning bounds of a CSR index: block maxima (``ptr``, int64, vocabulary + 1, indexes the
+    per-block arrays) and ``kth``: per term (rows) the impact of rank ``LADDER[j]`` (columns),
+    0 where the term has fewer postings."""
 
     ptr: npt.NDArray[np.int64]
     max: npt.NDArray[np.float32]
     first: npt.NDArray[np.int32]
     last: npt.NDArray[np.int32]
+    kth: npt.NDArray[np.float32]
     size: int = BLOCK
+
+
+def kth_impacts(counts: npt.NDArray[Any], impacts: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    """Per term (``counts`` postings each, back to back) its ``LADDER`` ranks' impacts, 0 where too few."""
+    out = np.zeros((len(counts), len(LADDER)), np.float32)
+    ends = np.cumsum(np.asarray(counts, dtype=np.int64))
+    ladder = np.array(LADDER)
+    for t in np.flatnonzero(np.asarray(counts) >= LADDER[0]).tolist():
+        stop = int(ends[t])
+        n = int(counts[t])
+        ranks = ladder[ladder <= n]
+        values = np.partition(np.asarray(impacts[stop - n:stop]), (n - ranks).tolist())
+        out[t, : len(ranks)] = values[n - ranks]
+    return out
 
 
 def block_maxima(counts: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.NDArray[Any],
@@ -91,11 +123,12 @@ def block_maxima(counts: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.
     owner = np.repeat(np.arange(len(counts)), n_blocks)
     start = term_start[owner] + (np.arange(int(ptr[-1])) - ptr[:-1][owner]) * size
     stop = np.minimum(start + size, (term_start + counts)[owner])
+    kth = kth_impacts(counts, impacts)
     if not len(start):
-        return Blocks(ptr, np.empty(0, np.float32), np.empty(0, np.int32), np.empty(0, np.int32), size)
+        return Blocks(ptr, np.empty(0, np.float32), np.empty(0, np.int32), np.empty(0, np.int32), kth, size)
     # blocks tile the postings contiguously, so reduceat's segments are exactly the blocks
     return Blocks(ptr, np.maximum.reduceat(np.asarray(impacts, dtype=np.float32), start),
-                  np.asarray(docs[start], dtype=np.int32), np.asarray(docs[stop - 1], dtype=np.int32), size)
+                  np.asarray(docs[start], dtype=np.int32), np.asarray(docs[stop - 1], dtype=np.int32), kth, size)
 
 
 def exhaustive_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.NDArray[Any],
@@ -158,8 +191,8 @@ def _seek(docs: Any, block_last: Any, p: Any, e: Any, b: Any, be: Any, origin: A
 
 
 def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_ptr: Any, block_max: Any,
-                  block_first: Any, block_last: Any, bsize: int, tokens: Any, k: int, width: int, acc: Any,
-                  touched: Any, stats: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled by numba
+                  block_first: Any, block_last: Any, bsize: int, kth: Any, rung: int, tokens: Any, k: int,
+                  width: int, acc: Any, touched: Any, stats: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled by numba
     """Block-max MaxScore over windows of rows: exact top-k, best first.
 
     As Lucene's MaxScoreBulkScorer: terms whose global upper bounds together cannot beat
@@ -173,7 +206,8 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
     largest bound first. Scores are integers (fixed point), so every bound and comparison
     is exact; windows go in increasing row order, so a row tied with the k-th of an
     earlier window never displaces it, and within a window a tied row enters only when
-    its row is earlier than the k-th's: ties go to the earlier row.
+    its row is earlier than the k-th's: ties go to the earlier row. Before any hit, the
+    threshold starts just below the floor from ``kth[:, rung]`` (``rung`` < 0: none).
     """
     n_tok = tokens.shape[0]
     uniq = np.empty(n_tok, np.int64)
@@ -216,7 +250,14 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
     heap_s = np.empty(k, np.int64)
     heap_d = np.empty(k, np.int64)
     size = 0
-    threshold = 0  # a hit must score above 0, and above the k-th once k are held
+    # a hit must score above 0, and above the k-th once k are held; and never below the floor: k
+    # documents of one term score at least its rung's impact (a row equal to the floor still counts)
+    threshold = np.int64(0)
+    if rung >= 0:
+        for j in range(m):
+            floor = weight[j] * np.int64(kth[uniq[j], rung] * SCALE + 0.5)
+            if floor - 1 > threshold:
+                threshold = floor - 1
     first = 0
     while first < m and prefix[first] <= threshold:
         first += 1
@@ -461,6 +502,8 @@ def maxscore_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt
         _buffers.touched = np.empty(1 << 16, np.int64)
     # per query, for profiling: windows, windows scored, postings read in full, seeks, heap insertions
     stats = _buffers.stats = np.zeros(5, np.int64)
+    rung = next((j for j, rank in enumerate(LADDER) if rank >= k), -1)
     rows, fixed = kernel(indptr, docs, impacts, max_impact, blocks.ptr, blocks.max, blocks.first, blocks.last,
-                         int(blocks.size), tokens, int(k), int(width), acc, _buffers.touched, stats)
+                         int(blocks.size), blocks.kth, rung, tokens, int(k), int(width), acc, _buffers.touched,
+                         stats)
     return rows, fixed / SCALE
