@@ -226,7 +226,12 @@ class OpenAIClient:
 
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """Text completion; the stop string itself is not part of ``text`` (OpenAI semantics)."""
-        fields = self._cached_fields(decoding) or await self._decoding_fields(decoding)
+        cached = self._fields.get(id(decoding))  # _cached_fields inlined: this runs once per model call
+        facts = self.served.known_facts
+        if facts is not None and cached is not None and cached[0] is decoding and cached[1] == facts.flavor:
+            fields = cached[2]
+        else:
+            fields = await self._decoding_fields(decoding)
         body = {"model": self.model, "prompt": prompt, **fields}
         (choice, text, tool_calls), data, elapsed, attempts = await self._post("/completions", body, _completion_choice)
         return self._completion(data, choice, text, tool_calls, elapsed, attempts)
@@ -340,11 +345,10 @@ class OpenAIClient:
                     tool_calls: list[dict[str, Any]], elapsed: float, attempts: int) -> Completion:
         usage = data.get("usage") or {}
         stop_reason = choice.get("stop_reason")
-        return Completion(text=text, finish_reason=choice.get("finish_reason"),
-                          stop_reason=stop_reason if isinstance(stop_reason, str) else None,
-                          prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens") or 0),
-                          tool_calls=tool_calls, elapsed_s=elapsed, attempts=attempts)
+        # positional: a NamedTuple built from keywords costs a keyword parse per model call
+        return Completion(text, choice.get("finish_reason"), stop_reason if isinstance(stop_reason, str) else None,
+                          int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                          tool_calls, elapsed, attempts)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         jitter = self._rng.uniform(0.0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** attempt))
@@ -363,7 +367,9 @@ class OpenAIClient:
         server refusing this exact request: raised at once with its kind
         (``context_length``, ``invalid_request``, ``auth``, ``not_found``).
         """
-        session = self._ensure_session()
+        session = self._session
+        if session is None or session.closed:
+            session = self._ensure_session()
         assert self._semaphore is not None
         url = self.base_url + path
         payload = orjson.dumps(body)
@@ -372,7 +378,7 @@ class OpenAIClient:
         attempt = 0
         while True:
             attempt += 1
-            remaining = deadline - time.monotonic()
+            remaining = deadline - time.monotonic() if attempt > 1 else self.deadline_s
             if remaining <= 0:
                 raise EndpointError(f"{url}: total deadline of {self.deadline_s:g}s passed after "
                                     f"{attempt - 1} attempt(s)", transient=True, kind="timeout",
