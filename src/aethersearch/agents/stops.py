@@ -131,8 +131,10 @@ async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[st
     notes: dict[str, Any] = {"stop": how, "stop_mode": "server"}
     if restored:
         notes["stop_restored"] = restored
-    if restored and restored in stops:
+    higher: list[str] = []  # the stops ranked above the restored one
+    if restored and restored in stops and restored != stops[0]:  # none above the first: no list work then
         higher = list(stops[:list(stops).index(restored)])
+    if higher:
         still_open = [stop for stop in higher if _open(written + text, stop)]
         left = decoding.max_tokens - tokens
         if still_open and left > 0:  # Search-R1 would have generated on, to a later higher-priority stop
