@@ -22,8 +22,8 @@ import asyncio
 import email.utils
 import random
 import time
-from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Coroutine
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import aiohttp
 import orjson
@@ -224,12 +224,24 @@ class OpenAIClient:
             self._semaphore = asyncio.Semaphore(self.concurrency)
         return self._session
 
-    async def complete(self, prompt: str, decoding: Decoding) -> Completion:
-        """Text completion; the stop string itself is not part of ``text`` (OpenAI semantics)."""
-        fields = self._cached_fields(decoding) or await self._decoding_fields(decoding)
-        body = {"model": self.model, "prompt": prompt, **fields}
-        (choice, text, tool_calls), data, elapsed, attempts = await self._post("/completions", body, _completion_choice)
-        return self._completion(data, choice, text, tool_calls, elapsed, attempts)
+    def complete(self, prompt: str, decoding: Decoding) -> Coroutine[Any, Any, Completion]:
+        """Text completion; the stop string itself is not part of ``text`` (OpenAI semantics).
+
+        Awaited like a coroutine function (it returns the request's coroutine): with
+        the decoding's fields cached, no coroutine of its own sits between the caller
+        and the HTTP request, so every resume of a model call crosses one layer less.
+        """
+        cached = self._fields.get(id(decoding))  # _cached_fields inlined: this runs once per model call
+        facts = self.served.known_facts
+        if facts is not None and cached is not None and cached[0] is decoding and cached[1] == facts.flavor:
+            return self._post("/completions", {"model": self.model, "prompt": prompt, **cached[2]},
+                              _completion_choice)
+        return self._complete_uncached(prompt, decoding)
+
+    async def _complete_uncached(self, prompt: str, decoding: Decoding) -> Completion:
+        """:meth:`complete` for a decoding whose fields are not cached yet (asks the server's flavor once)."""
+        fields = await self._decoding_fields(decoding)
+        return await self._post("/completions", {"model": self.model, "prompt": prompt, **fields}, _completion_choice)
 
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
                    tools: list[dict[str, Any]] | None = None) -> Completion:
@@ -239,9 +251,7 @@ class OpenAIClient:
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
-        (choice, text, tool_calls), data, elapsed, attempts = await self._post("/chat/completions", body,
-                                                                               _chat_choice)
-        return self._completion(data, choice, text, tool_calls, elapsed, attempts)
+        return await self._post("/chat/completions", body, _chat_choice)
 
     async def server_facts(self) -> ServerFacts:
         """What the server says about its model (chat template, tokenizer routes); asked once."""
@@ -340,11 +350,10 @@ class OpenAIClient:
                     tool_calls: list[dict[str, Any]], elapsed: float, attempts: int) -> Completion:
         usage = data.get("usage") or {}
         stop_reason = choice.get("stop_reason")
-        return Completion(text=text, finish_reason=choice.get("finish_reason"),
-                          stop_reason=stop_reason if isinstance(stop_reason, str) else None,
-                          prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens") or 0),
-                          tool_calls=tool_calls, elapsed_s=elapsed, attempts=attempts)
+        # positional: a NamedTuple built from keywords costs a keyword parse per model call
+        return Completion(text, choice.get("finish_reason"), stop_reason if isinstance(stop_reason, str) else None,
+                          int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                          tool_calls, elapsed, attempts)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         jitter = self._rng.uniform(0.0, min(self.backoff_cap_s, self.backoff_base_s * 2 ** attempt))
@@ -352,9 +361,8 @@ class OpenAIClient:
             return min(self.max_retry_after_s, retry_after + 0.1 * jitter)
         return jitter
 
-    async def _post(self, path: str, body: dict[str, Any],
-                    parse: Callable[[Any], _T]) -> tuple[_T, dict[str, Any], float, int]:
-        """POST with retries on transient failures; returns (parsed, json, elapsed_s, attempts).
+    async def _post(self, path: str, body: dict[str, Any], parse: Callable[[Any], _Choice]) -> Completion:
+        """POST with retries on transient failures; returns the reply as a :class:`Completion`.
 
         ``parse`` pulls the choice out of a 200 reply; a 200 whose body is not JSON
         or that ``parse`` rejects (no ``choices``) is retried like a 5xx, because
@@ -363,7 +371,9 @@ class OpenAIClient:
         server refusing this exact request: raised at once with its kind
         (``context_length``, ``invalid_request``, ``auth``, ``not_found``).
         """
-        session = self._ensure_session()
+        session = self._session
+        if session is None or session.closed:
+            session = self._ensure_session()
         assert self._semaphore is not None
         url = self.base_url + path
         payload = orjson.dumps(body)
@@ -372,7 +382,7 @@ class OpenAIClient:
         attempt = 0
         while True:
             attempt += 1
-            remaining = deadline - time.monotonic()
+            remaining = deadline - time.monotonic() if attempt > 1 else self.deadline_s
             if remaining <= 0:
                 raise EndpointError(f"{url}: total deadline of {self.deadline_s:g}s passed after "
                                     f"{attempt - 1} attempt(s)", transient=True, kind="timeout",
@@ -386,16 +396,19 @@ class OpenAIClient:
                     async with session.post(url, data=payload, timeout=timeout) as resp:
                         raw = await resp.read()
                         status = resp.status
-                        retry_after = _retry_after(resp.headers.get("Retry-After"))
+                        if status != 200:  # only a refusal's pause matters
+                            retry_after = _retry_after(resp.headers.get("Retry-After"))
                 if status == 200:
                     try:
                         data = orjson.loads(raw)
-                        return parse(data), data, time.monotonic() - start, attempt
+                        choice, text, tool_calls = parse(data)
                     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError):
                         failure = EndpointError(f"{url}: HTTP 200 whose body is not an OpenAI reply (not JSON, "
                                                 f"or no choices) after {attempt} attempt(s): "
                                                 f"{raw[:200].decode('utf-8', 'replace')!r}",
                                                 status=200, transient=True, kind="malformed_reply")
+                    else:  # outside the except: a usage field it cannot read is not a malformed reply to retry
+                        return self._completion(data, choice, text, tool_calls, time.monotonic() - start, attempt)
                 else:
                     detail = raw[:300].decode("utf-8", "replace")
                     if status not in TRANSIENT_STATUS and status < 500:
@@ -423,7 +436,6 @@ class OpenAIClient:
             await asyncio.sleep(pause)
 
 
-_T = TypeVar("_T")
 _Choice = tuple[dict[str, Any], str, list[dict[str, Any]]]
 
 #: Phrases servers use when a prompt does not fit (vLLM, SGLang, llama.cpp, TGI, OpenAI).

@@ -126,7 +126,10 @@ class SearchR1Agent(Agent):
         prompt = SEARCH_R1_PROMPT.format(question=episode.question_seen)
         if chosen.format == "chat":
             prompt = await render_chat_prompt(prompt, self.chat_template, self.tokenizer, episode.llm)
+        # the stops of this episode's decoding in Search-R1's priority order, chosen once (not per turn)
+        stops = [s for s in episode.decoding.stop if s in SEARCH_R1_STOP] or SEARCH_R1_STOP
         episode.state.update(prompt=prompt, response="", cut=observation_tokenizer(self.tokenizer, episode.llm),
+                             stops=stops,
                              format_notes={"prompt_format": chosen.format, "prompt_format_reason": chosen.reason})
 
     async def _generate(self, episode: Episode) -> tuple[LLMCall, dict[str, Any], str]:
@@ -136,22 +139,26 @@ class SearchR1Agent(Agent):
         (:meth:`_record`), so each turn builds one ``Step`` instead of adding one
         and copying it again for the observation.
         """
-        await self._start(episode)
-        notes: dict[str, Any] = dict(episode.state.pop("format_notes", {}))
-        context = episode.state["prompt"] + episode.state["response"]
-        if self.max_prompt_tokens and len(context.encode("utf-8")) > self.max_prompt_tokens:
-            # a token covers at least one byte, so a shorter text cannot be over the limit
-            context, tokens = await episode.state["cut"].keep_last(context, self.max_prompt_tokens)
-            if tokens > self.max_prompt_tokens:
-                notes["context_truncated"] = {"tokens": tokens, "kept": self.max_prompt_tokens}
-        stops = [s for s in episode.decoding.stop if s in SEARCH_R1_STOP] or SEARCH_R1_STOP
-        turn = await generate(episode.llm, context, episode.decoding, stops, postprocess_response,
+        state = episode.state
+        if "prompt" not in state:  # first turn: no coroutine per later turn
+            await self._start(episode)
+        # the first turn's notes are the format notes (popped: no one else holds them)
+        notes: dict[str, Any] = state.pop("format_notes", None) or {}
+        context = state["prompt"] + state["response"]
+        limit = self.max_prompt_tokens
+        # a token covers at least one byte, so a text of at most ``limit`` bytes cannot be over the limit;
+        # an ASCII text has as many bytes as characters (no encoding needed to know)
+        if limit and (len(context) > limit or (not context.isascii() and len(context.encode("utf-8")) > limit)):
+            context, tokens = await state["cut"].keep_last(context, limit)
+            if tokens > limit:
+                notes["context_truncated"] = {"tokens": tokens, "kept": limit}
+        turn = await generate(episode.llm, context, episode.decoding, state["stops"], postprocess_response,
                               mode=self.stop_mode)
         record = turn.completion.to_record(turn.completion_tokens)
         notes.update(turn.notes)
         if turn.text != turn.completion.text:
             notes["context_text"] = turn.text  # what went into the context (restored stop, Search-R1's cut)
-        episode.state["response"] += turn.text
+        state["response"] += turn.text
         return record, notes, turn.text
 
     async def _observe(self, episode: Episode, record: LLMCall, notes: dict[str, Any], query: str) -> str:

@@ -65,16 +65,31 @@ def _open(text: str, stop: str) -> bool:
     return text.rfind(opening) > text.rfind(stop)
 
 
+def _known(completion: Completion, stops: Sequence[str]) -> tuple[str, str] | None:
+    """(stop string the server removed or "", how) when the reply itself says; None when a probe must ask.
+
+    Why apart from :func:`_matched`: this is every turn's answer with a server that
+    names its stop (vLLM, the scripted server) or keeps it in the text, and deciding it
+    without a coroutine keeps an await layer off the hot path.
+    """
+    if completion.finish_reason != "stop":
+        return "", completion.finish_reason or "unknown"
+    raw = completion.text
+    for stop in stops:
+        if stop in raw:
+            return "", "in_text"
+    if completion.stop_reason in stops:
+        return str(completion.stop_reason), "stop_reason"
+    return None
+
+
 async def _matched(served: Any, prompt: str, completion: Completion, stops: Sequence[str],
                    decoding: Decoding, written: str) -> tuple[str, str]:
     """(stop string the server removed or "", how that was established); ``written``: this turn so far."""
+    known = _known(completion, stops)
+    if known is not None:
+        return known
     raw = completion.text
-    if completion.finish_reason != "stop":
-        return "", completion.finish_reason or "unknown"
-    if any(stop in raw for stop in stops):
-        return "", "in_text"
-    if completion.stop_reason in stops:
-        return str(completion.stop_reason), "stop_reason"
     candidates = [stop for stop in stops if _open(written + raw, stop)]
     if not candidates:
         return "", "no_open_tag"
@@ -107,7 +122,7 @@ async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[st
     sent = decoding if decoding.stop == list(stops) else decoding.model_copy(update={"stop": list(stops)})
     completion = await llm.complete(prompt, sent)  # no copy per call when the stops are already the ones sent
     raw, tokens = completion.text, completion.completion_tokens
-    restored, how = await _matched(served, prompt, completion, stops, decoding, written)
+    restored, how = _known(completion, stops) or await _matched(served, prompt, completion, stops, decoding, written)
     if how == "ambiguous":  # end of text, or a boundary the probe cannot see through: generate uncut
         again = await served.complete(prompt, decoding.model_copy(update={"stop": []}))
         return Generation(again, again.text, cut(again.text), again.completion_tokens,
@@ -116,8 +131,10 @@ async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[st
     notes: dict[str, Any] = {"stop": how, "stop_mode": "server"}
     if restored:
         notes["stop_restored"] = restored
-    if restored and restored in stops:
+    higher: list[str] = []  # the stops ranked above the restored one
+    if restored and restored in stops and restored != stops[0]:  # none above the first: no list work then
         higher = list(stops[:list(stops).index(restored)])
+    if higher:
         still_open = [stop for stop in higher if _open(written + text, stop)]
         left = decoding.max_tokens - tokens
         if still_open and left > 0:  # Search-R1 would have generated on, to a later higher-priority stop

@@ -134,17 +134,14 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
                       charge=tracker.charge_tool)
     error: str | None = None
     kind: ErrorKind | None = None
-
-    async def solve() -> AgentOutput:
-        try:
-            return await agent.solve(episode)
-        except BudgetExhausted:
-            tracker.grant_final()
-            return await agent.final_answer(episode)
-
+    output: AgentOutput
     try:
         async with asyncio.timeout(timeout_s or None):  # in this task: wait_for made a second task per question
-            output = await solve()
+            try:  # inline, not a helper coroutine: every resume of the episode passes each await layer
+                output = await agent.solve(episode)
+            except BudgetExhausted:
+                tracker.grant_final()
+                output = await agent.final_answer(episode)  # its own BudgetExhausted is caught below
         if tracker.final_granted:
             output = output._replace(stop_reason="budget")
     except EndpointError as exc:
