@@ -363,7 +363,15 @@ def main() -> None:
         return GeneratedPassages(n, model, args.corpus, mix)
 
     rows = [measure(int(n), args, questions, corpus) for n in args.passages.split(",")]
-    if len(rows) > 1:
+    measured_21m = [r for r in rows if r["passages"] >= 21_000_000]
+    for r in measured_21m:
+        for k in args.k:
+            got = r[f"top{k}"]
+            verdict = "meets" if got["ours_qps"] >= 100 else "DOES NOT MEET"
+            print(f"top-{k}: MEASURED at {r['passages']:,} passages (wiki-18 size): ours {got['ours_qps']:,.1f} "
+                  f"q/s/thread, bm25s {got['bm25s_qps']:,.1f}, ratio {got['ratio']:.2f}x; {verdict} the "
+                  f">= 100 q/s/thread target", flush=True)
+    if len(rows) > 1 and not measured_21m:
         for k in args.k:
             xs = np.array([r["passages"] for r in rows], dtype=np.float64)
             cost = np.array([1.0 / r[f"top{k}"]["ours_qps"] for r in rows])
