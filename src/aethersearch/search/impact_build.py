@@ -32,6 +32,32 @@ INDPTR, DOCS, IMPACTS, MAX_IMPACT = "indptr.npy", "docs.npy", "impacts.npy", "ma
 BLOCK_FILES = ("block_ptr.npy", "block_max.npy", "block_first.npy", "block_last.npy", "term_kth.npy")
 
 
+class NpyFile:
+    """A ``.npy`` array read and written in slices through file I/O, never memory-mapped.
+
+    Why: pages of a memory-mapped file count in the process's resident set while it runs,
+    so a build that maps its 10 GB output reports a peak RSS near the machine's memory
+    although the kernel can drop those pages at will. Slices read into and written from
+    ordinary buffers keep the build's resident set what it really needs (one range).
+    """
+
+    def __init__(self, path: Path, dtype: Any = None, shape: tuple[int, ...] | None = None) -> None:
+        if shape is not None:  # create: the header, and the file at its full (sparse) length
+            np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape).flush()
+        view = np.load(path, mmap_mode="r")  # only to learn the header's length; no page is read
+        self.path, self.dtype, self.offset, self.size = path, view.dtype, int(view.offset), len(view)
+        del view
+
+    def read(self, start: int, stop: int) -> npt.NDArray[Any]:
+        return np.fromfile(self.path, dtype=self.dtype, count=stop - start,
+                           offset=self.offset + start * self.dtype.itemsize)
+
+    def write(self, start: int, values: npt.NDArray[Any]) -> None:
+        with self.path.open("r+b") as handle:
+            handle.seek(self.offset + start * self.dtype.itemsize)
+            np.ascontiguousarray(values, dtype=self.dtype).tofile(handle)
+
+
 class BuildStats(NamedTuple):
     """What the build measured: sizes for the manifest and the benchmark."""
 
@@ -131,11 +157,11 @@ def write_csr(spill: _Spill, doc_len: npt.NDArray[np.int32], vocab_size: int, ou
     total = int(indptr[-1])
     out_dir.mkdir(parents=True, exist_ok=True)
     np.save(out_dir / INDPTR, indptr)
-    docs_out = np.lib.format.open_memmap(out_dir / DOCS, mode="w+", dtype=np.int32, shape=(total,))
-    imp_out = np.lib.format.open_memmap(out_dir / IMPACTS, mode="w+", dtype=np.float32, shape=(total,))
+    docs_out = NpyFile(out_dir / DOCS, np.int32, (total,))
+    imp_out = NpyFile(out_dir / IMPACTS, np.float32, (total,))
     max_impact = np.zeros(vocab_size, np.float64)
-    runs = [{name: np.load(p.with_suffix(f".{name}.npy"), mmap_mode="r") for name in ("rows", "tf")}
-            for p in spill.runs]
+    runs = [{name: NpyFile(p.with_suffix(f".{name}.npy")) for name in ("terms", "rows", "tf")} for p in spill.runs]
+    # the term ids are also mapped, only to be bisected (a few pages per range)
     run_terms = [np.load(p.with_suffix(".terms.npy"), mmap_mode="r") for p in spill.runs]
     start_term = 0
     while start_term < vocab_size:
@@ -151,24 +177,22 @@ def write_csr(spill: _Spill, doc_len: npt.NDArray[np.int32], vocab_size: int, ou
             lo, hi = np.searchsorted(terms, [start_term, stop_term])
             if lo == hi:
                 continue
-            t = np.asarray(terms[lo:hi], dtype=np.int64)
-            rows = np.asarray(run["rows"][lo:hi])
-            tf = np.asarray(run["tf"][lo:hi])
+            t = run["terms"].read(lo, hi).astype(np.int64)
+            rows = run["rows"].read(lo, hi)
+            tf = run["tf"].read(lo, hi)
             uniq, first, counts = np.unique(t, return_index=True, return_counts=True)
             dest = np.repeat(fill[uniq - start_term] - first, counts) + np.arange(len(t))
             fill[uniq - start_term] += counts
             buf_docs[dest] = rows
             buf_imp[dest] = impacts_of(tf, doc_len[rows], term_idf[t], k1, b, avg)
-        docs_out[base:top] = buf_docs
-        imp_out[base:top] = buf_imp
+        docs_out.write(base, buf_docs)
+        imp_out.write(base, buf_imp)
         nonempty = np.flatnonzero(df[start_term:stop_term] > 0)
         if len(nonempty) and top > base:
             starts = indptr[start_term:stop_term][nonempty] - base
             max_impact[start_term + nonempty] = np.maximum.reduceat(buf_imp, starts).astype(np.float64)
         start_term = stop_term
-    docs_out.flush()
-    imp_out.flush()
-    del docs_out, imp_out, runs, run_terms
+    del runs, run_terms
     np.save(out_dir / MAX_IMPACT, max_impact)
     chunks = len(spill.runs)
     shutil.rmtree(spill.directory, ignore_errors=True)
@@ -183,8 +207,7 @@ def write_blocks(directory: Path, range_postings: int) -> int:
     serves a fresh build and an index built before blocks existed. Returns the block count.
     """
     indptr = np.load(directory / INDPTR)
-    docs = np.load(directory / DOCS, mmap_mode="r")
-    impacts = np.load(directory / IMPACTS, mmap_mode="r")
+    docs, impacts = NpyFile(directory / DOCS), NpyFile(directory / IMPACTS)
     vocab_size = len(indptr) - 1
     parts: list[Blocks] = []
     start_term = 0
@@ -192,8 +215,8 @@ def write_blocks(directory: Path, range_postings: int) -> int:
         limit = int(indptr[start_term]) + max(range_postings, 1)
         stop_term = min(max(int(np.searchsorted(indptr, limit, side="right")) - 1, start_term + 1), vocab_size)
         base, top = int(indptr[start_term]), int(indptr[stop_term])
-        parts.append(block_maxima(np.diff(indptr[start_term:stop_term + 1]), np.asarray(docs[base:top]),
-                                  np.asarray(impacts[base:top])))
+        parts.append(block_maxima(np.diff(indptr[start_term:stop_term + 1]), docs.read(base, top),
+                                  impacts.read(base, top)))
         start_term = stop_term
     if not parts:  # an empty vocabulary (every word a stopword)
         parts.append(block_maxima(np.zeros(0, np.int64), np.empty(0, np.int32), np.empty(0, np.float32)))
