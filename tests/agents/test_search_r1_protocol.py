@@ -153,3 +153,18 @@ def test_a_search_cut_by_the_question_deadline_keeps_the_model_call_in_the_trace
     trace = asyncio.run(go())
     assert trace.stop_reason == "deadline"
     assert len(trace.steps) == 1 and trace.steps[0].llm is not None and trace.steps[0].observation is None
+
+
+def test_docs_render_from_the_first_line_of_contents_whatever_the_document_holds() -> None:
+    """Search-R1 splits ``contents`` at its first newline: a title with a newline, or a corpus row's own
+    contents, splits there too (the plain case is rendered without building ``contents``)."""
+    from aethersearch.agents.prompts import render_search_r1_docs
+
+    docs = [Document(id="a", title="Plain", text="Body\nmore"),
+            Document(id="b", title="Two\nlines", text="Body"),
+            Document(id="c", title="Ignored", text="x", source_contents="Raw first line\nraw rest"),
+            Document(id="d", title="", text="")]
+    assert render_search_r1_docs(docs) == ('Doc 1(Title: "Plain") Body\nmore\n'
+                                           'Doc 2(Title: "Two) lines"\nBody\n'
+                                           "Doc 3(Title: Raw first line) raw rest\n"
+                                           'Doc 4(Title: "") \n')
