@@ -14,10 +14,13 @@ Two corpora, both with a 2-4 word title and 100 words per passage:
 * ``articles`` (the default): what real Wikipedia has and i.i.d. draws lack. Passages
   come in runs of one article (wiki-18 cuts each article into consecutive 100-word
   passages, so neighbouring rows share a topic and a title); the run length is
-  geometric with mean ``PASSAGES_PER_ARTICLE`` (about 21M passages from about 5.8M
-  articles). Each generated article takes the word distribution of a real Wikispeedia
-  article (drawn at random) and mixes it with the global one: a word comes from the
-  article with probability ``mix``, else from the global distribution (tail included).
+  geometric with mean ``PASSAGES_PER_ARTICLE`` (21M passages over the ~5.8M articles of
+  the English Wikipedia at the end of 2018; an assumption, DPR does not publish the
+  per-article count). Each generated article starts at a random point of a real
+  Wikispeedia article and follows it: a passage's word comes, with probability ``mix``,
+  from a ``WINDOW``-word stretch of the source at the passage's own position (so topic
+  words cluster within a passage and carry into the next), else from the global
+  distribution (tail included).
   ``mix`` is fitted, not chosen: it is the value whose passages repeat a word as often
   as Wikispeedia's own 100-word passages do (:func:`burstiness`), and
   :func:`locality` (how often a word of a passage recurs in the next passage of the
