@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wiki18_corpus import GeneratedPassages, WordModel, fit_mix
+from wiki18_corpus import GeneratedPassages, WordModel, fail, fit_mix
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AETHER_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -70,16 +70,11 @@ NQ = SHARED / "qa" / "nq_open" / "NQ-open.dev.jsonl"
 HOTPOT = SHARED / "qa" / "hotpotqa" / "hotpotqa_dev_questions_and_answers.json"
 
 
-def _fail(message: str) -> None:
-    print(f"FAIL: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def load_questions(per_source: int) -> list[str]:
     """NQ-Open dev and HotpotQA dev question text (the first ``per_source`` of each, file order)."""
     for path in (NQ, HOTPOT):
         if not path.is_file():
-            _fail(f"{path} is missing (set AETHER_SHARED_DATA to the shared data folder)")
+            fail(f"{path} is missing (set AETHER_SHARED_DATA to the shared data folder)")
     nq = [json.loads(line)["question"] for line in NQ.read_text().splitlines() if line.strip()]
     hotpot = [row["question"] for row in json.loads(HOTPOT.read_text())]
     return nq[:per_source] + hotpot[:per_source]
@@ -238,7 +233,7 @@ def measure(n: int, args: argparse.Namespace, questions: list[str], corpus: Any)
         child.start()
         child.join()
         if child.exitcode != 0:
-            _fail(f"index build of {n:,} passages exited {child.exitcode}")
+            fail(f"index build of {n:,} passages exited {child.exitcode}")
         manifest.write_text(json.dumps(queue.get()))
     build = json.loads(manifest.read_text())
     if not all((out / INDEX_DIR / name).is_file() for name in BLOCK_FILES):  # cached before block maxima existed
@@ -272,7 +267,7 @@ def measure(n: int, args: argparse.Namespace, questions: list[str], corpus: Any)
             got = index.search_rows(t, k)
             rows, scores = exhaustive_topk(index.indptr, index.docs, index.impacts, t, k)
             if got != list(zip(rows.tolist(), scores.tolist(), strict=True)):
-                _fail(f"n={n} k={k}: MaxScore differs from exhaustive scoring for token ids {t.tolist()}")
+                fail(f"n={n} k={k}: MaxScore differs from exhaustive scoring for token ids {t.tolist()}")
             exact[k].append(rows.tolist())
         agree = []
         for t, mine in zip(id_lists[: args.check], exact[k], strict=True):

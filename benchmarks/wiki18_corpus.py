@@ -48,7 +48,8 @@ WINDOW = 2 * 100
 CONTENT_RANKS = (100, 20_000)
 
 
-def _fail(message: str) -> None:
+def fail(message: str) -> None:
+    """Stop the benchmark with a one-line reason (exit status 2)."""
     print(f"FAIL: {message}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -56,7 +57,7 @@ def _fail(message: str) -> None:
 def read_articles(tar_path: Path) -> list[list[str]]:
     """Each Wikispeedia article's words, lower-cased, in order."""
     if not tar_path.is_file():
-        _fail(f"{tar_path} is missing: the corpus is fitted to real Wikipedia text "
+        fail(f"{tar_path} is missing: the corpus is fitted to real Wikipedia text "
               "(set AETHER_SHARED_DATA to the shared data folder)")
     articles = []
     with tarfile.open(tar_path) as tar:
@@ -97,8 +98,6 @@ class WordModel:
         self.words = np.array(words + _tail_words(extra), dtype=object)
         probs = np.concatenate([freq, tail])
         self.cdf = np.cumsum(probs / probs.sum())
-        self.slope = float(slope)
-        self.real_words = len(words)
         rank = {w: i for i, w in enumerate(words)}
         self.articles = [np.array([rank[w] for w in a], dtype=np.int64) for a in article_words if len(a)]
         self.flat = np.concatenate(self.articles)  # every article's words back to back

@@ -123,6 +123,17 @@ class Document(Record):
             return self.source_contents
         return f'"{self.title}"\n{self.text}'
 
+    def contents_head(self) -> tuple[str, str]:
+        """``contents`` split at its first newline: (first line, the rest), without building it when rebuilt.
+
+        Why: Search-R1 renders every retrieved document from this split, once per
+        observation; the rebuilt form's split is known from title and text.
+        """
+        if self.source_contents is None and "\n" not in self.title:
+            return f'"{self.title}"', self.text
+        first, _, rest = self.contents.partition("\n")
+        return first, rest
+
     @property
     def wire_id(self) -> str | int:
         """The id as the corpus wrote it (an integer stays an integer on the wire)."""

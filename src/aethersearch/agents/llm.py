@@ -231,11 +231,9 @@ class OpenAIClient:
         the decoding's fields cached, no coroutine of its own sits between the caller
         and the HTTP request, so every resume of a model call crosses one layer less.
         """
-        cached = self._fields.get(id(decoding))  # _cached_fields inlined: this runs once per model call
-        facts = self.served.known_facts
-        if facts is not None and cached is not None and cached[0] is decoding and cached[1] == facts.flavor:
-            return self._post("/completions", {"model": self.model, "prompt": prompt, **cached[2]},
-                              _completion_choice)
+        fields = self._cached_fields(decoding)
+        if fields is not None:
+            return self._post("/completions", {"model": self.model, "prompt": prompt, **fields}, _completion_choice)
         return self._complete_uncached(prompt, decoding)
 
     async def _complete_uncached(self, prompt: str, decoding: Decoding) -> Completion:

@@ -92,12 +92,8 @@ def render_search_r1_docs(documents: Sequence[Document]) -> str:
     """Search-R1's ``_passages2string``: ``Doc {i}(Title: {title}) {text}\\n`` per document."""
     out = []
     for index, doc in enumerate(documents, start=1):
-        if doc.source_contents is None and "\n" not in doc.title:
-            # contents is '"Title"\nText': its first line is the quoted title, without building contents
-            out.append(f'Doc {index}(Title: "{doc.title}") {doc.text}\n')
-            continue
-        # the first line is the title, the rest (newlines kept) the text: partition is split + join without the list
-        title, _, text = doc.contents.partition("\n")
+        # the first line is the title, the rest (newlines kept) the text
+        title, text = doc.contents_head()
         out.append(f"Doc {index}(Title: {title}) {text}\n")
     return "".join(out)
 

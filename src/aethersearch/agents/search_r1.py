@@ -119,9 +119,10 @@ class SearchR1Agent(Agent):
         return decoding.model_copy(update={"stop": stop})
 
     async def _start(self, episode: Episode) -> None:
-        """The first prompt (format decided and rendered once per episode) and the observation cut."""
-        if "prompt" in episode.state:
-            return
+        """The first prompt (format decided and rendered once per episode) and the observation cut.
+
+        Called by :meth:`_generate` on an episode's first turn only.
+        """
         chosen = await resolve_format(self.prompt_format, self.chat_template, episode.llm)
         prompt = SEARCH_R1_PROMPT.format(question=episode.question_seen)
         if chosen.format == "chat":

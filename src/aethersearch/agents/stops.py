@@ -85,10 +85,10 @@ def _known(completion: Completion, stops: Sequence[str]) -> tuple[str, str] | No
 
 async def _matched(served: Any, prompt: str, completion: Completion, stops: Sequence[str],
                    decoding: Decoding, written: str) -> tuple[str, str]:
-    """(stop string the server removed or "", how that was established); ``written``: this turn so far."""
-    known = _known(completion, stops)
-    if known is not None:
-        return known
+    """(stop string the server removed or "", how that was established) when :func:`_known` cannot tell.
+
+    ``written``: this turn so far.
+    """
     raw = completion.text
     candidates = [stop for stop in stops if _open(written + raw, stop)]
     if not candidates:

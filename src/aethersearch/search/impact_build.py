@@ -45,7 +45,7 @@ class NpyFile:
         if shape is not None:  # create: the header, and the file at its full (sparse) length
             np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape).flush()
         view = np.load(path, mmap_mode="r")  # only to learn the header's length; no page is read
-        self.path, self.dtype, self.offset, self.size = path, view.dtype, int(view.offset), len(view)
+        self.path, self.dtype, self.offset = path, view.dtype, int(view.offset)
         del view
 
     def read(self, start: int, stop: int) -> npt.NDArray[Any]:
@@ -201,10 +201,11 @@ def write_csr(spill: _Spill, doc_len: npt.NDArray[np.int32], vocab_size: int, ou
 
 
 def write_blocks(directory: Path, range_postings: int) -> int:
-    """Write the pruning bounds (block maxima, per-term k-th impacts) of the CSR index in ``directory``, term range by term range.
+    """Write the pruning bounds (block maxima, per-term k-th impacts) of the CSR index in ``directory``.
 
-    A pass of its own (over the just-written, memory-mapped arrays) so that one code path
-    serves a fresh build and an index built before blocks existed. Returns the block count.
+    A pass of its own, term range by term range over the just-written arrays, so that one
+    code path serves a fresh build and an index built before the bounds existed. Returns
+    the block count.
     """
     indptr = np.load(directory / INDPTR)
     docs, impacts = NpyFile(directory / DOCS), NpyFile(directory / IMPACTS)
@@ -234,7 +235,7 @@ def write_blocks(directory: Path, range_postings: int) -> int:
 
 def load_csr(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32],
                                         npt.NDArray[np.float64], Blocks]:
-    """The CSR arrays, memory-mapped (a 21M-passage index opens without reading it), and the block maxima."""
+    """The CSR arrays, memory-mapped (a 21M-passage index opens without reading it), and the pruning bounds."""
     missing = [name for name in BLOCK_FILES if not (directory / name).is_file()]
     if missing:
         raise DataError(directory / missing[0], "the index has no pruning bounds (built before they existed)",
