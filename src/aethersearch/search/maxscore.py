@@ -160,14 +160,28 @@ def exhaustive_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: n
     return best_rows, best_scores
 
 
+def _below(docs: Any, start: Any, stop: Any, target: Any) -> Any:  # pragma: no cover - compiled by numba
+    """How many of the sorted ``docs[start:stop]`` (one block) are below ``target``: its rank there.
+
+    Counted, not bisected: the count has no branch on the data, so it compiles to vector
+    compares over the block's few cache lines, which the CPU fetches in parallel, where a
+    bisection waits on one line after another (at 21M passages a probe's block is rarely
+    cached: counting made probes ~1.3x faster). Unsigned indices spare numba's
+    negative-index check on every read (about a third of a tight loop's time).
+    """
+    below = 0
+    for q in range(np.uint64(start), np.uint64(stop)):
+        below += docs[q] < target
+    return below
+
+
 def _seek(docs: Any, block_last: Any, p: Any, e: Any, b: Any, be: Any, origin: Any, bsize: Any,
           target: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled by numba
     """A term's cursor moved to its first posting with row >= ``target``: (posting, block), ``e`` if none.
 
     ``p`` is the cursor, ``b`` a block at or before the target's, block ``x`` starts at
-    posting ``origin + x * bsize``. Whole blocks are skipped by their last row, then a
-    gallop from the cursor (nearby rows are the common case) and a bisection: the
-    postings jumped over are never read.
+    posting ``origin + x * bsize``. Whole blocks are skipped by their last row (the
+    postings jumped over are never read), then the target's rank in its block is counted.
     """
     if p >= e or docs[p] >= target:
         return p, b
@@ -175,20 +189,8 @@ def _seek(docs: Any, block_last: Any, p: Any, e: Any, b: Any, be: Any, origin: A
         b += 1
     if b == be:
         return e, b
-    top = min(origin + (b + 1) * bsize, e)  # the block's end: its last row is >= target
-    p = max(p, origin + b * bsize)
-    step = 1
-    while p + step < top and docs[p + step] < target:
-        p += step
-        step *= 2
-    top = min(p + step, top)
-    while p < top:
-        mid = (p + top) // 2
-        if docs[mid] < target:
-            p = mid + 1
-        else:
-            top = mid
-    return p, b
+    start = origin + b * bsize  # the first block whose last row is >= target
+    return start + _below(docs, start, min(start + bsize, e), target), b
 
 
 def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_ptr: Any, block_max: Any,
@@ -312,6 +314,15 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                 lfirst += 1
             count = 0
             stats[1] += 1
+            # The essential term with the most postings here goes first: the accumulator is all
+            # zero then, so its postings are stored without reading it.
+            big = lfirst
+            for i in range(lfirst + 1, m):
+                if nb[lorder[i]] > nb[lorder[big]]:
+                    big = i
+            r = lorder[big]
+            lorder[big] = lorder[lfirst]
+            lorder[lfirst] = r
             for i in range(lfirst, m):
                 r = lorder[i]
                 e = end[r]
@@ -322,12 +333,20 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                 stop = p
                 if stop < e and docs[stop] < hi:
                     stop, blk[r] = _seek(docs, block_last, stop, e, blk[r], bend[r], origin[r], bsize, hi)
-                for q in range(p, stop):  # branch-free: a row's first posting also lists it as touched
-                    s = np.int64(impacts[q] * SCALE + 0.5)
-                    x = docs[q] - lo
-                    touched[count] = x
-                    count += (acc[x] == 0) & (s > 0)  # (a zero adds nothing: acc == 0 means untouched)
-                    acc[x] += wr * s
+                if i == lfirst:
+                    for q in range(np.uint64(p), np.uint64(stop)):  # (unsigned indices: see _below)
+                        s = np.int64(impacts[q] * SCALE + 0.5)
+                        x = np.uint32(docs[q] - lo)
+                        touched[count] = x
+                        count += s > 0
+                        acc[x] = wr * s
+                else:
+                    for q in range(np.uint64(p), np.uint64(stop)):  # branch-free: a row's first posting lists it
+                        s = np.int64(impacts[q] * SCALE + 0.5)
+                        x = np.uint32(docs[q] - lo)
+                        touched[count] = x
+                        count += (acc[x] == 0) & (s > 0)  # (a zero adds nothing: acc == 0 means untouched)
+                        acc[x] += wr * s
                 stats[2] += stop - p
                 pos[r] = stop
             # The touched rows stay in first-touch order: no O(window) pass to list or sort them
@@ -344,13 +363,13 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
             for i in range(lfirst - 1, -1, -1):
                 rest = lpre[i]
                 kept = 0
-                for j in range(alive):
+                for j in range(np.uint64(alive)):  # branch-free: whether a row survives is unpredictable
                     x = touched[j]
-                    if acc[x] + rest > threshold:
-                        touched[kept] = x
-                        kept += 1
-                    else:
-                        acc[x] = 0
+                    a = acc[x]
+                    live = a + rest > threshold
+                    touched[kept] = x
+                    kept += live
+                    acc[x] = a * live
                 alive = kept
                 if alive == 0:
                     break
@@ -364,8 +383,8 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                     stop = p
                     if stop < e and docs[stop] < hi:
                         stop, blk[r] = _seek(docs, block_last, stop, e, blk[r], bend[r], origin[r], bsize, hi)
-                    for q in range(p, stop):  # branch-free: only live rows (acc != 0) take the term
-                        x = docs[q] - lo
+                    for q in range(np.uint64(p), np.uint64(stop)):  # branch-free: only live rows take it
+                        x = np.uint32(docs[q] - lo)
                         acc[x] += (acc[x] != 0) * (wr * np.int64(impacts[q] * SCALE + 0.5))
                     stats[2] += stop - p
                     pos[r] = stop
@@ -385,19 +404,8 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                         if b == be:
                             p = e
                             break
-                        top = min(origin[r] + (b + 1) * bsize, e)
-                        p = max(p, origin[r] + b * bsize)
-                        step = 1
-                        while p + step < top and docs[p + step] < d:
-                            p += step
-                            step *= 2
-                        top = min(p + step, top)
-                        while p < top:
-                            mid = (p + top) // 2
-                            if docs[mid] < d:
-                                p = mid + 1
-                            else:
-                                top = mid
+                        start = origin[r] + b * bsize
+                        p = start + _below(docs, start, min(start + bsize, e), d)
                     if p < e and docs[p] == d:
                         acc[x] += wr * np.int64(impacts[p] * SCALE + 0.5)
                 pos[r] = p
@@ -474,6 +482,7 @@ def _compile() -> Any:
             jit = numba.njit(nogil=True, cache=True)
             glb = globals()
             glb["_heap_insert"] = jit(glb["_heap_insert"])
+            glb["_below"] = jit(glb["_below"])
             glb["_seek"] = jit(glb["_seek"])
             _compiled = jit(_block_max_py)
         else:
@@ -500,7 +509,7 @@ def maxscore_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt
     acc = getattr(_buffers, "acc", None)
     if acc is None:
         acc = _buffers.acc = np.zeros(1 << 16, np.int64)
-        _buffers.touched = np.empty(1 << 16, np.int64)
+        _buffers.touched = np.empty(1 << 16, np.uint32)  # window offsets
     # per query, for profiling: windows, windows scored, postings read in full, seeks, heap insertions
     stats = _buffers.stats = np.zeros(5, np.int64)
     rung = next((j for j, rank in enumerate(LADDER) if rank >= k), -1)
