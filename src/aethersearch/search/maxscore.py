@@ -338,7 +338,7 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                         s = np.int64(impacts[q] * SCALE + 0.5)
                         x = np.uint32(docs[q] - lo)
                         touched[count] = x
-                        count += s > 0
+                        count += int(s > 0)
                         acc[x] = wr * s
                 else:
                     for q in range(np.uint64(p), np.uint64(stop)):  # branch-free: a row's first posting lists it
