@@ -175,6 +175,24 @@ def _below(docs: Any, start: Any, stop: Any, target: Any) -> Any:  # pragma: no 
     return below
 
 
+def _sort_rows(rows: Any, n: Any) -> None:  # pragma: no cover - compiled by numba
+    """Sort ``rows[:n]`` in place: insertion sort for the few rows left to probe, numba's sort above 64.
+
+    The rows come as a few increasing runs (one per essential term, first touches only), so
+    insertion moves little; numba's general sort costs more than that below a few dozen rows.
+    """
+    if n > 64:
+        rows[:n].sort()
+        return
+    for j in range(1, n):
+        x = rows[j]
+        i = j
+        while i > 0 and rows[i - 1] > x:
+            rows[i] = rows[i - 1]
+            i -= 1
+        rows[i] = x
+
+
 def _seek(docs: Any, block_last: Any, p: Any, e: Any, b: Any, be: Any, origin: Any, bsize: Any,
           target: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled by numba
     """A term's cursor moved to its first posting with row >= ``target``: (posting, block), ``e`` if none.
@@ -390,7 +408,7 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                     pos[r] = stop
                     continue
                 if not ordered:
-                    touched[:alive].sort()
+                    _sort_rows(touched, alive)
                     ordered = True
                 b = blk[r]
                 be = bend[r]
@@ -483,6 +501,7 @@ def _compile() -> Any:
             glb = globals()
             glb["_heap_insert"] = jit(glb["_heap_insert"])
             glb["_below"] = jit(glb["_below"])
+            glb["_sort_rows"] = jit(glb["_sort_rows"])
             glb["_seek"] = jit(glb["_seek"])
             _compiled = jit(_block_max_py)
         else:
