@@ -199,6 +199,28 @@ def test_rows_touched_out_of_order_are_probed_in_row_order() -> None:
         assert fast[1].tolist() == maxscore.exhaustive_topk(indptr, docs, impacts, tokens, 1)[1].tolist()
 
 
+@pytest.mark.parametrize("per_term", [30, 70])  # 60 live rows (sorted by insertion), 140 (numba's sort)
+def test_many_live_rows_from_two_runs_are_probed_in_row_order(per_term: int) -> None:
+    """Live rows arrive as one increasing run per essential term; both sorts must order them before probing.
+
+    Terms a (rows from 3000) and b (rows from 1000) are essential (top-3 floor 3.75); the
+    low term c holds every row up to 6,000, too many to read for the live rows, so each is
+    probed. The top 3 are b's first rows with c (3.85); probing a's run first would move
+    c's cursor past b's rows and rank a's rows first.
+    """
+    pytest.importorskip("numba")
+    rows = {0: list(range(3000, 3000 + 2 * per_term, 2)), 1: list(range(1000, 1000 + per_term)),
+            2: list(range(6000))}
+    indptr, docs, impacts, max_impact, blocks = _index(rows, [3.75] * (2 * per_term) + [0.1] * 6000)
+    for query in ([0, 1, 2], [1, 0, 2]):
+        tokens = np.array(query, np.int64)
+        fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, 3, 1 << 16)
+        slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, 3)
+        assert fast[0].tolist() == slow[0].tolist() == [1000, 1001, 1002], query
+        assert fast[1].tolist() == slow[1].tolist()
+        assert maxscore._buffers.stats[3] > 0, "term c was read, not probed: the test no longer covers probing"
+
+
 def test_block_maxima_bound_every_block() -> None:
     rng = np.random.default_rng(0)
     corpus = [rng.integers(0, 5, size=rng.integers(0, 6)).tolist() for _ in range(700)]
