@@ -57,9 +57,10 @@ WINDOW = 1 << 15
 # Lucene's block-max size), 12 bytes per 128 postings.
 BLOCK = 128
 # A window's live rows take a term by reading its postings there when those are at most
-# this many per live row, else by seeking each row: a seek (block skip, gallop, bisection:
-# a few cache misses) costs about 30 sequential posting reads (measured on the generated
-# wiki-18 corpus at 1M and 5M passages: benchmarks/search_scale.py).
+# this many per live row, else by seeking each row: a seek (block skip, then the row's rank
+# counted in its block: a cache miss or two) costs about as much as 30-60 sequential posting
+# reads (measured on the generated wiki-18 corpus at 1M, 5M and 21M passages: 16 and 64 are
+# no better; benchmarks/search_scale.py).
 MERGE_RATIO = 32
 # Per-term ranks whose impacts are kept as floors for the k-th score: a query for top-k uses
 # the smallest rung >= k (a rung below k would overstate it; none above 1,000: no floor).
@@ -223,7 +224,7 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
     a window whose bounds sum to at most the k-th score is skipped without reading a
     posting, else its terms split again by those tighter bounds: the essential ones are
     added posting by posting into a small cache-resident accumulator, the others only
-    probed (block skip + binary search) for rows that can still beat the k-th score,
+    probed (block skip + a count in the block) for rows that can still beat the k-th score,
     largest bound first. Scores are integers (fixed point), so every bound and comparison
     is exact; windows go in increasing row order, so a row tied with the k-th of an
     earlier window never displaces it, and within a window a tied row enters only when
@@ -376,7 +377,7 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
             # with every term still to come (their accumulator cell goes back to 0, so a cell
             # != 0 marks a live row), then add the term into the live rows: by reading its
             # postings in the window when they are few next to the live rows (sequential, cheap
-            # per posting), else by seeking each live row in it (block skip, gallop, bisect).
+            # per posting), else by seeking each live row in it (block skip, count).
             alive = count
             for i in range(lfirst - 1, -1, -1):
                 rest = lpre[i]
