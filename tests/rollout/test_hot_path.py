@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
 from pathlib import Path
+from typing import Any
 
-from aethersearch.agents.llm import OpenAIClient
+import pytest
+
+from aethersearch.agents.llm import OpenAIClient, _chat_choice, _completion_choice
 from aethersearch.agents.scripted_server import ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.jsonl import read_jsonl
-from aethersearch.records import Budget
-from aethersearch.rollout.runner import Progress, run_gc_policy, run_questions
+from aethersearch.records import Budget, Decoding, Outcome, Record, Trace, Usage
+from aethersearch.rollout.runner import Progress, run_episode, run_gc_policy, run_questions
+from aethersearch.rollout.store import RunStore
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 
@@ -56,3 +61,65 @@ def test_the_gc_policy_is_restored_after_nested_and_concurrent_runs() -> None:
         thread.join(5)
         assert gc.get_threshold()[0] >= 20_000  # the other run ending does not undo this one's settings
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def _same_types(built: Any, validated: Any, where: str = "trace") -> None:
+    """``built`` and ``validated`` hold equal values of the same exact types, record by record."""
+    assert type(built) is type(validated), where
+    if isinstance(built, Record):
+        assert built.__dict__.keys() == validated.__dict__.keys(), where
+        for name, value in built.__dict__.items():
+            _same_types(value, validated.__dict__[name], f"{where}.{name}")
+    elif isinstance(built, list):
+        assert len(built) == len(validated), where
+        for i, (a, b) in enumerate(zip(built, validated, strict=True)):
+            _same_types(a, b, f"{where}[{i}]")
+    else:
+        assert built == validated, where
+
+
+def test_the_records_the_hot_path_builds_unvalidated_equal_validated_ones(tmp_path: Path) -> None:
+    """Trace, steps, model calls, usage, the store's copy and predictions: Record.trusted gives what validation gives."""
+    agent = SearchR1Agent(tokenizer="regex", prompt_format="raw", chat_template="raw")
+    question = helpers.questions(1)[0]
+    rollout = helpers.write_rollout(tmp_path / "rollout_questions.jsonl", [question])
+
+    async def episode(url: str) -> Trace:
+        async with OpenAIClient(url, "m") as llm:
+            return await run_episode(question, agent, FakeSearchEnv(), llm, Budget(), Decoding())
+
+    with ScriptedServer(helpers.MODEL) as server:
+        trace = asyncio.run(episode(server.url))
+        store = RunStore.open(tmp_path / "run", helpers.fingerprint(rollout, agent, server.url, count=1))
+    try:
+        store.record(trace)
+        predictions = read_jsonl(store.export_predictions([question.id]))
+    finally:
+        store.close()
+    assert trace.outcome is Outcome.ANSWERED and len(trace.steps) == 2
+    assert all(step.llm is not None and step.notes for step in trace.steps) and trace.steps[0].tool_calls
+    _same_types(trace, Trace.model_validate(trace.model_dump()))
+    kept = store.latest[question.id]
+    _same_types(kept, Trace.model_validate(kept.model_dump()), "stored")
+    assert kept.steps == [] and kept.response == "" and kept.outcome is Outcome.ANSWERED
+    assert predictions == [{"id": question.id, "prediction": trace.prediction, "outcome": "answered"}]
+
+
+def test_a_trusted_record_needs_exactly_its_fields() -> None:
+    assert Usage.trusted(prompt_tokens=1, completion_tokens=2, turns=3, tool_calls=4) == Usage(
+        prompt_tokens=1, completion_tokens=2, turns=3, tool_calls=4)
+    with pytest.raises(TypeError, match="exactly its fields"):
+        Usage.trusted(prompt_tokens=1, completion_tokens=2, turns=3)  # a missing field would be missing on disk
+    with pytest.raises(TypeError, match="exactly its fields"):
+        Usage.trusted(prompt_tokens=1, completion_tokens=2, turns=3, tool_calls=4, extra=5)
+
+
+@pytest.mark.parametrize("reply", [
+    {"choices": [{"text": "a", "finish_reason": 5}]},
+    {"choices": [{"message": {"content": "a", "tool_calls": ["not an object"]}}]},
+])
+def test_a_reply_whose_recorded_fields_are_not_typed_is_malformed(reply: dict[str, Any]) -> None:
+    """The model-call record is built unvalidated, so the reply's fields are checked where it is read."""
+    parse = _chat_choice if "message" in reply["choices"][0] else _completion_choice
+    with pytest.raises(TypeError):
+        parse(reply)

@@ -140,10 +140,18 @@ class Episode:
         agent: str = "main",
         notes: dict[str, Any] | None = None,
     ) -> int:
-        """Append a step and return its index (so tool results can be attached later)."""
+        """Append a step and return its index (so tool results can be attached later).
+
+        The arguments are records and values the agent already holds typed (a model
+        call from :meth:`Completion.to_record`, tool calls from the environment), so
+        the step is not validated again (:meth:`Record.trusted`); the lists and the
+        notes are copied, as validation did, so a caller reusing them cannot change
+        a recorded step.
+        """
         index = len(self.steps)
-        self.steps.append(Step(index=index, agent=agent, llm=llm, tool_calls=tool_calls or [],
-                               observation=observation, notes=notes or {}))
+        self.steps.append(Step.trusted(index=index, agent=agent, llm=llm,
+                                       tool_calls=list(tool_calls) if tool_calls else [],
+                                       observation=observation, notes=dict(notes) if notes else {}))
         return index
 
     def update_step(self, index: int, **changes: Any) -> None:

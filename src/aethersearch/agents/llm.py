@@ -54,10 +54,14 @@ class Completion(NamedTuple):
 
         Why the override: a turn continued past a restored stop counts the tokens
         of every reply; building the record once with it avoids a second copy per call.
+        Not validated again (:meth:`Record.trusted`): a Completion's fields are typed
+        where the reply is read (:meth:`OpenAIClient._post` refuses a reply whose
+        fields are not).
         """
         tokens = self.completion_tokens if completion_tokens is None else completion_tokens
-        return LLMCall(text=self.text, prompt_tokens=self.prompt_tokens, completion_tokens=tokens,
-                       finish_reason=self.finish_reason, elapsed_s=round(self.elapsed_s, 6), tool_calls_raw=self.tool_calls)
+        return LLMCall.trusted(text=self.text, prompt_tokens=self.prompt_tokens, completion_tokens=tokens,
+                               finish_reason=self.finish_reason, elapsed_s=round(self.elapsed_s, 6),
+                               tool_calls_raw=list(self.tool_calls))
 
 
 @runtime_checkable
@@ -447,6 +451,7 @@ def _completion_choice(data: Any) -> _Choice:
     text = choice.get("text") or ""
     if not isinstance(text, str):
         raise TypeError("choices[0].text is not a string")
+    _check_finish_reason(choice)
     return choice, text, []
 
 
@@ -456,7 +461,18 @@ def _chat_choice(data: Any) -> _Choice:
     text = message.get("content") or ""
     if not isinstance(text, str):
         raise TypeError("choices[0].message.content is not a string")
-    return choice, text, list(message.get("tool_calls") or [])
+    _check_finish_reason(choice)
+    tool_calls = list(message.get("tool_calls") or [])
+    if not all(isinstance(call, dict) for call in tool_calls):
+        raise TypeError("choices[0].message.tool_calls holds a non-object")
+    return choice, text, tool_calls
+
+
+def _check_finish_reason(choice: dict[str, Any]) -> None:
+    """A reply's ``finish_reason`` is a string or absent (the trace records it unvalidated: ``to_record``)."""
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise TypeError("choices[0].finish_reason is not a string")
 
 
 def _refusal(url: str, status: int, detail: str) -> EndpointError:

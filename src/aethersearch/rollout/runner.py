@@ -53,6 +53,7 @@ from aethersearch.records import (
     ErrorKind,
     Outcome,
     RolloutQuestion,
+    SCHEMA_VERSION,
     RunFingerprint,
     Trace,
     Usage,
@@ -114,7 +115,7 @@ def _usage(episode: Episode) -> Usage:
             prompt += step.llm.prompt_tokens
             completion += step.llm.completion_tokens
         tools += len(step.tool_calls)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, turns=turns, tool_calls=tools)
+    return Usage.trusted(prompt_tokens=prompt, completion_tokens=completion, turns=turns, tool_calls=tools)
 
 
 async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment, llm: Any | None,
@@ -163,10 +164,12 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
             pass
     if error is not None and tracker.exhausted and output.outcome not in ERROR_OUTCOMES:
         error = f"budget: {tracker.exhausted}; {error}"
-    return Trace(id=question.id, question_seen=episode.question_seen, agent=agent.name,
-                 steps=episode.steps, response=output.response, prediction=output.prediction,
-                 outcome=output.outcome, stop_reason=output.stop_reason, error=error, error_kind=kind,
-                 usage=_usage(episode), elapsed_s=round(time.monotonic() - start, 6), attempt=attempt)
+    # not validated again (Record.trusted): every field is the runner's own value or the agent's typed output
+    return Trace.trusted(schema_version=SCHEMA_VERSION, id=question.id, question_seen=episode.question_seen,
+                         agent=agent.name, steps=list(episode.steps), response=output.response,
+                         prediction=output.prediction, outcome=output.outcome, stop_reason=output.stop_reason,
+                         error=error, error_kind=kind, usage=_usage(episode),
+                         elapsed_s=round(time.monotonic() - start, 6), attempt=attempt)
 
 
 #: Error kinds that say the endpoint itself is failing (not this one question).
