@@ -417,15 +417,10 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                     x = touched[j]
                     d = lo + x
                     stats[3] += 1
-                    if p < e and docs[p] < d:  # _seek written out: a call per probe costs more than the probe
-                        while b < be and block_last[b] < d:
-                            b += 1
-                        if b == be:
-                            p = e
-                            break
-                        start = origin[r] + b * bsize
-                        p = start + _below(docs, start, min(start + bsize, e), d)
-                    if p < e and docs[p] == d:
+                    p, b = _seek(docs, block_last, p, e, b, be, origin[r], bsize, d)
+                    if p == e:  # no posting at or past this row: none for the later ones either
+                        break
+                    if docs[p] == d:
                         acc[x] += wr * np.int64(impacts[p] * SCALE + 0.5)
                 pos[r] = p
                 blk[r] = b
