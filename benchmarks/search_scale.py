@@ -70,6 +70,7 @@ SHARED = Path(os.environ.get("AETHER_SHARED_DATA", ROOT.parent / "shared" / "dat
 WIKISPEEDIA = SHARED / "wikispeedia" / "plaintext_articles.tar.gz"
 NQ = SHARED / "qa" / "nq_open" / "NQ-open.dev.jsonl"
 HOTPOT = SHARED / "qa" / "hotpotqa" / "hotpotqa_dev_questions_and_answers.json"
+TARGET_QPS = 100  # issue 16: queries per second per thread at 21M passages, top-3 and top-1000
 
 
 def load_questions(per_source: int) -> list[str]:
@@ -373,11 +374,11 @@ def main() -> None:
     for r in measured_21m:
         for k in args.k:
             got = r[f"top{k}"]
-            missed |= got["ours_qps"] < 100
-            verdict = "meets" if got["ours_qps"] >= 100 else "DOES NOT MEET"
+            met = got["ours_qps"] >= TARGET_QPS
+            missed |= not met
             print(f"top-{k}: MEASURED at {r['passages']:,} passages (wiki-18 size): ours {got['ours_qps']:,.1f} "
-                  f"q/s/thread, bm25s {got['bm25s_qps']:,.1f}, ratio {got['ratio']:.2f}x; {verdict} the "
-                  f">= 100 q/s/thread target", flush=True)
+                  f"q/s/thread, bm25s {got['bm25s_qps']:,.1f}, ratio {got['ratio']:.2f}x; "
+                  f"{'meets' if met else 'DOES NOT MEET'} the >= {TARGET_QPS} q/s/thread target", flush=True)
     if len(rows) > 1 and not measured_21m:
         for k in args.k:
             xs = np.array([r["passages"] for r in rows], dtype=np.float64)
