@@ -204,14 +204,14 @@ def test_many_live_rows_from_two_runs_are_probed_in_row_order(per_term: int) -> 
     """Live rows arrive as one increasing run per essential term; both sorts must order them before probing.
 
     Terms a (rows from 3000) and b (rows from 1000) are essential (top-3 floor 3.75); the
-    low term c holds every row up to 6,000, too many to read for the live rows, so each is
+    low term c holds every row up to 12,000, too many to read for the live rows, so each is
     probed. The top 3 are b's first rows with c (3.85); probing a's run first would move
     c's cursor past b's rows and rank a's rows first.
     """
     pytest.importorskip("numba")
     rows = {0: list(range(3000, 3000 + 2 * per_term, 2)), 1: list(range(1000, 1000 + per_term)),
-            2: list(range(6000))}
-    indptr, docs, impacts, max_impact, blocks = _index(rows, [3.75] * (2 * per_term) + [0.1] * 6000)
+            2: list(range(12000))}
+    indptr, docs, impacts, max_impact, blocks = _index(rows, [3.75] * (2 * per_term) + [0.1] * 12000)
     for query in ([0, 1, 2], [1, 0, 2]):
         tokens = np.array(query, np.int64)
         fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, 3, 1 << 16)

@@ -69,10 +69,11 @@ WINDOW = 1 << 15
 BLOCK = 128
 # A window's live rows take a term by reading its postings there when those are at most
 # this many per live row, else by seeking each row: a seek (block skip, then the row's rank
-# counted in its block: a cache miss or two) costs about as much as 30-60 sequential posting
-# reads (measured on the generated wiki-18 corpus at 1M, 5M and 21M passages: 16 and 64 are
-# no better; benchmarks/search_scale.py).
-MERGE_RATIO = 32
+# counted in its block: a cache miss or two, ~250 cycles at 21M passages) costs about as much
+# as 60-90 sequential posting reads (~3 cycles each once sums are plain float64 adds).
+# Measured on the generated wiki-18 corpus (benchmarks/search_scale.py), top-1000 / top-3:
+# 64 beats 32 by 4% / 2% at 1M, 5% / 1% at 5M, 5% / 1% at 21M passages; 128 is no better.
+MERGE_RATIO = 64
 # Per-term ranks whose impacts are kept as floors for the k-th score: a query for top-k uses
 # the smallest rung >= k (a rung below k would overstate it; none above 1,000: no floor).
 LADDER = (3, 10, 100, 1000)
