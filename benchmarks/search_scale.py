@@ -239,10 +239,10 @@ def measure(n: int, args: argparse.Namespace, questions: list[str], corpus: Any)
             fail(f"index build of {n:,} passages exited {child.exitcode}")
         manifest.write_text(json.dumps(queue.get()))
     build = json.loads(manifest.read_text())
-    if not all((out / INDEX_DIR / name).is_file() for name in BLOCK_FILES):  # cached before block maxima existed
+    if not all((out / INDEX_DIR / name).is_file() for name in BLOCK_FILES):  # cached before some pruning bounds existed
         started = time.perf_counter()
         write_blocks(out / INDEX_DIR, 32_000_000)
-        print(f"  added block maxima to the cached index in {time.perf_counter() - started:.1f} s", flush=True)
+        print(f"  added the pruning bounds to the cached index in {time.perf_counter() - started:.1f} s", flush=True)
     build["bytes_per_posting"] = round(bytes_per_posting(out / INDEX_DIR), 3)  # every file now on disk
     index = BM25MaxScoreIndex(out / INDEX_DIR, GeneratedPassages(n, None),  # type: ignore[arg-type]
                               BM25MaxScoreConfig(), "generated", "generated")

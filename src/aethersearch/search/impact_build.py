@@ -244,8 +244,10 @@ def load_csr(directory: Path) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int
     """The CSR arrays, memory-mapped (a 21M-passage index opens without reading it), and the pruning bounds."""
     missing = [name for name in BLOCK_FILES if not (directory / name).is_file()]
     if missing:
-        raise DataError(directory / missing[0], "the index has no pruning bounds (built before they existed)",
-                        fix="rebuild the index, or add them with aethersearch.search.impact_build.write_blocks")
+        raise DataError(directory / missing[0], "the index has no pruning bounds of this kind (built by an earlier "
+                        "release)", fix="rebuild the index, or add them with "
+                        "aethersearch.search.impact_build.write_blocks (it refuses impacts an earlier release stored "
+                        "off the fixed-point grid)")
     blocks = Blocks(*(np.load(directory / name) for name in BLOCK_FILES))
     return (np.load(directory / INDPTR), np.load(directory / DOCS, mmap_mode="r"),
             np.load(directory / IMPACTS, mmap_mode="r"), np.load(directory / MAX_IMPACT), blocks)

@@ -267,9 +267,10 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
     added posting by posting into a small cache-resident accumulator, the others only
     probed (block skip + a count in the block) for rows that can still beat the k-th score,
     largest bound first. Scores are sums of grid impacts in float64 (see the module
-    docstring), so every bound and comparison is exact; windows go in increasing row order, so a row tied with the k-th of an
-    earlier window never displaces it, and within a window a tied row enters only when
-    its row is earlier than the k-th's: ties go to the earlier row. Before any hit, the
+    docstring), so every bound and comparison is exact; windows go in increasing row
+    order, so a row tied with the k-th of an earlier window never displaces it, and within
+    a window a tied row enters only when its row is earlier than the k-th's: ties go to
+    the earlier row. Before any hit, the
     threshold starts just below the floor from ``kth[:, rung]`` (``rung`` < 0: none).
     """
     n_tok = tokens.shape[0]
