@@ -61,7 +61,7 @@ from aethersearch.records import (
 from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
 from aethersearch.rollout.deadlines import Deadlines
 from aethersearch.rollout.health import ErrorReport, error_report
-from aethersearch.rollout.store import RunStore
+from aethersearch.rollout.store import RunStore, kept_summary
 
 EnvironmentFactory = Callable[[RolloutQuestion], "Environment | Awaitable[Environment]"]
 
@@ -344,7 +344,9 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
         # outside the semaphore: a finished question waiting for its group commit holds no model slot;
         # it counts as done only once its trace is fsynced
         leave()
-        await writer.append(trace)
+        durable = writer.submit(trace)  # encoded now; the full trace is let go before the wait (see submit)
+        trace = kept_summary(trace)
+        await durable
         store.record(trace)
         counts[trace.outcome.value] += 1
         done += 1
