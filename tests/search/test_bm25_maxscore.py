@@ -204,14 +204,14 @@ def test_many_live_rows_from_two_runs_are_probed_in_row_order(per_term: int) -> 
     """Live rows arrive as one increasing run per essential term; both sorts must order them before probing.
 
     Terms a (rows from 3000) and b (rows from 1000) are essential (top-3 floor 3.75); the
-    low term c holds every row up to 6,000, too many to read for the live rows, so each is
+    low term c holds every row up to 12,000, too many to read for the live rows, so each is
     probed. The top 3 are b's first rows with c (3.85); probing a's run first would move
     c's cursor past b's rows and rank a's rows first.
     """
     pytest.importorskip("numba")
     rows = {0: list(range(3000, 3000 + 2 * per_term, 2)), 1: list(range(1000, 1000 + per_term)),
-            2: list(range(6000))}
-    indptr, docs, impacts, max_impact, blocks = _index(rows, [3.75] * (2 * per_term) + [0.1] * 6000)
+            2: list(range(12000))}
+    indptr, docs, impacts, max_impact, blocks = _index(rows, [3.75] * (2 * per_term) + [0.1] * 12000)
     for query in ([0, 1, 2], [1, 0, 2]):
         tokens = np.array(query, np.int64)
         fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, 3, 1 << 16)
@@ -219,6 +219,91 @@ def test_many_live_rows_from_two_runs_are_probed_in_row_order(per_term: int) -> 
         assert fast[0].tolist() == slow[0].tolist() == [1000, 1001, 1002], query
         assert fast[1].tolist() == slow[1].tolist()
         assert maxscore._buffers.stats[3] > 0, "term c was read, not probed: the test no longer covers probing"
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.floats(0, 63.75, width=32))
+def test_snap_moves_an_impact_onto_the_grid_keeping_its_fixed_point_value(value: float) -> None:
+    """The kernel sums stored impacts in float64; that is exact only because each is a multiple of 2**-40."""
+    impact = np.array([value], np.float32)
+    snapped = maxscore.snap(impact)
+    assert maxscore.off_grid(snapped) == 0
+    assert maxscore.quantise(snapped)[0] == maxscore.quantise(impact)[0]
+    if value >= 2.0**-17:  # float32 values this large are already on the grid
+        assert snapped[0] == impact[0]
+
+
+def test_block_maxima_refuses_impacts_off_the_grid_or_negative() -> None:
+    indptr = np.array([0, 2], np.int64)
+    docs = np.array([0, 1], np.int32)
+    for impacts in ([1e-7, 0.5], [-0.25, 0.5]):
+        with pytest.raises(ValueError, match="off the fixed-point grid"):
+            maxscore.block_maxima(np.diff(indptr), docs, np.array(impacts, np.float32))
+    maxscore.block_maxima(np.diff(indptr), docs, maxscore.snap(np.array([1e-7, 0.5], np.float32)))
+
+
+def test_tiny_and_zero_impacts_score_exactly() -> None:
+    """Impacts below 2**-17 (snapped) and postings worth 0 (a whole term, as ``atire`` gives a term in
+    every document, or single postings) rank exactly as exhaustive scoring, each row once.
+
+    A zero posting adds nothing, so the accumulator still reads 0 after it: were its row listed,
+    a later posting would list it again and the row would be scored (and probed) twice.
+    """
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    for case in range(300):
+        n_docs, n_terms = int(rng.integers(10, 300)), int(rng.integers(2, 8))
+        corpus = [[t for t in range(n_terms) if rng.random() < 0.5] for _ in range(n_docs)]
+        indptr, docs, _ = _csr(corpus, n_terms, case)
+        draw = rng.random(len(docs))
+        impacts = np.where(draw < 0.2, 0.0, np.where(draw < 0.5, rng.uniform(1e-9, 1e-5, len(docs)),
+                                                     rng.uniform(1e-5, 1e-3, len(docs))))
+        dead = int(rng.integers(0, n_terms))
+        impacts[indptr[dead]:indptr[dead + 1]] = 0.0
+        impacts = maxscore.snap(impacts.astype(np.float32))
+        max_impact = np.array([impacts[indptr[t]:indptr[t + 1]].max(initial=0.0) for t in range(n_terms)])
+        blocks = maxscore.block_maxima(np.diff(indptr), docs, impacts, int(rng.choice([1, 2, 8, 128])))
+        tokens = rng.integers(0, n_terms, size=rng.integers(1, 6)).astype(np.int64)
+        k, width = int(rng.choice([1, 3, 10, 1000])), int(rng.choice([1, 8, 64, 65536]))
+        slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
+        fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, k, width)
+        assert fast[0].tolist() == slow[0].tolist(), (case, tokens.tolist(), k, width)
+        assert fast[1].tolist() == slow[1].tolist(), (case, tokens.tolist(), k, width)
+
+
+def test_a_zero_posting_does_not_list_its_row_twice() -> None:
+    """Row 5 holds term a with impact 0, then b (both essential), then the probed term c.
+
+    Were row 5 listed on a's zero posting, b would list it again (its cell still reads 0),
+    and c would be probed into it twice: 2.5 instead of 2.25.
+    """
+    pytest.importorskip("numba")
+    rows = {0: [5, 10, 11, 12], 1: [5], 2: list(range(1000))}
+    indptr, docs, impacts, max_impact, blocks = _index(rows, [0.0, 1.0, 1.0, 1.0, 2.0] + [0.25] * 1000)
+    assert blocks.lowest.tolist() == [0.0, 2.0, 0.25]
+    tokens = np.array([0, 1, 2], np.int64)
+    for k in (1, 3):
+        fast = maxscore.maxscore_topk(indptr, docs, impacts, max_impact, blocks, tokens, k)
+        slow = maxscore.exhaustive_topk(indptr, docs, impacts, tokens, k)
+        assert fast[1].tolist() == slow[1].tolist() and fast[1][0] == 2.25, k
+        assert fast[0].tolist() == slow[0].tolist(), k
+        assert maxscore._buffers.stats[3] > 0, "term c was read, not probed: the test no longer covers probing"
+
+
+def test_an_index_built_before_impacts_were_snapped_must_be_rebuilt(tmp_path: Path) -> None:
+    """Old impacts below 2**-17 are off the grid: adding the bounds refuses, naming the file and the fix."""
+    from aethersearch.errors import DataError
+    from aethersearch.search.impact_build import BLOCK_FILES, IMPACTS, write_blocks
+
+    _build(tmp_path, ["red fox jumps", "lazy dog sleeps", "red dog runs"])
+    directory = tmp_path / "idx" / "bm25-maxscore"
+    impacts = np.load(directory / IMPACTS)
+    impacts[0] = np.float32(3e-7)  # as an earlier release stored it
+    np.save(directory / IMPACTS, impacts)
+    (directory / BLOCK_FILES[5]).unlink()
+    with pytest.raises(DataError, match="off the fixed-point grid") as error:
+        write_blocks(directory, 2)
+    assert "rebuild the index" in str(error.value) and IMPACTS in str(error.value)
 
 
 def test_block_maxima_bound_every_block() -> None:
@@ -329,7 +414,7 @@ def test_cli_builds_it_and_the_server_serves_it(tmp_path: Path) -> None:
     assert opened.store.doc_at(7).id in [h["document"]["id"] for h in hits]
 
 
-@pytest.mark.parametrize("missing", [1, 4])  # block maxima; the k-th impacts (indexes of an earlier release)
+@pytest.mark.parametrize("missing", [1, 4, 5])  # block maxima; k-th impacts; lowest impacts (earlier releases)
 def test_an_index_without_pruning_bounds_says_how_to_add_them(tmp_path: Path, missing: int) -> None:
     from aethersearch.errors import DataError
     from aethersearch.search.impact_build import BLOCK_FILES, load_csr, write_blocks

@@ -10,7 +10,8 @@ filled in memory and written sequentially, so peak memory is one chunk plus one
 range buffer plus the vocabulary, whatever the corpus size.
 
 Impacts follow bm25s's formulas (idf by ``method``, tf part ``tf / (tf + k1 (1 - b +
-b |d| / avgdl))``), computed in float64 and stored as float32.
+b |d| / avgdl))``), computed in float64, stored as float32 on the scoring contract's
+fixed-point grid (``maxscore.snap``: the same fixed-point value, so the same scores).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import numpy as np
 import numpy.typing as npt
 
 from aethersearch.errors import ConfigError, DataError
-from aethersearch.search.maxscore import Blocks, block_maxima
+from aethersearch.search.maxscore import Blocks, block_maxima, off_grid, snap
 
 INDPTR, DOCS, IMPACTS, MAX_IMPACT = "indptr.npy", "docs.npy", "impacts.npy", "max_impact.npy"
 # the pruning bounds, one file per field of maxscore.Blocks, in its order
-BLOCK_FILES = ("block_ptr.npy", "block_max.npy", "block_first.npy", "block_last.npy", "term_kth.npy")
+BLOCK_FILES = ("block_ptr.npy", "block_max.npy", "block_first.npy", "block_last.npy", "term_kth.npy",
+               "term_lowest.npy")
 
 
 class NpyFile:
@@ -80,10 +82,10 @@ def idf(method: str, n_docs: int, df: npt.NDArray[np.int64]) -> npt.NDArray[np.f
 
 def impacts_of(tf: npt.NDArray[Any], doc_len: npt.NDArray[Any], term_idf: npt.NDArray[np.float64],
                k1: float, b: float, avg_doc_len: float) -> npt.NDArray[np.float32]:
-    """float32 BM25 impact of each (tf, document length, term idf) triple: the one scoring rule."""
+    """float32 BM25 impact of each (tf, document length, term idf) triple, on the grid: the one scoring rule."""
     tf64 = tf.astype(np.float64)
     norm = k1 * (1.0 - b + b * doc_len.astype(np.float64) / avg_doc_len)
-    return (term_idf * (tf64 / (tf64 + norm))).astype(np.float32)
+    return snap((term_idf * (tf64 / (tf64 + norm))).astype(np.float32))
 
 
 class _Spill:
@@ -216,8 +218,12 @@ def write_blocks(directory: Path, range_postings: int) -> int:
         limit = int(indptr[start_term]) + max(range_postings, 1)
         stop_term = min(max(int(np.searchsorted(indptr, limit, side="right")) - 1, start_term + 1), vocab_size)
         base, top = int(indptr[start_term]), int(indptr[stop_term])
-        parts.append(block_maxima(np.diff(indptr[start_term:stop_term + 1]), docs.read(base, top),
-                                  impacts.read(base, top)))
+        values = impacts.read(base, top)
+        bad = off_grid(values)
+        if bad:  # an index built before impacts were snapped, with impacts below 2**-17
+            raise DataError(impacts.path, f"{bad} impacts of terms {start_term}..{stop_term - 1} are off the "
+                            "fixed-point grid (built by an earlier release)", fix="rebuild the index")
+        parts.append(block_maxima(np.diff(indptr[start_term:stop_term + 1]), docs.read(base, top), values))
         start_term = stop_term
     if not parts:  # an empty vocabulary (every word a stopword)
         parts.append(block_maxima(np.zeros(0, np.int64), np.empty(0, np.int32), np.empty(0, np.float32)))
@@ -227,7 +233,7 @@ def write_blocks(directory: Path, range_postings: int) -> int:
         ptr[at + 1: at + len(part.ptr)] = part.ptr[1:] + offset
         at += len(part.ptr) - 1
         offset += int(part.ptr[-1])
-    merged = [ptr, *(np.concatenate([getattr(x, field) for x in parts]) for field in ("max", "first", "last", "kth"))]
+    merged = [ptr, *(np.concatenate([getattr(x, field) for x in parts]) for field in ("max", "first", "last", "kth", "lowest"))]
     for name, values in zip(BLOCK_FILES, merged, strict=True):
         np.save(directory / name, values)
     return offset

@@ -17,6 +17,14 @@ and a repeated token counts again: an integer sum, so it does not depend on the 
 in which pruning adds the terms (it differs from the float sum by < 1e-11). Hits with
 score 0 are dropped; ties rank by store row, earliest first.
 
+Indexes store their impacts already on that grid (:func:`snap`: each is a multiple of
+``1 / SCALE``, which changes only impacts below 2**-17, and never their fixed-point
+value), so the kernel adds them as float64 as they are: every partial sum is a multiple
+of ``1 / SCALE`` below 2**13, which float64 holds exactly, and it equals the contract's
+integer sum divided by ``SCALE``. That spares the multiply-round-convert per posting
+(measured: ~10% of a top-1000 query at 21M passages). :func:`block_maxima` refuses
+impacts off the grid, so an index whose bounds exist has grid impacts.
+
 Index layout (the bm25s CSC convention, so bm25s can score the same arrays):
 ``indptr`` (int64, vocabulary + 1), ``docs`` (int32 rows, increasing within a
 term), ``impacts`` (float32), and ``max_impact`` (float64 per term, the bound);
@@ -48,8 +56,11 @@ import numpy.typing as npt
 # sum is exact whatever the order of its terms, and pruned and exhaustive scoring agree bit for bit.
 # With impacts below 2**6 and queries under 2**7 tokens, sums stay below 2**53 (exact in float64 too).
 SCALE = float(2**40)
+# The grid step: stored impacts are multiples of it (snap), so are all sums, and a score is
+# above ``floor - GRID`` exactly when it is at least ``floor``.
+GRID = 1.0 / SCALE
 # Rows per MaxScore window: small enough that block maxima bound it tightly and its
-# int64 accumulator (256 KiB) stays in L2, large enough that per-window bookkeeping is
+# float64 accumulator (256 KiB) stays in L2, large enough that per-window bookkeeping is
 # amortised. Measured on the generated wiki-18 corpus (benchmarks/search_scale.py) at 1M,
 # 5M and 21M passages: 32,768 rows beat 8,192 and 16,384 by 8-20%, 65,536 is no better.
 WINDOW = 1 << 15
@@ -58,10 +69,11 @@ WINDOW = 1 << 15
 BLOCK = 128
 # A window's live rows take a term by reading its postings there when those are at most
 # this many per live row, else by seeking each row: a seek (block skip, then the row's rank
-# counted in its block: a cache miss or two) costs about as much as 30-60 sequential posting
-# reads (measured on the generated wiki-18 corpus at 1M, 5M and 21M passages: 16 and 64 are
-# no better; benchmarks/search_scale.py).
-MERGE_RATIO = 32
+# counted in its block: a cache miss or two, ~250 cycles at 21M passages) costs about as much
+# as 60-90 sequential posting reads (~3 cycles each once sums are plain float64 adds).
+# Measured on the generated wiki-18 corpus (benchmarks/search_scale.py), top-1000 / top-3:
+# 64 beats 32 by 4% / 2% at 1M, 5% / 1% at 5M, 5% / 1% at 21M passages; 128 is no better.
+MERGE_RATIO = 64
 # Per-term ranks whose impacts are kept as floors for the k-th score: a query for top-k uses
 # the smallest rung >= k (a rung below k would overstate it; none above 1,000: no floor).
 LADDER = (3, 10, 100, 1000)
@@ -84,16 +96,35 @@ def quantise(impacts: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     return (impacts.astype(np.float64) * SCALE + 0.5).astype(np.int64)
 
 
+def snap(impacts: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    """float32 impacts moved onto the fixed-point grid: ``quantise(c) / SCALE``, with the same fixed-point value.
+
+    Exact in float32: an impact of at least 2**-17 already is a multiple of 2**-40 (its
+    last mantissa bit is worth at least that), so it is unchanged; a smaller one becomes
+    an integer below 2**23 times 2**-40, which float32 holds exactly.
+    """
+    return (quantise(np.asarray(impacts)).astype(np.float64) / SCALE).astype(np.float32)
+
+
+def off_grid(impacts: npt.NDArray[Any]) -> int:
+    """How many impacts are negative or not multiples of ``1 / SCALE`` (0 for a valid index)."""
+    values = np.asarray(impacts, dtype=np.float32)
+    return int(np.count_nonzero((values < 0) | (snap(values) != values)))
+
+
 class Blocks(NamedTuple):
     """Pruning bounds of a CSR index: block maxima (``ptr``, int64, vocabulary + 1, indexes the
-    per-block arrays) and ``kth``: per term (rows) the impact of rank ``LADDER[j]`` (columns),
-    0 where the term has fewer postings."""
+    per-block arrays); ``kth``: per term (rows) the impact of rank ``LADDER[j]`` (columns),
+    0 where the term has fewer postings; ``lowest``: per term its smallest impact (0 when it
+    has none), which tells the kernel whether a posting can add 0 (e.g. ``atire``'s idf of a
+    term in every document)."""
 
     ptr: npt.NDArray[np.int64]
     max: npt.NDArray[np.float32]
     first: npt.NDArray[np.int32]
     last: npt.NDArray[np.int32]
     kth: npt.NDArray[np.float32]
+    lowest: npt.NDArray[np.float32]
     size: int = BLOCK
 
 
@@ -115,8 +146,13 @@ def block_maxima(counts: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.
                  size: int = BLOCK) -> Blocks:
     """Blocks of whole terms laid out back to back (``counts`` postings each): one index, or one build range.
 
-    ``ptr`` starts at 0; a range's arrays are concatenated by offsetting ``ptr``.
+    ``ptr`` starts at 0; a range's arrays are concatenated by offsetting ``ptr``. Raises
+    ``ValueError`` when an impact is negative or off the fixed-point grid (not :func:`snap`-ped):
+    the kernel's float64 sums are exact only on the grid.
     """
+    bad = off_grid(impacts)
+    if bad:
+        raise ValueError(f"{bad} impacts are negative or off the fixed-point grid; store snap(impacts)")
     counts = np.asarray(counts, dtype=np.int64)
     n_blocks = (counts + size - 1) // size
     ptr = np.zeros(len(counts) + 1, np.int64)
@@ -126,11 +162,16 @@ def block_maxima(counts: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.
     start = term_start[owner] + (np.arange(int(ptr[-1])) - ptr[:-1][owner]) * size
     stop = np.minimum(start + size, (term_start + counts)[owner])
     kth = kth_impacts(counts, impacts)
+    values = np.asarray(impacts, dtype=np.float32)
+    lowest = np.zeros(len(counts), np.float32)
+    held = np.flatnonzero(counts > 0)
+    if len(held):
+        lowest[held] = np.minimum.reduceat(values, (np.cumsum(counts) - counts)[held])
     if not len(start):
-        return Blocks(ptr, np.empty(0, np.float32), np.empty(0, np.int32), np.empty(0, np.int32), kth, size)
+        return Blocks(ptr, np.empty(0, np.float32), np.empty(0, np.int32), np.empty(0, np.int32), kth, lowest, size)
     # blocks tile the postings contiguously, so reduceat's segments are exactly the blocks
-    return Blocks(ptr, np.maximum.reduceat(np.asarray(impacts, dtype=np.float32), start),
-                  np.asarray(docs[start], dtype=np.int32), np.asarray(docs[stop - 1], dtype=np.int32), kth, size)
+    return Blocks(ptr, np.maximum.reduceat(values, start), np.asarray(docs[start], dtype=np.int32),
+                  np.asarray(docs[stop - 1], dtype=np.int32), kth, lowest, size)
 
 
 def exhaustive_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.NDArray[Any],
@@ -213,7 +254,7 @@ def _seek(docs: Any, block_last: Any, p: Any, e: Any, b: Any, be: Any, origin: A
 
 
 def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_ptr: Any, block_max: Any,
-                  block_first: Any, block_last: Any, bsize: int, kth: Any, rung: int, tokens: Any, k: int,
+                  block_first: Any, block_last: Any, bsize: int, kth: Any, lowest: Any, rung: int, tokens: Any, k: int,
                   width: int, acc: Any, touched: Any, stats: Any) -> tuple[Any, Any]:  # pragma: no cover - compiled by numba
     """Block-max MaxScore over windows of rows: exact top-k, best first.
 
@@ -225,15 +266,15 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
     posting, else its terms split again by those tighter bounds: the essential ones are
     added posting by posting into a small cache-resident accumulator, the others only
     probed (block skip + a count in the block) for rows that can still beat the k-th score,
-    largest bound first. Scores are integers (fixed point), so every bound and comparison
-    is exact; windows go in increasing row order, so a row tied with the k-th of an
+    largest bound first. Scores are sums of grid impacts in float64 (see the module
+    docstring), so every bound and comparison is exact; windows go in increasing row order, so a row tied with the k-th of an
     earlier window never displaces it, and within a window a tied row enters only when
     its row is earlier than the k-th's: ties go to the earlier row. Before any hit, the
     threshold starts just below the floor from ``kth[:, rung]`` (``rung`` < 0: none).
     """
     n_tok = tokens.shape[0]
     uniq = np.empty(n_tok, np.int64)
-    weight = np.zeros(n_tok, np.int64)
+    weight = np.zeros(n_tok, np.float64)
     m = 0
     for i in range(n_tok):
         t = tokens[i]
@@ -247,18 +288,19 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
             found = m
             m += 1
         weight[found] += 1
-    bound = np.empty(m, np.int64)
+    bound = np.empty(m, np.float64)
     for j in range(m):
-        bound[j] = weight[j] * np.int64(max_impact[uniq[j]] * SCALE + 0.5)
+        bound[j] = weight[j] * max_impact[uniq[j]]
     order = np.argsort(bound, kind="mergesort")
-    w = np.empty(m, np.int64)
-    prefix = np.empty(m, np.int64)
+    w = np.empty(m, np.float64)
+    prefix = np.empty(m, np.float64)
     pos = np.empty(m, np.int64)
     end = np.empty(m, np.int64)
     blk = np.empty(m, np.int64)
     bend = np.empty(m, np.int64)
     origin = np.empty(m, np.int64)  # block x of term r starts at posting origin[r] + x * bsize
-    total = 0
+    checked = np.empty(m, np.bool_)  # the term has zero impacts: a posting lists its row only if > 0
+    total = 0.0
     for r in range(m):
         t = uniq[order[r]]
         w[r] = weight[order[r]]
@@ -269,23 +311,24 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
         blk[r] = block_ptr[t]
         bend[r] = block_ptr[t + 1]
         origin[r] = indptr[t] - block_ptr[t] * bsize
-    heap_s = np.empty(k, np.int64)
+        checked[r] = not lowest[t] > 0
+    heap_s = np.empty(k, np.float64)
     heap_d = np.empty(k, np.int64)
     size = 0
     # a hit must score above 0, and above the k-th once k are held; and never below the floor: k
     # documents of one term score at least its rung's impact (a row equal to the floor still counts)
-    threshold = np.int64(0)
+    threshold = 0.0
     if rung >= 0:
         for j in range(m):
-            floor = weight[j] * np.int64(kth[uniq[j], rung] * SCALE + 0.5)
-            if floor - 1 > threshold:
-                threshold = floor - 1
+            floor = weight[j] * np.float64(kth[uniq[j], rung])
+            if floor - GRID > threshold:
+                threshold = floor - GRID
     first = 0
     while first < m and prefix[first] <= threshold:
         first += 1
-    wb = np.empty(m, np.int64)  # per-term bound in this window
+    wb = np.empty(m, np.float64)  # per-term bound in this window
     lorder = np.empty(m, np.int64)  # terms by window bound, ascending
-    lpre = np.empty(m, np.int64)
+    lpre = np.empty(m, np.float64)
     nb = np.empty(m, np.int64)  # per-term blocks overlapping this window
     none = np.int64(1) << 62
     while first < m:
@@ -297,17 +340,17 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
             break
         hi = lo + width
         stats[0] += 1
-        total = 0
+        total = 0.0
         for r in range(m):
             b = blk[r]
             be = bend[r]
             while b < be and block_last[b] < lo:
                 b += 1
             blk[r] = b
-            top = np.int64(0)
+            top = 0.0
             overlap = 0
             while b < be and block_first[b] < hi:
-                v = np.int64(block_max[b] * SCALE + 0.5)
+                v = np.float64(block_max[b])
                 if v > top:
                     top = v
                 overlap += 1
@@ -324,7 +367,7 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                     lorder[i] = lorder[i - 1]
                     i -= 1
                 lorder[i] = r
-            running = 0
+            running = 0.0
             for i in range(m):
                 running += wb[lorder[i]]
                 lpre[i] = running
@@ -334,7 +377,8 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
             count = 0
             stats[1] += 1
             # The essential term with the most postings here goes first: the accumulator is all
-            # zero then, so its postings are stored without reading it.
+            # zero then, so its postings are stored without reading it, and their rows listed by a
+            # copy of their own (it vectorises: +5% over listing inside the scatter loop).
             big = lfirst
             for i in range(lfirst + 1, m):
                 if nb[lorder[i]] > nb[lorder[big]]:
@@ -349,22 +393,29 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                 if p < e and docs[p] < lo:
                     p, blk[r] = _seek(docs, block_last, p, e, blk[r], bend[r], origin[r], bsize, lo)
                 wr = w[r]
+                check = checked[r]
                 stop = p
                 if stop < e and docs[stop] < hi:
                     stop, blk[r] = _seek(docs, block_last, stop, e, blk[r], bend[r], origin[r], bsize, hi)
-                if i == lfirst:
+                # A row is listed on its first posting; a posting of 0 (only in a term with zero
+                # impacts) adds nothing and must not list it, or a later posting would list it twice.
+                # The check is loop-invariant, so the compiler keeps two loops and the usual
+                # all-positive term pays nothing for it (measured: the per-posting compare cost ~10%).
+                if i == lfirst and not check:
                     for q in range(np.uint64(p), np.uint64(stop)):  # (unsigned indices: see _below)
-                        s = np.int64(impacts[q] * SCALE + 0.5)
-                        x = np.uint32(docs[q] - lo)
-                        touched[count] = x
-                        count += int(s > 0)
-                        acc[x] = wr * s
-                else:
+                        acc[np.uint32(docs[q] - lo)] = wr * np.float64(impacts[q])
+                    for q in range(np.uint64(p), np.uint64(stop)):
+                        touched[q - np.uint64(p)] = np.uint32(docs[q] - lo)
+                    count = stop - p
+                else:  # (a first term with zero impacts: the accumulator reads 0 everywhere, as it should)
                     for q in range(np.uint64(p), np.uint64(stop)):  # branch-free: a row's first posting lists it
-                        s = np.int64(impacts[q] * SCALE + 0.5)
+                        s = np.float64(impacts[q])
                         x = np.uint32(docs[q] - lo)
                         touched[count] = x
-                        count += (acc[x] == 0) & (s > 0)  # (a zero adds nothing: acc == 0 means untouched)
+                        if check:
+                            count += (acc[x] == 0) & (s > 0)  # acc == 0 means untouched
+                        else:
+                            count += acc[x] == 0
                         acc[x] += wr * s
                 stats[2] += stop - p
                 pos[r] = stop
@@ -404,7 +455,7 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                         stop, blk[r] = _seek(docs, block_last, stop, e, blk[r], bend[r], origin[r], bsize, hi)
                     for q in range(np.uint64(p), np.uint64(stop)):  # branch-free: only live rows take it
                         x = np.uint32(docs[q] - lo)
-                        acc[x] += (acc[x] != 0) * (wr * np.int64(impacts[q] * SCALE + 0.5))
+                        acc[x] += (acc[x] != 0) * (wr * np.float64(impacts[q]))
                     stats[2] += stop - p
                     pos[r] = stop
                     continue
@@ -421,13 +472,13 @@ def _block_max_py(indptr: Any, docs: Any, impacts: Any, max_impact: Any, block_p
                     if p == e:  # no posting at or past this row: none for the later ones either
                         break
                     if docs[p] == d:
-                        acc[x] += wr * np.int64(impacts[p] * SCALE + 0.5)
+                        acc[x] += wr * np.float64(impacts[p])
                 pos[r] = p
                 blk[r] = b
             for j in range(alive):  # any row order: a row tied with the k-th enters only if earlier
                 x = touched[j]
                 score = acc[x]
-                acc[x] = 0
+                acc[x] = 0.0
                 if score > threshold or (size == k and score == threshold and lo + x < heap_d[0]):
                     stats[4] += 1
                     size = _heap_insert(heap_s, heap_d, size, k, score, lo + x)
@@ -523,12 +574,12 @@ def maxscore_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt
     tokens = np.ascontiguousarray(tokens, dtype=np.int64)
     acc = getattr(_buffers, "acc", None)
     if acc is None:
-        acc = _buffers.acc = np.zeros(1 << 16, np.int64)
+        acc = _buffers.acc = np.zeros(1 << 16, np.float64)
         _buffers.touched = np.empty(1 << 16, np.uint32)  # window offsets
     # per query, for profiling: windows, windows scored, postings read in full, seeks, heap insertions
     stats = _buffers.stats = np.zeros(5, np.int64)
     rung = next((j for j, rank in enumerate(LADDER) if rank >= k), -1)
-    rows, fixed = kernel(indptr, docs, impacts, max_impact, blocks.ptr, blocks.max, blocks.first, blocks.last,
-                         int(blocks.size), blocks.kth, rung, tokens, int(k), int(width), acc, _buffers.touched,
+    rows, scores = kernel(indptr, docs, impacts, max_impact, blocks.ptr, blocks.max, blocks.first, blocks.last,
+                         int(blocks.size), blocks.kth, blocks.lowest, rung, tokens, int(k), int(width), acc, _buffers.touched,
                          stats)
-    return rows, fixed / SCALE
+    return rows, scores
