@@ -123,3 +123,45 @@ def test_a_reply_whose_recorded_fields_are_not_typed_is_malformed(reply: dict[st
     parse = _chat_choice if "message" in reply["choices"][0] else _completion_choice
     with pytest.raises(TypeError):
         parse(reply)
+
+
+def test_a_finished_question_lets_go_of_its_full_trace_before_waiting_for_its_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the summary waits for the fsync: the steps were freed while hot (issue 16), and done still means on disk."""
+    import os
+    import weakref
+
+    from aethersearch.rollout import runner as runner_module
+    from aethersearch.rollout import store as store_module
+
+    qs = helpers.questions(12)
+    rollout = helpers.write_rollout(tmp_path / "rollout_questions.jsonl", qs)
+    agent = SearchR1Agent(tokenizer="regex", prompt_format="raw", chat_template="raw")
+    full_traces: list[weakref.ref[Trace]] = []
+    alive_at_fsync: list[int] = []
+    real_episode, real_fsync = runner_module.run_episode, os.fsync
+
+    async def recording_episode(*args: Any, **kwargs: Any) -> Trace:
+        trace = await real_episode(*args, **kwargs)
+        full_traces.append(weakref.ref(trace))
+        return trace
+
+    def fsync(fd: int) -> None:  # in the writer thread, while finished questions wait for this commit
+        alive_at_fsync.append(sum(ref() is not None for ref in full_traces))
+        real_fsync(fd)
+
+    monkeypatch.setattr(runner_module, "run_episode", recording_episode)
+    monkeypatch.setattr(store_module.os, "fsync", fsync)
+    done_rows: list[tuple[int, int]] = []
+
+    def progress(event: Progress) -> None:
+        done_rows.append((event.done, (tmp_path / "run" / "traces.jsonl").read_bytes().count(b"\n")))
+
+    with ScriptedServer(helpers.MODEL, latency_s=0.01) as server:
+        fp = helpers.fingerprint(rollout, agent, server.url, count=len(qs))
+        summary = run_questions(qs, agent, lambda q: FakeSearchEnv(), Budget(), tmp_path / "run", fp,
+                                llm=OpenAIClient(server.url, "m"), concurrency=4, progress=progress)
+    assert summary.outcomes == {"answered": 12} and len(full_traces) == 12
+    assert alive_at_fsync and alive_at_fsync == [0] * len(alive_at_fsync)  # none kept across a commit wait
+    assert all(rows >= done for done, rows in done_rows)  # still reported done only once on disk
+    assert all(len(t["steps"]) == 2 for t in read_jsonl(tmp_path / "run" / "traces.jsonl"))  # full on disk

@@ -38,7 +38,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -59,8 +59,9 @@ from aethersearch.records import (
     Usage,
 )
 from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
+from aethersearch.rollout.deadlines import Deadlines
 from aethersearch.rollout.health import ErrorReport, error_report
-from aethersearch.rollout.store import RunStore
+from aethersearch.rollout.store import RunStore, kept_summary
 
 EnvironmentFactory = Callable[[RolloutQuestion], "Environment | Awaitable[Environment]"]
 
@@ -120,11 +121,14 @@ def _usage(episode: Episode) -> Usage:
 
 async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment, llm: Any | None,
                       budget: Budget, decoding: Decoding, *, attempt: int = 1,
-                      timeout_s: float | None = None, effective: Decoding | None = None) -> Trace:
+                      timeout_s: float | None = None, effective: Decoding | None = None,
+                      deadlines: Deadlines | None = None) -> Trace:
     """Run one question to a Trace; every failure becomes an outcome, never an exception.
 
     ``effective`` is ``agent.effective_decoding(decoding)`` when the caller already has it
-    (the runner computes it once per run, not once per question).
+    (the runner computes it once per run, not once per question). ``deadlines`` is the
+    run's shared deadline queue for ``timeout_s`` (the runner keeps one per run: one
+    timer for all questions); without it a question past ``timeout_s`` is stopped all the same.
     """
     start = time.monotonic()
     tracker = BudgetTracker(budget)
@@ -136,8 +140,13 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
     error: str | None = None
     kind: ErrorKind | None = None
     output: AgentOutput
+    if not timeout_s:
+        deadlines = None
+    elif deadlines is None or deadlines.seconds != timeout_s:
+        deadlines = Deadlines(timeout_s)
     try:
-        async with asyncio.timeout(timeout_s or None):  # in this task: wait_for made a second task per question
+        # in this task (wait_for made a second task per question), one timer per run (see Deadlines)
+        with deadlines.start() if deadlines is not None else nullcontext():
             try:  # inline, not a helper coroutine: every resume of the episode passes each await layer
                 output = await agent.solve(episode)
             except BudgetExhausted:
@@ -295,6 +304,7 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
     writer = store.writer()
     running = len(todo)  # episodes not yet finished (or skipped)
     effective = agent.effective_decoding(decoding)  # agents are stateless across episodes: one per run
+    deadlines = Deadlines(question_timeout_s) if question_timeout_s else None  # one timer for every question
 
     def leave() -> None:
         """An episode is finished or skipped; after the last one, commit without waiting for the window."""
@@ -320,7 +330,8 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
             else:
                 trace = await run_episode(question, agent, env, llm, budget, decoding,
                                           attempt=store.next_attempt(question.id),
-                                          timeout_s=question_timeout_s, effective=effective)
+                                          timeout_s=question_timeout_s, effective=effective,
+                                          deadlines=deadlines)
             # the endpoint's health is judged as soon as the outcome is known, before the slot is freed,
             # so a dead server stops new questions at once
             if trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS:
@@ -333,7 +344,9 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
         # outside the semaphore: a finished question waiting for its group commit holds no model slot;
         # it counts as done only once its trace is fsynced
         leave()
-        await writer.append(trace)
+        durable = writer.submit(trace)  # encoded now; the full trace is let go before the wait (see submit)
+        trace = kept_summary(trace)
+        await durable
         store.record(trace)
         counts[trace.outcome.value] += 1
         done += 1
