@@ -124,3 +124,27 @@ def test_run_episode_with_a_shared_queue_records_the_deadline_outcome(tmp_path: 
     # fast questions end on their budget; slow ones at their deadline, recorded as such (not a crash, not a hang)
     assert outcomes == [("budget", Outcome.BUDGET.value, True), ("deadline", Outcome.ENDPOINT_ERROR.value, True)] * 2
     assert left == 0
+
+
+class _TimingOutTool(FakeSearchEnv):
+    """A search tool whose own client times out (raises ``TimeoutError``) at once."""
+
+    async def search(self, query: str, k: int):  # type: ignore[no-untyped-def]
+        raise TimeoutError("search backend read timed out")
+
+
+@pytest.mark.parametrize("timeout_s", [None, 30.0])
+def test_a_tools_own_timeout_is_a_tool_error_not_the_deadline(timeout_s: float | None) -> None:
+    """Only the question's deadline is recorded as one: a tool's TimeoutError, with or without a
+    deadline set, is that tool's fault (it crashed the run without one, and was labelled a deadline with one)."""
+    agent = SearchR1Agent(tokenizer="regex", prompt_format="raw", chat_template="raw")
+
+    async def main() -> tuple[str, str, str | None, str | None]:
+        trace = await run_episode(RolloutQuestion(id="q0", question="Who?"), agent, _TimingOutTool(),
+                                  _SearchingModel(), Budget(max_turns=2, max_tool_calls=2), Decoding(),
+                                  timeout_s=timeout_s)
+        return trace.stop_reason, trace.outcome.value, trace.error, trace.error_kind
+
+    stop, outcome, error, kind = asyncio.run(main())
+    assert (stop, outcome, kind) == ("tool_error", Outcome.TOOL_ERROR.value, "tool")
+    assert error == "TimeoutError: search backend read timed out"

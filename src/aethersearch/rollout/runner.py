@@ -144,9 +144,10 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
         deadlines = None
     elif deadlines is None or deadlines.seconds != timeout_s:
         deadlines = Deadlines(timeout_s)
+    # in this task (wait_for made a second task per question), one timer per run (see Deadlines)
+    guard = deadlines.start() if deadlines is not None else None
     try:
-        # in this task (wait_for made a second task per question), one timer per run (see Deadlines)
-        with deadlines.start() if deadlines is not None else nullcontext():
+        with guard if guard is not None else nullcontext():
             try:  # inline, not a helper coroutine: every resume of the episode passes each await layer
                 output = await agent.solve(episode)
             except BudgetExhausted:
@@ -158,14 +159,15 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
         kind = endpoint_error_kind(exc)
         outcome = Outcome.REQUEST_REJECTED if kind in DETERMINISTIC_KINDS else Outcome.ENDPOINT_ERROR
         output, error = AgentOutput("", None, outcome, outcome.value), str(exc)
-    except TimeoutError:
-        output, kind = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "deadline"), ErrorKind.DEADLINE
-        error = f"question {question.id!r} passed its {timeout_s:g}s deadline"
     except BudgetExhausted as exc:  # the forced final answer itself tried to overrun
         output, error = AgentOutput("", None, Outcome.BUDGET, "budget"), str(exc)
     except Exception as exc:  # noqa: BLE001 — a tool or agent fault is this question's outcome
-        output, kind = AgentOutput("", None, Outcome.TOOL_ERROR, "tool_error"), ErrorKind.TOOL
-        error = f"{type(exc).__name__}: {exc}"
+        if guard is not None and guard.expired and isinstance(exc, TimeoutError):  # this question's deadline
+            output, kind = AgentOutput("", None, Outcome.ENDPOINT_ERROR, "deadline"), ErrorKind.DEADLINE
+            error = f"question {question.id!r} passed its {timeout_s:g}s deadline"
+        else:  # a tool's own TimeoutError included: the deadline did not fire, so it is not one
+            output, kind = AgentOutput("", None, Outcome.TOOL_ERROR, "tool_error"), ErrorKind.TOOL
+            error = f"{type(exc).__name__}: {exc}"
     finally:
         try:
             await env.close()
