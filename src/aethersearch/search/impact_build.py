@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from aethersearch.errors import ConfigError, DataError
-from aethersearch.search.maxscore import Blocks, block_maxima, off_grid, snap
+from aethersearch.search.maxscore import Blocks, OffGridError, block_maxima, snap
 
 INDPTR, DOCS, IMPACTS, MAX_IMPACT = "indptr.npy", "docs.npy", "impacts.npy", "max_impact.npy"
 # the pruning bounds, one file per field of maxscore.Blocks, in its order
@@ -218,12 +218,12 @@ def write_blocks(directory: Path, range_postings: int) -> int:
         limit = int(indptr[start_term]) + max(range_postings, 1)
         stop_term = min(max(int(np.searchsorted(indptr, limit, side="right")) - 1, start_term + 1), vocab_size)
         base, top = int(indptr[start_term]), int(indptr[stop_term])
-        values = impacts.read(base, top)
-        bad = off_grid(values)
-        if bad:  # an index built before impacts were snapped, with impacts below 2**-17
-            raise DataError(impacts.path, f"{bad} impacts of terms {start_term}..{stop_term - 1} are off the "
-                            "fixed-point grid (built by an earlier release)", fix="rebuild the index")
-        parts.append(block_maxima(np.diff(indptr[start_term:stop_term + 1]), docs.read(base, top), values))
+        try:
+            parts.append(block_maxima(np.diff(indptr[start_term:stop_term + 1]), docs.read(base, top),
+                                      impacts.read(base, top)))
+        except OffGridError as exc:  # an index built before impacts were snapped, with impacts below 2**-17
+            raise DataError(impacts.path, f"{exc.count} impacts of terms {start_term}..{stop_term - 1} are off the "
+                            "fixed-point grid (built by an earlier release)", fix="rebuild the index") from exc
         start_term = stop_term
     if not parts:  # an empty vocabulary (every word a stopword)
         parts.append(block_maxima(np.zeros(0, np.int64), np.empty(0, np.int32), np.empty(0, np.float32)))

@@ -112,6 +112,14 @@ def off_grid(impacts: npt.NDArray[Any]) -> int:
     return int(np.count_nonzero((values < 0) | (snap(values) != values)))
 
 
+class OffGridError(ValueError):
+    """Impacts the kernel cannot sum exactly: negative, or not :func:`snap`-ped (``count`` of them)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"{count} impacts are negative or off the fixed-point grid; store snap(impacts)")
+        self.count = count
+
+
 class Blocks(NamedTuple):
     """Pruning bounds of a CSR index: block maxima (``ptr``, int64, vocabulary + 1, indexes the
     per-block arrays); ``kth``: per term (rows) the impact of rank ``LADDER[j]`` (columns),
@@ -147,12 +155,12 @@ def block_maxima(counts: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt.
     """Blocks of whole terms laid out back to back (``counts`` postings each): one index, or one build range.
 
     ``ptr`` starts at 0; a range's arrays are concatenated by offsetting ``ptr``. Raises
-    ``ValueError`` when an impact is negative or off the fixed-point grid (not :func:`snap`-ped):
-    the kernel's float64 sums are exact only on the grid.
+    :class:`OffGridError` when an impact is negative or off the fixed-point grid (not
+    :func:`snap`-ped): the kernel's float64 sums are exact only on the grid.
     """
     bad = off_grid(impacts)
     if bad:
-        raise ValueError(f"{bad} impacts are negative or off the fixed-point grid; store snap(impacts)")
+        raise OffGridError(bad)
     counts = np.asarray(counts, dtype=np.int64)
     n_blocks = (counts + size - 1) // size
     ptr = np.zeros(len(counts) + 1, np.int64)
