@@ -11,7 +11,7 @@ exactly when ``asyncio.timeout`` would, at the cost of a deque append per questi
 
 The semantics are ``asyncio.timeout``'s: an overdue question's task is cancelled,
 and the :class:`CancelledError` raised inside the guarded block becomes a
-``TimeoutError`` (:meth:`Deadline.timed_out`) unless the task was also cancelled
+``TimeoutError`` (:meth:`Deadline.__exit__`) unless the task was also cancelled
 by someone else, in which case the cancellation goes on.
 """
 
