@@ -86,9 +86,10 @@ from aethersearch.agents.scripted_server import (
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.environment import ToolResult
 from aethersearch.jsonl import write_jsonl
-from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, RunLimits, ToolCall
+from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, RunLimits
 from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
 from aethersearch.rollout.runner import run_questions_async
+from aethersearch.search.environment import refused_call, served_call
 
 TURNS = 4
 LATENCY_S = 0.05
@@ -111,16 +112,15 @@ _RULE = search_r1_rule(lambda q: "answer " + q.split()[-1].rstrip("?"), searches
 
 
 class StaticSearch:
-    """Instant search (the benchmark measures the harness, not retrieval)."""
+    """Instant search (the benchmark measures the harness, not retrieval); its records as the product's search makes them."""
 
     tools = ("search",)
 
     async def search(self, query: str, k: int) -> ToolResult:
-        return ToolResult(DOCS[:k], ToolCall(tool="search", arguments={"query": query, "k": k},
-                                             returned_ids=[d.id for d in DOCS[:k]]))
+        return served_call("search", {"query": query, "k": k}, DOCS[:k], time.perf_counter())
 
     async def visit(self, page: str) -> ToolResult:
-        return ToolResult([], ToolCall(tool="visit", arguments={"page": page}, error="no pages"))
+        return refused_call("visit", {"page": page}, "no pages", time.perf_counter())
 
     async def close(self) -> None:
         return None

@@ -70,7 +70,18 @@ class Record(BaseModel):
         if fields.keys() != cls.__pydantic_fields__.keys():
             raise TypeError(f"{cls.__name__}.trusted needs exactly its fields "
                             f"{sorted(cls.__pydantic_fields__)}, got {sorted(fields)}")
-        record = cls.__new__(cls)
+        return cls.adopt(fields)
+
+    @classmethod
+    def adopt(cls, fields: dict[str, Any]) -> Self:
+        """The record whose field dict is ``fields`` itself (taken over, not copied, checked or validated).
+
+        For a dict that already holds exactly this record's fields, each of its declared
+        type: a copy of another record's ``__dict__`` with some values replaced (e.g.
+        :func:`aethersearch.rollout.store.kept_summary`). Anything else goes through
+        :meth:`trusted`, which checks the field names first.
+        """
+        record = object.__new__(cls)
         _set_attribute(record, "__dict__", fields)
         _set_attribute(record, "__pydantic_fields_set__", set(fields))
         _set_attribute(record, "__pydantic_extra__", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,29 @@ def test_a_finished_question_lets_go_of_its_full_trace_before_waiting_for_its_co
     assert alive_at_fsync and alive_at_fsync == [0] * len(alive_at_fsync)  # none kept across a commit wait
     assert all(rows >= done for done, rows in done_rows)  # still reported done only once on disk
     assert all(len(t["steps"]) == 2 for t in read_jsonl(tmp_path / "run" / "traces.jsonl"))  # full on disk
+
+
+def test_the_search_environments_call_records_equal_validated_ones() -> None:
+    """The product's search records its tool calls unvalidated (issue 16): each equals the validated record."""
+    from aethersearch.records import Document, ToolCall
+    from aethersearch.search.environment import refused_call, served_call
+
+    documents = [Document(id="d1", title="T", text="x"), Document(id="d2", title="U", text="y")]
+    served = served_call("search", {"query": "q", "k": 2}, documents, time.perf_counter())
+    refused = refused_call("visit", {"page": "p"}, "unknown page 'p'", time.perf_counter())
+    assert served.documents == documents and served.call.returned_ids == ["d1", "d2"] and served.call.error is None
+    assert refused.documents == [] and refused.call.error == "unknown page 'p'" and refused.call.elapsed_s >= 0
+    for result in (served, refused):
+        _same_types(result.call, ToolCall.model_validate(result.call.model_dump()), "call")
+
+
+def test_prediction_lines_are_exactly_what_write_jsonl_writes(tmp_path: Path) -> None:
+    """predictions.jsonl is written without model_dump; its bytes are the canonical ones, enum and None included."""
+    from aethersearch.jsonl import encode_jsonl
+    from aethersearch.records import Prediction
+    from aethersearch.rollout.store import encode_line
+
+    rows = [Prediction(id="q1", prediction="Paris", outcome=Outcome.ANSWERED),
+            Prediction(id="q2\u2028", prediction=None, outcome=Outcome.ENDPOINT_ERROR),
+            Prediction.trusted(id="q3", prediction="I don't know", outcome=Outcome.ABSTAINED)]
+    assert b"".join(map(encode_line, rows)) == encode_jsonl(rows)

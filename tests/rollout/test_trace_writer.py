@@ -114,11 +114,11 @@ def _rich_trace(notes: dict[str, object]) -> Trace:
 ])
 def test_encoded_trace_lines_are_exactly_the_canonical_dumps(notes: dict[str, object]) -> None:
     from aethersearch.jsonl import dumps
-    from aethersearch.rollout.store import encode_trace
+    from aethersearch.rollout.store import encode_line
 
     trace = _rich_trace(notes)
-    assert encode_trace(trace) == dumps(trace) + b"\n"
-    assert encode_trace(_trace(7)) == dumps(_trace(7)) + b"\n"
+    assert encode_line(trace) == dumps(trace) + b"\n"
+    assert encode_line(_trace(7)) == dumps(_trace(7)) + b"\n"
 
 
 def test_traces_finishing_within_one_window_share_one_fsync_and_commit_now_does_not_wait(tmp_path: Path) -> None:

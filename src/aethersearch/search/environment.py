@@ -30,16 +30,27 @@ def _check_tools(tools: tuple[str, ...]) -> tuple[str, ...]:
     return tools
 
 
-def _refused(tool: str, arguments: dict[str, object], message: str, started: float) -> ToolResult:
+def refused_call(tool: str, arguments: dict[str, object], message: str, started: float) -> ToolResult:
     """A refused call: no documents, the reason in ``call.error``."""
-    return ToolResult([], ToolCall(tool=tool, arguments=arguments, error=message,
-                                   elapsed_s=time.perf_counter() - started))
+    return _result(tool, arguments, [], message, started)
 
 
-def _served(tool: str, arguments: dict[str, object], documents: list[Document], started: float) -> ToolResult:
+def served_call(tool: str, arguments: dict[str, object], documents: list[Document], started: float) -> ToolResult:
     """A successful call: the documents in rank order and their ids in the trace."""
-    return ToolResult(documents, ToolCall(tool=tool, arguments=arguments, returned_ids=[d.id for d in documents],
-                                          elapsed_s=time.perf_counter() - started))
+    return _result(tool, arguments, documents, None, started)
+
+
+def _result(tool: str, arguments: dict[str, object], documents: list[Document], error: str | None,
+            started: float) -> ToolResult:
+    """The call's record, not validated again (:meth:`Record.trusted`): every field is built here, typed.
+
+    Why: a search is made every turn of an episode; validating the record of values
+    this module just made cost ~1 µs a call on the rollout hot path (issue 16).
+    """
+    call = ToolCall.trusted(tool=tool, arguments=arguments, returned_ids=[d.id for d in documents],
+                            suppressed_ids=[], error=error, elapsed_s=time.perf_counter() - started,
+                            started_at=None)
+    return ToolResult(documents, call)
 
 
 class IndexEnvironment:
@@ -62,19 +73,19 @@ class IndexEnvironment:
             hits = (await asyncio.to_thread(self.index.search, [query], k))[0]
             documents = [self.store.get(doc_id) for doc_id, _ in hits if doc_id in self.store]
         except (AetherError, OSError, ValueError) as exc:
-            return _refused("search", arguments, f"search failed: {exc}", started)
-        return _served("search", arguments, documents, started)
+            return refused_call("search", arguments, f"search failed: {exc}", started)
+        return served_call("search", arguments, documents, started)
 
     async def visit(self, page: str) -> ToolResult:
         """Open one page by its id and read its full text."""
         started = time.perf_counter()
         arguments: dict[str, object] = {"page": page}
         if "visit" not in self._tools:
-            return _refused("visit", arguments, "this environment offers only search", started)
+            return refused_call("visit", arguments, "this environment offers only search", started)
         if page not in self.store:
-            return _refused("visit", arguments, f"unknown page {page!r}", started)
+            return refused_call("visit", arguments, f"unknown page {page!r}", started)
         doc = self.store.get(page)
-        return _served("visit", arguments, [doc], started)
+        return served_call("visit", arguments, [doc], started)
 
     async def close(self) -> None:
         """Nothing to release: the index and store outlive the episode."""
@@ -100,23 +111,23 @@ class RetrievalServerEnvironment:
         try:
             hits = (await self.client.retrieve([query], k))[0]
         except AetherError as exc:
-            return _refused("search", arguments, f"search failed: {exc.message}", started)
+            return refused_call("search", arguments, f"search failed: {exc.message}", started)
         documents = [hit.document for hit in hits]
-        return _served("search", arguments, documents, started)
+        return served_call("search", arguments, documents, started)
 
     async def visit(self, page: str) -> ToolResult:
         """Open one page by its id and read its full text."""
         started = time.perf_counter()
         arguments: dict[str, object] = {"page": page}
         if "visit" not in self._tools:
-            return _refused("visit", arguments, "this environment offers only search", started)
+            return refused_call("visit", arguments, "this environment offers only search", started)
         try:
             found: Document | None = (await self.client.access([page]))[0]
         except AetherError as exc:
-            return _refused("visit", arguments, f"visit failed: {exc.message}", started)
+            return refused_call("visit", arguments, f"visit failed: {exc.message}", started)
         if found is None:
-            return _refused("visit", arguments, f"unknown page {page!r}", started)
-        return _served("visit", arguments, [found], started)
+            return refused_call("visit", arguments, f"unknown page {page!r}", started)
+        return served_call("visit", arguments, [found], started)
 
     async def close(self) -> None:
         """Close the HTTP client if this environment owns it."""
