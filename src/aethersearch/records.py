@@ -12,6 +12,7 @@ in ``DiagnosticsRow``, never in the eval rows.
 
 from __future__ import annotations
 
+import keyword
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, Self
 
@@ -61,11 +62,17 @@ class Record(BaseModel):
         Why: data is validated where it enters from outside (an HTTP reply, a file
         read back, user settings); the records the rollout hot path builds from
         such values (a model call, a step, a trace) were validated a second time,
-        ~2-5 µs each, several per model call (issue 16). The instance equals the
-        validated one field for field (a test checks each record the hot path
-        builds); ``model_construct`` is no cheaper, as it fills defaults and aliases
-        field by field. A missing or unknown field is refused here, so a trusted
-        record can never lack a field on disk.
+        several per model call (issue 16). The instance equals the validated one
+        field for field (a test checks each record the hot path builds);
+        ``model_construct`` is no cheaper, as it fills defaults and aliases field by
+        field. A missing or unknown field is refused, so a trusted record can never
+        lack a field on disk.
+
+        Every subclass gets its own ``trusted`` (:func:`_trusted_constructor`) whose
+        keyword-only parameters are its fields: Python's own argument binding does the
+        field check, and no keyword dict is packed and compared per call (0.6 µs a
+        record instead of 1.1-1.2, slower than validating a flat record). This
+        generic one is the fallback for a class whose field names are not identifiers.
         """
         if fields.keys() != cls.__pydantic_fields__.keys():
             raise TypeError(f"{cls.__name__}.trusted needs exactly its fields "
@@ -87,6 +94,39 @@ class Record(BaseModel):
         _set_attribute(record, "__pydantic_extra__", None)
         _set_attribute(record, "__pydantic_private__", None)
         return record
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each record class its own ``trusted`` (see :meth:`trusted`), once its fields are known."""
+        super().__pydantic_init_subclass__(**kwargs)
+        names = list(cls.__pydantic_fields__)
+        if all(name.isidentifier() and not keyword.iskeyword(name) for name in names):
+            type.__setattr__(cls, "trusted", staticmethod(_trusted_constructor(cls, names)))
+
+
+def _trusted_constructor(cls: type[Record], names: list[str]) -> Any:
+    """``cls.trusted``: a function of exactly ``cls``'s fields (keyword-only) building the record unvalidated.
+
+    Generated from the field names (as :mod:`dataclasses` generates ``__init__``):
+    the field dict is a literal of the parameters, so a call costs one argument
+    binding, which also refuses a missing or unknown field with a ``TypeError``
+    that names it.
+    """
+    fields = ", ".join(f"{name!r}: {name}" for name in names)
+    source = (f"def trusted(*, {', '.join(names)}):\n"
+              f"    record = _new(cls)\n"
+              f"    _set(record, '__dict__', {{{fields}}})\n"
+              f"    _set(record, '__pydantic_fields_set__', set(names))\n"
+              f"    _set(record, '__pydantic_extra__', None)\n"
+              f"    _set(record, '__pydantic_private__', None)\n"
+              f"    return record\n") if names else "def trusted():\n    return cls.adopt({})\n"
+    namespace: dict[str, Any] = {"_new": object.__new__, "_set": _set_attribute, "cls": cls,
+                                 "names": frozenset(names)}
+    exec(source, namespace)  # noqa: S102 -- the source is built from the class's own field names
+    constructor = namespace["trusted"]
+    constructor.__qualname__ = f"{cls.__name__}.trusted"
+    constructor.__doc__ = Record.trusted.__doc__
+    return constructor
 
 
 # ----------------------------------------------------------------------------- release rows

@@ -109,10 +109,30 @@ def test_the_records_the_hot_path_builds_unvalidated_equal_validated_ones(tmp_pa
 def test_a_trusted_record_needs_exactly_its_fields() -> None:
     assert Usage.trusted(prompt_tokens=1, completion_tokens=2, turns=3, tool_calls=4) == Usage(
         prompt_tokens=1, completion_tokens=2, turns=3, tool_calls=4)
-    with pytest.raises(TypeError, match="exactly its fields"):
+    with pytest.raises(TypeError, match="Usage.trusted.*missing.*'tool_calls'"):
         Usage.trusted(prompt_tokens=1, completion_tokens=2, turns=3)  # a missing field would be missing on disk
-    with pytest.raises(TypeError, match="exactly its fields"):
+    with pytest.raises(TypeError, match="Usage.trusted.*unexpected keyword argument 'extra'"):
         Usage.trusted(prompt_tokens=1, completion_tokens=2, turns=3, tool_calls=4, extra=5)
+    with pytest.raises(TypeError, match="positional"):
+        Usage.trusted(1, 2, 3, 4)  # type: ignore[call-arg]  # fields by name only: an order slip cannot swap them
+    # the generic check, for a record built from a dict of fields
+    with pytest.raises(TypeError, match="exactly its fields"):
+        Record.trusted.__func__(Usage, prompt_tokens=1)  # type: ignore[attr-defined]
+
+
+def test_every_record_class_has_its_own_trusted_constructor() -> None:
+    """Each record gets a constructor of exactly its own fields, subclasses of records included."""
+    from aethersearch.agents.llm import ConstrainedDecoding
+    from aethersearch.records import LLMCall, Step
+
+    for cls in (LLMCall, Step, Trace, Usage, Decoding, ConstrainedDecoding):
+        assert cls.trusted.__qualname__ == f"{cls.__name__}.trusted"
+    fields = Decoding().__dict__ | {"response_format": {"type": "json_object"}}
+    built = ConstrainedDecoding.trusted(**fields)
+    assert type(built) is ConstrainedDecoding and built == ConstrainedDecoding(**fields)
+    assert built.model_fields_set == set(fields)
+    with pytest.raises(TypeError, match="response_format"):
+        ConstrainedDecoding.trusted(**Decoding().__dict__)
 
 
 @pytest.mark.parametrize("reply", [
