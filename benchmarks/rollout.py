@@ -27,7 +27,8 @@ question) against the scripted OpenAI server running in its own process with a f
   the cost of the runner, budget, agent loop and fsynced traces alone.
 
 What is compared, and why it is fair: the scripted server runs in its own process, so
-its CPU is in neither number; harness, bare loop and no-HTTP run are interleaved in one
+its CPU is in neither number; harness, bare loop and no-HTTP run are interleaved (the order
+reversed every other pass, so steady drift favours none) in one
 process against that one server (same window, same 4 calls per question, same latency),
 and each number is this process's CPU time (``time.process_time``: every thread, user
 and system) over the run divided by the HTTP calls made. The harness number includes
@@ -359,21 +360,26 @@ def _level(url: str, n: int, concurrency: int, repeats: int, calls: SameCalls) -
     ideal = n * TURNS * LATENCY_S / concurrency
     results: dict[str, list[tuple[float, float, int, float]]] = {"harness": [], "bare (same)": [],
                                                                  "bare (floor)": [], "no HTTP": []}
+
+    def measure(name: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            gc_before = GC_CLOCK.total
+            run = {"harness": lambda: harness(url, n, Path(tmp), concurrency),
+                   "bare (same)": lambda: bare_same(url, n, calls, concurrency),
+                   "bare (floor)": lambda: bare_client(url, n, concurrency),
+                   "no HTTP": lambda: harness_only(n, Path(tmp))}[name]
+            results[name].append(_with_gc(asyncio.run(run()), gc_before))
+
     load_before = os.getloadavg()
-    for _ in range(repeats):  # interleaved, so drifting machine load hits all alike
-        with tempfile.TemporaryDirectory() as tmp:
-            gc_before = GC_CLOCK.total
-            results["harness"].append(_with_gc(asyncio.run(harness(url, n, Path(tmp), concurrency)), gc_before))
-        gc_before = GC_CLOCK.total
-        results["bare (same)"].append(_with_gc(asyncio.run(bare_same(url, n, calls, concurrency)), gc_before))
-        gc_before = GC_CLOCK.total
-        results["bare (floor)"].append(_with_gc(asyncio.run(bare_client(url, n, concurrency)), gc_before))
-        with tempfile.TemporaryDirectory() as tmp:
-            gc_before = GC_CLOCK.total
-            results["no HTTP"].append(_with_gc(asyncio.run(harness_only(n, Path(tmp))), gc_before))
+    for rep in range(repeats):
+        # interleaved, so drifting machine load hits all alike; the order is reversed every other
+        # pass (ABBA) so a machine getting steadily faster or slower favours no loop
+        for name in (list(results) if rep % 2 == 0 else list(reversed(results))):
+            measure(name)
     load_after = os.getloadavg()
     print(f"{n} questions x {TURNS} turns, {LATENCY_S * 1000:.0f} ms latency, concurrency {concurrency}; "
-          f"ideal {ideal:.3f} s; medians of {repeats} interleaved runs; machine: {os.cpu_count()} CPUs, "
+          f"ideal {ideal:.3f} s; medians of {repeats} interleaved runs (order reversed every other pass); "
+          f"machine: {os.cpu_count()} CPUs, "
           f"load average (1/5/15 min) {_load(load_before)} before, {_load(load_after)} after "
           "(other processes' load makes every CPU number noisy)")
     for name, runs in results.items():
