@@ -44,6 +44,7 @@ _CLASSES = _CharClasses()
 #: ASCII byte → class byte, so an ASCII text is classified by one C-level ``bytes.translate``
 _ASCII_CLASSES = bytes.maketrans(bytes(range(128)), "".join(_char_class(chr(c)) for c in range(128)).encode())
 _CLASS_ERRORS = "aethersearch.regex-token-class"
+_MARKS_AS_SPACES = bytes.maketrans(b".", b" ")
 
 
 def _classify_non_ascii(exc: UnicodeError) -> tuple[str, int]:
@@ -94,8 +95,10 @@ class RegexTokenizer:
         regex count for every text (a property test checks it), 5-10x faster.
         """
         classes = text.encode("ascii", _CLASS_ERRORS).translate(_ASCII_CLASSES)
-        return (classes.count(b".") + classes.count(b" a") + classes.count(b".a")
-                + classes.startswith(b"a"))
+        # a word starts at an ``a`` after a space or a mark: with marks read as spaces, after a space
+        # (one two-byte count instead of two: the costly part of the count; issue 16)
+        starts = classes.translate(_MARKS_AS_SPACES)
+        return classes.count(b".") + starts.count(b" a") + starts.startswith(b"a")
 
     def truncate(self, text: str, n: int) -> str:
         """Cut right after the n-th token (whitespace after it is dropped, as a decoder would)."""
