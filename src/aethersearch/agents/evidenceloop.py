@@ -30,7 +30,8 @@ Two protocols, chosen by the recorded ``structured`` option: ``off`` (default) i
 the paper's free-text one (tags such as ``<search>`` and ``<claim eid="E2">``);
 ``json_schema`` / ``json_object`` decode every sub-agent reply under a per-call
 JSON schema (:mod:`aethersearch.agents.evidence_actions`), sent as the request's
-``response_format`` in that form. Why off by default: no one request form works on
+``response_format`` in that form. Each protocol is one object
+(:mod:`aethersearch.agents.evidence_replies`), chosen once per agent. Why off by default: no one request form works on
 every server (llama-cpp-python refuses ``json_schema``; vLLM reads ``json_object``
 as "any JSON" and drops the schema), so the user must name the form their server
 takes; and the default keeps the paper's prompts. Turn it on for models that do
@@ -40,84 +41,20 @@ not follow the tag format (small or untuned checkpoints).
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from aethersearch.abstention import is_abstention
 from aethersearch.agents import evidence_actions as actions
-from aethersearch.agents.base import Agent, AgentOutput, Episode, finish, finish_from_text
+from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
 from aethersearch.agents.evidence_memory import EvidenceMemory
-from aethersearch.agents.llm import RESPONSE_FORMS, Completion, ConstrainedDecoding, response_format
-from aethersearch.agents.prompts import FORCED_FINAL_PROMPT, extract_answer
+from aethersearch.agents.evidence_replies import REFUSAL, STRUCTURED, Prompts, replies_for
+from aethersearch.agents.llm import Completion
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
 from aethersearch.records import Decoding, Outcome, ToolCall
 
-SOLVER_PROMPT = (
-    "You are solver {index} of {n} in EvidenceLoop, a team that answers questions by searching "
-    "a Wikipedia-like collection. Take ONE action per reply: <search> keywords </search> to "
-    "search, <visit> page title or id </visit> to open a page, <fetch> E3 </fetch> to reread a "
-    "remembered document in full, or <done> when you have gathered what you can this round. "
-    "Every document you retrieve is remembered under an evidence id (E1, E2, ...). Explore "
-    "differently from the other solvers.\n\nContext so far:\n{context}\n\nQuestion: {question}\n"
-)
-EXTRACTOR_PROMPT = (
-    "You are the extraction agent of EvidenceLoop. For each document below, write one line per "
-    "fact in it that helps answer the question, 'E<id>: <the fact>' (several lines for several "
-    "facts), or 'E<id>: irrelevant'. Each fact is remembered under its own evidence id.\n\n"
-    "{documents}\n\nQuestion: {question}\n"
-)
-AGGREGATOR_PROMPT = (
-    "You are the aggregation agent of EvidenceLoop. Build the structured context for the next "
-    "round inside <context> and </context>: what is established (cite evidence ids), what is "
-    "still missing, and which pages to explore next. If the evidence answers the question, "
-    "also give <answer> short answer </answer> and decompose it into atomic claims, each citing "
-    "exactly one evidence id, a document's (E2) or a fact's (E2.1): "
-    "<claim eid=\"E2.1\"> claim text </claim>. Otherwise write "
-    "<continue>.\n\nRound {round} of {max_rounds}.\n\nEvidence memory:\n{memory}\n\n"
-    "Previous context:\n{context}\n\nQuestion: {question}\n"
-)
-VERIFIER_PROMPT = (
-    "You are the verification agent of EvidenceLoop. For each claim, decide from its evidence "
-    "document alone whether the claim is entailed. Reply with one line per claim: "
-    "<verdict claim=\"1\"> entailed </verdict> or <verdict claim=\"1\"> not_entailed </verdict>."
-    "\n\nProposed answer: {answer}\n\n{claims}\n\nQuestion: {question}\n"
-)
-FINAL_PROMPT = (
-    "You are the aggregation agent of EvidenceLoop. " + FORCED_FINAL_PROMPT
-    + " Use only the evidence memory below.\n\nEvidence memory:\n{memory}\n\nQuestion: {question}\n"
-)
-INVALID_ACTION = ("Invalid action. Reply with exactly one of <search> query </search>, "
-                  "<visit> page </visit>, <fetch> E1 </fetch> or <done>.")
-REFUSAL = "I don't know"
-
-
-class Prompts(NamedTuple):
-    """The sub-agents' prompts of one reply protocol (chosen once, by ``structured``)."""
-
-    solver: str
-    extractor: str
-    aggregator: str
-    verifier: str
-    final: str
-    invalid: str
-
-
-TEXT_PROMPTS = Prompts(SOLVER_PROMPT, EXTRACTOR_PROMPT, AGGREGATOR_PROMPT, VERIFIER_PROMPT, FINAL_PROMPT,
-                       INVALID_ACTION)
-JSON_PROMPTS = Prompts(actions.SOLVER_JSON_PROMPT, actions.EXTRACTOR_JSON_PROMPT, actions.AGGREGATOR_JSON_PROMPT,
-                       actions.VERIFIER_JSON_PROMPT, actions.FINAL_JSON_PROMPT, actions.INVALID_JSON_ACTION)
-#: ``structured`` values: the paper's free-text tags, or JSON-schema decoding in one of the request forms
-STRUCTURED = ("off", *RESPONSE_FORMS)
 #: solver actions that are valid moves (``invalid`` is the only other kind)
 VALID_ACTIONS = ("search", "visit", "fetch", "done")
-
-_ACTION = re.compile(r"<(search|visit|fetch)>(.*?)</\1>", re.DOTALL)
-_DONE = re.compile(r"<done\s*/?>|<answer>", re.IGNORECASE)
-_CONTEXT = re.compile(r"<context>(.*?)</context>", re.DOTALL)
-_CLAIM = re.compile(r"<claim\s+eid\s*=\s*\"?\s*([A-Za-z]*\d+(?:\.\d+)?)\s*\"?\s*>(.*?)</claim>", re.DOTALL)
-_VERDICT = re.compile(r"<verdict\s+claim\s*=\s*\"?(\d+)\"?\s*>\s*([A-Za-z_ ]+?)\s*</verdict>")
-_FINDING = re.compile(r"^\W*(E\d+)\W*[:\-–]\s*(.+?)\s*$", re.MULTILINE)
 
 
 class SolverResult(NamedTuple):
@@ -164,6 +101,7 @@ class EvidenceLoopAgent(Agent):
                               fix="json_object for llama-cpp-python's server; json_schema for vLLM, SGLang, "
                                   "llama-server or OpenAI; off for the paper's free-text tags")
         self.structured = structured
+        self._replies = replies_for(structured)  # the one place the protocol is chosen
         self.n_solvers = _positive("n_solvers", n_solvers)
         self.max_rounds = _positive("max_rounds", max_rounds)
         self.actions_per_round = _positive("actions_per_round", actions_per_round)
@@ -179,25 +117,17 @@ class EvidenceLoopAgent(Agent):
                 "structured": self.structured}
 
     def prompt_template(self) -> str:
-        parts = list(self._prompts) + ([actions.schema_templates()] if self._json else [])
-        return "\n\x1e\n".join(parts)
-
-    @property
-    def _json(self) -> bool:
-        return self.structured != "off"
+        return self._replies.template()
 
     @property
     def _prompts(self) -> Prompts:
-        return JSON_PROMPTS if self._json else TEXT_PROMPTS
+        return self._replies.prompts
 
     async def _chat(self, episode: Episode, prompt: str | list[dict[str, Any]], name: str,
                     schema: dict[str, Any], decoding: Decoding | None = None) -> Completion:
         """One sub-agent call; with ``structured`` on, its reply is constrained to ``schema``."""
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        decoding = decoding or episode.decoding
-        if self._json:
-            decoding = ConstrainedDecoding(**decoding.model_dump(),
-                                           response_format=response_format(self.structured, name, schema))
+        decoding = self._replies.decoding(decoding or episode.decoding, name, schema)
         return await episode.llm.chat(messages, decoding)
 
     # ------------------------------------------------------------------------- the loop
@@ -217,8 +147,7 @@ class EvidenceLoopAgent(Agent):
             if last.answer is not None:
                 verdict = await self._verify(episode, memory, last, round_)
                 if verdict.accepted:
-                    text = last.text + (f"\n<answer> {last.answer} </answer>" if self._json else "")
-                    return finish(text, last.answer, "verified")
+                    return finish(self._replies.answered(last.text, last.answer), last.answer, "verified")
                 rejected = "; ".join(f"claim {v['claim']} ({v['eid']}): {v['verdict']}"
                                      for v in verdict.verdicts) or "no claims cited evidence"
                 context += f"\nRejected answer {last.answer!r}: {rejected}."
@@ -235,12 +164,7 @@ class EvidenceLoopAgent(Agent):
         completion = await self._chat(episode, prompt, "final_answer", actions.final_schema())
         episode.add_step(agent="aggregator", llm=completion.to_record(),
                          notes={"forced_final": True, "eids": memory.eids()})
-        if not self._json:
-            return finish_from_text(completion.text, "budget")
-        answer = actions.parse_final(completion.text)
-        answer = REFUSAL if answer == "" else answer
-        text = completion.text + (f"\n<answer> {answer} </answer>" if answer is not None else "")
-        return finish(text, answer, "budget")
+        return self._replies.final(completion.text, "budget")
 
     # ------------------------------------------------------------------------- sub-agents
 
@@ -282,7 +206,7 @@ class EvidenceLoopAgent(Agent):
                 episode.add_step(agent=agent, notes={"round": round_, "budget": exc.which})
                 return SolverResult(new_eids, True)
             text = completion.text
-            kind, argument = self._read_action(text, citable)
+            kind, argument = self._replies.action(text, citable)
             notes: dict[str, Any] = {"round": round_, "action_index": action_no}
             calls: list[ToolCall] = []
             if argument is None:
@@ -309,15 +233,6 @@ class EvidenceLoopAgent(Agent):
             messages += [{"role": "assistant", "content": text},
                          {"role": "user", "content": observation or invalid}]
         return SolverResult(new_eids, False)
-
-    def _read_action(self, text: str, citable: list[str]) -> tuple[str, str | None]:
-        """``(kind, argument)`` of a solver reply; argument None for ``done`` and ``invalid``."""
-        if self._json:
-            return actions.parse_action(text, citable)
-        match = _ACTION.search(text)
-        if match is None:
-            return ("done" if _DONE.search(text) else "invalid"), None
-        return match.group(1), match.group(2).strip()
 
     async def _act(self, episode: Episode, memory: EvidenceMemory, kind: str, argument: str,
                    round_: int, agent: str) -> tuple[str, list[ToolCall], list[str], list[str]]:
@@ -355,8 +270,7 @@ class EvidenceLoopAgent(Agent):
         template = self._prompts.extractor
         prompt = template.format(documents=documents, question=episode.question_seen)
         completion = await self._chat(episode, prompt, "extracted_facts", actions.extractor_schema(eids))
-        found = (actions.parse_facts(completion.text, eids) if self._json
-                 else _FINDING.findall(completion.text))
+        found = self._replies.facts(completion.text, eids)
         findings: dict[str, str] = {}
         facts: dict[str, str] = {}
         for eid, finding in found:
@@ -376,14 +290,7 @@ class EvidenceLoopAgent(Agent):
         citable = memory.eids() + list(memory.facts())
         completion = await self._chat(episode, prompt, "aggregation", actions.aggregator_schema(citable))
         text = completion.text
-        if self._json:
-            analysis, answer, claims = actions.parse_proposal(text)
-        else:
-            tagged = _CONTEXT.search(text)
-            analysis = tagged.group(1).strip() if tagged else None
-            answer = extract_answer(text)
-            claims = [{"eid": eid.strip().upper(), "text": " ".join(claim.split())}
-                      for eid, claim in _CLAIM.findall(text)]
+        analysis, answer, claims = self._replies.proposal(text)
         index = memory.summaries() or "(no evidence yet)"
         next_context = f"Evidence index:\n{index}\nAnalysis:\n" + (analysis or "(none)")
         if answer is not None and (not answer or is_abstention(answer)):
@@ -416,9 +323,7 @@ class EvidenceLoopAgent(Agent):
         template = self._prompts.verifier
         prompt = template.format(answer=proposal.answer, claims=blocks, question=episode.question_seen)
         completion = await self._chat(episode, prompt, "verdicts", actions.verifier_schema(len(verdicts)))
-        said = (actions.parse_verdicts(completion.text) if self._json else
-                {number: word.strip().lower().replace(" ", "_")
-                 for number, word in _VERDICT.findall(completion.text)})
+        said = self._replies.verdicts(completion.text)
         for verdict in verdicts:
             verdict["verdict"] = "entailed" if said.get(verdict["claim"]) == "entailed" else (
                 said.get(verdict["claim"]) or "missing")
