@@ -70,6 +70,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable, Coroutine
 from typing import Any, NamedTuple
 
 import aiohttp
@@ -358,24 +359,20 @@ def _load(load: tuple[float, float, float]) -> str:
 def _level(url: str, n: int, concurrency: int, repeats: int, calls: SameCalls) -> bool:
     """Measure one in-flight level; True when a target (against the same-calls loop) is missed."""
     ideal = n * TURNS * LATENCY_S / concurrency
-    results: dict[str, list[tuple[float, float, int, float]]] = {"harness": [], "bare (same)": [],
-                                                                 "bare (floor)": [], "no HTTP": []}
-
-    def measure(name: str) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            gc_before = GC_CLOCK.total
-            run = {"harness": lambda: harness(url, n, Path(tmp), concurrency),
-                   "bare (same)": lambda: bare_same(url, n, calls, concurrency),
-                   "bare (floor)": lambda: bare_client(url, n, concurrency),
-                   "no HTTP": lambda: harness_only(n, Path(tmp))}[name]
-            results[name].append(_with_gc(asyncio.run(run()), gc_before))
-
+    loops: dict[str, Callable[[Path], Coroutine[Any, Any, tuple[float, float, int]]]] = {
+        "harness": lambda tmp: harness(url, n, tmp, concurrency),
+        "bare (same)": lambda tmp: bare_same(url, n, calls, concurrency),
+        "bare (floor)": lambda tmp: bare_client(url, n, concurrency),
+        "no HTTP": lambda tmp: harness_only(n, tmp)}
+    results: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in loops}
     load_before = os.getloadavg()
     for rep in range(repeats):
         # interleaved, so drifting machine load hits all alike; the order is reversed every other
         # pass (ABBA) so a machine getting steadily faster or slower favours no loop
-        for name in (list(results) if rep % 2 == 0 else list(reversed(results))):
-            measure(name)
+        for name in (list(loops) if rep % 2 == 0 else list(reversed(loops))):
+            with tempfile.TemporaryDirectory() as tmp:
+                gc_before = GC_CLOCK.total
+                results[name].append(_with_gc(asyncio.run(loops[name](Path(tmp))), gc_before))
     load_after = os.getloadavg()
     print(f"{n} questions x {TURNS} turns, {LATENCY_S * 1000:.0f} ms latency, concurrency {concurrency}; "
           f"ideal {ideal:.3f} s; medians of {repeats} interleaved runs (order reversed every other pass); "

@@ -22,6 +22,11 @@ from aethersearch.records import Decoding
 #: What the loop answers when no proposal survives verification.
 REFUSAL = "I don't know"
 
+
+def tag_answer(text: str, answer: str) -> str:
+    """``text`` with ``answer`` tagged after it, as Search-R1-style scoring reads a response."""
+    return text + f"\n<answer> {answer} </answer>"
+
 SOLVER_PROMPT = (
     "You are solver {index} of {n} in EvidenceLoop, a team that answers questions by searching "
     "a Wikipedia-like collection. Take ONE action per reply: <search> keywords </search> to "
@@ -202,11 +207,11 @@ class JsonReplies:
         """The JSON answer (an empty one is a refusal), tagged into the response."""
         answer = actions.parse_final(text)
         answer = REFUSAL if answer == "" else answer
-        return finish(text + (f"\n<answer> {answer} </answer>" if answer is not None else ""), answer, stop_reason)
+        return finish(tag_answer(text, answer) if answer is not None else text, answer, stop_reason)
 
     def answered(self, text: str, answer: str) -> str:
         """The JSON reply with the answer tagged after it (as the text protocol's reply holds it)."""
-        return text + f"\n<answer> {answer} </answer>"
+        return tag_answer(text, answer)
 
 
 def replies_for(structured: str) -> Replies:

@@ -31,10 +31,10 @@ the paper's free-text one (tags such as ``<search>`` and ``<claim eid="E2">``);
 ``json_schema`` / ``json_object`` decode every sub-agent reply under a per-call
 JSON schema (:mod:`aethersearch.agents.evidence_actions`), sent as the request's
 ``response_format`` in that form. Each protocol is one object
-(:mod:`aethersearch.agents.evidence_replies`), chosen once per agent. Why off by default: no one request form works on
-every server (llama-cpp-python refuses ``json_schema``; vLLM reads ``json_object``
-as "any JSON" and drops the schema), so the user must name the form their server
-takes; and the default keeps the paper's prompts. Turn it on for models that do
+(:mod:`aethersearch.agents.evidence_replies`), chosen once per agent. Why off by
+default: no one request form works on every server (llama-cpp-python refuses
+``json_schema``; vLLM reads ``json_object`` as "any JSON" and drops the schema),
+so the user must name the form their server takes; and the default keeps the paper's prompts. Turn it on for models that do
 not follow the tag format (small or untuned checkpoints).
 """
 
@@ -48,7 +48,7 @@ from aethersearch.abstention import is_abstention
 from aethersearch.agents import evidence_actions as actions
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
 from aethersearch.agents.evidence_memory import EvidenceMemory
-from aethersearch.agents.evidence_replies import REFUSAL, STRUCTURED, Prompts, replies_for
+from aethersearch.agents.evidence_replies import REFUSAL, STRUCTURED, Prompts, replies_for, tag_answer
 from aethersearch.agents.llm import Completion
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
 from aethersearch.records import Decoding, Outcome, ToolCall
@@ -153,7 +153,7 @@ class EvidenceLoopAgent(Agent):
                 context += f"\nRejected answer {last.answer!r}: {rejected}."
             if budget_spent:
                 break
-        response = last.text + f"\n<answer> {REFUSAL} </answer>"
+        response = tag_answer(last.text, REFUSAL)
         return AgentOutput(response, REFUSAL, Outcome.ABSTAINED, "unverified")
 
     async def final_answer(self, episode: Episode) -> AgentOutput:
