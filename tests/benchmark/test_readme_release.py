@@ -23,6 +23,8 @@ import pytest
 
 from aethersearch.release_layout import release_layout
 
+from .test_card import assert_card_structure
+
 pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +78,11 @@ def test_the_readme_release_commands_build_the_cards_release(tmp_path: Path) -> 
     assert manifest["question_count"] == 1400 == len(layout.eval.read_bytes().splitlines())
     assert [c["quota"] for c in manifest["composition"]] == [215, 215, 200, 215, 215, 215, 125]
     assert manifest["deviations"] and "PopQA" in manifest["deviations"][0]
-    assert "### Deviations from the plan" in (release / "README.md").read_text(encoding="utf-8")
+    card = (release / "README.md").read_text(encoding="utf-8")
+    assert "### Deviations from the plan" in card
+    assert_card_structure(card)  # every section and glance row of the Eval-1400 card, each figure verified
+    assert "| popqa | 200 (Eval-1400 card: 213) |" in card and "| Exact SFT / DPO / RL question overlap | 0 / not " \
+        "registered / 0 (no DPO training stage is registered here" in card
     verify, audit = outputs[4], outputs[6]
     assert "OK sampling_replay: 1400 ids replayed" in verify and "FAIL" not in verify
     assert "unreviewed 0" in audit and "OK: every flagged pair has a recorded decision" in audit

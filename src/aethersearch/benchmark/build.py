@@ -17,7 +17,10 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any, NamedTuple
 
+import orjson
+
 from aethersearch import __version__
+from aethersearch.benchmark.card import dataset_card
 from aethersearch.benchmark.config import LoadedConfig, SourceConfig, load_config
 from aethersearch.benchmark.release import (
     SAMPLING_DESCRIPTION,
@@ -30,7 +33,6 @@ from aethersearch.benchmark.release import (
     TrainingFileRecord,
     TrainingSummary,
     attribution,
-    dataset_card,
     encode_release_rows,
     exclusion_audit_bytes,
     manifest_bytes,
@@ -335,9 +337,9 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
         files={}, data_sha256=sha256_bytes(files[names["eval"]]),
         rollout_sha256=sha256_bytes(files[names["rollout"]]), row_sha256=row_digests(files[names["eval"]]))
     # The attribution and the card are rendered from the manifest's content (not its ``files``), so
-    # their hashes can be added to ``files`` afterwards without changing what they say.
+    # their hashes can be added to ``files`` afterwards without changing what they say. The card also
+    # shows what the independent replay verified, so it is rendered once that report exists.
     files[names["attribution"]] = attribution(manifest, config.sources).encode("utf-8")
-    files[names["card"]] = dataset_card(manifest).encode("utf-8")
     manifest = manifest.model_copy(update={"files": digests()})
     files[names["manifest"]] = manifest_bytes(manifest)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -349,6 +351,8 @@ def build_release(loaded: LoadedConfig, out_dir: str | Path, *, pool_filter: Poo
         write_release_files(staging, files)
         lap("write")
         files[names["independent_validation"]] = _independent_validation(staging, loaded, manifest)
+        files[names["card"]] = dataset_card(manifest, [orjson.loads(line) for line in files[names["eval"]].splitlines()],
+                                            orjson.loads(files[names["independent_validation"]])).encode("utf-8")
         manifest = manifest.model_copy(update={"files": digests()})
         files[names["manifest"]] = manifest_bytes(manifest)
         write_release_files(staging, files)

@@ -50,6 +50,8 @@ class SourceConfig(_Strict):
                                description="optional pin: the build refuses the file if its hash differs")
     citation: str | None = None
     license: str | None = None
+    variant: str | None = Field(default=None, description="the release variant the card names, e.g. 'NQ-Open' or "
+                                "'unfiltered.nocontext'; default: the format name")
 
     @field_validator("dataset")
     @classmethod
@@ -81,6 +83,11 @@ class BuildConfig(_Strict):
     audit: dict[str, Any] | None = Field(default=None, description="opaque section for benchmark.audit")
     max_audit_rounds: int = Field(default=10, ge=1)
     license: str = "other"
+    hub_repo: str | None = Field(default=None, description="the Hub dataset id the card's load_dataset example uses "
+                                 "(default: the release directory)")
+    reference_card: dict[str, Any] | None = Field(
+        default=None, description="the published card this build reproduces, for the card's 'differs' notes: "
+        "name, questions, quotas (dataset -> count) and stages (e.g. SFT, DPO, RL)")
 
     @field_validator("name")
     @classmethod

@@ -33,6 +33,7 @@ from typing import Any, Literal
 import orjson
 import yaml
 
+from aethersearch.benchmark.verify_release_template import card_quotas
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import atomic_write_bytes
 
@@ -42,6 +43,19 @@ POPQA_FILES: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 #: Rows each public PopQA slice holds: the generated plan caps PopQA there (see ``popqa_deviation``).
 POPQA_ROWS = {"parquet200": 200, "flashrag16": 16}
+#: The release variant each public file is (the card's "Release variant" column says what was really used).
+VARIANTS = {
+    "nq": "NQ-Open (official NQ-open.dev.jsonl)",
+    "triviaqa": "unfiltered.nocontext dev, complete (DPR TSV layout with every alias)",
+    "parquet200": "200-row public test slice (Search-R1-style parquet, one answer per row); card: official test.tsv",
+    "flashrag16": "16-row public test slice (FlashRAG jsonl); card: official test.tsv",
+    "hotpotqa": "Distractor v1 dev, complete question/answer list",
+    "2wikimultihopqa": "dev, complete question/answer list (no entity-alias file is public here)",
+    "musique": "MuSiQue-Ans v1.0 dev, answerable questions, complete question/answer list",
+    "bamboogle": "Complete 125-question release (R1-Searcher jsonl answer key)",
+}
+#: The published card this config reproduces: its questions, stages and (via ``card_quotas``) composition.
+REFERENCE_CARD = {"name": "Eval-1400 card", "questions": 1400, "stages": ["SFT", "DPO", "RL"]}
 AUDIT_SECTION = {"reviews": "audit_reviews.json"}  # the template goes to audit_reviews.todo.json beside it
 
 SOURCES: list[tuple[str, str, str, str, dict[str, Any]]] = [
@@ -127,6 +141,7 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
             extra = dict(popqa_plan) if popqa_plan is not None else {"cap": POPQA_ROWS[popqa]}
         record = published.get(path, {})
         sources.append({"dataset": dataset, "format": fmt, "path": path, "split": split, **extra,
+                        "variant": VARIANTS[popqa if dataset == "popqa" else dataset],
                         **({"sha256": record["sha256"]} if record.get("sha256") else {}),
                         **({"options": options} if options else {}), "citation": CITATIONS[dataset] + (
                             f"; file from {record['repo']} @ {record['commit'][:12]} : {record['path']}"
@@ -141,9 +156,12 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
                       "sha256": published[path]["sha256"]})
     atomic_write_bytes(out_dir / "training_registry.yaml",
                        yaml.safe_dump({"schema_version": 1, "data_root": data_root, "files": files}, sort_keys=False).encode())
-    deviations = popqa_deviation(sources, popqa)
+    deviations = popqa_deviation(sources, popqa) + [
+        "Training stages: no DPO training file is public here, so the registry has SFT and RL stages only (the "
+        "card registers SFT, DPO and RL); the exclusion union is built from the public training slices."]
+    reference = {**REFERENCE_CARD, "quotas": card_quotas(_card_plan(sources))[0]}
     config = {"name": "eval1400", "file_stem": "eval_1400", "data_root": data_root, "revision": "1.0.0", "seed": 42,
-              "planned_per_source": 200, "deviations": deviations,
+              "planned_per_source": 200, "deviations": deviations, "license": "unknown", "reference_card": reference,
               **({"audit": dict(AUDIT_SECTION)} if audit else {}),
               "description": "Seven open-domain QA sources (NQ, TriviaQA, PopQA, HotpotQA, 2Wiki, MuSiQue, "
                              "Bamboogle), isolated from the checkpoints' training questions.",
@@ -153,19 +171,21 @@ def write_eval1400_config(shared_data: Path, out_dir: Path, *,
     return config_path
 
 
+def _card_plan(sources: list[dict[str, Any]]) -> list[tuple[str, int, int | None]]:
+    """The published card's plan over these sources: 200 each, Bamboogle capped at its 125."""
+    return [(s["dataset"], 200, 125 if s["dataset"] == "bamboogle" else None) for s in sources]
+
+
 def popqa_deviation(sources: list[dict[str, Any]], popqa: str) -> list[str]:
     """The generated plan's deviation from the card, in words, with the quotas the card's rule gives."""
-    from aethersearch.benchmark.verify_release_template import card_quotas
-
     entry = next(s for s in sources if s["dataset"] == "popqa")
     if entry.get("cap") is None and entry.get("planned") is None:
         return []
-    card = [(s["dataset"], 200, 125 if s["dataset"] == "bamboogle" else None) for s in sources]
     plan = [(s["dataset"], s.get("planned", 200), s.get("cap")) for s in sources]
-    before, _ = card_quotas(card)
+    before, _ = card_quotas(_card_plan(sources))
     after, _ = card_quotas(plan)
     return [f"PopQA: the public data holds only the {POPQA_ROWS[popqa]}-row PopQA test slice ({popqa}), fewer "
-            f"than the card's {before['popqa']}; the plan gives PopQA planned {entry.get('planned', 200)}, cap "
-            f"{entry.get('cap')}, and the card's redistribution rule deals the rest to the other sources: "
-            + ", ".join(f"{d} {q}" for d, q in after.items()) + " (card: "
-            + ", ".join(f"{d} {q}" for d, q in before.items()) + ")"]
+            f"than the card's {before['popqa']}. The plan gives PopQA planned {entry.get('planned', 200)} and cap "
+            f"{entry.get('cap')}, and the card's redistribution rule deals the remaining questions to the other "
+            "sources. Quotas of this build: " + ", ".join(f"{d} {q}" for d, q in after.items())
+            + "; the card's: " + ", ".join(f"{d} {q}" for d, q in before.items()) + "."]

@@ -12,7 +12,9 @@ and by the hash of its content that ``independent_validation.json`` records; and
 the manifest's figures are recomputed from what they describe: rows per source,
 quotas from the plan (``card_quotas``, the one specification of the card's
 rule), planned counts and seed from the recorded config, isolation counts from
-the exclusion audit, and the dataset card's ``configs`` from the release files.
+the exclusion audit, the dataset card's ``configs`` from the release files, and
+every table and sentence of figures on the card (``card_figures``, the one
+specification the card writer renders).
 Checks on rows: valid JSON, exact public schema, ids ``<name>_0001...`` in order,
 unique ids and questions, each row's sha256, the canonical data sha256,
 provenance, the rollout projection, diagnostics ids, and no question on the
@@ -165,6 +167,204 @@ def card_quotas(plan: Sequence[tuple[str, int, int | None]]) -> tuple[dict[str, 
         free = [d for d in free if room[d] != 0]
     return quota, shortfall
 
+
+
+# ------------------------------------------------------------------ the dataset card's figures
+# THE card's computed figures (the one specification): the package's card writer renders these
+# tables and sentences, and the verifier below recomputes them from the release's files and
+# compares them with the card, so a hand-edited figure fails. Headings are the Eval-1400 card's.
+GLANCE = "Release at a glance"
+COMPOSITION = "Source composition"
+CURATION = "Curation and integrity"
+CHECKSUMS_SECTION = "Checksums and versioning"
+HUB_SPLIT = "validation"
+CARD_STAGES = ("SFT", "DPO", "RL")
+VALIDATION_ROWS_CHECK = "rows_match_originals"
+
+
+def _n(value):
+    return "{:,}".format(value) if _is_int(value) else str(value)
+
+
+def _ordered_stages(manifest):
+    """Training stages present or in the reference card, in the card's order (SFT, DPO, RL), then others sorted."""
+    reference = ((manifest.get("config") or {}).get("reference_card") or {}).get("stages") or []
+    present = set(((manifest.get("isolation") or {}).get("final_exact_overlap_by_stage") or {}))
+    named = set(reference) | present
+    return [s for s in CARD_STAGES if s in named] + sorted(named - set(CARD_STAGES)), reference
+
+
+def _final_duplicates(rows):
+    """(internal, cross-source) duplicate rows among the final rows, by the normalised key."""
+    first = {}
+    internal = cross = 0
+    for value in rows:
+        if not isinstance(value, dict) or not isinstance(value.get("question"), str):
+            continue
+        key = question_key(value["question"])
+        if key in first:
+            internal, cross = (internal + 1, cross) if first[key] == value.get("source_dataset") else (internal, cross + 1)
+        else:
+            first[key] = value.get("source_dataset")
+    return internal, cross
+
+
+def _audit_accounting(manifest, rows):
+    """What the near-duplicate audit decided, split by whether the selected question stayed in the release."""
+    report = (manifest.get("audit") or {}).get("report") or {}
+    pairs = report.get("flagged_pairs") or []
+    pool = (report.get("settings") or {}).get("pool") or {}
+    final = set(question_key(v["question"]) for v in rows if isinstance(v, dict) and isinstance(v.get("question"), str))
+    kept = [p for p in pairs if isinstance(p, dict) and (p.get("pair") or [None])[0] in final]
+    gone = [p for p in pairs if isinstance(p, dict) and (p.get("pair") or [None])[0] not in final]
+
+    def high(p):  # at or above the pool's automatic-exclusion thresholds, or not retained by a decision
+        sim, rare = p.get("similarity") or 0, p.get("rare_token") or 0
+        above = pool.get("enabled") and (sim >= pool.get("similarity_threshold", 101) or
+                                         rare >= pool.get("rare_token_threshold", 2))
+        return bool(above) or p.get("decision") != "retain"
+
+    return {"pairs": len(pairs), "audited": (report.get("counts") or {}).get("questions_audited", 0),
+            "excluding": sum(1 for p in gone if p.get("decision") == "exclude"),
+            "with_excluded": sum(1 for p in gone if p.get("decision") != "exclude"),
+            "excluded_questions": len(set(p["pair"][0] for p in gone)),
+            "final_pairs": len(kept), "final_questions": len(set(p["pair"][0] for p in kept)),
+            "final_undecided": sum(1 for p in kept if p.get("decision") != "retain"),
+            "high_confidence": len(set(p["pair"][0] for p in kept if high(p)))}
+
+
+def _verified_rows(validation):
+    """Rows the independent replay matched to their original source rows (None: no validation report)."""
+    if not isinstance(validation, dict) or validation.get("ok") is not True:
+        return None
+    for check in validation.get("checks") or []:
+        if isinstance(check, dict) and check.get("name") == VALIDATION_ROWS_CHECK and check.get("status") == "OK":
+            return (check.get("counts") or {}).get("verified")
+    return None
+
+
+def card_figures(manifest, rows, validation):
+    """Every computed table and sentence of the dataset card, as ``{"tables": {...}, "sentences": [...]}``.
+
+    ``tables`` maps a section heading to ``(header, rows)``, each row a tuple of cell strings; the
+    card shows the first table under that heading with exactly these cells. ``rows`` are the eval
+    rows as parsed JSON; ``validation`` is ``independent_validation.json`` parsed (or None). Where
+    the build differs from the reference card its config names (the Eval-1400 card), the row says
+    so in its own cell.
+    """
+    config = manifest.get("config") or {}
+    reference = config.get("reference_card") or {}
+    ref_name = reference.get("name", "the reference card")
+    iso = manifest.get("isolation") or {}
+    training = manifest.get("training") or {}
+    rows = [v for v in rows if isinstance(v, dict)]
+    questions = [v["question"] for v in rows if isinstance(v.get("question"), str)]
+    stages, ref_stages = _ordered_stages(manifest)
+    overlap = iso.get("final_exact_overlap_by_stage") or {}
+    missing = [s for s in ref_stages if s not in overlap]
+    internal, cross = _final_duplicates(rows)
+    audit = _audit_accounting(manifest, rows) if manifest.get("audit") is not None else None
+    verified = _verified_rows(validation)
+    with_aliases = sum(1 for v in rows if isinstance(v.get("answers"), list) and v["answers"]
+                       and all(isinstance(a, str) and a.strip() for a in v["answers"]))
+    counts = {}
+    for v in rows:
+        counts[v.get("source_dataset")] = counts.get(v.get("source_dataset"), 0) + 1
+
+    def versus(value, ref_value):
+        return _n(value) if ref_value is None or ref_value == value else "{} ({}: {})".format(
+            _n(value), ref_name, _n(ref_value))
+
+    stage_note = "" if not missing else " (no {} training stage is registered here; the {} registers {})".format(
+        " / ".join(missing), ref_name, " / ".join(ref_stages))
+    glance = [
+        ("Evaluation questions", versus(len(rows), reference.get("questions"))),
+        ("Source datasets", _n(len(manifest.get("sources") or []))),
+        ("Unique raw / normalized questions", "{} / {}".format(
+            _n(len(set(questions))), _n(len(set(question_key(q) for q in questions))))),
+        ("Hub split", HUB_SPLIT),
+        ("Sampling seed", str(manifest.get("seed"))),
+        ("Training-question exclusion union", "{} unique normalized questions".format(
+            _n(training.get("union_size", 0)))),
+        ("Exact {} question overlap".format(" / ".join(stages)),
+         " / ".join(_n(overlap[s]) if s in overlap else "not registered" for s in stages) + stage_note),
+        ("Internal / cross-dataset duplicates", "{} / {}".format(internal, cross)),
+        ("Records with non-empty gold aliases", _n(with_aliases)),
+        ("Records with verified provenance", "not verified (no passing independent validation)"
+         if verified is None else _n(verified)),
+        ("Known high-confidence training near-duplicates after audit", "not audited (no audit section)"
+         if audit is None else _n(audit["high_confidence"])),
+        ("Release revision", str(manifest.get("revision"))),
+    ]
+    quotas = reference.get("quotas") or {}
+    composition = [(s.get("dataset"), versus(counts.get(s.get("dataset"), 0), quotas.get(s.get("dataset"))),
+                    str(s.get("split")), s.get("variant") or "format {}".format(s.get("format")))
+                   for s in config.get("sources") or [] if isinstance(s, dict)]
+    composition.append(("Total", versus(len(rows), reference.get("questions")), "", ""))
+    files = [f for f in training.get("files") or [] if isinstance(f, dict)]
+    by_stage = [(s, _n(sum(f.get("rows", 0) for f in files if f.get("stage") == s)),
+                 _n((training.get("unique_keys_by_stage") or {}).get(s, 0)), _n(overlap[s]))
+                for s in stages if s in overlap]
+    canonical = dict((s, sum(f.get("rows", 0) for f in files if f.get("stage") == s and f.get("role") == "canonical"))
+                     for s, *_ in by_stage)
+    sentences = [
+        "Stage exclusion sets overlap with one another; their union contains {} questions. The counts include "
+        "{} historical training file(s) alongside the canonical releases: {}.".format(
+            _n(training.get("union_size", 0)), sum(1 for f in files if f.get("role") == "historical"),
+            ", ".join("{} {} rows".format(_n(n), s) for s, n in canonical.items()) or "no stage"),
+        "Across the {} official candidate rows, isolation removed {} exact training overlaps, {} automatic "
+        "near-duplicates (punctuation and template equivalents), and {} duplicates ({} internal, {} cross-source); "
+        "the audit's pool filter removed {} candidates before sampling. Review removed {} additional "
+        "near-duplicate candidates.".format(
+            _n(iso.get("input_rows", 0)), _n(iso.get("exact_overlaps_removed", 0)),
+            _n(iso.get("template_equivalents_removed", 0)), _n(iso.get("duplicates_removed", 0)),
+            _n(iso.get("internal_duplicates_removed", 0)), _n(iso.get("cross_source_duplicates_removed", 0)),
+            _n(iso.get("pool_filter_removed", 0)), _n(iso.get("audit_excluded", 0) +
+                                                        iso.get("reviewed_exclusions_removed", 0)))]
+    if audit is None:
+        sentences.append("No near-duplicate audit was run for this release (its config has no audit section).")
+    else:
+        sentences.append(
+            "The audit flagged {pairs} pairs (a pair is one selected question and one training question) over "
+            "{audited} audited questions: {excluding} pairs led to excluding {excluded_questions} questions, "
+            "{with_excluded} more pairs involved those excluded questions, and the final {n}-question scan "
+            "flagged {final_pairs} pairs involving {final_questions} questions, {resolved}. {remaining}".format(
+                n=_n(len(rows)), resolved="all resolved with explicit reasons for retaining distinct factual "
+                "questions" if not audit["final_undecided"] else "{} of them not retained by a recorded decision"
+                .format(audit["final_undecided"]),
+                remaining="No known high-confidence training near-duplicate remained." if not audit["high_confidence"]
+                else "{} questions with a high-confidence training near-duplicate remained.".format(
+                    audit["high_confidence"]),
+                **dict((k, _n(v)) for k, v in audit.items())))
+    return {"tables": {
+        GLANCE: (("Item", "Value"), glance),
+        COMPOSITION: (("Source dataset", "Questions", "Official source split", "Release variant"), composition),
+        CURATION: (("Training stage", "Audited input rows", "Unique normalized exclusion questions",
+                    "Final exact overlap"), by_stage),
+        CHECKSUMS_SECTION: (("Canonical data SHA-256",), [(manifest.get("data_sha256"),)]),
+    }, "sentences": sentences}
+
+
+def markdown_table(header, rows):
+    """A pipe table, one row a line (the form ``card_tables`` reads back; no cell may hold a ``|``)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def card_tables(text):
+    """Each ``## heading`` of a card mapped to the rows (tuples of cells) of the first table under it."""
+    tables = {}
+    heading = None
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            heading = line[3:].strip()
+        elif heading is not None and line.startswith("|"):
+            cells = tuple(c.strip() for c in line.strip()[1:-1].split("|"))
+            if not all(c and set(c) <= set("-:") for c in cells):
+                tables.setdefault(heading, []).append(cells)
+        elif heading in tables:
+            heading = None  # the first table under a heading ended
+    return dict((h, (rows[0], rows[1:])) for h, rows in tables.items() if rows)
 
 def _sha256(data):
     return hashlib.sha256(data).hexdigest()
@@ -507,6 +707,50 @@ class _Checks:
                 examples, manifest["question_count"]))
         self.ok("card configs", "{} -> validation".format(self.name("eval")))
 
+    def card_figures(self, manifest, rows):
+        """Every computed table and sentence of the card equals what the release's files give now."""
+        name = self.name("card")
+        data = self.read(name, "card figures")
+        if data is None:
+            return
+        text = data.decode("utf-8", "replace")
+        raw = self.read(self.name("independent_validation"), "card figures")
+        try:
+            validation = json.loads(raw) if raw is not None else None
+        except ValueError:
+            validation = None
+        expected = card_figures(manifest, rows, validation)
+        found = card_tables(text)
+        for heading, (header, want) in expected["tables"].items():
+            if heading not in found:
+                self.fail("card figures", name, None, "no table under the heading '## {}'".format(heading))
+                continue
+            got_header, got = found[heading]
+            if tuple(got_header) != tuple(header):
+                self.fail("card figures", name, None, "'{}': columns {} != {}".format(heading, list(got_header),
+                                                                                      list(header)))
+            got_by_label = dict((row[0], row) for row in got)
+            for row in want:
+                found_row = got_by_label.get(row[0])
+                if found_row is None:
+                    self.fail("card figures", name, None, "'{}' row '{}' is missing (the release's files give "
+                              "{})".format(heading, row[0], " | ".join(row)))
+                elif tuple(found_row) != tuple(row):
+                    self.fail("card figures", name, None, "'{}' row '{}': the card says {}, the release's files "
+                              "give {}".format(heading, row[0], " | ".join(found_row), " | ".join(row)))
+            labels = [row[0] for row in want]
+            for row in got:
+                if row[0] not in labels:
+                    self.fail("card figures", name, None, "'{}' row '{}' is not a figure of this release".format(
+                        heading, row[0]))
+            if [row[0] for row in got if row[0] in labels] != labels:
+                self.fail("card figures", name, None, "'{}' rows are not in the order {}".format(heading, labels))
+        for sentence in expected["sentences"]:
+            if " ".join(sentence.split()) not in " ".join(text.split()):
+                self.fail("card figures", name, None, "missing or edited sentence: {!r}".format(sentence))
+        self.ok("card figures", "{} tables and {} sentences recomputed".format(
+            len(expected["tables"]), len(expected["sentences"])))
+
     def figures(self, manifest, rows):
         """Seed, planned counts, caps, quotas and isolation counts recomputed and compared."""
         name = self.name("manifest")
@@ -729,6 +973,8 @@ class _Checks:
             if self.kind == BENCHMARK_KIND:
                 self.validation(manifest)
                 self.card(manifest)
+                if rows is not None:
+                    self.card_figures(manifest, rows)
         return self.results
 
 
