@@ -172,6 +172,9 @@ class Agent(ABC):
     needs_llm: ClassVar[bool] = True
     #: The environment kind the agent expects (recorded in the fingerprint).
     environment: ClassVar[str] = "search"
+    #: True when the agent's prompt states its budget (rounds, calls): its behaviour before a smaller
+    #: budget then depends on the budget, so accuracy at smaller budgets cannot be read off one run.
+    states_budget: ClassVar[bool] = False
 
     def config(self) -> dict[str, Any]:
         """Settings that determine predictions (recorded as ``agent_config`` in run.json)."""

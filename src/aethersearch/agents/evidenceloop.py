@@ -92,6 +92,7 @@ class EvidenceLoopAgent(Agent):
 
     name: ClassVar[str] = "evidenceloop"
     environment: ClassVar[str] = "sandbox"
+    states_budget: ClassVar[bool] = True  # "Round {round} of {max_rounds}" in every solver prompt
 
     def __init__(self, n_solvers: int = 2, max_rounds: int = 3, actions_per_round: int = 3,
                  topk: int = 3, snippet_chars: int = 240, doc_chars: int = 2000,

@@ -121,7 +121,8 @@ def _check_release_dir(release: Path) -> None:
                           fix="pass a release built by `aether build` (or omit RELEASE for the embedded demo)")
 
 
-def _search(index: Path | None, search_url: str | None, agent: str, tools: str) -> Any:
+def search_for(index: Path | None, search_url: str | None, agent: str, tools: str) -> Any:
+    """The tools an agent gets: a retrieval server, an in-process index, or none for tool-free agents."""
     from aethersearch import pipeline
     from aethersearch.agents.base import make_agent
     from aethersearch.errors import ConfigError
@@ -180,7 +181,7 @@ def register(app: typer.Typer) -> None:
         from aethersearch.records import Budget, Decoding
 
         _check_release_dir(release)
-        search = _search(index, search_url, agent, tools)
+        search = search_for(index, search_url, agent, tools)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
@@ -252,7 +253,7 @@ def register(app: typer.Typer) -> None:
                     with pipeline.search_server_process(index) as url:
                         result = pipeline.run_eval(release, out, pipeline.server_search(url, offered), **options)
                 else:
-                    result = pipeline.run_eval(release, out, _search(index, search_url, agent, tools), **options)
+                    result = pipeline.run_eval(release, out, search_for(index, search_url, agent, tools), **options)
         _print_summary(result.summary)
         _print_table(result.scores)
         sandbox_summary = result.extra.get("sandbox")

@@ -80,10 +80,27 @@ def print_scores(scores: Scores) -> None:
     if budget.exhausted:
         console.print(f"budget exhausted: {budget.exhausted} questions; {budget.answered_after_budget} "
                       "answered by the forced final request (scored as answered)")
+    print_selective(console, scores)
     console.print(escape(f"missing={len(join.missing)} duplicates={len(join.duplicates)} "
                          f"unknown={len(join.unknown)}  ->  {Path(scores.run_dir) / 'scores.json'}"))
     console.print(escape(f"gold: {scores.gold.eval_file} sha256 {scores.gold.eval_sha256} "
                          f"(release {scores.gold.release_id or '—'}, verified)"))
+
+
+def print_selective(console: Any, scores: Scores) -> None:
+    """Risk–coverage (AURC, max coverage, ECE) and, when scored, the budget curve's points."""
+    risk = scores.risk_coverage
+    if risk is not None and risk["aurc"] is not None:
+        ece = "" if risk["ece"] is None else f", ECE {risk['ece']:.3f}"
+        console.print(f"risk-coverage ({risk['signal']} confidence): AURC {risk['aurc']:.3f} over coverage up to "
+                      f"{100 * risk['coverage_max']:.1f}% ({risk['covered']} of {risk['n']} answered){ece}")
+    curve = scores.budget_curve
+    if curve is not None:
+        metric = curve["metrics"][0]
+        for axis, entry in curve["axes"].items():
+            points = ", ".join(f"{p['budget']}: {_pct(p[metric]['mean'])} ({p['exhausted']} exh.)"
+                               for p in entry["points"])
+            console.print(f"{metric} by {axis} budget: {points}")
 
 
 def print_disagreement(console: Any, judge: JudgeSummary) -> None:
@@ -121,14 +138,25 @@ def print_comparison(result: dict[str, Any]) -> None:
     for pair in result["pairs"]:
         table = Table(title=f"{pair['b']}{unscored.get(pair['b'], '')} vs {pair['a']}{unscored.get(pair['a'], '')}"
                             f"  (* = significant after Holm, alpha {result['alpha']})")
-        for column in ("scope", "metric", pair["a"], pair["b"], "delta", "test", "p", "p Holm", "MDE"):
+        for column in ("scope", "metric", pair["a"], pair["b"], "delta", "test", "p", "p Holm", "MDE", "noise"):
             table.add_column(column, justify="left" if column in ("scope", "metric", "test") else "right")
+        noisy = False
         for scope, by_metric in pair["results"].items():
             for metric, r in by_metric.items():
                 mark = " *" if r["significant"] else ""
+                within = r.get("within_noise")
+                noisy = noisy or bool(within)
                 table.add_row(scope, metric, _pct(r["a_mean"]), _pct(r["b_mean"]), f"{100 * r['delta']:+.1f}{mark}",
-                              r["method"], f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}", _pct(r["mde"]))
+                              r["method"], f"{r['p_value']:.4f}", f"{r['p_holm']:.4f}", _pct(r["mde"]),
+                              "—" if "noise_floor" not in r else f"{_pct(r['noise_floor'])}{' ~' if within else ''}")
         console.print(table)
+        if noisy:
+            console.print("~ = within serving noise: the delta is smaller than what rerunning the same checkpoints "
+                          "gives (`aether noise`)")
+        risk = pair.get("risk_coverage") or {}
+        if risk.get("delta") is not None:
+            console.print(f"AURC {pair['b']} - {pair['a']}: {risk['delta']:+.3f} (95% CI {risk['ci_low']:+.3f} .. "
+                          f"{risk['ci_high']:+.3f}; signals {', '.join(risk['signal'])})")
         for metric, flips in pair["flips"].items():
             console.print(f"{metric} flips: wrong->right {len(flips['wrong_to_right'])}, "
                           f"right->wrong {len(flips['right_to_wrong'])}")
@@ -150,6 +178,9 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
         strict: Annotated[bool, typer.Option("--strict", help="Refuse (exit 3) a run with any errored or "
                                                               "missing question instead of scoring it.")] = False,
+        budget_curve: Annotated[bool, typer.Option("--budget-curve", help="Also give accuracy at every smaller "
+                                                   "tool-call and token budget, read from this run (refused for "
+                                                   "agents whose prompt states the budget).")] = False,
     ) -> None:
         """Score a run against its verified release and write scores.json (never calls the agent).
 
@@ -161,7 +192,7 @@ def register(app: typer.Typer) -> None:
 
         config = JudgeConfig(base_url=judge, model=judge_model, api_key_env=judge_key_env) if judge else None
         print_scores(score_run(run, release, compat=compat, judge=config, resamples=resamples, seed=seed,
-                               strict=strict))
+                               strict=strict, budget_curve=budget_curve))
 
     @app.command("compare")
     def compare(
@@ -177,6 +208,41 @@ def register(app: typer.Typer) -> None:
 
         print_comparison(compare_runs(runs, allow=allow or (), metrics=metric or DEFAULT_METRICS, alpha=alpha,
                                       out_path=out))
+
+    @app.command("noise")
+    def noise(
+        run: Annotated[Path, typer.Argument(help="A scored run directory (run.json, traces, scores.json).")],
+        release: Annotated[Path, typer.Option("--release", help="The release the run was scored on.")],
+        reruns: Annotated[int, typer.Option(help="How many times to rerun the sampled questions.")] = 3,
+        sample: Annotated[int | None, typer.Option(help="How many questions to rerun (default all).")] = None,
+        concurrency: Annotated[list[int] | None, typer.Option("--concurrency", help="Concurrency of each rerun, "
+                                                              "cycled (repeatable; default 1, the run's, 4x).")] = None,
+        metric: Annotated[str, typer.Option(help="The 0/1 metric whose flips are counted.")] = "em",
+        seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 0,
+        index: Annotated[Path | None, typer.Option(help="Search index the run used.")] = None,
+        search_url: Annotated[str | None, typer.Option(help="Or the retrieval server it used.")] = None,
+        tools: Annotated[str, typer.Option(help="Tools offered (as for `aether run`).")] = "search",
+        api_key: Annotated[str | None, typer.Option(envvar="AETHER_API_KEY")] = None,
+    ) -> None:
+        """Rerun a finished run's questions under its exact settings and write its serving-noise floor (noise.json)."""
+        from aethersearch.commands.rollout import search_for
+        from aethersearch.compare.fingerprints import load_fingerprint
+        from aethersearch.compare.noise import measure_noise
+        from aethersearch.pipeline import verify_or_refuse
+
+        verify_or_refuse(release)
+        search = search_for(index, search_url, load_fingerprint(run).agent, tools)
+        result = measure_noise(run, release, search, reruns=reruns, sample=sample, concurrencies=concurrency,
+                               metric=metric, seed=seed, api_key=api_key, progress=typer.echo)
+        rate = result["flip_rate"]
+        if rate is None:
+            typer.echo("no question had two usable runs: no flip rate", err=True)
+            raise typer.Exit(3)
+        typer.echo(f"flip rate ({metric}): {100 * rate['mean']:.1f}% (95% CI {100 * rate['ci_low']:.1f}-"
+                   f"{100 * rate['ci_high']:.1f}%) over {result['questions_measured']} questions x "
+                   f"{result['reruns'] + 1} runs; {result['questions_flipping']} flipped at least once; "
+                   f"noise floor of a delta over {result['run_size']} questions: "
+                   f"{100 * result['floor_at_run_size']:.1f} points -> {run / 'noise.json'}")
 
     @app.command("report")
     def report(

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from aethersearch.compare.fingerprints import check_contract, load_fingerprint
+from aethersearch.compare.noise import noise_floor, read_noise
 from aethersearch.compare.paired import (
     DEFAULT_ALPHA,
     flips,
@@ -29,6 +30,7 @@ from aethersearch.compare.paired import (
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json
 from aethersearch.scoring.metrics import BINARY_METRICS
+from aethersearch.scoring.risk_coverage import aurc_bootstrap_difference
 from aethersearch.scoring.scores_file import Scores, read_scores
 
 DEFAULT_METRICS: tuple[str, ...] = ("em", "f1")
@@ -116,6 +118,40 @@ def compare_pair(a_scores: Scores, b_scores: Scores, metrics: Sequence[str], *,
     return {"results": results, "flips": flip_tables, "tests_corrected": len(adjusted)}
 
 
+def mark_serving_noise(results: dict[str, dict[str, Any]], noise_a: dict[str, Any] | None,
+                       noise_b: dict[str, Any] | None) -> None:
+    """Add ``noise_floor`` and ``within_noise`` to every entry of the measured metric (``compare.noise``).
+
+    The floor is the delta serving noise alone would give over the entry's ``n`` questions; a
+    delta whose size is below it is marked ``within_noise``, beside the MDE.
+    """
+    measured = [n for n in (noise_a, noise_b) if n is not None and n.get("flip_rate")]
+    if not measured:
+        return
+    metric = measured[0]["metric"]
+    rate_a = noise_a["flip_rate"]["mean"] if noise_a and noise_a.get("flip_rate") else None
+    rate_b = noise_b["flip_rate"]["mean"] if noise_b and noise_b.get("flip_rate") else None
+    first = rate_a if rate_a is not None else rate_b
+    assert first is not None
+    for by_metric in results.values():
+        entry = by_metric.get(metric)
+        if entry is None or entry.get("delta") is None:
+            continue
+        floor = noise_floor(first, rate_b if rate_a is not None else None, entry["n"])
+        entry["noise_floor"] = floor
+        entry["within_noise"] = bool(abs(entry["delta"]) < floor)
+
+
+def compare_aurc(a: Scores, b: Scores, run_a: Path, run_b: Path, *, resamples: int, seed: int) -> dict[str, Any]:
+    """Paired difference in AURC (b - a) over the same questions, with a bootstrap CI (``scoring.risk_coverage``)."""
+    from aethersearch.scoring.run_confidence import run_inputs
+
+    signal_a, inputs_a = run_inputs(run_a, a)
+    signal_b, inputs_b = run_inputs(run_b, b)
+    return {"signal": [signal_a, signal_b],
+            **aurc_bootstrap_difference(inputs_a, inputs_b, resamples=resamples, seed=seed)}
+
+
 def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
                  metrics: Sequence[str] = DEFAULT_METRICS, alpha: float = DEFAULT_ALPHA,
                  resamples: int = 2000, seed: int = 0, out_path: Path | None = None) -> dict[str, Any]:
@@ -132,9 +168,13 @@ def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
     check = check_contract(list(zip(names, fingerprints, strict=True)), allow)
     all_scores = [read_scores(d) for d in run_dirs]
     _check_same_questions(names, all_scores)
+    noises = [read_noise(d) for d in run_dirs]
     pairs = []
-    for name, scores in zip(names[1:], all_scores[1:], strict=True):
+    for name, run_dir, scores, noise in zip(names[1:], run_dirs[1:], all_scores[1:], noises[1:], strict=True):
         pair = compare_pair(all_scores[0], scores, metrics, alpha=alpha, resamples=resamples, seed=seed)
+        mark_serving_noise(pair["results"], noises[0], noise)
+        pair["risk_coverage"] = compare_aurc(all_scores[0], scores, run_dirs[0], run_dir, resamples=resamples,
+                                             seed=seed)
         pairs.append({"a": names[0], "b": name, **pair})
     result = {
         "runs": [{"name": n, "run_dir": str(d), "model": fp.model, "endpoint": fp.endpoint,

@@ -144,6 +144,49 @@ def delta_chart(pair: Mapping[str, Any], metric: str) -> str:
     return _svg(fig)
 
 
+def risk_coverage_chart(runs: Mapping[str, Scores]) -> str:
+    """Selective risk against coverage, one line per run (``scores.json`` ``risk_coverage``), AURC in the legend."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    for index, (name, scores) in enumerate(runs.items()):
+        risk = scores.risk_coverage
+        if not risk or not risk["curve"]["coverage"]:
+            continue
+        ax.step(risk["curve"]["coverage"], risk["curve"]["risk"], where="post",
+                color=_PALETTE[index % len(_PALETTE)], label=f"{name} (AURC {_finite(risk['aurc']):.3f}, "
+                                                              f"{risk['signal']})")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("coverage (share of questions answered, most confident first)")
+    ax.set_ylabel("risk (error rate among answered)")
+    ax.set_title("Risk–coverage (lower is better)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return _svg(fig)
+
+
+def budget_curve_chart(runs: Mapping[str, Scores]) -> str:
+    """Accuracy at each tool-call budget read off each run (``--budget-curve``), with 95% CI bands."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    for index, (name, scores) in enumerate(runs.items()):
+        curve = scores.budget_curve
+        if not curve:
+            continue
+        metric = curve["metrics"][0]
+        points = curve["axes"]["tool_calls"]["points"]
+        x = [p["budget"] for p in points]
+        colour = _PALETTE[index % len(_PALETTE)]
+        ax.plot(x, [_finite(p[metric]["mean"]) for p in points], marker="o", color=colour, label=name)
+        ax.fill_between(x, [_finite(p[metric]["ci_low"]) for p in points],
+                        [_finite(p[metric]["ci_high"]) for p in points], color=colour, alpha=0.15)
+    ax.set_xlabel("tool-call budget")
+    ax.set_ylabel("accuracy (exhausted = not answered)")
+    ax.set_title("Accuracy against budget")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return _svg(fig)
+
+
 def training_curve(history: Sequence[Mapping[str, Any]], metric_keys: Sequence[str]) -> str:
     """One line per metric key over checkpoint steps (the periodic-evaluation curve)."""
     fig, ax = plt.subplots(figsize=(7.0, 3.2))

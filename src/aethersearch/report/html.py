@@ -310,6 +310,10 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
                        "bar_charts": [charts.bars_by_source(by_label, m) for m in CHART_METRICS],
                        "outcome_chart": charts.outcome_chart(by_label),
                        "usage_chart": charts.usage_chart(with_usage) if with_usage else "",
+                       "risk_chart": charts.risk_coverage_chart(by_label)
+                       if any(s.risk_coverage for s in by_label.values()) else "",
+                       "budget_chart": charts.budget_curve_chart(by_label)
+                       if any(s.budget_curve for s in by_label.values()) else "",
                        "without_usage": [labels[i] for i in members if labels[i] not in with_usage]})
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)

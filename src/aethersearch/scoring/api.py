@@ -36,6 +36,7 @@ from aethersearch.records import ERROR_OUTCOMES, Outcome, RunFingerprint
 from aethersearch.release_layout import release_layout
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
 from aethersearch.scoring.binding import bind_gold
+from aethersearch.scoring.budget_curve import budget_curve as budget_curve_section
 from aethersearch.scoring.extract import check_compat
 from aethersearch.scoring.join import MISSING, JoinedRow, join, load_release, load_run
 from aethersearch.scoring.judge import (
@@ -46,6 +47,7 @@ from aethersearch.scoring.judge import (
     judge_cases,
 )
 from aethersearch.scoring.metrics import ABSTENTION_AWARE, ALL_METRICS, score_all
+from aethersearch.scoring.run_confidence import run_risk_coverage
 from aethersearch.scoring.scores_file import (
     QUESTIONS_FILE,
     SCORES_FILE,
@@ -187,14 +189,17 @@ def _refuse_if_strict(rows: list[JoinedRow], run_dir: Path) -> None:
 
 def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
               judge: JudgeConfig | None = None, resamples: int = DEFAULT_RESAMPLES,
-              seed: int = DEFAULT_SEED, strict: bool = False) -> Scores:
+              seed: int = DEFAULT_SEED, strict: bool = False, budget_curve: bool = False) -> Scores:
     """Score a finished (or partial) run against its release and write ``<run_dir>/scores.json`` atomically.
 
     The release must verify and be the one the run pinned in ``run.json``
     (IntegrityError otherwise, naming file, hashes and fix). The denominator
     is the release's question count: missing questions score 0 and are listed.
     With ``strict`` a run with any error outcome or missing question is refused
-    (:class:`ScoreRefused`). Returns what was written, with ``per_question`` attached.
+    (:class:`ScoreRefused`). ``budget_curve`` adds accuracy at every smaller budget
+    (``scoring.budget_curve``; refused for agents whose prompt states the budget).
+    The risk–coverage curve (``scoring.risk_coverage``) is always added. Returns what
+    was written, with ``per_question`` attached.
     """
     check_compat(compat)
     run_dir, release_dir = Path(run_dir), Path(release_dir)
@@ -219,6 +224,8 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     # Per-question rows go to their own compact JSONL (a 1M-question run would
     # make an unreadable scores.json); scores.json pins it by sha256 and is
     # written second, so a reader never pairs a summary with other rows.
+    curve = budget_curve_section(scored, fingerprint, resamples=resamples, seed=seed) if budget_curve else None
+    risk = run_risk_coverage(run_dir, run.kind, scored).as_dict()
     questions = encode_jsonl(scored)
     atomic_write_bytes(run_dir / QUESTIONS_FILE, questions)
     result = Scores.model_validate({
@@ -244,6 +251,8 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
         "searchr1": {},
         "judge": judge_summary,
         "per_question_file": {"path": QUESTIONS_FILE, "sha256": sha256_bytes(questions), "rows": len(scored)},
+        "risk_coverage": risk,
+        "budget_curve": curve,
     })
     result = result.model_copy(update={"searchr1": searchr1_metrics(result), "per_question": tuple(scored)})
     atomic_write_json(run_dir / SCORES_FILE, result)

@@ -230,6 +230,10 @@ class Scores(Record):
     searchr1: dict[str, float | None]
     judge: JudgeSummary | None
     per_question_file: PerQuestionFile
+    #: ``scoring.risk_coverage``: accuracy among answered questions against coverage, AURC, ECE (stated confidence)
+    risk_coverage: dict[str, Any] | None = None
+    #: ``scoring.budget_curve`` (``aether score --budget-curve``): accuracy at every smaller tool-call/token budget
+    budget_curve: dict[str, Any] | None = None
     per_question: tuple[QuestionScore, ...] = Field(default=(), exclude=True)
 
     def per_question_values(self, metric: str) -> dict[str, tuple[str, float]]:

@@ -1,0 +1,176 @@
+"""The serving-noise floor of a run: rerun some of its questions under its exact settings and count flips.
+
+Why: greedy decoding on vLLM, SGLang or llama.cpp is not bit-reproducible. Batch
+composition, concurrency and prefix caching change the logits, so the same
+checkpoint rerun at temperature 0 answers some questions differently (verl users
+see validation scores move with ``val_batch_size``, verl #1515). A 1-point "gain"
+between two checkpoints can be pure serving noise; the paired tests of
+``compare`` assume one run per checkpoint is the truth. ``measure_noise`` measures
+instead: it reruns ``sample`` questions ``reruns`` times with the run's own
+``run.json`` settings and endpoint, varying only the concurrency (which changes
+batch composition), and writes ``noise.json`` beside the run.
+
+Statistics (named ``serving_noise``, this project's):
+
+* Per question, with ``c`` correct of ``m`` runs (the original and the reruns), the
+  **flip rate** ``d = 2c(m-c) / (m(m-1))`` is the share of run pairs that disagree:
+  an unbiased estimate of ``2p(1-p)``, the chance that two runs of the same
+  checkpoint disagree on it. The overall flip rate is its mean over the sampled
+  questions, with a 95% bootstrap interval over questions.
+* The **noise floor** of an accuracy delta over ``n`` questions between two
+  checkpoints with flip rates ``dA`` and ``dB`` is ``1.96 * sqrt((dA + dB) / (2n))``:
+  the 95% half-width of the difference two reruns of the same checkpoints would show
+  (each run's accuracy has variance ``sum p(1-p) / n^2``). With one noise file the
+  other checkpoint is assumed as noisy. ``compare`` marks a delta below it as
+  ``within serving noise``.
+* A rerun question that ended in an error outcome is left out of that question's
+  count (``errors`` says how many); a question with fewer than two usable runs is
+  left out of the rate.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aethersearch.errors import ConfigError, DataError
+from aethersearch.jsonl import atomic_write_json, loads, sha256_file
+from aethersearch.records import ERROR_OUTCOMES, RunLimits
+from aethersearch.scoring.aggregate import estimate
+
+__all__ = ["NOISE_FILE", "flip_rates", "measure_noise", "noise_floor", "read_noise"]
+
+NOISE_FILE = "noise.json"
+Z95 = 1.959963984540054
+_ERRORS = frozenset({*(o.value for o in ERROR_OUTCOMES), "missing"})
+
+
+def flip_rates(matrix: Sequence[Sequence[float | None]]) -> list[float | None]:
+    """Per question (a row of 0/1 correctness over runs, None = error), the share of run pairs that disagree."""
+    rates: list[float | None] = []
+    for row in matrix:
+        usable = [v for v in row if v is not None]
+        m = len(usable)
+        if m < 2:
+            rates.append(None)
+            continue
+        c = sum(1 for v in usable if v > 0)
+        rates.append(2.0 * c * (m - c) / (m * (m - 1)))
+    return rates
+
+
+def noise_floor(flip_rate_a: float, flip_rate_b: float | None, n: int) -> float:
+    """95% half-width of an accuracy delta over ``n`` questions that serving noise alone would produce."""
+    b = flip_rate_a if flip_rate_b is None else flip_rate_b
+    return Z95 * float(np.sqrt((flip_rate_a + b) / (2.0 * n))) if n else float("nan")
+
+
+def read_noise(run_dir: Path) -> dict[str, Any] | None:
+    """A run's ``noise.json`` (None when it has none), refused when it no longer matches the run's scores."""
+    path = Path(run_dir) / NOISE_FILE
+    if not path.is_file():
+        return None
+    try:
+        noise: dict[str, Any] = loads(path.read_bytes())
+    except ValueError as exc:
+        raise DataError(path, f"invalid JSON: {exc}", fix=f"rerun `aether noise {run_dir}`") from None
+    scores = Path(run_dir) / "scores.json"
+    if not scores.is_file() or sha256_file(scores) != noise.get("bound_to", {}).get("scores_sha256"):
+        raise DataError(path, "measured against other scores of this run (scores.json changed since)",
+                        fix=f"rerun `aether noise {run_dir} ...` after rescoring")
+    return noise
+
+
+def _sample_ids(ids: list[str], sample: int | None, seed: int) -> list[str]:
+    if sample is None or sample >= len(ids):
+        return list(ids)
+    if sample < 2:
+        raise ConfigError(f"--sample {sample} is too small to measure a rate", fix="sample at least 2 questions")
+    chosen = set(random.Random(f"noise:{seed}").sample(sorted(ids), sample))
+    return [qid for qid in ids if qid in chosen]  # release order
+
+
+def _rerun_correctness(rerun_dir: Path, release_dir: Path, ids: list[str], metric: str) -> dict[str, float | None]:
+    """Each sampled question's ``metric`` in one rerun (None for an error outcome or a missing row)."""
+    from aethersearch.scoring.api import per_question_rows
+    from aethersearch.scoring.join import join, load_release, load_run
+
+    joined = join(load_release(release_dir), load_run(rerun_dir))
+    wanted = set(ids)
+    rows = [row for row in joined.rows if row.id in wanted]
+    return {q.id: (None if q.outcome in _ERRORS else q.values[metric])
+            for q in per_question_rows(rows, compat=None)}
+
+
+def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int = 3, sample: int | None = 50,
+                  seed: int = 0, concurrencies: Sequence[int] | None = None, metric: str = "em",
+                  api_key: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Rerun ``sample`` questions ``reruns`` times with ``run_dir``'s settings; write and return ``noise.json``.
+
+    Each rerun is an ordinary resumable run directory under ``<run_dir>/noise/rerun-<r>``
+    (a killed measurement resumes where it stopped). ``concurrencies`` cycles over the
+    reruns (default: 1, the run's own, and 4 x the run's own), since the number of
+    requests in flight is what changes batch composition on a serving engine.
+    """
+    from aethersearch.compare.fingerprints import load_fingerprint
+    from aethersearch.rollout.fingerprint import load_rollout_questions, release_info
+    from aethersearch.rollout.session import RunSettings, execute_run, prepare_run
+    from aethersearch.scoring.scores_file import read_scores
+
+    if reruns < 1:
+        raise ConfigError(f"--reruns {reruns}: at least one rerun is needed", fix="pass --reruns 3 (or more)")
+    run_dir, release_dir = Path(run_dir), Path(release_dir)
+    scores = read_scores(run_dir)
+    if metric not in scores.metrics:
+        raise ConfigError(f"{run_dir} has no {metric!r} scores", fix=f"use one of: {', '.join(scores.metrics)}")
+    fingerprint = load_fingerprint(run_dir)
+    original = {q.id: (None if q.outcome in _ERRORS else q.values[metric]) for q in scores.per_question}
+    ids = _sample_ids([q.id for q in scores.per_question], sample, seed)
+    info = release_info(release_dir)
+    wanted = set(ids)
+    questions = [q for q in load_rollout_questions(info.rollout_path) if q.id in wanted]
+    base = fingerprint.concurrency or 1
+    levels = list(concurrencies) if concurrencies else [1, base, 4 * base]
+    settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
+                           endpoint=fingerprint.endpoint, model=fingerprint.model, budget=fingerprint.budget,
+                           decoding=fingerprint.decoding, concurrency=base,
+                           limits=fingerprint.limits or RunLimits())
+    runs: list[dict[str, float | None]] = []
+    bound: list[dict[str, Any]] = []
+    for index in range(reruns):
+        level = max(1, min(levels[index % len(levels)], len(questions)))
+        rerun_dir = run_dir / "noise" / f"rerun-{index + 1}"
+        if progress is not None:
+            progress(f"rerun {index + 1}/{reruns}: {len(questions)} questions at concurrency {level}")
+        prepared = prepare_run(info, settings.model_copy(update={"concurrency": level}), search,
+                               questions=questions, api_key=api_key)
+        execute_run(prepared, rerun_dir, enforce=False)
+        runs.append(_rerun_correctness(rerun_dir, release_dir, ids, metric))
+        bound.append({"dir": str(rerun_dir.relative_to(run_dir)), "concurrency": level,
+                      "traces_sha256": sha256_file(rerun_dir / "traces.jsonl")})
+    matrix = [[original[qid], *(r[qid] for r in runs)] for qid in ids]
+    rates = flip_rates(matrix)
+    usable = [r for r in rates if r is not None]
+    overall = estimate(usable, seed=seed, name="noise/flip_rate") if usable else None
+    result = {
+        "convention": "serving_noise: flip rate = share of run pairs (original + reruns) disagreeing on a question; "
+                      "floor = 1.96*sqrt((dA+dB)/(2n))",
+        "metric": metric, "reruns": reruns, "sample": len(ids), "seed": seed,
+        "concurrencies": [b["concurrency"] for b in bound],
+        "flip_rate": overall.as_dict() if overall is not None else None,
+        "questions_flipping": sum(1 for r in usable if r > 0),
+        "questions_measured": len(usable),
+        "errors": sum(1 for row in matrix for v in row if v is None),
+        "floor_at_run_size": noise_floor(overall.mean, None, len(scores.per_question)) if overall is not None else None,
+        "run_size": len(scores.per_question),
+        "per_question": [{"id": qid, "correct": row, "flip_rate": rate}
+                         for qid, row, rate in zip(ids, matrix, rates, strict=True)],
+        "bound_to": {"scores_sha256": sha256_file(run_dir / "scores.json"),
+                     "run_json_sha256": sha256_file(run_dir / "run.json"), "reruns": bound},
+    }
+    atomic_write_json(run_dir / NOISE_FILE, result)
+    return result

@@ -1,0 +1,84 @@
+"""Serving noise: flip rates, the floor they put under a delta, compare's marking, and a real rerun measurement."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from aethersearch.compare.checkpoints import compare_runs
+from aethersearch.compare.noise import NOISE_FILE, flip_rates, measure_noise, noise_floor, read_noise
+from aethersearch.errors import DataError
+from aethersearch.jsonl import atomic_write_json, sha256_file
+from aethersearch.scoring.api import score_run
+from tests.scoring.factory import eval_rows, write_release, write_run
+
+
+def test_the_flip_rate_is_the_share_of_disagreeing_run_pairs() -> None:
+    for row in ([1, 1, 1], [0, 0], [1, 0], [1, 1, 0, 0], [1, 0, 0, None]):
+        usable = [v for v in row if v is not None]
+        pairs = list(itertools.combinations(usable, 2))
+        assert flip_rates([row]) == [sum(a != b for a, b in pairs) / len(pairs)]
+    assert flip_rates([[1, None, None]]) == [None]
+
+
+def test_the_floor_scales_with_one_over_root_n() -> None:
+    assert noise_floor(0.1, None, 400) == pytest.approx(1.96 * (0.1 / 400) ** 0.5, rel=1e-3)
+    assert noise_floor(0.1, 0.3, 100) == pytest.approx(1.96 * (0.2 / 100) ** 0.5, rel=1e-3)
+
+
+def _noise_file(run: Path, flip_rate: float) -> None:
+    atomic_write_json(run / NOISE_FILE, {
+        "metric": "em", "flip_rate": {"mean": flip_rate, "ci_low": flip_rate, "ci_high": flip_rate, "n": 30},
+        "bound_to": {"scores_sha256": sha256_file(run / "scores.json")}})
+
+
+def test_compare_marks_a_delta_below_the_measured_floor_as_within_serving_noise(tmp_path: Path) -> None:
+    rows = eval_rows(30)
+    release = write_release(tmp_path / "release", rows)
+    base_correct = {r.id for i, r in enumerate(rows) if i % 2 == 0}
+    base = write_run(tmp_path / "base", rows, base_correct, model="base")
+    rl = write_run(tmp_path / "rl", rows, base_correct | {rows[1].id, rows[3].id}, model="rl")
+    for run in (base, rl):
+        score_run(run, release, resamples=100)
+    plain = compare_runs([base, rl], resamples=100)["pairs"][0]["results"]["overall"]["em"]
+    assert "within_noise" not in plain  # nothing measured: nothing claimed
+    _noise_file(base, 0.30)  # a noisy server: reruns disagree on 30% of question pairs
+    noisy = compare_runs([base, rl], resamples=100)["pairs"][0]["results"]["overall"]["em"]
+    assert noisy["delta"] == pytest.approx(2 / 90)
+    assert noisy["noise_floor"] == pytest.approx(noise_floor(0.30, None, 90)) and noisy["within_noise"] is True
+    _noise_file(base, 0.001)
+    quiet = compare_runs([base, rl], resamples=100)["pairs"][0]["results"]["overall"]["em"]
+    assert quiet["within_noise"] is False
+
+
+def test_a_noise_file_for_other_scores_is_refused(tmp_path: Path) -> None:
+    rows = eval_rows(3)
+    release = write_release(tmp_path / "release", rows)
+    run = write_run(tmp_path / "run", rows, set())
+    score_run(run, release, resamples=20)
+    _noise_file(run, 0.1)
+    score_run(run, release, resamples=30)  # rescored: scores.json changed
+    with pytest.raises(DataError, match="scores.json changed"):
+        read_noise(run)
+
+
+@pytest.mark.slow
+def test_measure_noise_reruns_the_sample_with_the_runs_settings(tmp_path: Path) -> None:
+    from aethersearch import pipeline
+
+    release, index = pipeline.build_demo_inputs(tmp_path / "demo")
+    run = tmp_path / "run"
+    pipeline.run_agent(release, run, pipeline.index_search(index), agent="lexical", concurrency=4)
+    score_run(run, release, resamples=50)
+    result = measure_noise(run, release, pipeline.index_search(index), reruns=2, sample=12, seed=1)
+    assert result["sample"] == 12 and result["concurrencies"] == [1, 4]
+    assert result["flip_rate"]["mean"] == 0.0  # a deterministic agent: no flips
+    assert result["questions_measured"] == 12 and result["errors"] == 0
+    assert [len(q["correct"]) for q in result["per_question"]] == [3] * 12
+    assert read_noise(run) == result
+    for rerun in result["bound_to"]["reruns"]:
+        assert sha256_file(run / rerun["dir"] / "traces.jsonl") == rerun["traces_sha256"]
+    again = measure_noise(run, release, pipeline.index_search(index), reruns=2, sample=12, seed=1)
+    assert again["per_question"] == result["per_question"]  # resumed: nothing was rerun twice
