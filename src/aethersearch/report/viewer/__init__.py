@@ -1,0 +1,1 @@
+"""``aether view``: the local, read-only trace viewer (see ``app.py``)."""
