@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.corpus.store import build_store
-from aethersearch.jsonl import atomic_write_json, write_jsonl
+from aethersearch.jsonl import atomic_write_json, read_jsonl, write_jsonl
 from aethersearch.records import Document, EvalRow
 from aethersearch.scoring.api import score_run
+from aethersearch.scoring.factorised import episodes_from_rows, factorise
 from tests.scoring.factory import eval_rows, eval_sha256, fingerprint, write_checksums, write_release
 
 PER_SOURCE = 30
@@ -104,11 +105,29 @@ def write_traced_run(path: Path, rows: list[EvalRow], correct: set[str], model: 
                                               chain=row.id in chains) for row in rows])
     atomic_write_json(path / "run.json", fingerprint(len(rows), model=model, agent="search-r1",
                                                      release_data_sha256=release_data_sha256 or eval_sha256(rows)))
-    factorised = [{"id": row.id, "source": row.source_dataset, "hops": 2, "evidence": chain_of(row)[:2],
-                   "gathered": chain_of(row)[:1], "parametric": [], "sufficient": False, "search_credit": 0.5,
-                   "outcome": "answered", "correct": row.id in correct} for row in rows[:CHAIN_QUESTIONS]]
-    write_jsonl(path / "factorised_questions.jsonl", factorised)
+    write_jsonl(path / "factorised_questions.jsonl", factorised_rows(rows, correct, chains))
+    atomic_write_json(path / "factorised.json",
+                      factorise(episodes_from_rows(read_jsonl(path / "factorised_questions.jsonl"))))
+    led = sorted(correct)[:3]
+    atomic_write_json(path / "probes.json", {"lead_astray": {"lead_astray_rate": len(led) / 12, "n_led_astray": len(led),
+                                                             "n_eligible": 12, "led_astray_ids": led},
+                                             "forget": {"applicable": False, "reason": "no model"}})
     return path
+
+
+def factorised_rows(rows: list[EvalRow], correct: set[str], chains: set[str]) -> list[dict[str, Any]]:
+    """``factorised_questions.jsonl`` as the diagnostics write it: chain questions gather only their subject page,
+    the others 2-4 hops with a varying share of their evidence gathered."""
+    out = []
+    for i, row in enumerate(rows):
+        hops = 2 if row.id in chains else 2 + i % 3
+        evidence = chain_of(row)[:2] if row.id in chains else [f"{row.id}_e{k}" for k in range(hops)]
+        gathered = evidence[:1] if row.id in chains else evidence[:min(hops, (i * 7) % 5)]
+        out.append({"id": row.id, "source": row.source_dataset, "hops": hops, "evidence": evidence,
+                    "gathered": gathered, "parametric": [], "sufficient": gathered == evidence,
+                    "search_credit": len(gathered) / len(evidence),
+                    "outcome": "abstained" if i % 11 == 5 else "answered", "correct": row.id in correct})
+    return out
 
 
 def make_viewer_runs(root: Path) -> ViewerRuns:

@@ -45,8 +45,14 @@ PAPER_METRICS: tuple[PaperMetric, ...] = (
                 ("n_led_astray", "n_eligible")),
 )
 
-#: Per-question metrics of ``scores.json`` under the names the question list shows.
-ANSWER_METRICS: tuple[tuple[str, str], ...] = (("em", "EM"), ("f1", "F1"))
+#: Answer metrics every scored run has (``scores.json``, micro overall): the table's first columns.
+QA_METRICS: tuple[PaperMetric, ...] = (
+    PaperMetric("EM", ("scores", "em"), "exact match after Search-R1's normalisation (its qa_em)"),
+    PaperMetric("F1", ("scores", "f1"), "SQuAD token F1, max over gold aliases"),
+)
+
+#: Per-question metrics of ``scores.json`` as ``(key, label)``, the columns the viewer's question list shows.
+ANSWER_METRICS: tuple[tuple[str, str], ...] = tuple((m.where[-1], m.label) for m in QA_METRICS)
 
 #: The two axes of the decoupling figure (WebDetective: "search and synthesis are decoupled").
 DECOUPLING_AXES: tuple[str, str] = ("Search Score", "GenScore")
@@ -57,7 +63,7 @@ PER_HOP_METRICS: tuple[str, ...] = ("Pass@1", "Knowledge Sufficiency", "Search S
 
 def paper_metric(label: str) -> PaperMetric:
     """The entry for a paper label (a KeyError naming the labels when it is not one)."""
-    for metric in PAPER_METRICS:
+    for metric in (*QA_METRICS, *PAPER_METRICS):
         if metric.label == label:
             return metric
-    raise KeyError(f"{label!r} is not a paper metric; known: {', '.join(m.label for m in PAPER_METRICS)}")
+    raise KeyError(f"{label!r} is not a paper metric; known: {', '.join(m.label for m in (*QA_METRICS, *PAPER_METRICS))}")
