@@ -163,3 +163,22 @@ def test_bad_runs_show_clear_pages_in_chromium(browser: Any, runs: ViewerRuns, t
         assert "traces.jsonl:5" in browser.find_element(By.ID, "problem").text
         assert_not_blank(browser.get_screenshot_as_png(), "problem")
     assert {name: snapshot(path) for name, path in bad.items() if path.exists()} == before
+
+
+def test_static_report_links_into_a_running_viewer(browser: Any, runs: ViewerRuns, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from aethersearch.report.html import write_report
+
+    viewer = load_viewer([runs.sft, runs.rl], corpus=runs.corpus)
+    with Served(create_app(viewer)) as url:
+        report = write_report([runs.sft, runs.rl], tmp_path / "report.html", release_dir=runs.release, viewer_url=url)
+        browser.get(report.resolve().as_uri())
+        link = _wait(browser, lambda d: next((a for a in d.find_elements(By.CSS_SELECTOR, "a.viewer-link")
+                                              if a.is_displayed()), None))
+        assert link.get_attribute("href").startswith(url + "/compare/")
+        browser.get(link.get_attribute("href"))
+        assert browser.find_elements(By.ID, "side-by-side")
+    browser.get(report.resolve().as_uri())  # no viewer running: the links stay hidden
+    time.sleep(1.0)
+    assert not [a for a in browser.find_elements(By.CSS_SELECTOR, "a.viewer-link") if a.is_displayed()]

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from aethersearch.report.viewer import VIEWER_HOST, VIEWER_PORT
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``view`` command to ``app``."""
@@ -17,8 +19,8 @@ def register(app: typer.Typer) -> None:
     @app.command("view")
     def view(
         runs: Annotated[list[Path], typer.Argument(help="Run directories to browse (the first is the default).")],
-        port: Annotated[int, typer.Option(help="Port to serve on.")] = 7575,
-        host: Annotated[str, typer.Option(help="Interface to bind (127.0.0.1: this machine only).")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="Port to serve on.")] = VIEWER_PORT,
+        host: Annotated[str, typer.Option(help="Interface to bind (127.0.0.1: this machine only).")] = VIEWER_HOST,
         release: Annotated[Path | None, typer.Option(help="Release whose gold to show (default: the one the "
                                                           "first run was scored on).")] = None,
         corpus: Annotated[Path | None, typer.Option(help="Document store the runs searched, to show the text of "
@@ -33,5 +35,5 @@ def register(app: typer.Typer) -> None:
         for run in viewer.runs:
             state = f"problem: {run.problem.title}" if run.problem else f"{len(run.questions)} questions"
             typer.echo(f"{run.key}: {state}")
-        typer.echo(f"aether view: http://{host}:{port}/  (Ctrl-C to stop)")
+        typer.echo(f"aether view: serving http://{host}:{port}/  (read-only; Ctrl-C to stop)")
         serve(viewer, host=host, port=port)

@@ -33,12 +33,13 @@ from aethersearch.report import charts
 from aethersearch.report.layout import display_labels, has_model_usage, release_groups, source_matrix
 from aethersearch.report.metric_names import DECOUPLING_AXES, PER_HOP_METRICS
 from aethersearch.report.paper import Cell, run_metrics, shown_columns
+from aethersearch.report.viewer import VIEWER_URL
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
 from aethersearch.scoring.api import read_fingerprint, score_run
 from aethersearch.scoring.scores_file import MetricEstimate, Scores, read_scores
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-DEFAULT_VIEWER_URL = "http://127.0.0.1:7575"
+DEFAULT_VIEWER_URL = VIEWER_URL
 """Where `aether view` listens by default: the report's flip lists link there when a viewer answers."""
 TABLE_METRICS: tuple[str, ...] = ("em", "subem", "subem_answered", "f1", "f1_answered", "cover_em", "squad_em",
                                   "popqa_acc", "judge")

@@ -27,6 +27,7 @@ from aethersearch import __version__
 from aethersearch.errors import AetherError
 from aethersearch.report.layout import display_labels
 from aethersearch.report.metric_names import ANSWER_METRICS
+from aethersearch.report.viewer import VIEWER_HOST, VIEWER_PORT
 from aethersearch.report.viewer.questions import QuestionQuery, build_rows, page_json, query_questions
 from aethersearch.report.viewer.runs import LoadedRun, Release, find_release, load_run, run_keys
 from aethersearch.report.viewer.trace_view import Corpus, trace_view
@@ -36,7 +37,6 @@ HERE = Path(__file__).resolve().parent
 SORTABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("id", "id"), ("source", "source"), ("question", "question"), ("outcome", "outcome"), *ANSWER_METRICS,
     ("c_of_k", "c of K"), ("tool_calls", "tool calls"), ("tokens", "tokens"), ("wall_s", "wall s"))
-DEFAULT_PORT = 7575
 
 
 class Viewer(NamedTuple):
@@ -208,7 +208,7 @@ def _corpus_mismatch(corpus: Corpus | None, run: LoadedRun) -> bool:
     return corpus is not None and recorded is not None and recorded != corpus.content_hash
 
 
-def serve(viewer: Viewer, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+def serve(viewer: Viewer, *, host: str = VIEWER_HOST, port: int = VIEWER_PORT) -> None:
     """Serve the viewer until interrupted (127.0.0.1 unless ``host`` says otherwise)."""
     import uvicorn
 
