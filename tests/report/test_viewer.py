@@ -101,7 +101,7 @@ def test_one_trace_shows_turns_documents_gold_marks_extraction_and_chain(client:
     assert "the last of 1 &lt;answer&gt; span(s)" in html
     states = re.findall(r'class="node state-(\w+)', html)
     assert states == ["visited", "unlocked", "masked"]  # bridge unlocked by the subject visit, answer still locked
-    assert "sufficient?</th><td>no" in html
+    assert "<th>sufficient?</th><td>no</td>" in html
 
 
 def test_side_by_side_aligns_turns(client: TestClient, runs: ViewerRuns) -> None:

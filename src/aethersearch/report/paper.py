@@ -110,7 +110,8 @@ def run_metrics(run_dir: Path, label: str, scores: Scores, *, resamples: int = F
     cells: dict[str, Cell | None] = {}
     for metric in QA_METRICS:
         found = scores.overall.micro.metrics.get(metric.where[-1])
-        cells[metric.label] = Cell(found.mean, found.ci_low, found.ci_high) if found is not None else None
+        cells[metric.label] = (Cell(found.mean, found.ci_low, found.ci_high)
+                               if found is not None and found.mean is not None else None)
     factorised = _read_json(run_dir / FACTORISED_FILE)
     probes = _read_json(run_dir / PROBES_FILE)
     overall = factorised.get("overall", {}) if isinstance(factorised, dict) else {}

@@ -81,7 +81,8 @@ def load_viewer(run_dirs: Sequence[Path], *, release: Path | None = None, corpus
     return Viewer(runs, found, open_corpus(corpus), release_problem)
 
 
-def _templates() -> Environment:
+def templates() -> Environment:
+    """The viewer's Jinja2 environment (autoescaped, strict), with the helpers its templates call."""
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(version=__version__, answer_metrics=ANSWER_METRICS, query_string=query_string)
@@ -102,7 +103,7 @@ def create_app(viewer: Viewer) -> FastAPI:
     """The FastAPI app over ``viewer`` (GET routes only)."""
     app = FastAPI(title="aether view", docs_url=None, redoc_url=None, openapi_url=None)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    env = _templates()
+    env = templates()
     shown = [run for run in viewer.runs if run.problem is None]
     keys = [run.key for run in shown]
     by_key = {run.key: run for run in viewer.runs}
