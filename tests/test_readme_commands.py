@@ -180,14 +180,9 @@ def _viewer_serves_the_demo_run(port: int) -> None:
     """The README's `aether view` answers with the demo sandbox run's 60 questions and opens a trace."""
     import httpx
 
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            page = httpx.get(f"http://127.0.0.1:{port}/api/questions", timeout=10).json()
-            break
-        except httpx.TransportError:
-            assert time.monotonic() < deadline, "`aether view` never answered"
-            time.sleep(0.3)
+    from tests.serving import wait_for_json
+
+    page = wait_for_json(f"http://127.0.0.1:{port}/api/questions")
     assert page["total"] == 60 and page["ids"]
     trace = httpx.get(f"http://127.0.0.1:{port}/q/{page['ids'][0]}", timeout=10)
     assert trace.status_code == 200 and 'id="chain"' in trace.text

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -21,6 +19,7 @@ from aethersearch.report.viewer.questions import PAGE_SIZE, QuestionQuery, Quest
 from aethersearch.report.viewer.trace_view import mark_golds
 from tests.report.viewer_fixtures import CHAIN_QUESTIONS, ViewerRuns, make_viewer_runs, snapshot, trace
 from tests.scoring.factory import eval_rows, write_release
+from tests.serving import free_port, wait_for_json
 
 
 @pytest.fixture(scope="module")
@@ -186,26 +185,13 @@ def test_c_of_k_is_counted_when_traces_carry_samples(tmp_path: Path, runs: Viewe
     assert "samples:" in page and '<p class="prediction">wrong</p>' in page
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_aether_view_command_serves_on_localhost(runs: ViewerRuns) -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "view", str(runs.sft), str(runs.rl),
                              "--port", str(port), "--label", "SFT", "--label", "RL"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                health = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).json()
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
-                time.sleep(0.2)
+        health = wait_for_json(f"http://127.0.0.1:{port}/api/health", proc)
         assert health["runs"] == ["sft", "rl"]
         assert ">SFT<" in httpx.get(f"http://127.0.0.1:{port}/").text.replace(" ⚠", "")
         assert httpx.post(f"http://127.0.0.1:{port}/api/questions").status_code == 405  # read-only: GET only

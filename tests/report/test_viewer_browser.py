@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 from aethersearch.report.viewer.app import create_app, load_viewer
 from tests.report.test_viewer import _bad_runs
 from tests.report.viewer_fixtures import ViewerRuns, make_viewer_runs, snapshot
+from tests.serving import free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -32,19 +32,13 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                        "(apt-get install -y chromium chromium-driver)")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Served:
     """A viewer app served by uvicorn on a free loopback port in a background thread."""
 
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        self.port = _free_port()
+        self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
