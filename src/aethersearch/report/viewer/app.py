@@ -29,7 +29,7 @@ from aethersearch.report.layout import display_labels
 from aethersearch.report.metric_names import ANSWER_METRICS
 from aethersearch.report.viewer import VIEWER_HOST, VIEWER_PORT
 from aethersearch.report.viewer.questions import QuestionQuery, build_rows, page_json, query_questions
-from aethersearch.report.viewer.runs import LoadedRun, Release, find_release, load_run, run_keys
+from aethersearch.report.viewer.runs import LoadedRun, Release, against_release, find_release, load_run, run_keys
 from aethersearch.report.viewer.trace_view import Corpus, trace_view
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
 
@@ -64,11 +64,6 @@ def load_viewer(run_dirs: Sequence[Path], *, release: Path | None = None, corpus
     from aethersearch.scoring.api import read_fingerprint
 
     run_dirs = [Path(d) for d in run_dirs]
-    release_problem = None
-    try:
-        found = find_release(release, run_dirs)
-    except AetherError as exc:
-        found, release_problem = None, str(exc)
     keys = run_keys(run_dirs)
     fingerprints = []
     for run_dir in run_dirs:
@@ -77,7 +72,13 @@ def load_viewer(run_dirs: Sequence[Path], *, release: Path | None = None, corpus
         except AetherError:
             fingerprints.append(None)
     names = display_labels(keys, fingerprints, labels)
-    runs = [load_run(key, run_dir, label, found) for key, run_dir, label in zip(keys, run_dirs, names, strict=True)]
+    loaded = [load_run(key, run_dir, label) for key, run_dir, label in zip(keys, run_dirs, names, strict=True)]
+    release_problem = None
+    try:
+        found = find_release(release, loaded)
+    except AetherError as exc:
+        found, release_problem = None, str(exc)
+    runs = [against_release(run, found) for run in loaded]
     return Viewer(runs, found, open_corpus(corpus), release_problem)
 
 

@@ -129,8 +129,8 @@ def _factorised_rows(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {row["id"]: row for _, row in iter_jsonl(path) if isinstance(row, dict) and "id" in row}
 
 
-def load_run(key: str, run_dir: Path, label: str, release: Release | None) -> LoadedRun:
-    """Load one run for viewing, or its problem (missing, unscored, stale, malformed, other release)."""
+def load_run(key: str, run_dir: Path, label: str) -> LoadedRun:
+    """Load one run for viewing, or its problem (missing, unscored, changed since scoring, malformed)."""
     from aethersearch.scoring.api import read_fingerprint
 
     run_dir = Path(run_dir)
@@ -152,14 +152,6 @@ def load_run(key: str, run_dir: Path, label: str, release: Release | None) -> Lo
     except (DataError, IntegrityError) as exc:
         return LoadedRun(key, run_dir, label, _problem("Run is not scored (or changed since it was scored)", exc),
                          fingerprint=fingerprint)
-    if release is not None and scores.gold.eval_sha256 != release.eval_sha256:
-        return LoadedRun(key, run_dir, label, RunProblem(
-            "Run scored against another release",
-            f"{run_dir} was scored against {scores.gold.release_dir} (eval sha256 {scores.gold.eval_sha256[:12]}), "
-            f"but this viewer shows release {release.path} (eval sha256 {release.eval_sha256[:12]})",
-            "view runs of one release together (`aether view` once per release), or rescore the run with "
-            f"`aether score {run_dir} --release {release.path}` if it was rolled out on that release"),
-            fingerprint=fingerprint)
     try:
         factorised = _factorised_rows(run_dir)
     except AetherError as exc:
@@ -168,12 +160,26 @@ def load_run(key: str, run_dir: Path, label: str, release: Release | None) -> Lo
                      {row.id: row for row in scores.per_question}, offsets, factorised)
 
 
+def against_release(run: LoadedRun, release: Release | None) -> LoadedRun:
+    """``run``, or its problem page when it was scored on another release than the one the viewer shows."""
+    if run.scores is None or release is None or run.scores.gold.eval_sha256 == release.eval_sha256:
+        return run
+    gold = run.scores.gold
+    return LoadedRun(run.key, run.path, run.label, RunProblem(
+        "Run scored against another release",
+        f"{run.path} was scored against {gold.release_dir} (eval sha256 {gold.eval_sha256[:12]}), "
+        f"but this viewer shows release {release.path} (eval sha256 {release.eval_sha256[:12]})",
+        "view runs of one release together (`aether view` once per release), or rescore the run with "
+        f"`aether score {run.path} --release {release.path}` if it was rolled out on that release"),
+        fingerprint=run.fingerprint)
+
+
 def _release_candidates(recorded: str, run_dir: Path) -> list[Path]:
     where = Path(recorded)
     return [where, run_dir.parent / where.name, run_dir.parent.parent / where] if not where.is_absolute() else [where]
 
 
-def find_release(explicit: Path | None, run_dirs: Sequence[Path]) -> Release | None:
+def find_release(explicit: Path | None, runs: Sequence[LoadedRun]) -> Release | None:
     """The release to show gold from: ``--release``, else the one the first scored run recorded (None if absent)."""
     from aethersearch.release_layout import release_layout
     from aethersearch.scoring.join import load_release
@@ -181,13 +187,9 @@ def find_release(explicit: Path | None, run_dirs: Sequence[Path]) -> Release | N
 
     candidates: list[Path] = [Path(explicit)] if explicit is not None else []
     if explicit is None:
-        for run_dir in run_dirs:
-            try:
-                recorded = read_scores(run_dir).gold.release_dir
-            except AetherError:
-                continue
-            candidates.extend(_release_candidates(recorded, Path(run_dir)))
-            break
+        scored = next((run for run in runs if run.scores is not None), None)
+        if scored is not None and scored.scores is not None:
+            candidates.extend(_release_candidates(scored.scores.gold.release_dir, scored.path))
     for where in candidates:
         try:
             layout = release_layout(where)
