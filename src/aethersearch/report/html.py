@@ -32,7 +32,7 @@ from aethersearch.jsonl import atomic_write_text, dumps_pretty, iter_jsonl
 from aethersearch.report import charts
 from aethersearch.report.layout import display_labels, has_model_usage, release_groups, source_matrix
 from aethersearch.report.metric_names import DECOUPLING_AXES, PER_HOP_METRICS
-from aethersearch.report.paper import Cell, run_metrics, shown_columns
+from aethersearch.report.paper import RAW_TITLES, Cell, run_metrics, shown_columns
 from aethersearch.report.viewer import VIEWER_URL
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
 from aethersearch.scoring.api import read_fingerprint, score_run
@@ -109,8 +109,9 @@ def _paper_view(run_dirs: Sequence[Path], labels: Sequence[str], all_scores: Seq
                       "cells": [_cell_view(row.cells.get(m.label)) for m in columns]} for row in rows],
             "decoupling": charts.decoupling_chart(points, x_label, y_label) if points else "",
             "per_hop": charts.per_hop_chart(curves, PER_HOP_METRICS) if curves else "",
-            "raw": [{"label": row.label, "files": [(name, dumps_pretty(value).decode("utf-8"))
-                                                   for name, value in row.raw.items()]} for row in rows if row.raw]}
+            "raw": [{"label": row.label, "titles": " and ".join(RAW_TITLES[name] for name in row.raw),
+                     "files": [(name, dumps_pretty(value).decode("utf-8")) for name, value in row.raw.items()]}
+                    for row in rows if row.raw]}
 
 
 def _cell_view(cell: Cell | None) -> dict[str, str]:

@@ -31,6 +31,8 @@ from aethersearch.scoring.scores_file import Scores
 FACTORISED_FILE = "factorised.json"
 FACTORISED_ROWS = "factorised_questions.jsonl"
 PROBES_FILE = "probes.json"
+RAW_TITLES = {FACTORISED_FILE: "Factorised metrics", PROBES_FILE: "Probes (Forget / Lead-astray)"}
+"""What each diagnostics file is called where the report shows it raw."""
 FACTORISED_RESAMPLES = 200
 """Bootstrap draws for the factorised metrics' CIs: each draw recomputes every metric over all questions
 (about 80 ms at 1,400 questions on these machines), so fewer draws than ``scores.json``'s 1,000."""
