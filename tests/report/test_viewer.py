@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +16,7 @@ from hypothesis import strategies as st
 from aethersearch.report.viewer.app import create_app, load_viewer
 from aethersearch.report.viewer.questions import PAGE_SIZE, QuestionQuery, QuestionRow, RunCell, query_questions
 from aethersearch.report.viewer.trace_view import mark_golds
-from tests.report.viewer_fixtures import CHAIN_QUESTIONS, ViewerRuns, make_viewer_runs, snapshot, trace
-from tests.scoring.factory import eval_rows, write_release
+from tests.report.viewer_fixtures import CHAIN_QUESTIONS, ViewerRuns, make_viewer_runs, snapshot, trace, write_bad_runs
 from tests.serving import free_port, wait_for_json
 
 
@@ -115,31 +113,8 @@ def test_gold_marks_escape_html_and_match_whole_words() -> None:
     assert "<script>" not in marked and marked.count('<mark class="gold"') == 2
 
 
-def _bad_runs(root: Path, runs: ViewerRuns) -> dict[str, Path]:
-    """A missing run, a half-written one, one with a malformed line, one scored against another release."""
-    half = root / "half"
-    shutil.copytree(runs.rl, half)
-    for name in ("scores.json", "scores_questions.jsonl"):
-        (half / name).unlink()
-    with (half / "traces.jsonl").open("ab") as handle:
-        handle.write(b'{"id": "eval_0001", "question_seen": "tor')
-    malformed = root / "malformed"
-    shutil.copytree(runs.sft, malformed)
-    lines = (malformed / "traces.jsonl").read_bytes().split(b"\n")
-    lines[4] = b'{"id": "eval_0005", "oops'
-    (malformed / "traces.jsonl").write_bytes(b"\n".join(lines))
-    other_rows = eval_rows(2)
-    other_release = write_release(root / "other_release", other_rows)
-    from tests.report.viewer_fixtures import write_traced_run
-    from aethersearch.scoring.api import score_run
-
-    other = write_traced_run(root / "other", other_rows, set(), "other-ckpt")
-    score_run(other, other_release, resamples=50)
-    return {"missing": root / "missing", "half": half, "malformed": malformed, "other": other}
-
-
 def test_bad_runs_get_clear_pages_and_are_never_written(tmp_path: Path, runs: ViewerRuns) -> None:
-    bad = _bad_runs(tmp_path, runs)
+    bad = write_bad_runs(tmp_path, runs)
     before = {name: snapshot(path) for name, path in bad.items() if path.exists()}
     viewer = load_viewer([runs.rl, *bad.values()], release=runs.release)
     client = TestClient(create_app(viewer), raise_server_exceptions=False)

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from aethersearch.report.viewer.app import create_app, load_viewer
-from tests.report.test_viewer import _bad_runs
-from tests.report.viewer_fixtures import ViewerRuns, make_viewer_runs, snapshot
+from tests.report.viewer_fixtures import ViewerRuns, make_viewer_runs, snapshot, write_bad_runs
 from tests.serving import free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -141,7 +140,7 @@ def test_list_flips_trace_and_chain_render_in_chromium(browser: Any, runs: Viewe
 def test_bad_runs_show_clear_pages_in_chromium(browser: Any, runs: ViewerRuns, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    bad = _bad_runs(tmp_path, runs)
+    bad = write_bad_runs(tmp_path, runs)
     before = {name: snapshot(path) for name, path in bad.items() if path.exists()}
     viewer = load_viewer([runs.rl, *bad.values()], release=runs.release)
     with Served(create_app(viewer)) as url:

@@ -9,6 +9,7 @@ the real scorer, so the viewer reads exactly what it reads in use.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -145,6 +146,26 @@ def make_viewer_runs(root: Path) -> ViewerRuns:
     for run in (sft, rl):
         score_run(run, release, resamples=200)
     return ViewerRuns(release, corpus, sft, rl, rows, right_rl - right_sft, right_sft - right_rl)
+
+
+def write_bad_runs(root: Path, runs: ViewerRuns) -> dict[str, Path]:
+    """A missing run, a half-written one, one with a malformed line, one scored against another release."""
+    half = root / "half"
+    shutil.copytree(runs.rl, half)
+    for name in ("scores.json", "scores_questions.jsonl"):
+        (half / name).unlink()
+    with (half / "traces.jsonl").open("ab") as handle:
+        handle.write(b'{"id": "eval_0001", "question_seen": "tor')
+    malformed = root / "malformed"
+    shutil.copytree(runs.sft, malformed)
+    lines = (malformed / "traces.jsonl").read_bytes().split(b"\n")
+    lines[4] = b'{"id": "eval_0005", "oops'
+    (malformed / "traces.jsonl").write_bytes(b"\n".join(lines))
+    other_rows = eval_rows(2)
+    other_release = write_release(root / "other_release", other_rows)
+    other = write_traced_run(root / "other", other_rows, set(), "other-ckpt")
+    score_run(other, other_release, resamples=50)
+    return {"missing": root / "missing", "half": half, "malformed": malformed, "other": other}
 
 
 def snapshot(directory: Path) -> dict[str, tuple[int, bytes]]:
