@@ -110,7 +110,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     env = {**os.environ, "AETHER_SHARED_DATA": str(SHARED)}
     rule = search_r1_rule(lambda question: "Tinli Pratavli", searches=1)
     with ScriptedServer(rule) as llm:
-        yield {"root": root, "env": env, "llm": llm.url, "search_port": _free_port(), "background": []}
+        yield {"root": root, "env": env, "llm": llm.url, "search_port": _free_port(), "view_port": _free_port(),
+               "background": []}
 
 
 def _aether(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 600) -> None:
@@ -127,6 +128,7 @@ def _substitute(command: str, work: dict[str, Any]) -> str:
     if words[1] not in BUILD_COMMANDS:
         command = re.sub(r"(?<![\w/])eval1400/?(?![\w/])", "demo_out/release", command)
     return (command.replace("wiki18_bm25/", "demo_out/index").replace("--port 8000", f"--port {port}")
+            .replace("--port 7575", f"--port {work['view_port']}")
             .replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}")
             .replace("http://127.0.0.1:8001/v1", work["llm"]).replace("../shared/data", str(SHARED)))
 
@@ -160,7 +162,7 @@ def _run_block(block: str, work: dict[str, Any]) -> int:
         words = shlex.split(command)
         assert words[0] == "aether", f"README block runs something other than aether: {command}"
         args = words[1:]
-        if args[0] == "serve":
+        if args[0] in ("serve", "view"):  # servers: started in the background, stopped at the end
             _serve(args, work)
         elif args[0] == "import" and args[1] == "verl":
             _verl_generations(work, work["root"] / args[2])
@@ -172,6 +174,18 @@ def _run_block(block: str, work: dict[str, Any]) -> int:
             _aether(args, work["root"], work["env"])
         ran += 1
     return ran
+
+
+def _viewer_serves_the_demo_run(port: int) -> None:
+    """The README's `aether view` answers with the demo sandbox run's 60 questions and opens a trace."""
+    import httpx
+
+    from tests.serving import wait_for_json
+
+    page = wait_for_json(f"http://127.0.0.1:{port}/api/questions")
+    assert page["total"] == 60 and page["ids"]
+    trace = httpx.get(f"http://127.0.0.1:{port}/q/{page['ids'][0]}", timeout=10)
+    assert trace.status_code == 200 and 'id="chain"' in trace.text
 
 
 def _is_build_block(block: str) -> bool:
@@ -187,6 +201,7 @@ def test_readme_bash_blocks_run(work: dict[str, Any]) -> None:
         assert ran >= 10
         for name in ("demo_out/report.html", "cmp.json", "report.html", "val.parquet", "runs/step-120/scores.json"):
             assert (work["root"] / name).is_file(), name
+        _viewer_serves_the_demo_run(work["view_port"])
         for block in blocks("python"):
             code = _substitute(block, work).replace('"demo_out/release"', repr(str(work["root"] / "demo_out/release")))
             namespace: dict[str, Any] = {}

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scoring",
     "diagnostics",
     "interop",
+    "viewer",
 )
 
 app = typer.Typer(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -14,6 +13,7 @@ from typer.testing import CliRunner
 
 from aethersearch.cli import app
 from aethersearch.errors import ConfigError
+from tests.serving import wait_for_json
 
 
 def test_construct_demo_prints_hops_and_rejections(tmp_path: Path) -> None:
@@ -48,15 +48,7 @@ def test_sandbox_serve_answers_a_real_client_on_loopback(tmp_path: Path) -> None
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                health = httpx.get(f"{base}/health", timeout=2).json()
-                break
-            except httpx.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"server did not start: {proc.stdout.read().decode() if proc.stdout else ''}")
-                time.sleep(0.3)
+        health = wait_for_json(f"{base}/health", proc)
         assert health["questions"] == 5
         qid = "webdetective_demo_0001"
         eid = httpx.post(f"{base}/episodes", json={"question_id": qid}, timeout=60).json()["episode_id"]

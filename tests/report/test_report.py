@@ -12,7 +12,7 @@ import pytest
 
 from aethersearch.errors import DataError
 from aethersearch.records import Budget
-from aethersearch.report.html import nested_tables, write_report
+from aethersearch.report.html import write_report
 from tests.scoring.factory import eval_rows, write_release, write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,14 +83,6 @@ def test_contract_mismatch_is_shown_as_refusal(tmp_path: Path) -> None:
     assert "Comparison refused" in html and "budget" in html
     allowed = write_report([a, b], tmp_path / "r2.html", release_dir=release, allow=["budget"]).read_text()
     assert "Contract override" in allowed
-
-
-def test_nested_numbers_become_tables() -> None:
-    tables = nested_tables({"overall": {"f1_gr": 0.5}, "by_hops": {"2": {"ks": 0.1, "ss": 0.2}}, "n": 3}, "x")
-    assert [t.title for t in tables] == ["x", "x", "x / by_hops"]
-    assert tables[0].rows == [["n", "3"]]
-    assert (tables[1].columns, tables[1].rows) == (["", "f1_gr"], [["overall", "0.500"]])
-    assert (tables[2].columns, tables[2].rows) == (["", "ks", "ss"], [["2", "0.100", "0.200"]])
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian `chromium` not installed (apt-get install -y chromium)")

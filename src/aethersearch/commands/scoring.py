@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from aethersearch.report.viewer import VIEWER_URL
+
 if TYPE_CHECKING:
     from aethersearch.scoring.scores_file import JudgeSummary, MetricEstimate, Scores
 
@@ -252,11 +254,16 @@ def register(app: typer.Typer) -> None:
         release: Annotated[Path | None, typer.Option(help="Release, to score runs not scored yet.")] = None,
         history: Annotated[Path | None, typer.Option(help="History JSONL written by `aether watch`.")] = None,
         allow: Annotated[list[str] | None, typer.Option("--allow", help="Contract field allowed to differ.")] = None,
+        label: Annotated[list[str] | None, typer.Option("--label", help="Run label, one per run in order "
+                                                        "(default: the model name).")] = None,
+        viewer_url: Annotated[str, typer.Option(help="Where `aether view` runs: flipped questions link there "
+                                                     "when it answers ('' for no links).")] = VIEWER_URL,
     ) -> None:
-        """Write one self-contained HTML report (tables, charts, comparison, curve, flipped traces)."""
+        """Write one self-contained HTML report (paper table and figures, comparison, curve, flipped traces)."""
         from aethersearch.report.html import write_report
 
-        path = write_report(runs or [], out, release_dir=release, history=history, allow=allow or (), strict=True)
+        path = write_report(runs or [], out, release_dir=release, history=history, allow=allow or (), strict=True,
+                            labels=label or (), viewer_url=viewer_url or None)
         typer.echo(f"wrote {path}")
 
     @app.command("watch")

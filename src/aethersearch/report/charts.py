@@ -21,10 +21,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from aethersearch.scoring.scores_file import MetricEstimate, Scores
 
-_PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
-_OUTCOME_COLOURS = {"answered": "#55A868", "abstained": "#8172B3", "no_answer_tag": "#DD8452",
-                    "budget": "#C44E52", "endpoint_error": "#8C8C8C", "tool_error": "#937860",
-                    "request_rejected": "#B07AA1", "missing": "#222222"}
+#: Okabe & Ito's palette, which readers with any common colour-vision deficiency can tell apart; points
+#: and lines also differ by marker, so no figure depends on colour alone.
+_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_OUTCOME_COLOURS = {"answered": "#009E73", "abstained": "#CC79A7", "no_answer_tag": "#E69F00",
+                    "budget": "#D55E00", "endpoint_error": "#999999", "tool_error": "#56B4E9",
+                    "request_rejected": "#F0E442", "missing": "#000000"}
 
 
 def _svg(fig: Any) -> str:
@@ -130,8 +133,8 @@ def delta_chart(pair: Mapping[str, Any], metric: str) -> str:
     results = pair["results"]
     scopes = [s for s in results if metric in results[s]]
     deltas = [_finite(results[s][metric]["delta"]) for s in scopes]
-    colours = ["#55A868" if results[s][metric]["significant"] and d > 0 else
-               "#C44E52" if results[s][metric]["significant"] else "#8C8C8C" for s, d in zip(scopes, deltas,
+    colours = ["#0072B2" if results[s][metric]["significant"] and d > 0 else
+               "#D55E00" if results[s][metric]["significant"] else "#999999" for s, d in zip(scopes, deltas,
                                                                                                strict=True)]
     fig, ax = plt.subplots(figsize=(6.5, 0.6 + 0.4 * len(scopes)))
     ax.barh(scopes, deltas, color=colours)
@@ -200,4 +203,57 @@ def training_curve(history: Sequence[Mapping[str, Any]], metric_keys: Sequence[s
     ax.set_title("Training-time evaluation on the frozen split")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncols=2)
+    return _svg(fig)
+
+
+def _whiskers(cell: Any) -> tuple[float, float]:
+    if cell is None or cell.low is None or cell.high is None:
+        return (0.0, 0.0)
+    return (max(0.0, cell.mean - cell.low), max(0.0, cell.high - cell.mean))
+
+
+def decoupling_chart(points: Mapping[str, tuple[Any, Any]], x_label: str, y_label: str) -> str:
+    """One point per run, ``x_label`` against ``y_label`` with 95% CI whiskers and the diagonal.
+
+    WebDetective's reading: a run far below the diagonal searches well but
+    does not turn what it found into answers (search and synthesis decoupled).
+    ``points`` maps a run label to its two cells (each ``mean``/``low``/``high``).
+    """
+    fig, ax = plt.subplots(figsize=(5.2, 4.4))
+    ax.plot([0, 1], [0, 1], linestyle="--", color="#999999", linewidth=0.8, label="x = y")
+    for index, (label, (x, y)) in enumerate(points.items()):
+        xerr, yerr = _whiskers(x), _whiskers(y)
+        ax.errorbar([x.mean], [y.mean], xerr=[[xerr[0]], [xerr[1]]], yerr=[[yerr[0]], [yerr[1]]],
+                    fmt=_MARKERS[index % len(_MARKERS)], markersize=8, capsize=3,
+                    color=_PALETTE[index % len(_PALETTE)], label=label)
+        ax.annotate(label, (x.mean, y.mean), textcoords="offset points", xytext=(6, 6), fontsize=8)
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_title(f"{x_label} vs {y_label} (95% CI)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _svg(fig)
+
+
+def per_hop_chart(curves: Mapping[str, Mapping[str, Mapping[str, float | None]]], metrics: Sequence[str]) -> str:
+    """One panel per metric: its value at each hop count, one line (and marker) per run.
+
+    ``curves`` maps a run label to ``{hop: {metric: value}}``; hops are drawn in numeric order.
+    """
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.0 * len(metrics), 2.9), sharey=True, squeeze=False)
+    hops = sorted({h for by_hop in curves.values() for h in by_hop}, key=lambda h: (not h.isdigit(), int(h) if
+                                                                                   h.isdigit() else 0, h))
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for index, (label, by_hop) in enumerate(curves.items()):
+            xs = [h for h in hops if by_hop.get(h, {}).get(metric) is not None]
+            ax.plot(xs, [_finite(by_hop[h][metric]) for h in xs], marker=_MARKERS[index % len(_MARKERS)],
+                    color=_PALETTE[index % len(_PALETTE)], label=label)
+        ax.set_title(metric, fontsize=9)
+        ax.set_xlabel("hops")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
     return _svg(fig)

@@ -2,16 +2,17 @@
 
 Why static and inlined: a report is evidence attached to a paper or a PR; it
 must open from disk, offline, with no server, and show the same thing forever.
-Charts are inline SVG (``charts.py``), styles and the one small self-check
-script are inline, nothing is fetched. The page records any script error into
-``#console-errors`` so a headless browser can verify it rendered cleanly.
+Charts are inline SVG (``charts.py``, colour-blind-safe), styles and the one small
+self-check script are inline, nothing is fetched (the only request is a probe of a
+local ``aether view``, which shows links into it when one runs). The page records any
+script error into ``#console-errors`` so a headless browser can verify it rendered cleanly.
 
-Sections: runs, per-source tables with CIs, bar chart per source, outcome and
-budget-usage charts, checkpoint comparison (paired deltas, Holm-corrected
-significance marks, flip tables linking to the flipped questions' traces), the
-training curve from an ``aether watch`` history, and any ``factorised.json`` /
-``probes.json`` the diagnostics wrote into a run directory (rendered
-generically as tables of numbers).
+Sections, as a paper lays them out: the runs x metrics table under the papers'
+names with CIs, Search Score against GenScore, per-hop curves (``paper.py``), raw
+``factorised.json`` / ``probes.json`` behind a disclosure; then the source x run
+EM table and its charts, per-run tables, outcomes and budget, the checkpoint
+comparison (paired deltas, Holm-corrected marks, flips linking to their traces),
+the training curve of an ``aether watch`` history, and the flipped traces.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
@@ -27,29 +28,22 @@ from aethersearch import __version__
 from aethersearch.compare.checkpoints import compare_runs
 from aethersearch.compare.watch import read_history
 from aethersearch.errors import AetherError, DataError, IntegrityError
-from aethersearch.jsonl import atomic_write_text, iter_jsonl, loads
+from aethersearch.jsonl import atomic_write_text, dumps_pretty, iter_jsonl
 from aethersearch.report import charts
-from aethersearch.report.layout import has_model_usage, release_groups, run_labels, source_matrix
+from aethersearch.report.layout import display_labels, has_model_usage, release_groups, source_matrix
+from aethersearch.report.metric_names import DECOUPLING_AXES, PER_HOP_METRICS
+from aethersearch.report.paper import RAW_TITLES, Cell, run_metrics, shown_columns
+from aethersearch.report.viewer import VIEWER_URL
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
 from aethersearch.scoring.api import read_fingerprint, score_run
 from aethersearch.scoring.scores_file import MetricEstimate, Scores, read_scores
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-EXTRA_FILES: tuple[tuple[str, str], ...] = (("factorised.json", "Factorised metrics"),
-                                            ("probes.json", "Probes (Forget / Lead-astray)"))
+DEFAULT_VIEWER_URL = VIEWER_URL
+"""Where `aether view` listens by default: the report's flip lists link there when a viewer answers."""
 TABLE_METRICS: tuple[str, ...] = ("em", "subem", "subem_answered", "f1", "f1_answered", "cover_em", "squad_em",
                                   "popqa_acc", "judge")
 CHART_METRICS: tuple[str, ...] = ("em", "f1")
-WIDE_COLUMNS = 8
-"""A numbers matrix with more columns than this (and fewer rows) is transposed to fit the page."""
-
-
-class Table(NamedTuple):
-    """A rendered table: a caption, column headers and rows of display strings."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -65,36 +59,6 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, list | tuple):
         return f"[{len(value)} items]"
     return str(value)
-
-
-def _is_number(value: Any) -> bool:
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
-
-
-def nested_tables(obj: Any, title: str) -> list[Table]:
-    """Turn nested dicts of numbers into tables: ``{k: number}`` -> one 2-column table,
-    ``{row: {col: number}}`` -> a matrix, deeper nesting -> one table per branch."""
-    if not isinstance(obj, Mapping):
-        return [Table(title, ["value"], [[fmt(obj)]])]
-    scalars = {k: v for k, v in obj.items() if not isinstance(v, Mapping)}
-    branches = {k: v for k, v in obj.items() if isinstance(v, Mapping)}
-    tables: list[Table] = []
-    if scalars:
-        tables.append(Table(title, ["name", "value"], [[str(k), fmt(v)] for k, v in scalars.items()]))
-    flat = {k: v for k, v in branches.items() if all(_is_number(x) for x in v.values())}
-    if flat:
-        columns = sorted({c for v in flat.values() for c in v}, key=str)
-        if len(columns) > WIDE_COLUMNS and len(columns) > len(flat):
-            # many metrics, few groups: metrics become rows so the table fits the page width
-            tables.append(Table(title, ["", *map(str, flat)],
-                                [[str(c), *(fmt(v.get(c)) for v in flat.values())] for c in columns]))
-        else:
-            tables.append(Table(title, ["", *map(str, columns)],
-                                [[str(k), *(fmt(v.get(c)) for c in columns)] for k, v in flat.items()]))
-    for key, value in branches.items():
-        if key not in flat:
-            tables.extend(nested_tables(value, f"{title} / {key}"))
-    return tables
 
 
 def _slug(text: str) -> str:
@@ -131,17 +95,30 @@ def _judge_block(scores: Scores) -> dict[str, Any] | None:
             "verdicts": verdicts, "table": [(k, [v[x] for x in verdicts]) for k, v in table.items()]}
 
 
-def _extras(run_dir: Path) -> list[dict[str, Any]]:
-    found = []
-    for filename, title in EXTRA_FILES:
-        path = run_dir / filename
-        if path.is_file():
-            try:
-                data = loads(path.read_bytes())
-            except ValueError as exc:
-                raise DataError(path, f"invalid JSON: {exc}", fix=f"regenerate {filename}") from None
-            found.append({"title": title, "tables": nested_tables(data, filename)})
-    return found
+def _paper_view(run_dirs: Sequence[Path], labels: Sequence[str], all_scores: Sequence[Scores],
+                members: Sequence[int]) -> dict[str, Any]:
+    """The opening of a release group: runs x paper metrics with CIs, the decoupling figure, per-hop curves."""
+    rows = [run_metrics(run_dirs[i], labels[i], all_scores[i]) for i in members]
+    columns = shown_columns(rows)
+    x_label, y_label = DECOUPLING_AXES
+    points = {row.label: (row.cells[x_label], row.cells[y_label]) for row in rows
+              if row.cells.get(x_label) is not None and row.cells.get(y_label) is not None}
+    curves = {row.label: row.by_hops for row in rows if row.by_hops}
+    return {"columns": [{"label": m.label, "meaning": m.meaning} for m in columns],
+            "rows": [{"label": row.label, "n": row.n,
+                      "cells": [_cell_view(row.cells.get(m.label)) for m in columns]} for row in rows],
+            "decoupling": charts.decoupling_chart(points, x_label, y_label) if points else "",
+            "per_hop": charts.per_hop_chart(curves, PER_HOP_METRICS) if curves else "",
+            "raw": [{"label": row.label, "titles": " and ".join(RAW_TITLES[name] for name in row.raw),
+                     "files": [(name, dumps_pretty(value).decode("utf-8")) for name, value in row.raw.items()]}
+                    for row in rows if row.raw]}
+
+
+def _cell_view(cell: Cell | None) -> dict[str, str]:
+    if cell is None:
+        return {"mean": "—", "ci": ""}
+    ci = f"[{fmt(cell.low)}, {fmt(cell.high)}]" if cell.low is not None and cell.high is not None else ""
+    return {"mean": fmt(cell.mean), "ci": ci}
 
 
 def _load_traces(run_dir: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
@@ -238,7 +215,7 @@ def _golds(all_scores: Sequence[Scores], release_dir: Path | None) -> dict[str, 
 
 def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | None = None,
                  history: Path | None = None, allow: Sequence[str] = (), compare: bool = True,
-                 strict: bool = False) -> Path:
+                 strict: bool = False, labels: Sequence[str] = (), viewer_url: str | None = DEFAULT_VIEWER_URL) -> Path:
     """Render the report for ``run_dirs`` (first = comparison reference) into ``out_path`` atomically.
 
     Unscored runs, and runs that changed since they were scored, are (re)scored
@@ -246,7 +223,9 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     more runs the checkpoint comparison is included; a contract mismatch that
     was not ``allow``-ed is shown as a refusal instead of a table. ``compare=False``
     puts runs of different evaluations (e.g. the demo's benchmark run and its
-    sandbox run) side by side in one file without comparing them. ``strict=True`` (the CLI) still
+    sandbox run) side by side in one file without comparing them. Runs are labelled by ``labels``
+    (``--label``), else their model names (:func:`display_labels`). Flipped questions link into an
+    ``aether view`` at ``viewer_url`` (the links show only when one answers there). ``strict=True`` (the CLI) still
     writes the report but then raises ``IntegrityError`` when the comparison was refused, so a
     script never mistakes a report without its comparison for a finished one.
     """
@@ -273,39 +252,39 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     traces = {i: _load_traces(d, flipped) for i, d in enumerate(run_dirs)}
     have_trace = {i: set(t) for i, t in traces.items()}
     fingerprints = [read_fingerprint(d) for d in run_dirs]
-    labels = run_labels(names, fingerprints)
+    run_label = display_labels(names, fingerprints, labels)
     golds = _golds(all_scores, release_dir) if flipped else {}
     em_of = [{row.id: row.values.get("em") for row in scores.per_question} for scores in all_scores]
 
     runs_view = []
-    for i, (name, run_dir, scores) in enumerate(zip(names, run_dirs, all_scores, strict=True)):
+    for i, (name, scores) in enumerate(zip(names, all_scores, strict=True)):
         fingerprint = fingerprints[i]
         metrics, table = _score_table(scores)
-        runs_view.append({"index": i, "name": name, "label": labels[i], "scores": scores, "metrics": metrics,
+        runs_view.append({"index": i, "name": name, "label": run_label[i], "scores": scores, "metrics": metrics,
                           "table": table,
                           "model": fingerprint.model if fingerprint else None,
                           "agent": fingerprint.agent if fingerprint else None,
-                          "judge": _judge_block(scores), "extras": _extras(run_dir),
+                          "judge": _judge_block(scores),
                           "budget": _budget_view(scores)})
     trace_view = []
     for i, found in traces.items():
         for qid in sorted(found):
             row = found[qid]
             verdict = em_of[i].get(qid)
-            trace_view.append({"anchor": _anchor(i, qid), "id": qid, "run": labels[i], "outcome": row.get("outcome"),
+            trace_view.append({"anchor": _anchor(i, qid), "id": qid, "run": run_label[i], "outcome": row.get("outcome"),
                                "prediction": row.get("prediction"), "question": row.get("question_seen"),
                                "response": row.get("response", ""), "gold": golds.get(qid),
                                "right": None if verdict is None else verdict >= 1.0,
-                               "others": [{"run": labels[j], "right": (em_of[j].get(qid) or 0.0) >= 1.0}
+                               "others": [{"run": run_label[j], "right": (em_of[j].get(qid) or 0.0) >= 1.0}
                                           for j in range(len(run_dirs)) if j != i],
                                "links": [{"anchor": _anchor(j, qid), "run": names[j]}
                                          for j in traces if j != i and qid in have_trace[j]]})
     groups = []
     for group in release_groups(all_scores):  # a table or chart never mixes two releases
         members = group.members
-        by_label = {labels[i]: all_scores[i] for i in members}
-        with_usage = {labels[i]: all_scores[i] for i in members if has_model_usage(all_scores[i], fingerprints[i])}
-        groups.append({"release": group.release, "sha": group.eval_sha256[:12], "labels": [labels[i] for i in members],
+        by_label = {run_label[i]: all_scores[i] for i in members}
+        with_usage = {run_label[i]: all_scores[i] for i in members if has_model_usage(all_scores[i], fingerprints[i])}
+        groups.append({"release": group.release, "sha": group.eval_sha256[:12], "labels": [run_label[i] for i in members],
                        "matrix": source_matrix(all_scores, members, "em"),
                        "bar_charts": [charts.bars_by_source(by_label, m) for m in CHART_METRICS],
                        "outcome_chart": charts.outcome_chart(by_label),
@@ -314,7 +293,8 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
                        if any(s.risk_coverage for s in by_label.values()) else "",
                        "budget_chart": charts.budget_curve_chart(by_label)
                        if any(s.budget_curve for s in by_label.values()) else "",
-                       "without_usage": [labels[i] for i in members if labels[i] not in with_usage]})
+                       "without_usage": [run_label[i] for i in members if run_label[i] not in with_usage],
+                       "paper": _paper_view(run_dirs, run_label, all_scores, members)})
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     html = env.get_template("report.html.j2").render(
@@ -329,6 +309,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
         pairs=[_pair_view(p, index_of, have_trace) for p in comparison["pairs"]] if comparison else [],
         history=_history_view(history),
         traces=trace_view,
+        viewer_url=viewer_url.rstrip("/") if viewer_url else None,
     )
     atomic_write_text(out_path, html)
     if strict and refused is not None:

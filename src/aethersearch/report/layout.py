@@ -50,6 +50,27 @@ def run_labels(names: Sequence[str], fingerprints: Sequence[RunFingerprint | Non
     return labels
 
 
+def display_labels(names: Sequence[str], fingerprints: Sequence[RunFingerprint | None],
+                   explicit: Sequence[str] = ()) -> list[str]:
+    """Run labels for a paper: ``--label`` values in run order, else the model name, else what differs.
+
+    Why: a paper's columns read "Qwen2.5-7B-SFT", not "agent=lexical, rounds=2".
+    A label given on the command line wins; a run without one is named by its
+    model when the models tell the runs apart, and by :func:`run_labels` otherwise.
+    """
+    if explicit and len(explicit) != len(names):
+        from aethersearch.errors import ConfigError
+
+        raise ConfigError(f"{len(explicit)} --label values for {len(names)} runs",
+                          fix="give one --label per run, in the order of the runs, or none")
+    if explicit:
+        return list(explicit)
+    models = [fp.model if fp is not None and fp.model else None for fp in fingerprints]
+    if all(models) and len(set(models)) == len(models):
+        return [str(m) for m in models]
+    return run_labels(names, fingerprints)
+
+
 class ReleaseGroup(NamedTuple):
     """Runs scored on the same release (same eval.jsonl sha256): the only runs one table or chart may hold."""
 

@@ -454,6 +454,20 @@ def episode_rows(episodes: Sequence[EpisodeEvidence]) -> list[dict[str, Any]]:
     ]
 
 
+def episodes_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[EpisodeEvidence]:
+    """The inverse of :func:`episode_rows`: episodes read back from ``factorised_questions.jsonl``.
+
+    Why: a report draws confidence intervals for the factorised metrics by
+    resampling questions and recomputing :func:`factorised_metrics`, so the
+    interval always belongs to the same definition as the published point.
+    """
+    return [EpisodeEvidence(id=str(row["id"]), source=str(row["source"]), hops=row.get("hops"),
+                            evidence=tuple(row["evidence"]), gathered=frozenset(row["gathered"]),
+                            parametric=frozenset(row.get("parametric") or ()), outcome=Outcome(row["outcome"]),
+                            correct=bool(row["correct"]))
+            for row in rows]
+
+
 DEFINITIONS: Mapping[str, str] = {
     "knowledge_sufficiency": "|S|/|Q|, S = questions whose evidence E is all gathered by tools or known parametrically",
     "knowledge_score": "= knowledge_sufficiency (the factor in GenScore)",
