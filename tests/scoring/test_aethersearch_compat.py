@@ -95,3 +95,53 @@ def test_a_valid_answer_scores_within_their_range(text: str) -> None:
     score = episode_score([f"<answer>{text}</answer>"], ["Paris"])
     assert score.r_task in (-2.0,) or 0.0 <= score.r_task <= 1.0
     assert score.exact == (score.r_task == 1.0)
+
+
+def _step(index: int, text: str, *, query: str | None = None, **notes: Any) -> dict[str, Any]:
+    step: dict[str, Any] = {"index": index, "llm": {"text": text}, "notes": notes}
+    if query is not None:
+        step["tool_calls"] = [{"tool": "search", "arguments": {"query": query}}]
+    return step
+
+
+def test_score_run_compat_aethersearch_scores_each_step_text(tmp_path: Path) -> None:
+    """Stop strings the server removed count as written; tool errors void R_task; their keys land in scores.json."""
+    from aethersearch.jsonl import write_jsonl
+    from aethersearch.scoring.api import read_scores, score_run
+
+    from tests.scoring.factory import eval_rows, write_release, write_run
+
+    rows = eval_rows(2)
+    release_dir = write_release(tmp_path / "release", rows)
+    run = write_run(tmp_path / "run", rows, set())
+    gold = {row.id: row.answers[0] for row in rows}
+    ids = [row.id for row in rows]
+    traces = [
+        # server stopped at </search> and removed it: restored, so the search is valid
+        {"steps": [_step(0, "<think>a</think><search>who", query="who", stop_restored="</search>"),
+                   _step(1, f"<answer>{gold[ids[0]]}</answer>")]},
+        # text after </answer>: invalid under their parser
+        {"steps": [_step(0, f"<answer>{gold[ids[1]]}</answer> done")]},
+        # right answer but the retrieval failed: their system_valid is False
+        {"steps": [_step(0, f"<answer>{gold[ids[2]]}</answer>")], "outcome": "tool_error"},
+        # an invalid action before a valid final answer does not void the answer in their scorer
+        {"steps": [_step(0, "hmm"), _step(1, f"<answer>{gold[ids[3]]}</answer>")]},
+    ]
+    lines = []
+    for qid, extra in zip(ids, traces, strict=False):
+        lines.append({"id": qid, "question_seen": "q?", "agent": "aethersearch", "response": "",
+                      "outcome": extra.get("outcome", "answered"), "stop_reason": "answer", "steps": extra["steps"]})
+    for qid in ids[len(traces):]:
+        lines.append({"id": qid, "question_seen": "q?", "agent": "aethersearch", "response": "",
+                      "outcome": "no_answer_tag", "stop_reason": "invalid", "steps": []})
+    write_jsonl(run / "traces.jsonl", lines)
+    scores = score_run(run, release_dir, compat="aethersearch", resamples=10)
+    values = {q.id: q.values for q in scores.per_question}
+    assert [values[qid]["aethersearch_f1"] for qid in ids[:4]] == [1.0, 0.0, 0.0, 1.0]
+    assert scores.aethersearch is not None
+    overall = scores.aethersearch["overall"]
+    assert overall["count"] == len(rows)
+    assert overall["f1"] == pytest.approx(2 / len(rows))
+    assert overall["avg_search"] == pytest.approx(1 / len(rows))
+    assert read_scores(run).aethersearch == scores.aethersearch
+    assert "aethersearch_exact" in scores.metrics

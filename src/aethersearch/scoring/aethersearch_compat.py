@@ -47,6 +47,7 @@ __all__ = [
     "AETHERSEARCH_COMMIT",
     "AETHERSEARCH_METRICS",
     "ActionCheck",
+    "EpisodeActions",
     "EpisodeScore",
     "TrajectoryCheck",
     "aethersearch_summary",
@@ -105,6 +106,14 @@ class TrajectoryCheck(NamedTuple):
     def valid(self) -> bool:
         """Their ``trajectory_valid``: a terminal answer and no error anywhere."""
         return self.first_error is None and self.terminal_answer_valid
+
+
+class EpisodeActions(NamedTuple):
+    """What their scorer reads of one recorded episode."""
+
+    actions: tuple[str, ...]
+    queries: tuple[str, ...]
+    system_valid: bool
 
 
 class EpisodeScore(NamedTuple):
@@ -262,8 +271,8 @@ def produced_text(text: str, notes: Mapping[str, Any]) -> str:
     return text + str(notes.get("stop_restored", ""))
 
 
-def trace_actions(trace: Trace) -> tuple[list[str], list[str], bool]:
-    """(action texts, executed search queries, system_valid) of a recorded episode.
+def trace_actions(trace: Trace) -> EpisodeActions:
+    """The action texts, executed search queries and system validity of a recorded episode.
 
     Every step with a model call is one action; a query counts when its step ran
     a search tool. A tool or endpoint error is their ``system_valid = False``.
@@ -275,9 +284,9 @@ def trace_actions(trace: Trace) -> tuple[list[str], list[str], bool]:
             continue
         actions.append(produced_text(step.llm.text, step.notes))
         for call in step.tool_calls:
-            if call.name == "search":
+            if call.tool == "search":
                 queries.append(str(call.arguments.get("query", "")))
-    return actions, queries, trace.outcome not in ERROR_OUTCOMES
+    return EpisodeActions(tuple(actions), tuple(queries), trace.outcome not in ERROR_OUTCOMES)
 
 
 def _query_key(query: str) -> str:
