@@ -75,7 +75,7 @@ PROTOCOL_KINDS: dict[str, Kind] = {
     "search_then_answer": lambda g: [f"{THINK}<search>who is it</search>", f"{THINK}<answer>{g[0]}</answer>"],
     "invalid_then_answer": lambda g: ["I will think first.", f"{THINK}<answer>{g[0]}</answer>"],
     "answer_then_search": lambda g: [f"{THINK}<answer>{g[0]}</answer>", "<search>more</search>"],
-    "two_answer_actions": lambda g: [f"<answer>zzqx</answer>", f"<answer>{g[0]}</answer>"],
+    "two_answer_actions": lambda g: ["<answer>zzqx</answer>", f"<answer>{g[0]}</answer>"],
     "answer_before_think": lambda g: [f"<answer>{g[0]}</answer><think>done</think>"],
     "empty_search_then_answer": lambda g: ["<search>  </search>", f"<answer>{g[0]}</answer>"],
     "nested_in_think": lambda g: [f"<think><answer>{g[0]}</answer></think>"],
