@@ -24,12 +24,16 @@ def register(app: typer.Typer) -> None:
         release: Path = typer.Argument(..., help="release directory"),  # noqa: B008
         out: Path = typer.Option(..., "--out", "-o", help="parquet file to write, e.g. val.parquet"),  # noqa: B008
     ) -> None:
-        """verl / Search-R1 validation parquet (data_source, prompt, ability, reward_model, extra_info)."""
-        from aethersearch.interop.exports import export_verl as run, sidecar_path
+        """verl / Search-R1 validation parquet (id, question, golden_answers, data_source, prompt, ...)."""
+        from aethersearch.interop.exports import aethersearch_pins, export_verl as run, sidecar_path
 
         sidecar = run(release, out)
         console.print(f"[green]wrote[/] {sidecar.rows:,} rows of release {escape(sidecar.release_id)} to "
                       f"{escape(str(out))} (sidecar {escape(str(sidecar_path(out)))})", soft_wrap=True)
+        console.print("per source: " + ", ".join(f"{k}={v}" for k, v in sidecar.source_counts.items())
+                      + f"; sha256 {sidecar.file_sha256}", soft_wrap=True)
+        console.print("AetherSearch fixed-eval pins (paste into its config):\n" + escape(aethersearch_pins(sidecar)),
+                      soft_wrap=True)
         console.print("reward: custom_reward_function.path=" + escape(_reward_path()) + " name=compute_score",
                       soft_wrap=True)
 
