@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aethersearch.agents.aethersearch_protocol import check_action
 from aethersearch.scoring.aethersearch_compat import (
     AETHERSEARCH_COMMIT,
     EpisodeScore,
     aethersearch_summary,
-    check_action,
     episode_score,
     set_token_f1,
 )

@@ -7,13 +7,9 @@ Every rule below was read in its code at commit ``d2a21bd`` (GitHub
 (``tests/scoring/fixtures/aethersearch_parity.json.gz``, recorded by running
 their functions); ``docs/aethersearch-compat.md`` ties each rule to its file.
 
-* **An action** (one model generation, as text) is valid when it holds no
-  ``<information>``/``</information>`` tag (any case), its ``think``/``search``/
-  ``answer`` tags are balanced (case-insensitive counts), it has at most one span
-  of each, exactly one of ``search``/``answer``, and the whole text is
-  ``[ws] [<think>…</think> ws] (<search>…</search> | <answer>…</answer>) [ws]``;
-  the search query / answer is the stripped content and must not be empty
-  (``outcome/parser.py: parse_model_action``).
+* **An action** (one model generation, as text) is checked by their grammar,
+  :func:`aethersearch.agents.aethersearch_protocol.check_action` (the loop stops
+  on it too, so it lives with the agents).
 * **A trajectory** has a terminal answer when its *last* action is a valid answer
   and it is the only valid answer; invalid actions before it are recorded as the
   first error but do not void the answer (``parse_model_trajectory``).
@@ -40,18 +36,17 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from aethersearch.agents.aethersearch_protocol import ActionCheck, check_action
 from aethersearch.errors import ConfigError
 from aethersearch.records import ERROR_OUTCOMES, Trace
 
 __all__ = [
     "AETHERSEARCH_COMMIT",
     "AETHERSEARCH_METRICS",
-    "ActionCheck",
     "EpisodeActions",
     "EpisodeScore",
     "TrajectoryCheck",
     "aethersearch_summary",
-    "check_action",
     "check_trajectory",
     "episode_score",
     "set_token_f1",
@@ -62,12 +57,6 @@ AETHERSEARCH_COMMIT = "d2a21bd23b414d81b38b19fcc2390ca060a5ba1b"
 #: Per-question values added to ``scores.json`` under ``--compat aethersearch``.
 AETHERSEARCH_METRICS: tuple[str, ...] = ("aethersearch_f1", "aethersearch_exact", "aethersearch_format")
 
-_INFORMATION_TAG = re.compile(r"</?information>", re.IGNORECASE)
-_SPANS = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.IGNORECASE | re.DOTALL)
-          for tag in ("think", "search", "answer")}
-_GRAMMAR = re.compile(
-    r"\s*(?:<think>.*?</think>\s*)?(?:<search>(?P<search>.*?)</search>|<answer>(?P<answer>.*?)</answer>)\s*",
-    re.IGNORECASE | re.DOTALL)
 _FIRST_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _WHITESPACE = re.compile(r"\s+")
 _PUNCTUATION = str.maketrans(dict.fromkeys(string.punctuation, " "))
@@ -77,20 +66,6 @@ _RESCORED_TAGS = ("code", "tool_call", "think", "answer")
 _LABEL_SOURCES = frozenset({"Factbench", "politifact", "liar2"})
 _FORMAT_PENALTY = -2.0
 _MAX_TURN_SEARCHES = 5
-
-
-class ActionCheck(NamedTuple):
-    """One action under their parser: ``kind`` search/answer (None when invalid), its value, its error."""
-
-    kind: str | None
-    value: str | None
-    error: str | None
-    wrote_information: bool
-
-    @property
-    def valid(self) -> bool:
-        """Whether the action parsed."""
-        return self.error is None
 
 
 class TrajectoryCheck(NamedTuple):
@@ -126,40 +101,6 @@ class EpisodeScore(NamedTuple):
     answer: str | None
     first_error: str | None
     queries: tuple[str, ...]
-
-
-def _invalid(error: str, wrote_information: bool = False) -> ActionCheck:
-    return ActionCheck(None, None, error, wrote_information)
-
-
-_OPEN = {tag: re.compile(f"<{tag}>", re.IGNORECASE) for tag in _SPANS}
-_CLOSE = {tag: re.compile(f"</{tag}>", re.IGNORECASE) for tag in _SPANS}
-
-
-def _balanced(text: str, tag: str) -> bool:
-    # regex case folding, not str.lower: it also folds the Kelvin sign and the long s as theirs does
-    return len(_OPEN[tag].findall(text)) == len(_CLOSE[tag].findall(text))
-
-
-def check_action(text: str) -> ActionCheck:
-    """Their ``parse_model_action``: the first failing rule names the error, in their order."""
-    if _INFORMATION_TAG.search(text):
-        return _invalid("model_generated_information", True)
-    if not all(_balanced(text, tag) for tag in _SPANS):
-        return _invalid("unbalanced_tags")
-    counts = {tag: len(pattern.findall(text)) for tag, pattern in _SPANS.items()}
-    if max(counts.values()) > 1:
-        return _invalid("duplicate_action_tags")
-    if (counts["search"] > 0) == (counts["answer"] > 0):
-        return _invalid("action_must_contain_exactly_one_search_or_answer")
-    match = _GRAMMAR.fullmatch(text)
-    if match is None:
-        return _invalid("invalid_tag_order_or_nesting")
-    if match.group("search") is not None:
-        query = match.group("search").strip()
-        return ActionCheck("search", query, None, False) if query else _invalid("empty_search_query")
-    answer = match.group("answer").strip()
-    return ActionCheck("answer", answer, None, False) if answer else _invalid("empty_answer")
 
 
 def check_trajectory(actions: Sequence[str]) -> TrajectoryCheck:
@@ -275,7 +216,9 @@ def trace_actions(trace: Trace) -> EpisodeActions:
     """The action texts, executed search queries and system validity of a recorded episode.
 
     Every step with a model call is one action; a query counts when its step ran
-    a search tool. A tool or endpoint error is their ``system_valid = False``.
+    a search tool. A tool or endpoint error, or a step noted ``system_valid: false``
+    (``--agent aethersearch``: an observation over the token caps), is their
+    ``system_valid = False``.
     """
     actions: list[str] = []
     queries: list[str] = []
@@ -286,7 +229,8 @@ def trace_actions(trace: Trace) -> EpisodeActions:
         for call in step.tool_calls:
             if call.tool == "search":
                 queries.append(str(call.arguments.get("query", "")))
-    return EpisodeActions(tuple(actions), tuple(queries), trace.outcome not in ERROR_OUTCOMES)
+    failed = trace.outcome in ERROR_OUTCOMES or any(step.notes.get("system_valid") is False for step in trace.steps)
+    return EpisodeActions(tuple(actions), tuple(queries), not failed)
 
 
 def _query_key(query: str) -> str:
