@@ -1,6 +1,10 @@
 """Record AetherSearch's own eval loop on a release, driven by the scripted behaviours (run by hand).
 
-Usage: python scripts/record_aethersearch_loop.py THEIR_SRC COMMIT RELEASE_DIR WIKISPEEDIA_DIR OUT.json.gz
+Usage: python scripts/record_aethersearch_loop.py THEIR_SRC COMMIT RELEASE_DIR WIKISPEEDIA_DIR OUT.json.gz [PRED.jsonl]
+
+With PRED.jsonl, also writes their prediction lines as their worker writes them
+(``json.dumps(prediction, sort_keys=True)``), question i taken from behaviour i mod 4:
+the fixture of ``aether import aethersearch``.
 
 Their ``runtime/fixed_eval.py`` loads our ``aether export verl`` parquet of the
 release (so the run also shows their loader accepting it), and their
@@ -124,7 +128,8 @@ class Retriever:
         return types.SimpleNamespace(documents_by_query=(docs,))
 
 
-def main(their_src: str, commit: str, release_dir: str, wikispeedia: str, out: str) -> None:
+def main(their_src: str, commit: str, release_dir: str, wikispeedia: str, out: str,
+         predictions_out: str = "") -> None:
     sys.modules["torch"] = _fake_torch()
     sys.path.insert(0, their_src)
     from agentic_rl.runtime import async_eval_worker as worker  # type: ignore[import-not-found]
@@ -163,10 +168,11 @@ def main(their_src: str, commit: str, release_dir: str, wikispeedia: str, out: s
                           "max_information_tokens_per_turn": 500}}
     env = OverlapEnv(corpus(Path(wikispeedia)))
     episodes = []
-    for name, behaviour in behaviours(gold).items():
+    mixed: dict[str, dict[str, Any]] = {}
+    for number, (name, behaviour) in enumerate(behaviours(gold).items()):
         tokenizer = PieceTokenizer(EOS)
         model = ScriptedModel(tokenizer, behaviour)
-        for row in rows:
+        for index, row in enumerate(rows):
             observations.clear()
             result = worker._evaluate_row(model=model, tokenizer=tokenizer, retriever=Retriever(env), row=row,
                                           update=0, config=config)
@@ -174,6 +180,11 @@ def main(their_src: str, commit: str, release_dir: str, wikispeedia: str, out: s
                              "n_actions": len(result["model_actions"]), "search_count": result["search_count"],
                              "observations": [digest(o) for o in observations], "r_task": result["R_task"],
                              "answer": result["answer"], "system_valid": result["system_valid"]})
+            if index % 4 == number:
+                mixed[row["id"]] = result
+    if predictions_out:
+        Path(predictions_out).write_text("".join(json.dumps(mixed[row["id"]], sort_keys=True) + "\n"
+                                                 for row in rows), encoding="utf-8")
     payload = {"their_repo": "Muradil-mamat-211/AetherSearch", "their_commit": commit,
                "their_function": "agentic_rl.runtime.async_eval_worker._evaluate_row",
                "release_eval_sha256": sidecar.release_eval_sha256, "rows": len(rows),
@@ -183,4 +194,4 @@ def main(their_src: str, commit: str, release_dir: str, wikispeedia: str, out: s
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])

@@ -65,6 +65,24 @@ def register(app: typer.Typer) -> None:
                       f" into {escape(str(result.run_dir))}; next: aether score {escape(str(result.run_dir))} "
                       f"--release {escape(str(release))}", soft_wrap=True)
 
+    @import_app.command("aethersearch")
+    def import_aethersearch(
+        predictions: Path = typer.Argument(..., help="predictions.jsonl from AetherSearch's eval/update_NNN/"),  # noqa: B008
+        release: Path = typer.Option(..., "--release", help="the release their parquet was exported from"),  # noqa: B008
+        out: Path | None = typer.Option(None, "--out", "-o", help="run directory (default: beside the file)"),  # noqa: B008
+        model: str | None = typer.Option(None, "--model", help="run label (default: update-N)"),
+        force: bool = typer.Option(False, "--force", help="replace an existing run directory"),
+    ) -> None:
+        """Import AetherSearch's fixed-eval predictions as a run (then `aether score OUT --release DIR`)."""
+        from aethersearch.interop.aethersearch_import import import_predictions
+
+        target = out or predictions.parent / "aether_run"
+        result = import_predictions(predictions, release, target, model=model, force=force)
+        console.print(f"[green]imported[/] {result.imported:,} predictions (of {result.release_rows:,} release rows)"
+                      f" into {escape(str(result.run_dir))}; their mean R_task over the release "
+                      f"{result.reported_f1:.4f}; next: aether score {escape(str(result.run_dir))} --release "
+                      f"{escape(str(release))} --compat aethersearch", soft_wrap=True)
+
 
 def _reward_path() -> str:
     from aethersearch.interop import verl_reward
