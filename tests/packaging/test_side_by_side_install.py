@@ -11,6 +11,7 @@ from a recorded copy of their packaging metadata (empty packages, no code).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -42,7 +43,9 @@ def _their_wheel(out: Path) -> Path:
 
 
 def _run(*args: str | Path) -> str:
-    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, check=False, timeout=600)
+    # without the caller's PYTHONPATH: the venv must import what was installed into it
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, check=False, timeout=600, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
