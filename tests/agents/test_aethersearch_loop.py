@@ -95,6 +95,7 @@ def _check_release(fixture: Path, release_dir: Path, wikispeedia: Path) -> None:
 
 @pytest.mark.realdata
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_demo_release_matches_their_loop(tmp_path: Path) -> None:
     from aethersearch.benchmark.build import build_from_config
     from aethersearch.benchmark.demo_sources import write_demo_sources
@@ -106,6 +107,7 @@ def test_demo_release_matches_their_loop(tmp_path: Path) -> None:
 
 @pytest.mark.realdata
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_eval1400_matches_their_loop(tmp_path: Path) -> None:
     """All 1,400 questions of the real release (built from ../shared/data, about 3 minutes)."""
     from aethersearch.benchmark.build import build_from_config

@@ -42,4 +42,4 @@ def test_a_file_without_data_source_is_a_message(tmp_path: Path) -> None:
 
     pq.write_table(pa.table({"question": ["q"]}), tmp_path / "x.parquet")
     result = runner.invoke(app, ["searchr1-config", str(tmp_path / "x.parquet"), "--out", str(tmp_path / "cfg")])
-    assert result.exit_code != 0 and "data_source" in result.output
+    assert result.exit_code != 0 and "data_source" in str(result.exception)

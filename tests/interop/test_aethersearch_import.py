@@ -53,7 +53,8 @@ def test_a_line_for_another_release_is_refused_with_its_line(demo_release: Path,
     bad.write_text("".join(json.dumps(line) + "\n" for line in lines))
     result = runner.invoke(app, ["import", "aethersearch", str(bad), "--release", str(demo_release)])
     assert result.exit_code != 0
-    assert "line 4" in result.output and "eval1400_9999" in result.output
+    message = str(result.exception)
+    assert "predictions.jsonl:4" in message and "eval1400_9999" in message and "fix:" in message
     assert not (tmp_path / "aether_run").exists()
 
 
@@ -61,4 +62,4 @@ def test_a_line_without_their_fields_is_refused(demo_release: Path, tmp_path: Pa
     bad = tmp_path / "predictions.jsonl"
     bad.write_text(json.dumps({"dataset_row_id": "x"}) + "\n")
     result = runner.invoke(app, ["import", "aethersearch", str(bad), "--release", str(demo_release)])
-    assert result.exit_code != 0 and "missing" in result.output
+    assert result.exit_code != 0 and "missing" in str(result.exception)

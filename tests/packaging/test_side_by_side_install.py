@@ -51,6 +51,7 @@ def _run(*args: str | Path) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two venvs and a wheel build: minutes on a loaded 2-core machine
 def test_both_distributions_install_in_one_venv_in_either_order(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
