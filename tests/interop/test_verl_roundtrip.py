@@ -131,6 +131,9 @@ def test_exported_rows_match_searchr1_data_process(tmp_path: Path, release: Path
     rows = pq.read_table(tmp_path / "val.parquet").to_pylist()
     first = eval_rows(per_source=10)[0]
     assert rows[0] == {
+        "id": first.id,
+        "question": first.question,
+        "golden_answers": first.answers,
         "data_source": "nq",
         "prompt": [{"role": "user", "content": searchr1_prompt(first.question)}],
         "ability": "fact-reasoning",
@@ -143,6 +146,22 @@ def test_exported_rows_match_searchr1_data_process(tmp_path: Path, release: Path
     lines = [row for _, row in iter_jsonl(tmp_path / "test.jsonl")]
     assert lines[0] == {"id": first.id, "question": first.question, "golden_answers": first.answers}
     assert (tmp_path / "test.jsonl.aether.json").is_file()
+
+
+def test_export_carries_what_aethersearch_fixed_eval_pins(tmp_path: Path, release: Path) -> None:
+    """Their loader reads ``id`` and ``data_source`` and pins the sha256 and lower-cased per-source counts."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    result = runner.invoke(app, ["export", "verl", str(release), "-o", str(tmp_path / "val.parquet")])
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(tmp_path / "val.parquet", columns=["id", "data_source"]).to_pylist()
+    assert [row["id"] for row in table] == [row.id for row in eval_rows(per_source=10)]
+    sha = hashlib.sha256((tmp_path / "val.parquet").read_bytes()).hexdigest()
+    assert f"expected_validation_sha256: {sha}" in result.output
+    assert "    bamboogle: 10\n    hotpotqa: 10\n    nq: 10" in result.output
+    assert "per source: bamboogle=10, hotpotqa=10, nq=10" in result.output
 
 
 def test_missing_release_is_a_message(tmp_path: Path) -> None:

@@ -118,6 +118,17 @@ def register(app: typer.Typer) -> None:
         plan = {k: v for k, v in (("planned", popqa_planned), ("cap", popqa_cap)) if v is not None} or None
         typer.echo(write_eval1400_config(shared_data, out, popqa=popqa, popqa_plan=plan, audit=audit))  # type: ignore[arg-type]
 
+    @app.command("searchr1-config")
+    def searchr1_config(
+        parquet: Path = typer.Argument(..., help="Search-R1's processed test parquet (51,713 rows upstream)"),
+        out: Path = typer.Option(..., "--out", "-o", help="directory for build.yaml"),
+        name: str = typer.Option("searchr1_test", help="release name (row ids start with it)"),
+    ) -> None:
+        """Write a build config making a release of every row of the Search-R1 test parquet; print its path."""
+        from aethersearch.benchmark.searchr1_test import write_searchr1_test_config
+
+        typer.echo(write_searchr1_test_config(parquet, out, name=name))
+
     @app.command("demo-sources")
     def demo_sources(
         out: Path = typer.Option(..., "--out", "-o", help="directory for the demo source files and build config"),

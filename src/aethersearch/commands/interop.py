@@ -24,12 +24,16 @@ def register(app: typer.Typer) -> None:
         release: Path = typer.Argument(..., help="release directory"),  # noqa: B008
         out: Path = typer.Option(..., "--out", "-o", help="parquet file to write, e.g. val.parquet"),  # noqa: B008
     ) -> None:
-        """verl / Search-R1 validation parquet (data_source, prompt, ability, reward_model, extra_info)."""
-        from aethersearch.interop.exports import export_verl as run, sidecar_path
+        """verl / Search-R1 validation parquet (id, question, golden_answers, data_source, prompt, ...)."""
+        from aethersearch.interop.exports import aethersearch_pins, export_verl as run, sidecar_path
 
         sidecar = run(release, out)
         console.print(f"[green]wrote[/] {sidecar.rows:,} rows of release {escape(sidecar.release_id)} to "
                       f"{escape(str(out))} (sidecar {escape(str(sidecar_path(out)))})", soft_wrap=True)
+        console.print("per source: " + ", ".join(f"{k}={v}" for k, v in sidecar.source_counts.items())
+                      + f"; sha256 {sidecar.file_sha256}", soft_wrap=True)
+        console.print("AetherSearch fixed-eval pins (paste into its config):\n" + escape(aethersearch_pins(sidecar)),
+                      soft_wrap=True)
         console.print("reward: custom_reward_function.path=" + escape(_reward_path()) + " name=compute_score",
                       soft_wrap=True)
 
@@ -60,6 +64,24 @@ def register(app: typer.Typer) -> None:
         console.print(f"[green]imported[/] {result.imported:,} generations (of {result.release_rows:,} release rows)"
                       f" into {escape(str(result.run_dir))}; next: aether score {escape(str(result.run_dir))} "
                       f"--release {escape(str(release))}", soft_wrap=True)
+
+    @import_app.command("aethersearch")
+    def import_aethersearch(
+        predictions: Path = typer.Argument(..., help="predictions.jsonl from AetherSearch's eval/update_NNN/"),  # noqa: B008
+        release: Path = typer.Option(..., "--release", help="the release their parquet was exported from"),  # noqa: B008
+        out: Path | None = typer.Option(None, "--out", "-o", help="run directory (default: beside the file)"),  # noqa: B008
+        model: str | None = typer.Option(None, "--model", help="run label (default: update-N)"),
+        force: bool = typer.Option(False, "--force", help="replace an existing run directory"),
+    ) -> None:
+        """Import AetherSearch's fixed-eval predictions as a run (then `aether score OUT --release DIR`)."""
+        from aethersearch.interop.aethersearch_import import import_predictions
+
+        target = out or predictions.parent / "aether_run"
+        result = import_predictions(predictions, release, target, model=model, force=force)
+        console.print(f"[green]imported[/] {result.imported:,} predictions (of {result.release_rows:,} release rows)"
+                      f" into {escape(str(result.run_dir))}; their mean R_task over the release "
+                      f"{result.reported_f1:.4f}; next: aether score {escape(str(result.run_dir))} --release "
+                      f"{escape(str(release))} --compat aethersearch", soft_wrap=True)
 
 
 def _reward_path() -> str:

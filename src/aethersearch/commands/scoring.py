@@ -87,6 +87,24 @@ def print_scores(scores: Scores) -> None:
                          f"unknown={len(join.unknown)}  ->  {Path(scores.run_dir) / 'scores.json'}"))
     console.print(escape(f"gold: {scores.gold.eval_file} sha256 {scores.gold.eval_sha256} "
                          f"(release {scores.gold.release_id or '—'}, verified)"))
+    if scores.aethersearch:
+        print_aethersearch(console, scores.aethersearch)
+
+
+def print_aethersearch(console: Any, summary: dict[str, dict[str, float]]) -> None:
+    """AetherSearch's own aggregate keys (``--compat aethersearch``), one row per source."""
+    from rich.table import Table
+
+    keys = [key for key in summary["overall"] if key != "count"]
+    table = Table(title="AetherSearch eval keys (their f1 = mean R_task; overall_macro is our name for the "
+                        "README's Overall/Avg.)")
+    table.add_column("domain")
+    table.add_column("count", justify="right")
+    for key in keys:
+        table.add_column(key, justify="right")
+    for domain, values in summary.items():
+        table.add_row(domain, str(int(values["count"])), *(f"{values[key]:.4f}" for key in keys))
+    console.print(table)
 
 
 def print_selective(console: Any, scores: Scores) -> None:
@@ -172,7 +190,9 @@ def register(app: typer.Typer) -> None:
         run: Annotated[Path, typer.Argument(help="Run directory (run.json + traces.jsonl or predictions.jsonl).")],
         release: Annotated[Path, typer.Option("--release", help="Release directory holding eval.jsonl.")],
         compat: Annotated[str | None, typer.Option(help="Reproduce a published scorer: 'searchr1' "
-                                                        "(last answer of prompt+response, two matches).")] = None,
+                                                        "(last answer of prompt+response, two matches) or "
+                                                        "'aethersearch' (their validity rules, R_task, exact, "
+                                                        "per-source keys; docs/aethersearch-compat.md).")] = None,
         judge: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL of an LLM judge.")] = None,
         judge_model: Annotated[str, typer.Option(help="Judge model name.")] = "gpt-4o-mini",
         judge_key_env: Annotated[str | None, typer.Option(help="Env var holding the judge API key.")] = None,

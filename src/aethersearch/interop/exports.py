@@ -3,12 +3,17 @@
 Formats, from the tools' own code:
 
 * **verl / Search-R1** (``scripts/data_process/qa_search_test_merge.py``): parquet rows
-  ``{"data_source", "prompt": [{"role": "user", "content": <Search-R1 template>}],
+  ``{"id", "question", "golden_answers", "data_source", "prompt": [{"role": "user", "content": <Search-R1 template>}],
   "ability": "fact-reasoning", "reward_model": {"style": "rule", "ground_truth":
   {"target": [golds]}}, "extra_info": {"split", "index", ...}}``. The question is
   stripped and gets a ``?`` when it lacks one, as Search-R1 does; ``extra_info`` also
   names the release and the row (``release_id``, ``row_id``) so the reward function
-  and ``aether import verl`` bind every generation to its exact release row.
+  and ``aether import verl`` bind every generation to its exact release row. The
+  top-level ``id``, ``question`` and ``golden_answers`` are the official Search-R1
+  parquet's own columns; AetherSearch's fixed-eval loader (``runtime/fixed_eval.py``
+  at d2a21bd) reads ``id`` and refuses a file without it. The per-source counts
+  (lower-cased, as their manifest counts them) and the file's sha256 are what
+  their ``evaluation:`` block pins (:func:`aethersearch_pins`).
 * **FlashRAG** (its ``*.jsonl`` datasets): ``{"id", "question", "golden_answers"}``.
 
 These files carry gold on purpose: they are the trainer's validation input. Each
@@ -50,6 +55,8 @@ class ExportSidecar(Record):
     release_id: str
     release_data_sha256: str | None
     release_eval_sha256: str
+    #: Rows per ``data_source``, lower-cased and sorted (AetherSearch's ``expected_source_counts``).
+    source_counts: dict[str, int] = {}
     carries_gold: bool = True
     note: str = ("a trainer's validation file: it holds gold answers by design; agents under `aether run` "
                  "still see only rollout_questions.jsonl")
@@ -96,6 +103,9 @@ def verl_rows(release: ReleaseRows) -> list[dict[str, Any]]:
     for index, row in enumerate(release.rows):
         seen = question_as_searchr1_sees_it(row.question)
         out.append({
+            "id": row.id,
+            "question": row.question,
+            "golden_answers": list(row.answers),
             "data_source": row.source_dataset,
             "prompt": [{"role": "user", "content": searchr1_prompt(seen)}],
             "ability": ABILITY,
@@ -124,9 +134,13 @@ def _write(out: Path, data: bytes, fmt: Literal["verl", "flashrag"], release_dir
            release: ReleaseRows) -> ExportSidecar:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for row in release.rows:
+        counts[row.source_dataset.lower()] = counts.get(row.source_dataset.lower(), 0) + 1
     sidecar = ExportSidecar(format=fmt, file=out.name, file_sha256=sha256_bytes(data), rows=len(release.rows),
                             release_dir=str(release_dir), release_id=release.release_id,
-                            release_data_sha256=release.data_sha256, release_eval_sha256=release.eval_sha256)
+                            release_data_sha256=release.data_sha256, release_eval_sha256=release.eval_sha256,
+                            source_counts=dict(sorted(counts.items())))
     atomic_write_bytes(out, data)
     atomic_write_json(sidecar_path(out), sidecar.model_dump(mode="json"))
     return sidecar
@@ -147,3 +161,10 @@ def export_flashrag(release_dir: Path, out: Path) -> ExportSidecar:
     """Write the release as a FlashRAG jsonl dataset at ``out`` (plus its sidecar)."""
     release = read_release(release_dir)
     return _write(out, encode_jsonl(flashrag_rows(release)), "flashrag", Path(release_dir), release)
+
+
+def aethersearch_pins(sidecar: ExportSidecar) -> str:
+    """The ``evaluation:`` keys AetherSearch's fixed eval checks, filled for this export (YAML text)."""
+    counts = "".join(f"    {source}: {count}\n" for source, count in sidecar.source_counts.items())
+    return (f"evaluation:\n  manifest_mode: full_validation\n  expected_validation_sha256: {sidecar.file_sha256}\n"
+            f"  expected_row_count: {sidecar.rows}\n  expected_source_counts:\n{counts}")

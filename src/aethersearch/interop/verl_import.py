@@ -71,7 +71,7 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
     if out.exists() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
     release = read_release(release_dir)
-    info = release_info(release_dir)
+    release_info(release_dir)  # refuse a release whose rollout file fails its checksum before reading lines
     by_id = {row.id: index for index, row in enumerate(release.rows)}
     by_question: dict[str, list[int]] = {}
     for index, row in enumerate(release.rows):
@@ -100,21 +100,33 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
     if not traces:
         raise DataError(generations, "no generations in the file", fix="check trainer.validation_data_dir")
     step = max(steps) if steps else None
+    write_imported_run(out, traces, release_dir, len(release.rows), agent=AGENT,
+                       agent_config={"source": "verl validation generations", "step": step,
+                                     "decoding": "set by the trainer; not recorded in verl's dump"},
+                       model=model or (f"step-{step}" if step is not None else generations.stem),
+                       record={"kind": "aethersearch-verl-import", "generations": str(generations),
+                               "generations_sha256": sha256_file(generations), "lines": len(traces),
+                               "step": step, "prompt_template": SEARCHR1_PROMPT})
+    return ImportResult(out, len(traces), len(release.rows), step)
+
+
+def write_imported_run(out: Path, traces: list[Trace], release_dir: Path, question_count: int, *, agent: str,
+                       agent_config: dict[str, Any], model: str, record: dict[str, Any]) -> None:
+    """Write an imported run: ``traces.jsonl``, ``import.json`` (``record``) and a ``run.json`` bound to the release.
+
+    The fingerprint pins the release's data and rollout sha256, so ``aether score``
+    refuses the run against any other release, as it does for a run of our own.
+    """
+    info = release_info(release_dir)
     fingerprint = RunFingerprint(
         release_id=info.release_id, release_data_sha256=info.data_sha256, rollout_sha256=info.rollout_sha256,
-        question_count=len(release.rows), corpus_hash=None, index_hash=None, agent=AGENT,
-        agent_config={"source": "verl validation generations", "step": step,
-                      "decoding": "set by the trainer; not recorded in verl's dump"},
+        question_count=question_count, corpus_hash=None, index_hash=None, agent=agent, agent_config=agent_config,
         prompt_template_hash=None, budget=Budget(max_tool_calls=None, max_turns=None), endpoint=None,
-        model=model or (f"step-{step}" if step is not None else generations.stem), decoding=Decoding(),
-        software_version=_version())
+        model=model, decoding=Decoding(), software_version=_version())
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "traces.jsonl", encode_jsonl(traces))
-    atomic_write_json(out / IMPORT_FILE, {"kind": "aethersearch-verl-import", "generations": str(generations),
-                                          "generations_sha256": sha256_file(generations), "lines": len(traces),
-                                          "step": step, "prompt_template": SEARCHR1_PROMPT})
+    atomic_write_json(out / IMPORT_FILE, record)
     atomic_write_json(out / "run.json", fingerprint.model_dump(mode="json"))
-    return ImportResult(out, len(traces), len(release.rows), step)
 
 
 def _version() -> str:

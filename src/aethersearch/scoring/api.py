@@ -34,6 +34,12 @@ from aethersearch.jsonl import (
 )
 from aethersearch.records import ERROR_OUTCOMES, Outcome, RunFingerprint
 from aethersearch.release_layout import release_layout
+from aethersearch.scoring.aethersearch_compat import (
+    AETHERSEARCH_METRICS,
+    EpisodeScore,
+    aethersearch_summary,
+    episode_score,
+)
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
 from aethersearch.scoring.binding import bind_gold
 from aethersearch.scoring.budget_curve import budget_curve as budget_curve_section
@@ -112,12 +118,25 @@ def score_row(row: JoinedRow, *, compat: str | None) -> dict[str, float]:
     outcomes, so an abstention is 0 there. No extracted answer scores 0.
     """
     if row.prediction is None:
-        return dict.fromkeys(ALL_METRICS, 0.0)
-    values = score_all(row.prediction, row.golds)
-    answered = row.outcome == Outcome.ANSWERED.value
-    for aware, base in ABSTENTION_AWARE.items():
-        values[aware] = values[base] if answered else 0.0
+        values = dict.fromkeys(ALL_METRICS, 0.0)
+    else:
+        values = score_all(row.prediction, row.golds)
+        answered = row.outcome == Outcome.ANSWERED.value
+        for aware, base in ABSTENTION_AWARE.items():
+            values[aware] = values[base] if answered else 0.0
+    if compat == "aethersearch":
+        theirs = aethersearch_row(row)
+        values.update(aethersearch_f1=theirs.r_task, aethersearch_exact=float(theirs.exact),
+                      aethersearch_format=float(theirs.format_indicator))
     return values
+
+
+def aethersearch_row(row: JoinedRow) -> EpisodeScore:
+    """AetherSearch's R_task, exact and F_ans of one joined question (a missing question has no actions)."""
+    if row.actions is None:
+        return episode_score((), row.golds, source=row.source)
+    return episode_score(row.actions.actions, row.golds, source=row.source, system_valid=row.actions.system_valid,
+                         queries=row.actions.queries)
 
 
 def per_question_rows(rows: list[JoinedRow], *, compat: str | None) -> list[QuestionScore]:
@@ -212,7 +231,9 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     if strict:
         _refuse_if_strict(joined.rows, run_dir)
     scored = per_question_rows(joined.rows, compat=compat)
-    metrics = list(ALL_METRICS)
+    metrics = list(ALL_METRICS) + (list(AETHERSEARCH_METRICS) if compat == "aethersearch" else [])
+    theirs = (aethersearch_summary([(row.source, aethersearch_row(row)) for row in joined.rows])
+              if compat == "aethersearch" else None)
     judge_summary = None
     if judge is not None:
         scored, judge_summary = _apply_judge(joined.rows, scored, judge, run_dir)
@@ -249,6 +270,7 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
         "errors": {"count": sum(errors.values()), "by_outcome": errors, "missing": len(joined.missing)},
         **summary,
         "searchr1": {},
+        "aethersearch": theirs,
         "judge": judge_summary,
         "per_question_file": {"path": QUESTIONS_FILE, "sha256": sha256_bytes(questions), "rows": len(scored)},
         "risk_coverage": risk,

@@ -16,6 +16,10 @@ Two extraction rules:
   is scored as the answer "Beijing". Reproducing that quirk is the point of the
   flag: numbers then match the published ones. The outcome still says
   ``no_answer_tag``.
+* ``compat="aethersearch"``: AetherSearch's parser over the text of every step
+  (``scoring/aethersearch_compat.py``): the prediction is its terminal answer
+  (None unless the last action is the one valid answer); the join keeps the
+  actions and executed queries so their R_task can be computed.
 
 Abstention: the shape of a refusal is decided by ``aethersearch.abstention`` (the
 definition the agents use too); then **gold wins**: an extracted answer with
@@ -31,13 +35,14 @@ from typing import NamedTuple
 from aethersearch.abstention import is_abstention
 from aethersearch.errors import ConfigError
 from aethersearch.records import ERROR_OUTCOMES, Outcome, Trace
+from aethersearch.scoring.aethersearch_compat import check_trajectory, trace_actions
 from aethersearch.scoring.metrics import Golds, em
 
 ANSWER_SPAN = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 #: Observation blocks the harness appended to the response: retrieved text, not the model's words.
 INFORMATION_BLOCK = re.compile(r"<information>.*?</information>", re.DOTALL)
 
-COMPAT_MODES: tuple[str, ...] = ("searchr1",)
+COMPAT_MODES: tuple[str, ...] = ("searchr1", "aethersearch")
 
 SEARCHR1_PROMPT = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time "
@@ -125,6 +130,10 @@ def resolve_trace(trace: Trace, *, compat: str | None = None, golds: Golds | Non
 
 def _resolve_trace(trace: Trace, *, compat: str | None) -> Extraction:
     check_compat(compat)
+    if compat == "aethersearch":
+        answer = check_trajectory(trace_actions(trace).actions).answer
+        own = extract_answer(trace.response)
+        return Extraction(answer, trace.outcome if trace.outcome in _STOPPED else own.outcome, own.matches)
     if compat == "searchr1":
         scored = extract_searchr1(searchr1_prompt(trace.question_seen), trace.response)
         if trace.outcome in _STOPPED:

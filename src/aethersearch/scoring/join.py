@@ -21,6 +21,7 @@ from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl, read_records, validate_row
 from aethersearch.records import EvalRow, Outcome, Prediction, Trace, Usage
 from aethersearch.release_layout import release_layout
+from aethersearch.scoring.aethersearch_compat import EpisodeActions, trace_actions
 from aethersearch.scoring.extract import (
     Extraction,
     check_compat,
@@ -43,6 +44,8 @@ class RunEntry(NamedTuple):
     usage: Usage | None
     attempt: int = 1
     stop_reason: str | None = None
+    actions: EpisodeActions | None = None
+    """``--compat aethersearch``: what their scorer reads of the episode (``aethersearch_compat``)."""
 
 
 class RunFile(NamedTuple):
@@ -66,6 +69,8 @@ class JoinedRow(NamedTuple):
     usage: Usage | None
     stop_reason: str | None = None
     """Why the episode ended (``trace.stop_reason``); None for missing rows and ``predictions.jsonl`` runs."""
+    actions: EpisodeActions | None = None
+    """``--compat aethersearch``: the episode's action texts, executed queries and system validity."""
 
 
 class JoinResult(NamedTuple):
@@ -112,7 +117,8 @@ def load_run(run_dir: Path, *, compat: str | None = None) -> RunFile:
         for number, value in iter_jsonl(traces):
             trace = validate_row(traces, number, value, Trace)
             entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat), trace.usage,
-                                    trace.attempt, trace.stop_reason))
+                                    trace.attempt, trace.stop_reason,
+                                    trace_actions(trace) if compat == "aethersearch" else None))
         return RunFile(traces, "traces", entries)
     if compat is not None:
         raise ConfigError(f"--compat {compat} needs raw responses but {run_dir} has no {TRACES_FILE}",
@@ -170,5 +176,5 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
             settled = settle(found.extraction, gold.answers)  # gold wins over a refusal-shaped answer
             rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
                                   settled.prediction, Outcome(settled.outcome).value, True, found.usage,
-                                  found.stop_reason))
+                                  found.stop_reason, found.actions))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))

@@ -228,6 +228,8 @@ class Scores(Record):
     usage: UsageSummary
     budget: BudgetSummary
     searchr1: dict[str, float | None]
+    #: ``--compat aethersearch``: their ``_aggregate`` keys per source, ``overall`` and ``overall_macro``.
+    aethersearch: dict[str, dict[str, float]] | None = None
     judge: JudgeSummary | None
     per_question_file: PerQuestionFile
     #: ``scoring.risk_coverage``: accuracy among answered questions against coverage, AURC, ECE (stated confidence)

@@ -1,0 +1,167 @@
+"""``--agent aethersearch``: AetherSearch's own evaluation loop (``runtime/async_eval_worker.py`` at d2a21bd).
+
+Why a loop of its own: the Eval-1400 card's publisher evaluates with a loop that
+differs from Search-R1's in every place that changes a score, so its numbers can
+only be reproduced by its rules (``docs/aethersearch-compat.md`` cites each one):
+
+* the user turn is Search-R1's prompt, always wrapped in the model's chat
+  template (their ``apply_chat_template(..., add_generation_prompt=True)``);
+* **no stop strings**: an action ends at end-of-sequence or after 500 new tokens,
+  and the end-of-sequence token stays in the context for the next turn;
+* each action is parsed by their strict parser (:func:`check_action`); the
+  episode **ends at the first invalid action** and at the answer;
+* at most 6 generations and 5 retrievals: a sixth search is not executed;
+* a search returns the top 3 documents rendered ``<information>`` + their
+  ``contents`` joined by ``\\n`` + ``</information>`` (no ``Doc i(Title: …)``,
+  no surrounding blank lines), cut to 500 tokens *with both tags kept*: the body
+  is cut to 500 minus the tags' tokens and the ids are detokenized together;
+* nothing is ever cut from the left: each generation may write
+  ``min(500, 6144 - response, 8192 - prompt - response)`` tokens (none left ends
+  the episode), and an observation that would pass either cap is their
+  retrieval failure (``system_valid`` false, R_task 0).
+
+**Continuation.** Their loop feeds token ids back, so the EOS id stays in the
+context. An OpenAI-compatible text endpoint returns text without it: this loop
+appends ``eos_text`` (default Qwen2.5's ``<|im_end|>``, the model family
+AetherSearch trains) to the text context after every action that ended at
+end-of-sequence, counts it as one token, and records ``continuation: "text"``
+with the appended text in every step. A tokenizer that does not round-trip the
+text may tokenize a boundary differently from their ids; that is the known gap.
+
+Token counts come from the served model's tokenizer (``/tokenize``,
+``/detokenize``), which the observation cut needs anyway.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
+from aethersearch.agents.formatting import check_prompt_settings, render_chat_prompt, resolve_format, template_text
+from aethersearch.agents.prompts import SEARCH_R1_PROMPT, search_r1_question
+from aethersearch.errors import ConfigError
+from aethersearch.records import Decoding, Outcome
+from aethersearch.agents.aethersearch_protocol import check_action
+
+INFORMATION_OPEN = "<information>"
+INFORMATION_CLOSE = "</information>"
+
+
+class AetherSearchAgent(Agent):
+    """AetherSearch's fixed-eval loop over an OpenAI-compatible completion endpoint (see the module doc)."""
+
+    name = "aethersearch"
+
+    def __init__(self, topk: int = 3, max_searches: int = 5, max_action_tokens: int = 500,
+                 max_information_tokens: int = 500, max_prompt_tokens: int = 2048,
+                 max_response_tokens: int = 6144, max_context_tokens: int = 8192,
+                 eos_text: str = "<|im_end|>", chat_template: str = "served") -> None:
+        check_prompt_settings("chat", chat_template)
+        if min(topk, max_searches, max_action_tokens, max_information_tokens) < 1:
+            raise ConfigError("topk, max_searches, max_action_tokens and max_information_tokens must be >= 1",
+                              fix="AetherSearch's own values are 3, 5, 500 and 500")
+        self.topk = topk
+        self.max_searches = max_searches
+        self.max_action_tokens = max_action_tokens
+        self.max_information_tokens = max_information_tokens
+        self.max_prompt_tokens = max_prompt_tokens
+        self.max_response_tokens = max_response_tokens
+        self.max_context_tokens = max_context_tokens
+        self.eos_text = eos_text
+        self.chat_template = chat_template
+
+    def config(self) -> dict[str, Any]:
+        """Every setting that changes what the model sees (recorded in run.json)."""
+        return {"topk": self.topk, "max_searches": self.max_searches, "max_action_tokens": self.max_action_tokens,
+                "max_information_tokens": self.max_information_tokens, "max_prompt_tokens": self.max_prompt_tokens,
+                "max_response_tokens": self.max_response_tokens, "max_context_tokens": self.max_context_tokens,
+                "eos_text": self.eos_text, "chat_template": self.chat_template, "continuation": "text",
+                "tokenizer": "served"}
+
+    def prompt_template(self) -> str:
+        """The prompt and chat template, hashed into run.json."""
+        return "\x00".join([SEARCH_R1_PROMPT, template_text(self.chat_template), "aethersearch-loop"])
+
+    def question_seen(self, question: str) -> str:
+        """The question as their export's prompt holds it (Search-R1's ``?`` appended)."""
+        return search_r1_question(question)
+
+    def effective_decoding(self, decoding: Decoding) -> Decoding:
+        """No stop strings, whatever the run asked: their loop sends none."""
+        return decoding.model_copy(update={"stop": []})
+
+    def _served(self, episode: Episode) -> Any:
+        served = getattr(episode.llm, "served", None)
+        if served is None:
+            raise ConfigError("--agent aethersearch counts tokens with the model server's tokenizer, and this "
+                              "endpoint has none", fix="serve the model with vLLM, SGLang or llama.cpp's server")
+        return served
+
+    async def _prompt(self, episode: Episode) -> str:
+        chosen = await resolve_format("chat", self.chat_template, episode.llm)
+        prompt = SEARCH_R1_PROMPT.format(question=episode.question_seen)
+        if chosen.format == "chat":
+            prompt = await render_chat_prompt(prompt, self.chat_template, "served", episode.llm)
+        return prompt
+
+    async def observation(self, served: Any, contents: list[str]) -> tuple[str, int]:
+        """Their ``_information_token_ids``: tags kept, body cut to what the tags leave of the cap."""
+        opening = await served.tokenize(INFORMATION_OPEN)
+        closing = await served.tokenize(INFORMATION_CLOSE)
+        budget = self.max_information_tokens - len(opening) - len(closing)
+        if budget < 0:
+            raise ConfigError("max_information_tokens is smaller than the <information> tags",
+                              fix="raise max_information_tokens (AetherSearch uses 500)")
+        body = await served.tokenize("\n".join(contents))
+        ids = [*opening, *body[:budget], *closing]
+        return await served.detokenize(ids), len(ids)
+
+    async def solve(self, episode: Episode) -> AgentOutput:
+        """Generate, parse, search until an answer, an invalid action or a limit (see the module doc)."""
+        served = self._served(episode)
+        prompt = await self._prompt(episode)
+        prompt_tokens = len(await served.tokenize(prompt))
+        if prompt_tokens > self.max_prompt_tokens:
+            return AgentOutput("", None, Outcome.REQUEST_REJECTED, "prompt_over_limit")
+        response, response_tokens, searches = "", 0, 0
+        for _ in range(self.max_searches + 1):
+            room = min(self.max_action_tokens, self.max_response_tokens - response_tokens,
+                       self.max_context_tokens - prompt_tokens - response_tokens)
+            if room <= 0:
+                return AgentOutput(response, None, Outcome.NO_ANSWER_TAG, "token_cap")
+            completion = await episode.llm.complete(prompt + response, episode.decoding.model_copy(
+                update={"stop": [], "max_tokens": room}))
+            ended = completion.finish_reason == "stop"
+            eos = self.eos_text if ended else ""
+            response += completion.text + eos
+            response_tokens += completion.completion_tokens + (1 if ended else 0)
+            record = completion.to_record()
+            check = check_action(completion.text)
+            notes: dict[str, Any] = {"continuation": "text", "eos_appended": eos, "response_tokens": response_tokens,
+                                     "action": check.kind, "action_error": check.error}
+            if not check.valid or check.kind == "answer":
+                episode.add_step(llm=record, notes=notes)
+                if check.kind == "answer":
+                    return finish(response, check.value, "answer")
+                return AgentOutput(response, None, Outcome.NO_ANSWER_TAG, "invalid_action")
+            if searches >= self.max_searches:
+                episode.add_step(llm=record, notes={**notes, "search_not_executed": True})
+                return AgentOutput(response, None, Outcome.NO_ANSWER_TAG, "max_searches")
+            searches += 1
+            try:
+                result = await episode.env.search(str(check.value), self.topk)
+            except BaseException:
+                episode.add_step(llm=record, notes=notes)
+                raise
+            observation, tokens = await self.observation(served, [doc.contents for doc in result.documents])
+            over = (response_tokens + tokens > self.max_response_tokens
+                    or prompt_tokens + response_tokens + tokens > self.max_context_tokens)
+            if over:  # their RuntimeError inside the retrieval try: a system failure, R_task 0
+                episode.add_step(llm=record, tool_calls=[result.call],
+                                 notes={**notes, "system_valid": False, "observation_tokens": tokens})
+                return AgentOutput(response, None, Outcome.NO_ANSWER_TAG, "information_over_token_cap")
+            response += observation
+            response_tokens += tokens
+            episode.add_step(llm=record, tool_calls=[result.call], observation=observation,
+                             notes={**notes, "observation_tokens": tokens})
+        return AgentOutput(response, None, Outcome.NO_ANSWER_TAG, "max_generations")
