@@ -98,15 +98,13 @@ def extract_facts(documents: Iterable[Document]) -> FactSet:
     for doc in docs:
         link_titles = sorted(((titles[p].casefold(), p) for p in doc.links if p in titles and p != doc.id),
                              key=lambda item: (-len(item[0]), item[0]))
-        if not link_titles:
-            continue
         for line in doc.text.split("\n"):
             for raw in SENTENCE_SPLIT.split(line):
                 sentence = raw.strip()
                 if not about_subject(sentence, doc) or len(sentence.split()) > MAX_STATEMENT_WORDS \
                         or not is_prose(sentence):
                     continue
-                for relation, pattern, _ in RELATION_PATTERNS:
+                for relation, pattern, _ in RELATION_PATTERNS if link_titles else ():
                     match = pattern.search(sentence)
                     if match is None:
                         continue
