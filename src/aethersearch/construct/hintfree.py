@@ -28,7 +28,17 @@ answer is page ``vn``, linked directly -- the construction
 4. asks the validators (default :class:`RuleBasedValidator`) whether the
    chain is necessary, and records hop count, path, the other shortest paths,
    the evidence set E (the pages of the path) and one single-hop sub-question
-   per hop (for the Forget probe).
+   per hop (for the Forget probe), asking for what that hop's statement says;
+5. screens every seed for hints (``construct.hint_screen``: a fingerprinting
+   specification score rejects the seed; an equal shortest path whose pages
+   the question names is skipped, and a seed left with none is rejected as
+   path narration), and records whether the chain *entails* the answer
+   (:func:`chain_entailment`): where the seed's relation composes
+   (``typed_facts.TypedGraph``) the chain is the shortest *typed* path whose
+   relations compose to it -- possibly longer than the shortest detour --
+   else an LLM judge decides, else the chain is not entailing. Only
+   entailing chains are accepted; the others are counted (``not_entailing``)
+   and, with ``keep_detours``, kept as the separate detour tier.
 
 :func:`build_demo_sandbox_release` and :func:`build_wikispeedia_release` run
 the whole thing on the two built-in sources and write a release: the demo
