@@ -196,3 +196,15 @@ def test_memorised_questions_are_dropped_unless_kept_marked() -> None:
     assert dropped.questions == [] and dropped.rejected["memorised"] == 1 and dropped.hop_distribution == {}
     kept, records = apply_screen(built, screened, keep_memorised=True)
     assert len(kept.questions) == 1 and records is not None and records["a"]["kept_memorised"] is True
+
+
+def test_a_compass_word_is_skipped_only_when_no_linked_title_starts_with_it() -> None:
+    docs = [Document(id="Belfast", title="Belfast", links=["Northern_Ireland", "Ireland"],
+                     text="Belfast is the largest city in Northern Ireland and a port."),
+            Document(id="Lagos", title="Lagos", links=["Nigeria"], text="Lagos is the largest city in southern Nigeria."),
+            Document(id="Northern_Ireland", title="Northern Ireland", links=[], text="A place."),
+            Document(id="Ireland", title="Ireland", links=[], text="An island."),
+            Document(id="Nigeria", title="Nigeria", links=[], text="A country.")]
+    facts = {(f.subject, f.relation, f.object) for f in extract_facts(docs).facts}
+    assert ("Belfast", "largest_city_of", "Northern_Ireland") in facts and ("Lagos", "largest_city_of", "Nigeria") in facts
+    assert not any(obj == "Ireland" for _, _, obj in facts)

@@ -45,7 +45,8 @@ from aethersearch.construct.triples import (
 )
 from aethersearch.records import Document
 
-#: "in West Africa", "of southern Europe": a compass word before the object page's title is skipped
+#: "in West Africa", "of southern Europe": a compass word before the object page's title is skipped, unless
+#: a linked page's title begins with it
 _DIRECTION = re.compile(r"^(?:(?:north|south|east|west|central|northern|southern|eastern|western|"
                         r"north-?eastern|north-?western|south-?eastern|south-?western)\s+)", re.IGNORECASE)
 #: the kind of place a page says it is, in its own sentence: "Nigeria is a country in West Africa"
@@ -108,8 +109,10 @@ def extract_facts(documents: Iterable[Document]) -> FactSet:
                     match = pattern.search(sentence)
                     if match is None:
                         continue
-                    rest = _DIRECTION.sub("", sentence[match.end():], count=1)
-                    found = object_page(rest, link_titles)
+                    rest = sentence[match.end():]
+                    # a linked title that starts with the compass word wins ("Northern Ireland" over "Ireland")
+                    found = object_page(rest, link_titles) or object_page(_DIRECTION.sub("", rest, count=1),
+                                                                          link_titles)
                     if found is None:
                         continue
                     facts.append(TypedFact(doc.id, relation, found[0], sentence))
