@@ -398,7 +398,7 @@ def chain_entailment(triple: QATriple, path: Sequence[str], statements: Sequence
             return {"entailing": True, "validator": "relation-composition", "hop_relations": hop_relations,
                     "question_relation": triple.relation,
                     "how": f"the hops' typed relations {hop_relations} compose left to right to "
-                           f"{triple.relation!r} (construct/chain_semantics.py, construct/typed_facts.py rules)"}
+                           f"{triple.relation!r} (the rules of construct/chain_semantics.py)"}
     if judge is not None:
         return judge.judge(triple, path, statements)
     return {"entailing": False, "validator": None,

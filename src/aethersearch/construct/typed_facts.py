@@ -21,7 +21,8 @@ Two uses:
   used ("Where is X?").
 * **Entailing chains** (:class:`TypedGraph`): paths whose typed hops compose,
   under ``chain_semantics`` rules, to the seed's relation
-  (X located_in Region, Region located_in Country => X located_in Country).
+  (X located_in Region, Region located_in Country => X located_in Country; the
+  rules are ``chain_semantics.DEFAULT_RULES``).
   Implied relations: a capital or largest city lies in what it is the capital
   or largest city of (``capital_of`` and ``largest_city_of`` also carry
   ``located_in``).
@@ -55,14 +56,6 @@ KINDS = ("continent", "country", "city", "town", "village", "island", "region", 
 _KIND = re.compile(r"^[^,;]{1,80}?\b(?:is|was) (?:an?|the) (?:[\w'-]+ ){0,5}?(?P<kind>"
                    + "|".join(KINDS) + r")\b", re.IGNORECASE)
 IMPLIED: dict[str, tuple[str, ...]] = {"capital_of": ("located_in",), "largest_city_of": ("located_in",)}
-#: composition rules for the page relations (added to ``chain_semantics.DEFAULT_RULES``)
-PAGE_RULES: dict[tuple[str, str], str] = {
-    ("located_in", "located_in"): "located_in",
-    ("born_in", "located_in"): "born_in_country",
-    ("born_in_country", "located_in"): "born_in_country",
-    ("died_in", "located_in"): "died_in_country",
-    ("died_in_country", "located_in"): "died_in_country",
-}
 RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS}
 #: paths enumerated per seed by :meth:`TypedGraph.composing_paths`
 PATH_LIMIT = 1_000
@@ -194,7 +187,7 @@ class TypedGraph:
     def __init__(self, facts: Iterable[TypedFact], rules: Mapping[tuple[str, str], str] | None = None) -> None:
         from aethersearch.construct.chain_semantics import DEFAULT_RULES
 
-        self.rules: dict[tuple[str, str], str] = {**DEFAULT_RULES, **PAGE_RULES, **(rules or {})}
+        self.rules: dict[tuple[str, str], str] = {**DEFAULT_RULES, **(rules or {})}
         self.composable = frozenset(self.rules.values())
         self.edges: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
         self.out: dict[str, list[str]] = defaultdict(list)
