@@ -208,3 +208,36 @@ def test_a_compass_word_is_skipped_only_when_no_linked_title_starts_with_it() ->
     facts = {(f.subject, f.relation, f.object) for f in extract_facts(docs).facts}
     assert ("Belfast", "largest_city_of", "Northern_Ireland") in facts and ("Lagos", "largest_city_of", "Nigeria") in facts
     assert not any(obj == "Ireland" for _, _, obj in facts)
+
+
+def test_a_person_retains_or_excludes_questions_through_the_audits_review_file(tmp_path) -> None:
+    import json
+
+    from aethersearch.benchmark.audit_review import apply_review_file
+    from aethersearch.construct.page_release import build_page_release
+    from aethersearch.construct.release_writer import companion_path
+    from aethersearch.errors import ShortageError
+
+    def build(review=None):  # type: ignore[no-untyped-def]
+        return build_page_release(AFRICA, tmp_path / "rel", name="tiny", source_dataset="tiny",
+                                  corpus={"kind": "tiny"}, review=review, overwrite=True)
+
+    built = build()
+    manifest = json.loads((built.path / "manifest.json").read_text())
+    (undecided,) = manifest["construction"]["triples"]["review"]["decisions"]
+    assert undecided["decided_by"] == "construction (no human decision yet)"
+    template = companion_path(built.path, "question_review.todo.json")
+    entries = json.loads(template.read_text())
+    assert entries[0]["pair"] == ["In which continent is Abuja?", "Africa"] and entries[0]["decision"].startswith("TODO")
+    assert entries[0]["chain"] == ["Abuja", "Nigeria", "Africa"]
+    entries[0].update(decision="retain", reason="each hop states containment; checked by hand")
+    template.write_text(json.dumps(entries))
+    reviews = tmp_path / "question_reviews.json"
+    assert apply_review_file(template, reviews) == (1, 0, 0)  # what `aether review TEMPLATE --out FILE` does
+    manifest = json.loads((build(reviews).path / "manifest.json").read_text())
+    (decided,) = manifest["construction"]["triples"]["review"]["decisions"]
+    assert decided["decided_by"] == "review" and decided["decision"] == "retain"
+    entries[0].update(decision="exclude", reason="too easy")
+    reviews.write_text(json.dumps([{k: entries[0][k] for k in ("pair", "decision", "reason")}]))
+    with pytest.raises(ShortageError, match="human_rejected"):
+        build(reviews)

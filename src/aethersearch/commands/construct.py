@@ -163,6 +163,10 @@ def register(app: typer.Typer) -> None:
         keep_memorised: bool = typer.Option(False, "--keep-memorised",
                                             help="keep (marked) the questions the --screen-endpoint model answers "
                                                  "without search; default: drop them"),
+        review: Path | None = typer.Option(None, "--review",
+                                           help="question review decisions (the audit's form, merged by `aether "
+                                                "review`): retain or exclude each question; the build writes "
+                                                "OUT.question_review.todo.json with the undecided ones"),
         detours: Path | None = typer.Option(None, "--detours-out",
                                             help="also write the chains that do not entail their answer, as a "
                                                  "separately named detour-tier release in this directory"),
@@ -206,6 +210,6 @@ def register(app: typer.Typer) -> None:
         with construction_progress() as on_candidate:
             built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,
                                               seeds_root=seeds, fact_seeds=fact_seeds, judge=judge, screen=screen,
-                                              keep_memorised=keep_memorised, detours_out=detours,
+                                              keep_memorised=keep_memorised, detours_out=detours, review=review,
                                               on_candidate=on_candidate)
         console.print(summary_table(built))

@@ -17,15 +17,19 @@ list on, :func:`build_page_release` does the same thing for both:
 3. **Parametric screen** (``--screen-endpoint``): a question the model
    answers without search is dropped (``memorised``) unless
    ``keep_memorised``, which keeps it marked.
-4. **Release** of the entailing chains only; with ``detours_out`` the chains
+4. **Human pass** (``construct.question_review``): a review file in the
+   benchmark audit's form (``--review``) retains or excludes each question;
+   ``<release>.question_review.todo.json`` lists the undecided ones, and the
+   manifest records who or what decided each.
+5. **Release** of the entailing chains only; with ``detours_out`` the chains
    that do not entail are written as a separately named release (``tier:
    detour`` in its manifest), never mixed into the first.
 
 Every seed and chain not in the release is counted by reason in the manifest
 (``construction.rejected``): dataset seeds that did not resolve
 (``seed_*``), ``specification_hint`` and ``path_narration`` (the hint screen),
-the chain search's and validators' reasons, ``not_entailing``, ``memorised``
-and ``hop_target_full``.
+the chain search's and validators' reasons, ``not_entailing``, ``memorised``,
+``human_rejected`` and ``hop_target_full``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from aethersearch.construct.hintfree import (
     no_questions,
     seed_pair_distances,
 )
+from aethersearch.construct.question_review import TEMPLATE_NAME, UNDECIDED, apply_question_review
 from aethersearch.construct.triples import QATriple, TripleSet
 from aethersearch.construct.validate import ChainValidator, RuleBasedValidator
 from aethersearch.errors import ConfigError
@@ -126,6 +131,7 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
                        validators: Sequence[ChainValidator] | None = None, judge: EntailmentJudge | None = None,
                        screen: Screen | None = None, keep_memorised: bool = False,
                        detours_out: str | Path | None = None, overwrite: bool = False,
+                       review: str | Path | None = None,
                        on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
     """Pages + seeds -> the release of entailing hint-free questions (see the module docstring).
 
@@ -155,14 +161,24 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
         no_questions(result, used)
     screened_raw = screen(result.questions) if screen is not None else None
     result, screened = apply_screen(result, screened_raw, keep_memorised=keep_memorised)
+    reviewed = apply_question_review(result.questions, Path(review) if review is not None else None, pages)
+    if reviewed.excluded:
+        rejected = {**result.rejected, "human_rejected": reviewed.excluded}
+        result = result._replace(questions=reviewed.kept, rejected=dict(sorted(rejected.items())),
+                                 hop_distribution=dict(sorted(Counter(len(q.path) - 1
+                                                                      for q in reviewed.kept).items())))
     if not result.questions:
         no_questions(result, used)
     accepted = {q.triple.id for q in result.questions}
-    review = [{**row, "accepted": row["triple_id"] in accepted} for row in pool.review]
+    seed_review = [{**row, "accepted": row["triple_id"] in accepted} for row in pool.review]
     checks: dict[str, Any] = {
         "parametric_screen": ({**screen_counts(screened), "policy": "kept, marked" if keep_memorised else "dropped"}
                               if screened is not None else "not run"),
-        "entailment_judge": judge.name if judge is not None else "not run (relation composition only)"}
+        "entailment_judge": judge.name if judge is not None else "not run (relation composition only)",
+        "review": {"file": Path(review).name if review is not None else None,
+                   "excluded": reviewed.excluded,
+                   "decided_by_a_person": sum(d["decided_by"] != UNDECIDED for d in reviewed.decisions),
+                   "decisions": reviewed.decisions}}
     stats: dict[str, Any] = {**pool.stats,
                              "path_choice": "typed composing paths, shortest first, when the seed's relation "
                                             "composes; else a seeded shuffle of all equal shortest paths per "
@@ -176,7 +192,8 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
     common: dict[str, Any] = {"source_dataset": source_dataset, "config": config, "corpus": corpus, "graph": graph,
                               "triple_stats": stats, "overwrite": overwrite, "per_source": True}
     path = write_hintfree_release(result, out_dir, name=name, screen=screened,
-                                  companions={"seed_review.jsonl": encode_jsonl(review)}, **common)
+                                  companions={"seed_review.jsonl": encode_jsonl(seed_review),
+                                              TEMPLATE_NAME: reviewed.template}, **common)
     if detours_out is not None and result.detours:
         hops = Counter(len(q.path) - 1 for q in result.detours)
         detours = result._replace(questions=result.detours, hop_distribution=dict(sorted(hops.items())),
