@@ -159,6 +159,8 @@ def test_custom_validator_plugs_in_and_its_reasons_are_counted() -> None:
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
+@pytest.mark.timeout(1500)  # typed facts of 4,604 pages and the validator's corpus index: minutes on 2 shared cores
 def test_real_wikispeedia_fact_seed_release_entails_and_names_no_chain_page(tmp_path: Path,
                                                                             wikispeedia_documents: list) -> None:
     """The shared construction path on real Wikispeedia pages, fact seeds only (minutes, not the full build)."""
