@@ -82,5 +82,5 @@ def test_a_dead_validator_endpoint_fails_the_real_build_loudly_and_writes_nothin
                            f"http://127.0.0.1:{_free_port()}/v1", "--validator-model", "m"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0, proc.stdout
-    assert "LLM chain validator endpoint" in proc.stderr and "failed at candidate" in proc.stderr, proc.stderr
+    assert "LLM entailment validator endpoint" in proc.stderr and "failed at chain of" in proc.stderr, proc.stderr
     assert "--validator-endpoint" in proc.stderr and not out.exists()

@@ -85,9 +85,9 @@ def test_equal_shortest_paths_are_chosen_by_seed_reproducibly_with_alternatives_
     pages, graph = _diamond()
     chosen = {}
     for seed in range(8):
-        config = ConstructionConfig(seed=seed, require_grounding=False)
-        q = construct_hintfree([_triple("a")], graph, pages, config=config).questions[0]
-        again = construct_hintfree([_triple("a")], graph, pages, config=config).questions[0]
+        config = ConstructionConfig(seed=seed, require_grounding=False, keep_detours=True)
+        q = construct_hintfree([_triple("a")], graph, pages, config=config).detours[0]
+        again = construct_hintfree([_triple("a")], graph, pages, config=config).detours[0]
         assert q.path == again.path  # reproducible
         assert q.equal_paths == 4 and sorted([q.path, *q.alternatives]) == [["s", m, "t"] for m in
                                                                             ("m1", "m2", "m3", "m4")]
@@ -107,7 +107,8 @@ def test_the_seeded_choice_ranges_over_all_equal_shortest_paths_not_the_first_si
     chosen = set()
     for seed in range(40):
         q = construct_hintfree([_triple("a")], graph, pages,
-                               config=ConstructionConfig(seed=seed, require_grounding=False)).questions[0]
+                               config=ConstructionConfig(seed=seed, require_grounding=False, keep_detours=True)
+                               ).detours[0]
         assert q.equal_paths == 40 and not q.equal_paths_capped and len(q.alternatives) == 8
         chosen.add(q.path[1])
     assert max(chosen) > "m16"  # index order is alphabetical: a cap of 16 would never pick m17..m40
@@ -120,8 +121,9 @@ def test_unlinked_seed_pairs_only_when_asked_and_marked() -> None:
     pages, graph = {d.id: d for d in docs}, LinkGraph.from_documents(docs)
     config = ConstructionConfig(require_grounding=False)
     assert construct_hintfree(triples, graph, pages, config=config).rejected == {"no_direct_link": 1}
-    q = construct_hintfree(triples, graph, pages, config=config.model_copy(update={"allow_unlinked": True})
-                           ).questions[0]
+    q = construct_hintfree(triples, graph, pages, config=config.model_copy(update={"allow_unlinked": True,
+                                                                                   "keep_detours": True})
+                           ).detours[0]
     assert q.path == ["s0", "m0", "t0"] and not q.direct_link
 
 
@@ -153,13 +155,15 @@ def test_llm_chain_validator_and_parametric_screen_over_an_openai_compatible_end
         validator = LLMChainValidator(pages, server.url, "scripted")
         results = [construct_hintfree([_triple("a")], graph, pages, validators=[RuleBasedValidator(pages),
                                                                              validator],
-                                      config=ConstructionConfig(seed=seed, require_grounding=False))
+                                      config=ConstructionConfig(seed=seed, require_grounding=False, keep_detours=True))
                    for seed in range(8)]
-        kept = [r for r in results if r.questions]
-        assert kept and all(r.questions[0].path[1] == "m1" for r in kept)  # only the chain it called VALID
-        assert all(r.rejected == {INVALID_REASON: 1} for r in results if not r.questions)
+        kept = [r for r in results if r.detours]
+        assert kept and all(r.detours[0].path[1] == "m1" for r in kept)  # only the chain it called VALID
+        assert all(r.rejected == {INVALID_REASON: 1} for r in results if not r.detours)
+        # no typed relations and no entailment judge: a chain the necessity check keeps is still a detour
+        assert all(r.rejected == {"not_entailing": 1} and not r.questions for r in kept)
         assert validator.records["a"]["verdict"] in ("valid", "invalid")
-        screen = parametric_screen(kept[0].questions, server.url, "scripted")
+        screen = parametric_screen(kept[0].detours, server.url, "scripted")
         # "Sorel was born in Tarn." is no exact match, but it does name the answer: recorded as answered
         assert screen["a"]["screened"] and screen["a"]["answered_without_search"]
         assert not screen["a"]["exact_match"] and screen["a"]["cover_match"]
@@ -197,25 +201,25 @@ def test_garbled_replies_are_recorded_as_unparseable_never_as_a_pass() -> None:
     with ScriptedServer(lambda request: Reply(next(replies)), key=None) as server:
         validator = LLMChainValidator(pages, server.url, "scripted")
         result = construct_hintfree(triples, graph, pages, validators=[validator],
-                                    config=ConstructionConfig(require_grounding=False))
-    assert len(result.questions) == 1 and result.rejected == {UNPARSEABLE_REASON: 3}
+                                    config=ConstructionConfig(require_grounding=False, keep_detours=True))
+    assert len(result.detours) == 1 and result.rejected == {UNPARSEABLE_REASON: 3, "not_entailing": 1}
     assert sorted(r["verdict"] for r in validator.records.values()) == ["unparseable"] * 3 + ["valid"]
     assert validator.counts()["unparseable"] == 3 and validator.counts()["judged"] == 4
 
 
 def test_an_enforced_validator_that_rejects_everything_is_named_in_the_shortage() -> None:
-    from aethersearch.construct.hintfree import _no_questions
+    from aethersearch.construct.hintfree import no_questions
     from aethersearch.errors import ShortageError
 
     pages, graph, triples = _diamonds(2)
     with ScriptedServer(lambda request: Reply("The chain is fine."), key=None) as server:
         validator = LLMChainValidator(pages, server.url, "scripted")
         result = construct_hintfree(triples, graph, pages, validators=[validator],
-                                    config=ConstructionConfig(require_grounding=False))
-    assert not result.questions and result.rejected == {UNPARSEABLE_REASON: 2}
+                                    config=ConstructionConfig(require_grounding=False, keep_detours=True))
+    assert not result.detours and result.rejected == {UNPARSEABLE_REASON: 2}
     with pytest.raises(ShortageError, match="2 judged, 0 valid, 0 invalid, 2 unparseable") as caught:
-        _no_questions(result, [validator])
-    assert "--validator-policy advisory" in str(caught.value)
+        no_questions(result, [validator])
+    assert "enforce=False" in str(caught.value)
 
 
 def test_an_endpoint_that_dies_mid_build_stops_it_loudly() -> None:
@@ -230,12 +234,12 @@ def test_an_endpoint_that_dies_mid_build_stops_it_loudly() -> None:
     try:
         with pytest.raises(EndpointError, match=r"failed at candidate 'q\d' after 2 answered") as caught:
             construct_hintfree(triples, graph, pages, validators=[validator], on_candidate=die_after_two,
-                               config=ConstructionConfig(require_grounding=False))
+                               config=ConstructionConfig(require_grounding=False, keep_detours=True))
     finally:
         server.stop()
     assert "--validator-endpoint" in str(caught.value) and len(validator.records) == 2
     questions = construct_hintfree(triples[:1], graph, pages,
-                                   config=ConstructionConfig(require_grounding=False)).questions
+                                   config=ConstructionConfig(require_grounding=False, keep_detours=True)).detours
     with pytest.raises(EndpointError, match="parametric screen endpoint .* failed at question 'q0' after 0"):
         parametric_screen(questions, "http://127.0.0.1:9", "m", timeout_s=0.5, backoff_s=0.01)
 

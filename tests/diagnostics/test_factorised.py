@@ -18,6 +18,7 @@ from aethersearch.records import (
 )
 from aethersearch.sandbox.episode import DictStore
 from aethersearch.sandbox.mask import ChainMask
+from aethersearch.scoring.chain_evidence import chain_mask, served_pages
 from aethersearch.scoring.factorised import (
     episode_from_sandbox,
     episode_from_text,
@@ -117,10 +118,19 @@ def test_evidence_is_one_item_per_hop_and_excludes_the_answer_page() -> None:
     assert only_answer_page.gathered == frozenset()  # the answer page states no hop of the chain
 
 
-def test_a_snippet_that_contains_the_link_sentence_gathers_the_hop() -> None:
-    # the sandbox's snippet of p1 for this query is "... His father is Graham Cornes." (the hop-2 statement)
-    told = ep("s", ["p0"], Outcome.ANSWERED, "Graham Cornes", searches=["p1"], query="Chad Cornes father")
-    assert told.gathered == {"p0", "p1"} and told.sufficient and told.sufficient_by_search
+def test_a_snippet_states_a_hop_only_once_its_page_was_visited() -> None:
+    # p1's hop-2 statement is "... His father is Graham Cornes."; before p1 is visited Graham Cornes is locked,
+    # so the sandbox's snippet of p1 leaves that sentence out and the scorer, replaying the visits, agrees
+    early = ep("s", ["p0"], Outcome.ANSWERED, "Graham Cornes", searches=["p1"], query="Chad Cornes father")
+    assert early.gathered == {"p0"} and not early.sufficient
+    calls = [ToolCall(tool="visit", arguments={"page": "p0"}, returned_ids=["p0"]),
+             ToolCall(tool="visit", arguments={"page": "p1"}, returned_ids=["p1"]),
+             ToolCall(tool="search", arguments={"query": "Chad Cornes father"}, returned_ids=["p1"])]
+    later = Trace(id="s2", question_seen="?", agent="t", steps=[Step(index=0, tool_calls=calls)],
+                  response="<answer> Graham Cornes </answer>", prediction="Graham Cornes",
+                  outcome=Outcome.ANSWERED, stop_reason="answer")
+    served = [s.text for s in served_pages(later, CHAIN, chain_mask(DIAG, CHAIN)) if s.tool == "search"]
+    assert served and "His father is Graham Cornes." in served[0]
     # a hit on the very same page whose snippet does not state the hop gathers nothing: not by page id
     untold = ep("u", ["p0"], Outcome.ANSWERED, "Graham Cornes", searches=["p1"], query="retired 2011")
     assert untold.gathered == {"p0"} and not untold.sufficient

@@ -23,9 +23,10 @@ from fastapi.testclient import TestClient
 
 from aethersearch.records import Document, ToolCall
 from aethersearch.sandbox.episode import Sandbox, SandboxEpisode
-from aethersearch.sandbox.mask import ChainMask
+from aethersearch.environment import ToolResult
+from aethersearch.sandbox.mask import ChainMask, drop_sentences
 from aethersearch.sandbox.server import create_app
-from aethersearch.sandbox.serving import SNIPPET_SENTENCES, render_page, sentences
+from aethersearch.sandbox.serving import SNIPPET_SENTENCES, render_page, search_hit, sentences, snippet
 from aethersearch.sandbox.tools import PageResolver
 from tests.sandbox.conftest import PAGES, TITLES
 
@@ -64,11 +65,32 @@ class _Absent:
         return [[h for h in row if h[0] not in self._absent][:k] for row in hits]
 
 
+class _AbsentEpisode(SandboxEpisode):
+    """World B's episode: a page that does not exist is named in no search snippet either.
+
+    (A visited page may name it: the paper's rule lets page v(i-1) state v(i); what it
+    must not do is announce v(i) through a search snippet before that visit.)
+    """
+
+    def __init__(self, view: _Absent, mask: ChainMask, absent: set[str], question_id: str) -> None:
+        super().__init__(question_id=question_id, run_id="b", mask=None, backend=view, resolver=PageResolver(view))
+        self._absent_patterns = [p for page in absent if (p := mask.pattern_of(page)) is not None]
+
+    def search_sync(self, query: str, k: int = 5) -> ToolResult:
+        result = super().search_sync(query, k)
+        docs = []
+        for doc in result.documents:
+            text = self._resolver.store.get(doc.id).text
+            for pattern in self._absent_patterns:
+                text = drop_sentences(text, pattern)
+            docs.append(doc.model_copy(update={"text": snippet(text, query.strip())}))
+        return ToolResult(docs, result.call)
+
+
 def _world_b(sandbox: Sandbox, a: SandboxEpisode) -> SandboxEpisode:
     assert a.mask is not None
     absent = {p for p in a.mask.masked if a.is_locked(p)}
-    view = _Absent(sandbox, a.mask, absent)
-    return SandboxEpisode(question_id=a.question_id, run_id="b", mask=None, backend=view, resolver=PageResolver(view))
+    return _AbsentEpisode(_Absent(sandbox, a.mask, absent), a.mask, absent, a.question_id)
 
 
 def _call_json(call: ToolCall) -> dict[str, Any]:
@@ -183,3 +205,38 @@ def test_every_http_request_of_an_episode_is_logged_valid_or_not(mini_sandbox: S
     assert len(rows) == 1 and len(rows[0]["trace"]) == len(bad) + 1
     assert rows[0]["trace"][12]["suppressed_ids"] == ["graham"]
     assert all(len(json.dumps(c["arguments"])) < 3000 for c in rows[0]["trace"])
+
+
+def _locked_mentions(episode: SandboxEpisode, documents: list[Document]) -> int:
+    """Search snippets that name a page the episode still locks (by any of its hidden terms)."""
+    assert episode.mask is not None
+    patterns = [p for page in episode.mask.masked if episode.is_locked(page)
+                and (p := episode.mask.pattern_of(page)) is not None]
+    return sum(any(p.search(doc.text) for p in patterns) for doc in documents)
+
+
+def test_no_search_snippet_names_a_locked_page(mini_sandbox: Sandbox) -> None:
+    """The paper's rule for snippets: v(i) is discoverable only after page(v(i-1)) was *visited*.
+
+    Counted over random sessions, with the count the previous policy (snippets of the
+    visit rendering) would have given beside it, so the probe itself is shown to see leaks.
+    """
+    rng = random.Random(41)
+    mentions = old_policy = unlocked_statements = 0
+    for session in range(200):
+        a = mini_sandbox.episode(rng.choice(["q1", "q2"]), run_id=f"n{session}")
+        assert a.mask is not None
+        for tool, arg, k in _actions(rng, 10):
+            if tool != "search":
+                asyncio.run(a.visit(arg))
+                continue
+            result = asyncio.run(a.search(arg, k))
+            mentions += _locked_mentions(a, result.documents)
+            old = [search_hit(None, render_page(a.mask, mini_sandbox.store.get(d.id)), arg)
+                   for d in result.documents]
+            old_policy += _locked_mentions(a, old)
+            unlocked_statements += sum("Nicole Cornes" in d.text for d in result.documents
+                                       if d.id == "chad" and not a.is_locked("nicole"))
+    assert mentions == 0
+    assert old_policy > 20  # the visit rendering does quote v(i)'s name in snippets of v(i-1)
+    assert unlocked_statements > 0  # once v(i-1) was visited, its snippet may state the hop again

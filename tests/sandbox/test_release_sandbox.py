@@ -70,3 +70,39 @@ def test_open_sandbox_rejects_a_mismatched_corpus_or_non_release(demo, tmp_path:
         open_sandbox(tmp_path, opened.index, opened.store)
     with pytest.raises(ConfigError, match="not in this sandbox release"):
         open_sandbox(release, opened.index, opened.store).episode("nope")
+
+
+def test_no_search_snippet_of_the_demo_release_names_a_locked_page(demo) -> None:
+    """All 60 demo questions: searches that walk the chain (query = each chain page's title, then a
+    visit of that page) never get a snippet naming a page still locked; the visit rendering would."""
+    from aethersearch.sandbox.serving import render_page, search_hit
+
+    release, opened = demo
+    sandbox = open_sandbox(release, opened.index, opened.store)
+    mentions = old_policy = searches = 0
+
+    def locked_named(ep, docs) -> int:
+        patterns = [p for page in ep.mask.masked if ep.is_locked(page) and (p := ep.mask.pattern_of(page))]
+        return sum(any(p.search(d.text) for p in patterns) for d in docs)
+
+    async def walk(qid: str) -> None:
+        nonlocal mentions, old_policy, searches
+        ep = sandbox.episode(qid, run_id="snippets")
+        path = list(ep.mask.path)
+        for page in path:
+            for query in (opened.store.get(page).title, opened.store.get(path[0]).title):
+                result = await ep.search(query, 10)
+                searches += 1
+                mentions += locked_named(ep, result.documents)
+                old = [search_hit(None, render_page(ep.mask, opened.store.get(d.id)), query)
+                       for d in result.documents]
+                old_policy += locked_named(ep, old)
+            await ep.visit(page)
+
+    async def all_questions() -> None:
+        for qid in sandbox.question_ids:
+            await walk(qid)
+
+    asyncio.run(all_questions())
+    assert searches > 300 and mentions == 0
+    assert old_policy > 20, old_policy

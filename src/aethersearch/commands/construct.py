@@ -30,15 +30,14 @@ def summary_table(built: Any) -> Table:
     table.add_row("[bold]accepted questions[/]", f"[bold]{len(result.questions)}[/]")
     for hops, count in result.hop_distribution.items():
         table.add_row(f"  {hops}-hop", str(count))
+    for hops, row in (result.hop_mix or {}).items():
+        table.add_row(f"  {hops}-hop target", f"{row['achieved']}/{row['target']}"
+                      + (f" (short by {row['short_by']})" if row.get("short_by") else ""))
     for reason, count in result.rejected.items():
         table.add_row(f"rejected: {escape(reason)}", str(count))
+    if result.detours:
+        table.add_row("detour tier (not entailing, separate release)", str(len(result.detours)))
     checks = getattr(built, "checks", {}) or {}
-    llm = checks.get("llm_validator")
-    if isinstance(llm, dict):
-        table.add_row(f"LLM validator ({escape(str(llm['model']))}, {escape(str(llm['policy']))}): judged",
-                      str(llm["judged"]))
-        for kind in ("valid", "invalid", "unparseable"):
-            table.add_row(f"  {kind}", str(llm[kind]))
     screen = checks.get("parametric_screen")
     if isinstance(screen, dict):
         table.add_row("parametric screen: questions asked without search", str(screen["screened"]))
@@ -48,7 +47,7 @@ def summary_table(built: Any) -> Table:
 
 
 def _config(seed: int, min_hops: int, max_hops: int, max_questions: int | None, max_alternatives: int,
-            grounding: bool, allow_unlinked: bool = False) -> Any:
+            grounding: bool, allow_unlinked: bool = False, hop_targets: dict[int, float] | None = None) -> Any:
     """The run's ConstructionConfig; an out-of-range option is a ConfigError naming it (never a traceback)."""
     from pydantic import ValidationError
 
@@ -58,7 +57,7 @@ def _config(seed: int, min_hops: int, max_hops: int, max_questions: int | None, 
     try:
         return ConstructionConfig(seed=seed, min_hops=min_hops, max_hops=max_hops, max_questions=max_questions,
                                   max_alternatives=max_alternatives, require_grounding=grounding,
-                                  allow_unlinked=allow_unlinked)
+                                  allow_unlinked=allow_unlinked, hop_targets=hop_targets)
     except ValidationError as exc:
         problems = "; ".join(f"--{str(e['loc'][0]).replace('_', '-')} {e['input']!r}: {e['msg'].lower()}"
                              for e in exc.errors())
@@ -75,13 +74,23 @@ def _need(value: str | None, option: str) -> str:
     return value
 
 
-def _policy(value: str) -> bool:
-    """``--validator-policy``: True to enforce the LLM's verdicts, False to only record them."""
-    if value not in ("enforce", "advisory"):
-        from aethersearch.errors import ConfigError
+def parse_hop_mix(value: str) -> dict[int, float]:
+    """``--hops 2:0.15,3:0.55,4:0.30`` -> ``{2: 0.15, 3: 0.55, 4: 0.30}``; a malformed mix is a ConfigError."""
+    from aethersearch.errors import ConfigError
 
-        raise ConfigError(f"--validator-policy {value!r} is not a policy", fix="use enforce or advisory")
-    return value == "enforce"
+    mix: dict[int, float] = {}
+    try:
+        for part in value.split(","):
+            hops, share = part.split(":")
+            mix[int(hops)] = float(share)
+    except ValueError:
+        raise ConfigError(f"--hops {value!r} is not a hop mix", fix="write HOPS:SHARE pairs, e.g. "
+                                                                    "2:0.15,3:0.55,4:0.30") from None
+    total = sum(mix.values())
+    if any(h < 2 for h in mix) or any(s < 0 for s in mix.values()) or abs(total - 1.0) > 1e-6:
+        raise ConfigError(f"--hops {value!r}: hop counts must be >= 2 and shares non-negative, summing to 1 "
+                          f"(they sum to {total:g})", fix="e.g. --hops 2:0.15,3:0.55,4:0.30")
+    return mix
 
 
 @contextlib.contextmanager
@@ -139,9 +148,6 @@ def register(app: typer.Typer) -> None:
         validator_endpoint: str | None = typer.Option(None, "--validator-endpoint",
                                                       help="OpenAI-compatible base URL: add the LLM chain validator"),
         validator_model: str | None = typer.Option(None, "--validator-model"),
-        validator_policy: str = typer.Option("enforce", "--validator-policy",
-                                             help="enforce: only a first-word VALID keeps a chain; advisory: "
-                                                  "record every verdict, reject nothing (for weak models)"),
         screen_endpoint: str | None = typer.Option(None, "--screen-endpoint",
                                                    help="OpenAI-compatible base URL: run the parametric screen"),
         screen_model: str | None = typer.Option(None, "--screen-model"),
@@ -149,28 +155,44 @@ def register(app: typer.Typer) -> None:
         unlinked: bool = typer.Option(False, "--unlinked-seeds/--linked-seeds-only",
                                       help="also use seed pairs whose subject page does not link the answer "
                                            "(shortest path as is; rows record direct_link null)"),
+        fact_seeds: bool = typer.Option(True, "--fact-seeds/--no-fact-seeds",
+                                        help="also derive minimal-need seeds from the pages' typed facts"),
+        hops: str | None = typer.Option(None, "--hops", help="target hop mix, e.g. 2:0.15,3:0.55,4:0.30 "
+                                                             "(of --max-questions); the build reports what the "
+                                                             "graph allowed against it"),
+        keep_memorised: bool = typer.Option(False, "--keep-memorised",
+                                            help="keep (marked) the questions the --screen-endpoint model answers "
+                                                 "without search; default: drop them"),
+        review: Path | None = typer.Option(None, "--review",
+                                           help="question review decisions (the audit's form, merged by `aether "
+                                                "review`): retain or exclude each question; the build writes "
+                                                "OUT.question_review.todo.json with the undecided ones"),
+        detours: Path | None = typer.Option(None, "--detours-out",
+                                            help="also write the chains that do not entail their answer, as a "
+                                                 "separately named detour-tier release in this directory"),
     ) -> None:
         """Construct hint-free questions on real Wikispeedia pages from real single-hop seed questions.
 
-        With --validator-endpoint every candidate that passes the rule-based
-        validator is judged by the model (every verdict in the manifest); with
-        --screen-endpoint every accepted question is asked without search. A
-        dead endpoint stops the build with a non-zero exit and writes nothing.
+        The release holds only chains that entail their answer: typed hops
+        that compose to the question's relation, or -- with
+        --validator-endpoint -- chains the model judges sufficient and
+        necessary. With --screen-endpoint every accepted question is asked
+        without search and dropped when answered (--keep-memorised keeps it
+        marked). A dead endpoint stops the build with a non-zero exit and
+        writes nothing.
         """
         from aethersearch.construct.hintfree import build_wikispeedia_release
         from aethersearch.corpus.importers import iter_wikispeedia, wikispeedia_paths
 
-        config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked)
+        config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked,
+                         hop_targets=parse_hop_mix(hops) if hops is not None else None)
         documents = list(iter_wikispeedia(*wikispeedia_paths(data)))
-        validators: list[Any] | None = None
+        judge = None
         if validator_endpoint is not None:
-            from aethersearch.construct.llm_checks import LLMChainValidator
-            from aethersearch.construct.validate import RuleBasedValidator
+            from aethersearch.construct.llm_entailment import LLMEntailmentJudge
 
-            pages = {doc.id: doc for doc in documents}
-            validators = [RuleBasedValidator(pages, require_grounding=grounding),
-                          LLMChainValidator(pages, validator_endpoint, _need(validator_model, "--validator-model"),
-                                            api_key_env=key_env, enforce=_policy(validator_policy))]
+            judge = LLMEntailmentJudge(validator_endpoint, _need(validator_model, "--validator-model"),
+                                       api_key_env=key_env)
         screen = None
         if screen_endpoint is not None:
             from aethersearch.construct.llm_checks import parametric_screen
@@ -187,6 +209,7 @@ def register(app: typer.Typer) -> None:
 
         with construction_progress() as on_candidate:
             built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,
-                                              seeds_root=seeds, validators=validators, screen=screen,
+                                              seeds_root=seeds, fact_seeds=fact_seeds, judge=judge, screen=screen,
+                                              keep_memorised=keep_memorised, detours_out=detours, review=review,
                                               on_candidate=on_candidate)
         console.print(summary_table(built))

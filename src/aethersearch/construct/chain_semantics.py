@@ -23,6 +23,7 @@ is y's r2 then z is x's r"):
   country"): ``located_in . located_in => located_in``;
   ``headquartered_in . located_in => based_in_country``;
   ``born_in . located_in => born_in_country``;
+  ``died_in . located_in => died_in_country``;
   ``set_in . located_in => set_in_country``; each ``*_country`` relation
   stays itself when followed by ``located_in``.
 * **witnesses** (a page inside x that states its country names x's country,
@@ -74,6 +75,8 @@ DEFAULT_RULES: dict[tuple[str, str], str] = {
     ("based_in_country", "located_in"): "based_in_country",
     ("born_in", "located_in"): "born_in_country",
     ("born_in_country", "located_in"): "born_in_country",
+    ("died_in", "located_in"): "died_in_country",
+    ("died_in_country", "located_in"): "died_in_country",
     ("set_in", "located_in"): "set_in_country",
     ("set_in_country", "located_in"): "set_in_country",
     # witnesses

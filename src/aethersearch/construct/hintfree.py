@@ -28,7 +28,17 @@ answer is page ``vn``, linked directly -- the construction
 4. asks the validators (default :class:`RuleBasedValidator`) whether the
    chain is necessary, and records hop count, path, the other shortest paths,
    the evidence set E (the pages of the path) and one single-hop sub-question
-   per hop (for the Forget probe).
+   per hop (for the Forget probe), asking for what that hop's statement says;
+5. screens every seed for hints (``construct.hint_screen``: a fingerprinting
+   specification score rejects the seed; an equal shortest path whose pages
+   the question names is skipped, and a seed left with none is rejected as
+   path narration), and records whether the chain *entails* the answer
+   (:func:`chain_entailment`): where the seed's relation composes
+   (``typed_facts.TypedGraph``) the chain is the shortest *typed* path whose
+   relations compose to it -- possibly longer than the shortest detour --
+   else an LLM judge decides, else the chain is not entailing. Only
+   entailing chains are accepted; the others are counted (``not_entailing``)
+   and, with ``keep_detours``, kept as the separate detour tier.
 
 :func:`build_demo_sandbox_release` and :func:`build_wikispeedia_release` run
 the whole thing on the two built-in sources and write a release: the demo
@@ -44,13 +54,15 @@ from itertools import pairwise
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import Field
 
+from aethersearch.construct.hint_screen import SPECIFICATION_THRESHOLD, narrated_pages, screen_record, specification
 from aethersearch.construct.statements import hop_statement
 from aethersearch.construct.statements import mention_pattern as _mention
 from aethersearch.construct.triples import QATriple, TripleSet
+from aethersearch.construct.typed_facts import RELATION_QUESTIONS, TypedGraph
 from aethersearch.construct.validate import Candidate, ChainValidator, RuleBasedValidator
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError
@@ -71,6 +83,10 @@ class ConstructionConfig(Record):
     #: also build from seed pairs whose subject page does *not* link the answer (nothing to remove: their
     #: shortest path is used as is, and the row says so); off by default -- the paper starts from linked pairs
     allow_unlinked: bool = False
+    #: target share of each hop count (``--hops 2:0.15,3:0.55,4:0.30``); None: no target
+    hop_targets: dict[int, float] | None = None
+    #: keep non-entailing chains as the separately named detour tier (never in the main release)
+    keep_detours: bool = False
 
 
 class ConstructedQuestion(NamedTuple):
@@ -85,6 +101,8 @@ class ConstructedQuestion(NamedTuple):
     equal_paths: int = 1
     equal_paths_capped: bool = False  # more than PATH_LIMIT equal shortest paths: equal_paths is a lower bound
     direct_link: bool = True  # False: an unlinked seed pair (ConstructionConfig.allow_unlinked), nothing removed
+    hint_screen: dict[str, Any] = {}
+    chain_entailment: dict[str, Any] = {}
 
 
 class ConstructionResult(NamedTuple):
@@ -95,6 +113,8 @@ class ConstructionResult(NamedTuple):
     hop_distribution: dict[int, int]
     considered: int
     validators: list[str]
+    detours: list[ConstructedQuestion] = []
+    hop_mix: dict[str, Any] | None = None
 
 
 def _title_terms(doc: Document, aliases: Mapping[str, Sequence[str]]) -> list[str]:
@@ -107,35 +127,60 @@ def _title_terms(doc: Document, aliases: Mapping[str, Sequence[str]]) -> list[st
 PATH_LIMIT = 10_000
 
 
-def _hop_question(source: Document, target: Document, terms: Sequence[str],
-                  by_pair: Mapping[tuple[str, str], QATriple], statement: str) -> dict[str, Any]:
-    """The single-hop sub-question of hop ``source -> target``: a known triple, else a cloze of its statement."""
-    triple = by_pair.get((source.id, target.id))
-    if triple is not None:
-        return {"question": triple.question, "answers": list(triple.answers), "page": source.id,
-                "target": target.id, "kind": "relation"}
+def _hop_question(source: Document, target: Document, terms: Sequence[str], statement: str,
+                  typed: TypedGraph | None) -> dict[str, Any]:
+    """The single-hop sub-question of hop ``source -> target``, asking for what *this hop's statement* says.
+
+    A typed hop (its statement is a typed fact of ``source``) is asked with its
+    relation's template about ``source`` ("In which country is Abuja?"); any
+    other hop is a cloze of its statement. Never a seed question that merely
+    shares the page pair: "China -> Beijing" stated as "Beijing is the capital
+    of China" is not asked as a question about an ambassador's seat.
+    """
+    relations = typed.relations(source.id, target.id) if typed is not None else []
+    if relations and typed is not None and typed.statement(source.id, target.id) == statement:
+        relation = relations[0]
+        template = RELATION_QUESTIONS.get(relation)
+        if template is not None:
+            return {"question": template.format(s=source.title), "answers": list(terms), "page": source.id,
+                    "target": target.id, "kind": "relation", "relation": relation, "statement": statement}
     match = _mention(terms).search(statement)
-    assert match is not None  # hop_statement only returns sentences that name the target
+    assert match is not None  # hop statements always name the target
     blank = statement[: match.start()] + "____" + statement[match.end():]
     return {"question": f'Fill in the blank, about "{source.title}": {blank}', "answers": list(terms),
             "page": source.id, "target": target.id, "kind": "cloze", "statement": statement}
+
+
+class EntailmentJudge(Protocol):
+    """Judges chains whose hops the composition rules cannot type (e.g. ``llm_entailment.LLMEntailmentJudge``)."""
+
+    name: str
+
+    def judge(self, triple: QATriple, path: Sequence[str], statements: Sequence[str]) -> dict[str, Any]:
+        """The ``extra.chain_entailment`` record; its ``entailing`` says whether the chain answers the question."""
+        ...
 
 
 def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Mapping[str, Document], *,
                        config: ConstructionConfig | None = None,
                        validators: Sequence[ChainValidator] | None = None,
                        page_aliases: Mapping[str, Sequence[str]] | None = None,
+                       typed: TypedGraph | None = None, judge: EntailmentJudge | None = None,
                        on_candidate: Callable[[int, int, int], None] | None = None) -> ConstructionResult:
     """Turn single-hop triples into hint-free multi-hop questions (see the module docstring).
 
     Triples are de-duplicated (same ``(v0, vn)`` pair or same question key:
     the first by id wins), then processed in a seeded shuffle until
     ``max_questions`` are accepted. Every rejection is counted by reason:
-    ``duplicate``, ``page_not_in_graph``, ``no_direct_link``,
+    ``duplicate``, ``specification_hint``, ``page_not_in_graph``, ``no_direct_link``,
     ``no_alternative_path``, ``too_short``, ``too_long``,
-    ``no_textual_hop_evidence``, ``no_clean_hop_statement``, ``chain_broken`` and each
-    validator's reasons. ``on_candidate(considered, candidates, accepted)`` is
-    called after each candidate, so a caller can show progress on long builds.
+    ``no_textual_hop_evidence``, ``no_clean_hop_statement``, ``path_narration``, ``chain_broken``,
+    each validator's reasons, ``not_entailing`` (the chain does not entail the
+    answer: the main release holds only entailing chains; with
+    ``keep_detours`` such chains form the detour tier) and ``hop_target_full``
+    (the question's hop count already has its ``hop_targets`` share).
+    ``on_candidate(considered, candidates, accepted)`` is called after each
+    candidate, so a caller can show progress on long builds.
     """
     config = config or ConstructionConfig()
     if config.max_hops < config.min_hops:
@@ -148,11 +193,8 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
     unique: list[QATriple] = []
     seen_pairs: set[tuple[str, str]] = set()
     seen_keys: set[str] = set()
-    all_triples = sorted(triples, key=lambda t: t.id)
-    by_pair: dict[tuple[str, str], QATriple] = {}
-    for triple in all_triples:
+    for triple in sorted(triples, key=lambda t: t.id):
         pair, key = (triple.subject, triple.answer_page), question_key(triple.question)
-        by_pair.setdefault(pair, triple)
         if pair in seen_pairs or key in seen_keys:
             rejected["duplicate"] += 1
             continue
@@ -161,51 +203,105 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
         unique.append(triple)
     random.Random(config.seed).shuffle(unique)
 
+    caps = hop_caps(config)
     accepted: list[ConstructedQuestion] = []
+    detours: list[ConstructedQuestion] = []
     considered = 0
     for triple in unique:
         if config.max_questions is not None and len(accepted) >= config.max_questions:
             break
         considered += 1
-        outcome = _construct_one(triple, graph, pages, config, validators, aliases, by_pair)
+        outcome = _construct_one(triple, graph, pages, config, validators, aliases, typed, judge)
         if isinstance(outcome, str):
             rejected[outcome] += 1
+        elif not outcome.chain_entailment.get("entailing"):
+            rejected["not_entailing"] += 1
+            if config.keep_detours:
+                detours.append(outcome)
+        elif caps is not None and sum(len(q.path) - 1 == len(outcome.path) - 1 for q in accepted) \
+                >= caps.get(len(outcome.path) - 1, 0):
+            rejected["hop_target_full"] += 1
         else:
             accepted.append(outcome)
         if on_candidate is not None:
             on_candidate(considered, len(unique), len(accepted))
     hops = Counter(len(q.path) - 1 for q in accepted)
+    mix = hop_mix_report(config, caps, hops, detours, rejected) if caps is not None else None
     return ConstructionResult(accepted, dict(sorted(rejected.items())), dict(sorted(hops.items())), considered,
-                              [v.name for v in validators])
+                              [v.name for v in validators], detours, mix)
+
+
+def hop_caps(config: ConstructionConfig) -> dict[int, int] | None:
+    """Questions allowed per hop count under ``hop_targets`` (of ``max_questions``; without it, unbounded)."""
+    if config.hop_targets is None:
+        return None
+    if config.max_questions is None:
+        return {h: 10**9 for h in config.hop_targets}
+    return {h: round(share * config.max_questions) for h, share in config.hop_targets.items()}
+
+
+def hop_mix_report(config: ConstructionConfig, caps: Mapping[int, int], hops: Mapping[int, int],
+                   detours: Sequence[ConstructedQuestion], rejected: Mapping[str, int]) -> dict[str, Any]:
+    """Target against achieved, per hop count, with the reason when the graph fell short."""
+    total = sum(hops.values())
+    detour_hops = Counter(len(q.path) - 1 for q in detours)
+    out: dict[str, Any] = {}
+    for h, share in sorted((config.hop_targets or {}).items()):
+        target = caps[h] if config.max_questions is not None else round(share * total)
+        got = hops.get(h, 0)
+        row: dict[str, Any] = {"target_share": share, "target": target, "achieved": got,
+                               "achieved_share": round(got / total, 4) if total else 0.0}
+        if got < target:
+            row["short_by"] = target - got
+            row["reason"] = (f"the graph gave only {got} entailing {h}-hop chain(s) among all seeds "
+                             f"({detour_hops.get(h, 0)} non-entailing {h}-hop detours seen; "
+                             f"{rejected.get('not_entailing', 0)} chains of any length did not entail)")
+        out[str(h)] = row
+    return out
 
 
 def _construct_one(triple: QATriple, graph: LinkGraph, pages: Mapping[str, Document], config: ConstructionConfig,
                    validators: Sequence[ChainValidator], aliases: Mapping[str, Sequence[str]],
-                   by_pair: Mapping[tuple[str, str], QATriple]) -> ConstructedQuestion | str:
+                   typed: TypedGraph | None, judge: EntailmentJudge | None) -> ConstructedQuestion | str:
     if triple.subject not in graph or triple.answer_page not in graph or triple.subject not in pages \
             or triple.answer_page not in pages or triple.subject == triple.answer_page:
         return "page_not_in_graph"
+    spec = specification(triple.question, _title_terms(pages[triple.subject], aliases))
+    if spec.score >= SPECIFICATION_THRESHOLD:
+        return "specification_hint"
     v0, vn = graph.index_of(triple.subject), graph.index_of(triple.answer_page)
     linked = graph.has_edge(v0, vn)
-    if not linked and not config.allow_unlinked:
-        return "no_direct_link"
     removed = (v0, vn) if linked else None
-    hops = graph.distance(v0, vn, removed_edge=removed, max_depth=config.max_hops)
-    if hops < 0:
-        return "too_long" if graph.distance(v0, vn, removed_edge=removed) > 0 else "no_alternative_path"
-    if hops < config.min_hops:
-        return "too_short"
-    enumerated = graph.shortest_paths(v0, vn, removed_edge=removed, limit=PATH_LIMIT)
-    paths = sorted(graph.page_path(p) for p in enumerated)
-    # equal shortest paths are tried in a seeded order (per question), not alphabetically: the first
-    # readable one is the chain, the others are recorded as its alternatives
-    order = list(paths)
-    random.Random(f"{config.seed}:{triple.id}").shuffle(order)
+    typed_paths: list[list[str]] = []
+    if typed is not None and triple.relation in typed.composable:
+        typed_paths = typed.composing_paths(triple.subject, triple.answer_page, triple.relation,
+                                            min_hops=config.min_hops, max_hops=config.max_hops,
+                                            removed=(triple.subject, triple.answer_page) if linked else None)
+    if not linked and not config.allow_unlinked and not typed_paths:
+        # an unlinked pair is built only when typed hops entail its answer: nothing else confirms its subject
+        return "no_direct_link"
+    enumerated: list[list[int]] = []
+    if typed_paths:
+        order = _seeded_by_length(typed_paths, f"{config.seed}:{triple.id}")
+        paths = order
+    else:
+        hops = graph.distance(v0, vn, removed_edge=removed, max_depth=config.max_hops)
+        if hops < 0:
+            return "too_long" if graph.distance(v0, vn, removed_edge=removed) > 0 else "no_alternative_path"
+        if hops < config.min_hops:
+            return "too_short"
+        enumerated = graph.shortest_paths(v0, vn, removed_edge=removed, limit=PATH_LIMIT)
+        paths = sorted(graph.page_path(p) for p in enumerated)
+        # equal shortest paths are tried in a seeded order (per question), not alphabetically: the first
+        # readable one is the chain, the others are recorded as its alternatives
+        order = list(paths)
+        random.Random(f"{config.seed}:{triple.id}").shuffle(order)
     terms: dict[str, list[str]] = {}
     chosen: list[str] | None = None
     mask: ChainMask | None = None
     statements: list[str] = []
     stated = clean = False
+    narrated_skipped = 0
     mentions: dict[tuple[str, str], bool] = {}
     found_statements: dict[tuple[str, str, bool], str | None] = {}
 
@@ -219,19 +315,30 @@ def _construct_one(triple: QATriple, graph: LinkGraph, pages: Mapping[str, Docum
             mentions[(a, b)] = bool(_mention(page_terms(b)).search(pages[a].text))
         return mentions[(a, b)]
 
-    def statement(a: str, b: str, last: bool) -> str | None:
+    def statement(source: Document, b: str, last: bool) -> str | None:
+        finals = () if last else triple.answers
+        fact = typed.statement(source.id, b) if typed_paths and typed is not None else None
+        if fact is not None:  # a typed hop is stated by its fact's sentence, if the page (as served) keeps it
+            final = _mention(finals) if finals else None
+            return fact if fact in source.text and (final is None or not final.search(fact)) else None
+        return hop_statement(source, page_terms(b), finals)
+
+    def raw_statement(a: str, b: str, last: bool) -> str | None:
         if (a, b, last) not in found_statements:
-            found_statements[(a, b, last)] = hop_statement(pages[a], page_terms(b), () if last else triple.answers)
+            found_statements[(a, b, last)] = statement(pages[a], b, last)
         return found_statements[(a, b, last)]
 
     for path in order:
         if not all(mentioned(a, b) for a, b in pairwise(path)):
             continue
         stated = True
-        found = [statement(a, b, b == path[-1]) for a, b in pairwise(path)]
+        found = [raw_statement(a, b, b == path[-1]) for a, b in pairwise(path)]
         if any(f is None for f in found):
             continue
         clean = True
+        if narrated_pages(triple.question, path, {p: page_terms(p) for p in path[1:]}):
+            narrated_skipped += 1
+            continue
         hidden = {page: list(page_terms(page)) for page in path[1:]}
         hidden[path[-1]] = list(dict.fromkeys([*hidden[path[-1]], *triple.answers]))
         candidate_mask = ChainMask(path, hidden)
@@ -239,26 +346,64 @@ def _construct_one(triple: QATriple, graph: LinkGraph, pages: Mapping[str, Docum
             continue
         # the statements as the sandbox serves them: the mask may withhold a raw page's sentence (one that
         # also names a later chain node), and a hop sub-question must quote what an agent can read
-        served = [hop_statement(candidate_mask.render(pages[a]), page_terms(b), () if b == path[-1] else triple.answers)
-                  for a, b in pairwise(path)]
+        served = [statement(candidate_mask.render(pages[a]), b, b == path[-1]) for a, b in pairwise(path)]
         if all(served):
             chosen, mask, statements = path, candidate_mask, [f for f in served if f is not None]
             break
     if chosen is None or mask is None:
+        if narrated_skipped:
+            return "path_narration"
         return "chain_broken" if clean else "no_clean_hop_statement" if stated else "no_textual_hop_evidence"
-    others = [p for p in order if p != chosen]
+    others = [p for p in order if p != chosen and len(p) == len(chosen)]
     alternatives = others[: config.max_alternatives]
     candidate = Candidate(triple, chosen, alternatives, mask)
     for validator in validators:
         verdict = validator.validate(candidate)
         if not verdict.ok:
             return verdict.reason or f"rejected_by_{validator.name}"
-    hop_questions = [_hop_question(pages[a], pages[b], page_terms(b), by_pair, st)
+    hop_questions = [_hop_question(pages[a], pages[b], page_terms(b), st, typed)
                      for (a, b), st in zip(pairwise(chosen), statements, strict=True)]
     capped = len(enumerated) >= PATH_LIMIT
     truncated = capped or len(others) > config.max_alternatives
+    screen = screen_record(spec, narrated_skipped=narrated_skipped, path_narration=False)
+    entailment = chain_entailment(triple, chosen, statements, typed, judge)
     return ConstructedQuestion(triple, chosen, alternatives, truncated, mask, hop_questions, len(paths), capped,
-                               linked)
+                               linked, screen, entailment)
+
+
+def _seeded_by_length(paths: Sequence[list[str]], seed: str) -> list[list[str]]:
+    """Shortest paths first; equal-length paths in a seeded order (as the untyped shortest paths are)."""
+    rng = random.Random(seed)
+    out: list[list[str]] = []
+    for length in sorted({len(p) for p in paths}):
+        group = [p for p in paths if len(p) == length]
+        rng.shuffle(group)
+        out.extend(group)
+    return out
+
+
+def chain_entailment(triple: QATriple, path: Sequence[str], statements: Sequence[str], typed: TypedGraph | None,
+                     judge: EntailmentJudge | None) -> dict[str, Any]:
+    """``extra.chain_entailment``: which validator says the composed hops answer the question, and how.
+
+    Typed hops that compose (``typed_facts.TypedGraph``) to the question's
+    relation entail it by rule; otherwise the ``judge`` (the LLM validator)
+    decides; without one the chain is recorded as not entailing: a chain
+    whose hops only *mention* the next page says nothing about the answer.
+    """
+    if typed is not None:
+        hop_relations = typed.hop_relations(path)
+        composed = typed.entails(path, triple.relation) if all(hop_relations) else frozenset()
+        if triple.relation in composed:
+            return {"entailing": True, "validator": "relation-composition", "hop_relations": hop_relations,
+                    "question_relation": triple.relation,
+                    "how": f"the hops' typed relations {hop_relations} compose left to right to "
+                           f"{triple.relation!r} (the rules of construct/chain_semantics.py)"}
+    if judge is not None:
+        return judge.judge(triple, path, statements)
+    return {"entailing": False, "validator": None,
+            "how": "no typed relations compose to the question's relation and no --validator-endpoint judged it: "
+                   "the hops only mention the next page"}
 
 
 def _followable(path: Sequence[str], mask: ChainMask, pages: Mapping[str, Document]) -> bool:
@@ -329,7 +474,8 @@ def build_demo_release(out_dir: str | Path, *, seed: int = 0, config: Constructi
     validators: list[ChainValidator] = [RuleBasedValidator(pages, require_grounding=config.require_grounding),
                   demo_chain_validator(world)]
     result = construct_hintfree(triples.triples, graph, pages, config=config, page_aliases=triples.page_aliases,
-                                validators=validators, on_candidate=on_candidate)
+                                validators=validators, typed=TypedGraph.from_edges(world.relations),
+                                on_candidate=on_candidate)
     path = write_hintfree_release(
         result, out_dir, name="webdetective_demo", source_dataset="webdetective-demo", config=config,
         corpus={"kind": "demo-world", "seed": seed, "documents": len(world.documents),
@@ -351,86 +497,35 @@ def build_demo_sandbox_release(out_dir: Path, *, seed: int = 0) -> Path:
 def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
                               config: ConstructionConfig | None = None, overwrite: bool = False,
                               documents: Sequence[Document] | None = None,
-                              seeds_root: str | Path | None = None,
+                              seeds_root: str | Path | None = None, fact_seeds: bool = True,
                               validators: Sequence[ChainValidator] | None = None,
-                              screen: Any | None = None,
+                              judge: EntailmentJudge | None = None,
+                              screen: Any | None = None, keep_memorised: bool = False,
+                              detours_out: str | Path | None = None, review: str | Path | None = None,
                               on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
     """Real Wikispeedia pages + real seed questions -> a hint-free release (WebDetective's construction).
 
     ``data_dir`` is ../shared/data/wikispeedia; ``seeds_root`` (default: its
     parent, ../shared/data) holds the seed question lists read by
-    :mod:`aethersearch.construct.seeds`. Seeds that do not resolve to pages are
-    counted by reason with the construction's own rejections in the manifest;
-    the resolved seeds are written for review to ``seed_review.jsonl`` beside
-    the release (``release_writer.companion_path``; its sha256 is in the manifest).
-    ``validators`` default to the rule-based one (add an
-    ``llm_checks.LLMChainValidator`` for the model check); ``screen``, when
-    given, is called with the accepted questions and returns the parametric
-    screen per triple id (``llm_checks.parametric_screen``). ``documents``
-    skips the import when the caller already holds the imported pages.
+    :mod:`aethersearch.construct.seeds`. Everything after reading the pages is
+    the shared construction path, ``page_release.build_page_release`` (its
+    docstring lists the steps and the options); ``documents`` skips the
+    import when the caller already holds the imported pages.
     """
-    from aethersearch.construct.llm_checks import screen_counts
-    from aethersearch.construct.release_writer import write_hintfree_release
-    from aethersearch.construct.seeds import MATCH_RULE, read_seed_questions, resolve_seeds
-    from aethersearch.corpus.hashing import corpus_hash
+    from aethersearch.construct.page_release import build_page_release
     from aethersearch.corpus.importers import iter_wikispeedia, wikispeedia_paths
-    from aethersearch.jsonl import encode_jsonl
 
     articles, links = wikispeedia_paths(data_dir)
     documents = list(documents) if documents is not None else list(iter_wikispeedia(articles, links))
-    config = config or ConstructionConfig()
-    pages = {doc.id: doc for doc in documents}
-    questions, read = read_seed_questions(seeds_root if seeds_root is not None else Path(data_dir).parent)
-    if not questions:
-        raise ConfigError(f"no seed question lists found under {seeds_root or Path(data_dir).parent}",
-                          fix="pass the folder holding qa/ (../shared/data) as seeds_root / --seeds")
-    seeds = resolve_seeds(questions, pages)
-    graph = LinkGraph.from_documents(documents)
-    used = list(validators) if validators is not None else [
-        RuleBasedValidator(pages, require_grounding=config.require_grounding)]
-    result = construct_hintfree(seeds.triples, graph, pages, config=config, validators=used, on_candidate=on_candidate)
-    rejected = dict(sorted({**{f"seed_{k}": v for k, v in seeds.rejected.items()}, **result.rejected}.items()))
-    result = result._replace(rejected=rejected)
-    if not result.questions:
-        _no_questions(result, used)
-    screened = screen(result.questions) if screen is not None else None
-    accepted = {q.triple.id for q in result.questions}
-    review = [{**row, "accepted": row["triple_id"] in accepted} for row in seeds.review]
-    checks: dict[str, Any] = {}
-    llm_verdicts: dict[str, dict[str, Any]] | None = None
-    for validator in used:
-        records = getattr(validator, "records", None)
-        if isinstance(records, dict) and hasattr(validator, "counts"):
-            llm_verdicts = records
-            # every candidate the model judged, accepted or not, with its reply: in the manifest itself
-            checks["llm_validator"] = {**validator.counts(),
-                                       "verdicts": [{**r, "accepted": tid in accepted} for tid, r in records.items()]}
-    checks["parametric_screen"] = screen_counts(screened) if screened is not None else "not run"
-    if "llm_validator" not in checks:
-        checks["llm_validator"] = "not run"
-    stats: dict[str, Any] = {"seed_files": read, "seed_questions": len(questions), "resolved": len(seeds.triples),
-                             "match_rule": MATCH_RULE,
-                             "path_choice": "seeded shuffle of all equal shortest paths per question (up to "
-                                            f"{PATH_LIMIT}; random.Random(f'{{seed}}:{{triple id}}')); first "
-                                            "readable wins, the others are the recorded alternatives",
-                             "seed_pair_distances": seed_pair_distances(seeds.triples, graph),
-                             "seed_pair_distances_note": "hop distance of each distinct resolved seed pair before "
-                                                         "any text check: what the graph permits",
-                             **checks}
-    path = write_hintfree_release(
-        result, out_dir, name="webdetective_wikispeedia", source_dataset="wikispeedia",
-        config=config, corpus={"kind": "wikispeedia", "articles": str(articles.name), "documents": len(documents),
-                               "corpus_hash": corpus_hash(documents)},
-        graph=graph, triple_stats=stats, overwrite=overwrite, per_source=True, screen=screened,
-        llm_verdicts=llm_verdicts, companions={"seed_review.jsonl": encode_jsonl(review)},
-    )
-    summary = {k: ({kk: vv for kk, vv in v.items() if kk != "verdicts"} if isinstance(v, dict) else v)
-               for k, v in checks.items()}
-    return BuiltRelease(path, result, TripleSet(seeds.triples, {}, {"resolved": len(seeds.triples)}),
-                        {**summary, "seed_pair_distances": stats["seed_pair_distances"]})
+    return build_page_release(
+        documents, out_dir, name="webdetective_wikispeedia", source_dataset="wikispeedia",
+        corpus={"kind": "wikispeedia", "articles": str(articles.name)}, config=config,
+        seeds_root=seeds_root if seeds_root is not None else Path(data_dir).parent, fact_seeds=fact_seeds,
+        validators=validators, judge=judge, screen=screen, keep_memorised=keep_memorised,
+        detours_out=detours_out, overwrite=overwrite, review=review, on_candidate=on_candidate)
 
 
-def _no_questions(result: ConstructionResult, validators: Sequence[ChainValidator]) -> None:
+def no_questions(result: ConstructionResult, validators: Sequence[ChainValidator]) -> None:
     """Raise the ShortageError of an empty build, naming an enforced LLM validator that rejected everything."""
     from aethersearch.errors import ShortageError
 
@@ -443,7 +538,7 @@ def _no_questions(result: ConstructionResult, validators: Sequence[ChainValidato
                     f"the LLM validator ({c['model']}) rejected every candidate it judged: {c['judged']} judged, "
                     f"{c['valid']} valid, {c['invalid']} invalid, {c['unparseable']} unparseable replies "
                     f"(rejected by reason: {result.rejected}); no release was written",
-                    fix="use a model that answers VALID/INVALID as its first word, or --validator-policy advisory "
-                        "to record its verdicts without enforcing them")
+                    fix="use a model that answers VALID/INVALID as its first word, or build the validator with "
+                        "enforce=False to record its verdicts without enforcing them")
     raise ShortageError(f"construction accepted no questions (rejected: {result.rejected})",
                         fix="relax --min-hops/--max-hops or check the triples and graph")

@@ -82,7 +82,8 @@ def release_rows(result: ConstructionResult, *, name: str, source_dataset: str, 
                    "direct_link": [q.path[0], q.path[-1]] if q.direct_link else None,
                    "direct_evidence": t.evidence, "alternative_paths_truncated": q.alternatives_truncated,
                    "equal_shortest_paths": q.equal_paths, "equal_shortest_paths_capped": q.equal_paths_capped,
-                   "validators": result.validators, **extra},
+                   "validators": result.validators, "hint_screen": q.hint_screen,
+                   "chain_entailment": q.chain_entailment, **extra},
         ))
     return eval_rows, diagnostics
 
@@ -104,14 +105,17 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
                            triple_stats: dict[str, Any] | None = None, overwrite: bool = False,
                            per_source: bool = False, screen: Mapping[str, dict[str, Any]] | None = None,
                            llm_verdicts: Mapping[str, dict[str, Any]] | None = None,
-                           companions: Mapping[str, bytes] | None = None) -> Path:
+                           companions: Mapping[str, bytes] | None = None, tier: str = "entailing") -> Path:
     """Write the release for ``result`` into ``out_dir`` (refusing a non-empty one unless ``overwrite``).
 
     ``companions`` (e.g. the seed review file) are construction records, not
     release files: a release holds exactly its six files (the verifier rejects
     any other), so each is written *beside* it as ``<release dir>.<name>``
     (:func:`companion_path`), and its sha256 is bound in the manifest
-    (``construction.companions``).
+    (``construction.companions``). ``tier`` names what the release holds
+    (``construction.tier``): ``entailing`` chains (the release), or the
+    ``detour`` tier of chains that do not entail their answer, written as a
+    separately named release that no report mixes with the first.
 """
     out = Path(out_dir)
     if not result.questions:
@@ -141,6 +145,7 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
         "construction": {**config.model_dump(mode="json"), "validators": result.validators,
                          "considered": result.considered, "rejected": result.rejected,
                          "hop_distribution": {str(k): v for k, v in result.hop_distribution.items()},
+                         "tier": tier, "hop_mix": result.hop_mix,
                          "triples": triple_stats or {},
                          "companions": {fname: sha256_bytes(data) for fname, data in sorted((companions or {}).items())}},
         "corpus": corpus,

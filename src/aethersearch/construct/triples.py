@@ -95,13 +95,16 @@ _RELATIONS: tuple[tuple[str, str, str], ...] = (
     ("flows_into", r"\bflows? (?:[\w-]+ ){0,3}?into (?:the )?", "Into what does {s} flow?"),
     ("member_of", r"\bis (?:a )?member (?:state )?of (?:the )?", "What is {s} a member of?"),
     ("located_in",
-     r"\b(?:is|was) (?:an? |the )?(?:[\w-]+ ){0,4}?(?:city|town|village|port|island|river|lake|region|"
+     r"\b(?:is|was) (?:an? |the )?(?:[\w-]+ ){0,4}?(?P<kind>city|town|village|port|island|river|lake|region|"
      r"province|state|country|mountain|municipality|county|archipelago|peninsula|kingdom|territory) "
      r"(?:located |situated )?(?:in|of|on) (?:the )?(?:[\w-]+ of (?:the )?)?",
      "Where is {s}?"),
 )
 _COMPILED = tuple((rel, re.compile(pat, re.IGNORECASE), template) for rel, pat, template in _RELATIONS)
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
+#: (relation, compiled pattern, question template): the project's relation patterns, shared with
+#: ``construct.typed_facts`` (typed facts of every page); ``located_in`` names the kind of place in ``kind``
+RELATION_PATTERNS = _COMPILED
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
 _PRONOUNS = ("he ", "she ", "it ", "they ")
 
 
@@ -122,17 +125,21 @@ def _prose_paragraphs(doc: Document, limit: int = 3) -> list[str]:
     return out
 
 
-def _about_subject(sentence: str, doc: Document) -> bool:
+def about_subject(sentence: str, doc: Document) -> bool:
     start = sentence.casefold()
     head = doc.title.split(" (")[0].casefold()
     return start.startswith((head, "the " + head, "a " + head)) or start.startswith(_PRONOUNS)
 
 
-def _object_page(rest: str, link_titles: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
-    """The linked page whose title begins ``rest`` at a word boundary (longest title first)."""
+def object_page(rest: str, link_titles: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """The linked page whose title begins ``rest`` at a word boundary, not a hyphen (longest title first).
+
+    ("Africa-Eurasia" does not begin with the page "Africa".)
+    """
     folded = rest.casefold()
     for title, page in link_titles:
-        if folded.startswith(title) and (len(folded) == len(title) or not folded[len(title)].isalnum()):
+        if folded.startswith(title) and (len(folded) == len(title) or not (folded[len(title)].isalnum()
+                                                                    or folded[len(title)] == "-")):
             return page, rest[: len(title)]
     return None
 
@@ -159,8 +166,8 @@ def wikispeedia_triples(documents: Iterable[Document], *, source_file: str = "wi
         seen_relations: set[str] = set()
         found = 0
         for paragraph in _prose_paragraphs(doc):
-            for sentence in _SENTENCE_SPLIT.split(paragraph):
-                if found >= max_per_page or not _about_subject(sentence, doc):
+            for sentence in SENTENCE_SPLIT.split(paragraph):
+                if found >= max_per_page or not about_subject(sentence, doc):
                     continue
                 for relation, pattern, template in _COMPILED:
                     if relation in seen_relations:
@@ -169,7 +176,7 @@ def wikispeedia_triples(documents: Iterable[Document], *, source_file: str = "wi
                     if match is None:
                         continue
                     stats["pattern_matches"] += 1
-                    obj = _object_page(sentence[match.end():], link_titles)
+                    obj = object_page(sentence[match.end():], link_titles)
                     if obj is None or obj[0] == doc.id:
                         stats["object_not_linked"] += 1
                         continue

@@ -177,7 +177,8 @@ class SandboxEpisode:
                     suppressed.append(doc_id)
                 elif len(returned) < int(k):
                     returned.append(doc_id)
-            docs = [search_hit(self.mask, self._resolver.store.get(doc_id), query) for doc_id in returned]
+            docs = [search_hit(self.mask, self._resolver.store.get(doc_id), query, self._visited)
+                    for doc_id in returned]
             call = ToolCall(tool="search", arguments=args, returned_ids=returned, suppressed_ids=suppressed,
                             elapsed_s=self._clock() - start)
             return ToolResult(docs, self._log(call))

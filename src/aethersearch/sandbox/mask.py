@@ -21,6 +21,11 @@ WebDetective's rule, for a question whose reasoning chain is the path
   ``v0 -> vn`` are withheld, because ``v0`` is never ``vn``'s predecessor
   (paths have at least two hops). This holds for pages returned by search as
   well as by visit.
+* **Snippets obey the lock too.** ``v_i`` is discoverable only once its
+  predecessor was *visited*, so a search snippet of ``v_(i-1)``'s page must not
+  name ``v_i`` before that visit: :meth:`ChainMask.render_for_search` also drops
+  every sentence naming a page that is still locked in the episode (the page
+  text a ``visit`` serves keeps them, as the paper's rule allows).
 
 Everything else stays possible: any unmasked page can be searched for and
 visited directly, and an alternative route an agent finds is its own business.
@@ -125,6 +130,21 @@ class ChainMask:
         if text is doc.text and links == doc.links:
             return doc
         return doc.model_copy(update={"text": text, "links": links})
+
+    def render_for_search(self, doc: Document, visited: Iterable[str]) -> Document:
+        """The page as a search snippet may quote it: :meth:`render`, less sentences naming a still-locked page.
+
+        ``visited`` is the episode's visited set *at the time of the search*
+        (the scorer replays it from the trace, so its account agrees).
+        """
+        page = self.render(doc)
+        seen = set(visited)
+        for masked, pattern in self._patterns.items():
+            if pattern is not None and self.is_locked(masked, seen):
+                text = drop_sentences(page.text, pattern)
+                if text != page.text:
+                    page = page.model_copy(update={"text": text})
+        return page
 
     def to_json(self) -> dict[str, Any]:
         """The mask as stored in a release's diagnostics row (``extra["mask"]``)."""

@@ -9,14 +9,17 @@ call the functions below, so the rule lives in one place.
 **Snippet policy** (WebDetective: search shows titles and snippets; a page's
 facts are read by visiting it). A search hit is served as its id, title and url
 plus a snippet of at most :data:`SNIPPET_SENTENCES` whole sentences of the page
-*as the mask renders it*: the sentences sharing most query words (ties: earlier
+*as the mask renders it for search* (``ChainMask.render_for_search``: also
+without any sentence naming a page still locked in the episode, so a snippet of
+``v(i-1)`` never names ``v(i)`` before ``v(i-1)`` was visited): the sentences sharing most query words (ties: earlier
 first; none shared: the first sentence), in page order, each cut at
 :data:`SNIPPET_SENTENCE_CHARS` characters (a cut sentence ends in `` ...``).
 Search never serves links; only ``visit`` serves a page's full text and links,
 and ``visit`` refuses a locked page. So a locked page's text is never served,
 and an unlocked chain page's full text only by a visit the mask allows; a
-snippet can still state a hop (the sentence naming the next entity) when the
-query asks for it, which the scorer counts (judged from the served text).
+snippet can state a hop (the sentence naming the next entity) only once that
+entity is unlocked, which the scorer counts (judged from the served text,
+replaying the visited set each search ran with).
 
 **Public calls.** The action log keeps everything for scoring (masked ids
 included, :attr:`records.ToolCall.suppressed_ids`); what the agent receives is
@@ -30,7 +33,7 @@ result list, no ids, titles or counts of what was withheld. (Timing fields
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from aethersearch.records import Document, ToolCall
 from aethersearch.sandbox.mask import ChainMask, split_sentences
@@ -70,9 +73,13 @@ def render_page(mask: ChainMask | None, doc: Document) -> Document:
     return doc if mask is None else mask.render(doc)
 
 
-def search_hit(mask: ChainMask | None, doc: Document, query: str) -> Document:
-    """A page as ``search`` serves it: id, title, url and a snippet of the rendered text; no links."""
-    page = render_page(mask, doc)
+def search_hit(mask: ChainMask | None, doc: Document, query: str, visited: Iterable[str] = ()) -> Document:
+    """A page as ``search`` serves it: id, title, url and a snippet of the search rendering; no links.
+
+    ``visited``: the episode's visited pages when the search ran (default none:
+    the strictest view); sentences naming a page still locked are not quoted.
+    """
+    page = doc if mask is None else mask.render_for_search(doc, visited)
     return Document(id=page.id, title=page.title, url=page.url, text=snippet(page.text, query), links=[])
 
 

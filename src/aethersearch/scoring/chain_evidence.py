@@ -89,7 +89,12 @@ def chain_evidence(row: DiagnosticsRow, store: Any) -> ChainEvidence:
 
 def served_pages(trace: Trace, store: Any, mask: ChainMask | None,
                  tools: Sequence[str] = SERVING_TOOLS) -> Iterator[Served]:
-    """Every page text the agent was served by a successful call, rebuilt as the environment served it."""
+    """Every page text the agent was served by a successful call, rebuilt as the environment served it.
+
+    A search snippet is rebuilt with the pages visited *before* that search
+    (the sandbox quotes no sentence naming a page still locked then).
+    """
+    visited: set[str] = set()
     for step in trace.steps:
         for call in step.tool_calls:
             if call.error is not None or call.tool not in tools:
@@ -102,11 +107,13 @@ def served_pages(trace: Trace, store: Any, mask: ChainMask | None,
                 if mask is None:
                     yield Served(call.tool, doc_id, doc.text, tuple(doc.links))
                 elif call.tool == "search":
-                    hit = search_hit(mask, doc, query.strip())
+                    hit = search_hit(mask, doc, query.strip(), visited)
                     yield Served(call.tool, doc_id, hit.text, ())
                 else:
                     page = render_page(mask, doc)
                     yield Served(call.tool, doc_id, page.text, tuple(page.links))
+            if call.tool == "visit":
+                visited.update(d for d in call.returned_ids if d not in call.suppressed_ids)
 
 
 def hops_gathered(trace: Trace, chain: ChainEvidence, store: Any, *, masked: bool = True,

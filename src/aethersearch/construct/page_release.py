@@ -1,0 +1,204 @@
+"""One construction path for every page corpus: pages + seeds -> a hint-free release (and its detour tier).
+
+Wikispeedia (``aether construct wikispeedia``) and a Wikipedia dump (``aether
+construct wikipedia``) differ only in how their pages are read; from the page
+list on, :func:`build_page_release` does the same thing for both:
+
+1. **Seeds.** Real single-hop dataset questions resolved to ``(q, v0, vn)``
+   (``construct.seeds``), and -- with ``fact_seeds`` -- minimal-need seeds
+   from the pages' typed facts (``construct.typed_facts``: "In which country is
+   Abuja?").
+2. **Chains** (``hintfree.construct_hintfree``): the hint screen on every
+   seed (``construct.hint_screen``), the chain search (typed composing paths
+   where the seed's relation composes, else the paper's equal shortest paths
+   with the direct link removed), the rule-based necessity checks, and the
+   chain's entailment: relation composition, else the LLM judge
+   (``llm_entailment``, ``--validator-endpoint``), else not entailing.
+3. **Parametric screen** (``--screen-endpoint``): a question the model
+   answers without search is dropped (``memorised``) unless
+   ``keep_memorised``, which keeps it marked.
+4. **Human pass** (``construct.question_review``): a review file in the
+   benchmark audit's form (``--review``) retains or excludes each question;
+   ``<release>.question_review.todo.json`` lists the undecided ones, and the
+   manifest records who or what decided each.
+5. **Release** of the entailing chains only; with ``detours_out`` the chains
+   that do not entail are written as a separately named release (``tier:
+   detour`` in its manifest), never mixed into the first.
+
+Every seed and chain not in the release is counted by reason in the manifest
+(``construction.rejected``): dataset seeds that did not resolve
+(``seed_*``), ``specification_hint`` and ``path_narration`` (the hint screen),
+the chain search's and validators' reasons, ``not_entailing``, ``memorised``,
+``human_rejected`` and ``hop_target_full``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from aethersearch.construct.hintfree import (
+    PATH_LIMIT,
+    BuiltRelease,
+    ConstructedQuestion,
+    ConstructionConfig,
+    ConstructionResult,
+    EntailmentJudge,
+    construct_hintfree,
+    no_questions,
+    seed_pair_distances,
+)
+from aethersearch.construct.question_review import TEMPLATE_NAME, UNDECIDED, apply_question_review
+from aethersearch.construct.triples import QATriple, TripleSet
+from aethersearch.construct.validate import ChainValidator, RuleBasedValidator
+from aethersearch.errors import ConfigError
+from aethersearch.records import Document
+
+Screen = Callable[[Sequence[ConstructedQuestion]], Mapping[str, dict[str, Any]]]
+
+
+class SeedPool(NamedTuple):
+    """All seeds of a build, with what was read and rejected before construction."""
+
+    triples: list[QATriple]
+    review: list[dict[str, Any]]
+    rejected: dict[str, int]
+    stats: dict[str, Any]
+
+
+def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *, fact_seeds: bool,
+                 corpus_name: str, max_hops: int) -> tuple[SeedPool, Any]:
+    """Dataset seeds (when ``seeds_root`` is given) plus typed-fact seeds; returns the pool and the typed graph."""
+    from aethersearch.construct.seeds import MATCH_RULE, read_seed_questions, resolve_seeds
+    from aethersearch.construct.typed_facts import TypedGraph, extract_facts
+    from aethersearch.construct.typed_facts import fact_seeds as derive_fact_seeds
+
+    triples: list[QATriple] = []
+    review: list[dict[str, Any]] = []
+    rejected: dict[str, int] = {}
+    stats: dict[str, Any] = {}
+    if seeds_root is not None:
+        questions, read = read_seed_questions(seeds_root)
+        if not questions:
+            raise ConfigError(f"no seed question lists found under {seeds_root}",
+                              fix="pass the folder holding qa/ (../shared/data) as seeds_root / --seeds")
+        resolved = resolve_seeds(questions, pages)
+        triples += resolved.triples
+        review += resolved.review
+        rejected.update({f"seed_{k}": v for k, v in resolved.rejected.items()})
+        stats.update({"seed_files": read, "seed_questions": len(questions), "resolved": len(resolved.triples),
+                      "match_rule": MATCH_RULE})
+    facts = extract_facts(pages.values())
+    typed = TypedGraph(facts.facts)
+    if fact_seeds:
+        derived = derive_fact_seeds(typed, facts, pages, source=corpus_name, max_hops=max_hops)
+        triples += derived.seeds
+        stats["fact_seeds"] = {"typed_facts": len(facts.facts), "pages_with_kind": len(facts.kinds),
+                               "seeds": len(derived.seeds), "ambiguous_left_out": derived.ambiguous,
+                               "relations": dict(sorted(Counter(t.relation for t in derived.seeds).items()))}
+        if derived.ambiguous:
+            rejected["fact_seed_ambiguous"] = derived.ambiguous
+    if not triples:
+        raise ConfigError("no seeds: no dataset seed list was given and the pages carry no typed facts",
+                          fix="pass --seeds (the folder holding qa/) or keep --fact-seeds on a corpus with prose")
+    return SeedPool(triples, review, rejected, stats), typed
+
+
+def apply_screen(result: ConstructionResult, screened: Mapping[str, dict[str, Any]] | None, *,
+                 keep_memorised: bool) -> tuple[ConstructionResult, dict[str, dict[str, Any]] | None]:
+    """Drop (or, with ``keep_memorised``, mark) the questions the screening model answered without search."""
+    if screened is None:
+        return result, None
+    records = {tid: dict(r) for tid, r in screened.items()}
+    memorised = {tid for tid, r in records.items() if r.get("answered_without_search")}
+    for tid in memorised:
+        records[tid]["kept_memorised"] = keep_memorised
+    if keep_memorised or not memorised:
+        return result, records
+    kept = [q for q in result.questions if q.triple.id not in memorised]
+    rejected = dict(result.rejected)
+    rejected["memorised"] = rejected.get("memorised", 0) + len(result.questions) - len(kept)
+    hops = Counter(len(q.path) - 1 for q in kept)
+    return result._replace(questions=kept, rejected=dict(sorted(rejected.items())),
+                           hop_distribution=dict(sorted(hops.items()))), records
+
+
+def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, name: str, source_dataset: str,
+                       corpus: dict[str, Any], config: ConstructionConfig | None = None,
+                       seeds_root: str | Path | None = None, fact_seeds: bool = True,
+                       validators: Sequence[ChainValidator] | None = None, judge: EntailmentJudge | None = None,
+                       screen: Screen | None = None, keep_memorised: bool = False,
+                       detours_out: str | Path | None = None, overwrite: bool = False,
+                       review: str | Path | None = None,
+                       on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
+    """Pages + seeds -> the release of entailing hint-free questions (see the module docstring).
+
+    ``corpus`` is recorded in the manifest (add ``corpus_hash``-style
+    identifiers there); the corpus hash of ``documents`` is added. Seeds that
+    resolve are written for review beside the release (``seed_review.jsonl``).
+    """
+    from aethersearch.construct.llm_checks import screen_counts
+    from aethersearch.construct.release_writer import write_hintfree_release
+    from aethersearch.corpus.graph import LinkGraph
+    from aethersearch.corpus.hashing import corpus_hash
+    from aethersearch.jsonl import encode_jsonl
+
+    config = config or ConstructionConfig()
+    if detours_out is not None:
+        config = config.model_copy(update={"keep_detours": True})
+    pages = {doc.id: doc for doc in documents}
+    pool, typed = gather_seeds(pages, seeds_root, fact_seeds=fact_seeds, corpus_name=source_dataset,
+                               max_hops=config.max_hops)
+    graph = LinkGraph.from_documents(documents)
+    used = list(validators) if validators is not None else [
+        RuleBasedValidator(pages, require_grounding=config.require_grounding)]
+    result = construct_hintfree(pool.triples, graph, pages, config=config, validators=used, typed=typed,
+                                judge=judge, on_candidate=on_candidate)
+    result = result._replace(rejected=dict(sorted({**pool.rejected, **result.rejected}.items())))
+    if not result.questions:
+        no_questions(result, used)
+    screened_raw = screen(result.questions) if screen is not None else None
+    result, screened = apply_screen(result, screened_raw, keep_memorised=keep_memorised)
+    reviewed = apply_question_review(result.questions, Path(review) if review is not None else None, pages)
+    if reviewed.excluded:
+        rejected = {**result.rejected, "human_rejected": reviewed.excluded}
+        result = result._replace(questions=reviewed.kept, rejected=dict(sorted(rejected.items())),
+                                 hop_distribution=dict(sorted(Counter(len(q.path) - 1
+                                                                      for q in reviewed.kept).items())))
+    if not result.questions:
+        no_questions(result, used)
+    accepted = {q.triple.id for q in result.questions}
+    seed_review = [{**row, "accepted": row["triple_id"] in accepted} for row in pool.review]
+    checks: dict[str, Any] = {
+        "parametric_screen": ({**screen_counts(screened), "policy": "kept, marked" if keep_memorised else "dropped"}
+                              if screened is not None else "not run"),
+        "entailment_judge": judge.name if judge is not None else "not run (relation composition only)",
+        "review": {"file": Path(review).name if review is not None else None,
+                   "excluded": reviewed.excluded,
+                   "decided_by_a_person": sum(d["decided_by"] != UNDECIDED for d in reviewed.decisions),
+                   "decisions": reviewed.decisions}}
+    stats: dict[str, Any] = {**pool.stats,
+                             "path_choice": "typed composing paths, shortest first, when the seed's relation "
+                                            "composes; else a seeded shuffle of all equal shortest paths per "
+                                            f"question (up to {PATH_LIMIT}; random.Random(f'{{seed}}:{{triple "
+                                            "id}}')); first readable wins, the others are the recorded alternatives",
+                             "seed_pair_distances": seed_pair_distances(pool.triples, graph),
+                             "seed_pair_distances_note": "hop distance of each distinct seed pair before any text "
+                                                         "check: what the graph permits",
+                             **checks}
+    corpus = {**corpus, "documents": len(documents), "corpus_hash": corpus_hash(documents)}
+    common: dict[str, Any] = {"source_dataset": source_dataset, "config": config, "corpus": corpus, "graph": graph,
+                              "triple_stats": stats, "overwrite": overwrite, "per_source": True}
+    path = write_hintfree_release(result, out_dir, name=name, screen=screened,
+                                  companions={"seed_review.jsonl": encode_jsonl(seed_review),
+                                              TEMPLATE_NAME: reviewed.template}, **common)
+    if detours_out is not None and result.detours:
+        hops = Counter(len(q.path) - 1 for q in result.detours)
+        detours = result._replace(questions=result.detours, hop_distribution=dict(sorted(hops.items())),
+                                  hop_mix=None)
+        write_hintfree_release(detours, detours_out, name=f"{name}_detours", tier="detour", **common)
+    return BuiltRelease(path, result, TripleSet(pool.triples, {}, {"seeds": len(pool.triples)}),
+                        {**{k: ({kk: vv for kk, vv in v.items() if kk != "verdicts"} if isinstance(v, dict) else v)
+                            for k, v in checks.items()}, "seed_pair_distances": stats["seed_pair_distances"]})

@@ -1,0 +1,256 @@
+"""Typed facts on pages: minimal-need seeds, and chains whose typed hops entail the answer.
+
+Any page store with titles, prose text and links (Wikispeedia, a Wikipedia
+dump) carries facts in the project's relation patterns
+(``triples.RELATION_PATTERNS``): a prose sentence about the page's subject
+("Abuja is the capital city of Nigeria", "He was born in Ulm") whose object is
+the title of a page it links to. :func:`extract_facts` reads every such
+sentence of every page (not only the first paragraph, as the single-hop
+triples do), so the link ``subject -> object`` becomes a *typed* edge carrying
+that sentence as its hop statement.
+
+Two uses:
+
+* **Minimal-need seeds** (:func:`fact_seeds`): one question per fact naming
+  only the subject, as in the paper's "Who is the father of Kane Cornes?".
+  Place facts are asked at the level of their answer ("In which country is
+  Abuja?"), the level read off the answer page's own sentence ("Nigeria is a
+  country in West Africa": ``kind`` = country), so the answer is the only
+  right one; a birth or death place that is a country is asked as "In which
+  country was X born?". Without a known kind the relation's own template is
+  used ("Where is X?").
+* **Entailing chains** (:class:`TypedGraph`): paths whose typed hops compose,
+  under ``chain_semantics`` rules, to the seed's relation
+  (X located_in Region, Region located_in Country => X located_in Country; the
+  rules are ``chain_semantics.DEFAULT_RULES``).
+  Implied relations: a capital or largest city lies in what it is the capital
+  or largest city of (``capital_of`` and ``largest_city_of`` also carry
+  ``located_in``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import NamedTuple
+
+from aethersearch.construct.chain_semantics import compose
+from aethersearch.construct.statements import MAX_STATEMENT_WORDS, is_prose
+from aethersearch.construct.triples import (
+    RELATION_PATTERNS,
+    SENTENCE_SPLIT,
+    QATriple,
+    about_subject,
+    object_page,
+)
+from aethersearch.records import Document
+
+#: "in West Africa", "of southern Europe": a compass word before the object page's title is skipped, unless
+#: a linked page's title begins with it
+_DIRECTION = re.compile(r"^(?:(?:north|south|east|west|central|northern|southern|eastern|western|"
+                        r"north-?eastern|north-?western|south-?eastern|south-?western)\s+)", re.IGNORECASE)
+#: the kind of place a page says it is, in its own sentence: "Nigeria is a country in West Africa"
+KINDS = ("continent", "country", "city", "town", "village", "island", "region", "province", "state", "county",
+         "territory", "kingdom", "archipelago", "peninsula", "river", "lake", "sea", "ocean", "mountain range")
+_KIND = re.compile(r"^[^,;]{1,80}?\b(?:is|was) (?:an?|the) (?:[\w'-]+ ){0,5}?(?P<kind>"
+                   + "|".join(KINDS) + r")\b", re.IGNORECASE)
+IMPLIED: dict[str, tuple[str, ...]] = {"capital_of": ("located_in",), "largest_city_of": ("located_in",)}
+RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS}
+#: paths enumerated per seed by :meth:`TypedGraph.composing_paths`
+PATH_LIMIT = 1_000
+
+
+class TypedFact(NamedTuple):
+    """``subject`` --relation--> ``object`` (page ids), stated by ``sentence`` on the subject's page."""
+
+    subject: str
+    relation: str
+    object: str
+    sentence: str
+
+
+class FactSet(NamedTuple):
+    """Every typed fact, and the kind of place each page says it is (``"country"``, ``"city"`` ...)."""
+
+    facts: list[TypedFact]
+    kinds: dict[str, str]
+
+
+def extract_facts(documents: Iterable[Document]) -> FactSet:
+    """The typed facts of every page, in page and sentence order (one per relation per sentence).
+
+    A fact's sentence is prose (``statements.is_prose``, at most
+    ``MAX_STATEMENT_WORDS`` words) about the page's subject (it starts with the
+    title or a pronoun), and its object begins, right after the pattern, with
+    the title of a page the sentence's page links to.
+    """
+    docs = list(documents)
+    titles = {doc.id: doc.title for doc in docs}
+    facts: list[TypedFact] = []
+    kinds: dict[str, str] = {}
+    for doc in docs:
+        link_titles = sorted(((titles[p].casefold(), p) for p in doc.links if p in titles and p != doc.id),
+                             key=lambda item: (-len(item[0]), item[0]))
+        for line in doc.text.split("\n"):
+            for raw in SENTENCE_SPLIT.split(line):
+                sentence = raw.strip()
+                if not about_subject(sentence, doc) or len(sentence.split()) > MAX_STATEMENT_WORDS \
+                        or not is_prose(sentence):
+                    continue
+                for relation, pattern, _ in RELATION_PATTERNS if link_titles else ():
+                    match = pattern.search(sentence)
+                    if match is None:
+                        continue
+                    rest = sentence[match.end():]
+                    # a linked title that starts with the compass word wins ("Northern Ireland" over "Ireland")
+                    found = object_page(rest, link_titles) or object_page(_DIRECTION.sub("", rest, count=1),
+                                                                          link_titles)
+                    if found is None:
+                        continue
+                    facts.append(TypedFact(doc.id, relation, found[0], sentence))
+                kind = _KIND.match(sentence)
+                if kind and doc.id not in kinds and sentence.casefold().startswith(doc.title.split(" (")[0].casefold()):
+                    kinds[doc.id] = kind.group("kind").lower()
+    return FactSet(facts, kinds)
+
+
+#: composed relations asked as seeds, at the level of the answer page's kind
+SEED_QUESTIONS = {"located_in": "In which {kind} is {s}?", "born_in_country": "In which {kind} was {s} born?",
+                  "died_in_country": "In which {kind} did {s} die?"}
+
+
+class FactSeeds(NamedTuple):
+    """The seeds, and how many (subject, relation, kind) groups were left out as ambiguous (two answers)."""
+
+    seeds: list[QATriple]
+    ambiguous: int
+
+
+def fact_seeds(typed: TypedGraph, fact_set: FactSet, pages: Mapping[str, Document], *, source: str,
+               max_hops: int) -> FactSeeds:
+    """Minimal-need seeds from the typed facts (see the module docstring).
+
+    * Each typed path of ``1..max_hops`` hops from a page whose relations
+      compose to a relation of :data:`SEED_QUESTIONS` and that ends at a page
+      of a known kind gives "In which <kind> is <subject>?"; a (subject,
+      relation, kind) with two different answers is ambiguous and left out.
+    * Every other direct fact gives its relation's own template ("Who wrote
+      X?"), the single-hop seed of the paper's construction.
+    """
+    answers: dict[tuple[str, str, str], dict[str, str]] = defaultdict(dict)
+    for v0 in sorted(typed.out):
+        for path, composed in typed.walk(v0, max_hops):
+            kind = fact_set.kinds.get(path[-1])
+            if kind is None:
+                continue
+            for relation in sorted(composed & SEED_QUESTIONS.keys()):
+                evidence = typed.statement(path[0], path[1]) or ""
+                answers[(v0, relation, kind)].setdefault(path[-1], evidence)
+    seeds: list[QATriple] = []
+    ambiguous = 0
+    for (v0, relation, kind), ends in sorted(answers.items()):
+        if len(ends) != 1:
+            ambiguous += 1
+            continue
+        ((answer, evidence),) = ends.items()
+        question = SEED_QUESTIONS[relation].format(kind=kind, s=pages[v0].title)
+        seeds.append(_seed(pages[v0], pages[answer], relation, question, evidence, source, len(seeds) + 1))
+    covered = {(t.subject, t.answer_page) for t in seeds}
+    for fact in fact_set.facts:
+        if (fact.subject, fact.object) in covered or fact.relation in ("located_in", "capital_of", "largest_city_of"):
+            continue
+        covered.add((fact.subject, fact.object))
+        question = RELATION_QUESTIONS[fact.relation].format(s=pages[fact.subject].title)
+        seeds.append(_seed(pages[fact.subject], pages[fact.object], fact.relation, question, fact.sentence,
+                           source, len(seeds) + 1))
+    return FactSeeds(seeds, ambiguous)
+
+
+def _seed(subject: Document, answer: Document, relation: str, question: str, evidence: str, source: str,
+          row: int) -> QATriple:
+    return QATriple(
+        id=f"fact:{subject.id}#{relation}#{answer.id}", question=question, answers=[answer.title], subject=subject.id,
+        answer_page=answer.id, relation=relation, evidence=evidence, source_dataset="page-facts",
+        source_split=source, source_id=f"{subject.id}#{relation}#{answer.id}", source_row_number=row,
+        source_file=f"{source} typed facts (construct/typed_facts.py)")
+
+
+class TypedGraph:
+    """Typed edges of the link graph, with the composition rules that say what a chain entails."""
+
+    @classmethod
+    def from_edges(cls, edges: Iterable[tuple[str, str, str]]) -> TypedGraph:
+        """A typed graph over bare ``(subject, relation, object)`` edges (no statements: the demo world's)."""
+        return cls(TypedFact(a, relation, b, "") for a, relation, b in edges)
+
+    def __init__(self, facts: Iterable[TypedFact], rules: Mapping[tuple[str, str], str] | None = None) -> None:
+        from aethersearch.construct.chain_semantics import DEFAULT_RULES
+
+        self.rules: dict[tuple[str, str], str] = {**DEFAULT_RULES, **(rules or {})}
+        self.composable = frozenset(self.rules.values())
+        self.edges: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+        self.out: dict[str, list[str]] = defaultdict(list)
+        for fact in facts:
+            edge = self.edges[(fact.subject, fact.object)]
+            if not edge:
+                self.out[fact.subject].append(fact.object)
+            for relation in (fact.relation, *IMPLIED.get(fact.relation, ())):
+                edge.setdefault(relation, fact.sentence)
+
+    def relations(self, a: str, b: str) -> list[str]:
+        """The typed relations of the link ``a -> b`` (empty: untyped)."""
+        return list(self.edges.get((a, b), {}))
+
+    def statement(self, a: str, b: str) -> str | None:
+        """The sentence on ``a`` stating a typed relation to ``b`` (the hop statement of a typed hop)."""
+        edge = self.edges.get((a, b))
+        return next((sentence for sentence in edge.values() if sentence), None) if edge else None
+
+    def hop_relations(self, path: Sequence[str]) -> list[list[str]]:
+        """The typed relations of each hop of ``path``."""
+        return [self.relations(a, b) for a, b in zip(path, path[1:], strict=False)]
+
+    def entails(self, path: Sequence[str], target: str) -> frozenset[str]:
+        """What the path's hops compose to (left fold); ``target`` in it means the chain entails the answer."""
+        hops = self.hop_relations(path)
+        if len(hops) == 1:
+            return frozenset(hops[0])
+        results, failed = compose(hops, self.rules)
+        return frozenset() if failed is not None else results
+
+    def walk(self, v0: str, max_hops: int) -> Iterator[tuple[list[str], frozenset[str]]]:
+        """Every simple typed path from ``v0`` of ``1..max_hops`` hops whose relations still compose, with
+        what they compose to (depth first, in fact order)."""
+        stack: list[tuple[list[str], frozenset[str]]] = [([v0], frozenset())]
+        while stack:
+            path, composed = stack.pop()
+            here = path[-1]
+            for nxt in reversed(self.out.get(here, ())):
+                if nxt in path:
+                    continue
+                step = self.relations(here, nxt)
+                now = frozenset(step) if len(path) == 1 else frozenset(
+                    self.rules[(a, b)] for a in composed for b in step if (a, b) in self.rules)
+                if not now:
+                    continue
+                yield [*path, nxt], now
+                if len(path) < max_hops:
+                    stack.append(([*path, nxt], now))
+
+    def composing_paths(self, v0: str, vn: str, target: str, *, min_hops: int, max_hops: int,
+                        removed: tuple[str, str] | None = None) -> list[list[str]]:
+        """Simple typed paths ``v0 -> ... -> vn`` of ``min_hops..max_hops`` hops that compose to ``target``.
+
+        Shortest first (then in page-id order); a path through the direct edge
+        ``removed`` or through ``vn`` is not used; at most :data:`PATH_LIMIT` paths.
+        """
+        found: list[list[str]] = []
+        for path, composed in self.walk(v0, max_hops):
+            if len(found) >= PATH_LIMIT:
+                break
+            if path[-1] != vn or len(path) - 1 < min_hops or target not in composed or vn in path[:-1] \
+                    or (removed is not None and any(edge == removed for edge in zip(path, path[1:], strict=False))):
+                continue
+            found.append(path)
+        return sorted(found, key=lambda p: (len(p), p))
