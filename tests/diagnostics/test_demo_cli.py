@@ -42,7 +42,12 @@ def test_demo_writes_scores_factorised_and_probes_into_the_run(demo) -> None:
     assert overall["pass_at_1"] == pytest.approx(summary["em"])  # factorised Pass@1 agrees with the scorer
     probes = loads((run / "probes.json").read_bytes())
     assert probes["forget"]["applicable"] is False and "no parametric knowledge" in probes["forget"]["reason"]
-    assert probes["lead_astray"]["n"] == 60 and probes["lead_astray"]["ratio"] == 0.5
+    assert probes["distractors"]["n"] == 60 and probes["distractors"]["ratio"] == 0.5
+    # both paper probes are rates over the same sufficient-evidence failures, denominators written down
+    eligible = probes["lead_astray"]["n_eligible"]
+    assert eligible == probes["forget"]["n_eligible"] == overall["n_sufficient"] - overall["n_correct_sufficient"]
+    assert probes["degradation"]["lead_astray_n_eligible"] == eligible
+    assert summary["budget"]["max_tool_calls"] == 10 and factorised["run"]["budget"] == summary["budget"]
     assert summary["outcomes"] and sum(summary["outcomes"].values()) == 60
 
 
@@ -60,17 +65,23 @@ def test_cli_factorise_and_probes(demo) -> None:
     run, release = summary["run_dir"], summary["release_dir"]
     result = runner.invoke(app, ["factorise", run, "--release", release, "--corpus", str(out / "sandbox_corpus")])
     assert result.exit_code == 0, result.output
-    assert "GenScore" in result.output and "Good-refusal F1" in result.output and "factorised.json" in result.output
+    assert "GenScore" in result.output and "Good-Refusal F1" in result.output and "factorised.json" in result.output
+    assert "Search Score" in result.output and "Evidence coverage" in result.output and "budget 10 tool calls" in \
+        result.output
     result = runner.invoke(app, ["probe", "forget", run, "--release", release])
     assert result.exit_code == 0, result.output
     assert "not applicable" in result.output
-    result = runner.invoke(app, ["probe", "lead-astray", run, "--release", release, "--corpus",
+    result = runner.invoke(app, ["probe", "distractors", run, "--release", release, "--corpus",
                                  str(out / "sandbox_corpus"), "--index", str(out / "sandbox_index"),
                                  "--ratio", "0.25", "--seed", "3"])
     assert result.exit_code == 0, result.output
     probes = loads((Path(run) / "probes.json").read_bytes())
-    assert probes["lead_astray"]["ratio"] == 0.25 and probes["lead_astray"]["seed"] == 3
-    assert (Path(run) / "probes" / "lead_astray-r0.25-s3" / "traces.jsonl").is_file()
+    assert probes["distractors"]["ratio"] == 0.25 and probes["distractors"]["seed"] == 3
+    assert (Path(run) / "probes" / "distractors-r0.25-s3" / "traces.jsonl").is_file()
+    result = runner.invoke(app, ["probe", "lead-astray", run, "--release", release, "--corpus",
+                                 str(out / "sandbox_corpus")])
+    assert result.exit_code == 0, result.output
+    assert "lead_astray_rate" in result.output and "n_eligible" in result.output
 
 
 def test_cli_bad_run_dir_is_a_clear_error(tmp_path: Path, demo) -> None:
