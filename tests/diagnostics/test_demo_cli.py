@@ -109,7 +109,11 @@ def test_demo_writes_a_sandbox_report_with_the_factorised_table_and_probe_rates(
     assert report == out / "sandbox_report.html" and report.is_file()
     html = report.read_text(encoding="utf-8")
     assert "Factorised metrics" in html and "Probes (Forget / Lead-astray)" in html
-    for key in ("gen_score", "f1_good_refusal", "knowledge_sufficiency", "lead_astray_rate"):
+    # the new fields: 0/1 Search Score beside evidence coverage, both paper probes with their denominators
+    # side by side, and the budget the run used
+    for key in ("gen_score", "f1_good_refusal", "knowledge_sufficiency", "lead_astray_rate", "search_score",
+                "evidence_coverage", "forget_rate", "forget_n_eligible", "lead_astray_n_eligible",
+                "forget_minus_lead_astray", "distractor_rate", "max_tool_calls", "max_context_tokens"):
         assert key in html, key
 
 
