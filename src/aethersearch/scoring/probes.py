@@ -292,8 +292,10 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
     A run whose agent uses no LLM has no parametric memory: the probe is recorded
     as not applicable, with the reason, rather than faked. ``store`` lets the
     per-hop attribution see which hops' evidence the full run was served
-    (without it only the entities the agent named count as reached); ``judge``
-    rules on isolated and full-context answers instead of exact match.
+    (without it only the entities the agent named count as reached) and judges
+    sufficiency, which the paper's Forget rate (over sufficient-evidence
+    failures) needs; without it that rate is ``None`` with the reason.
+    ``judge`` rules on isolated and full-context answers instead of exact match.
     """
     from aethersearch.agents.base import make_agent
     from aethersearch.rollout.fingerprint import rollout_file_info
