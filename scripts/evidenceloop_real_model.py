@@ -13,7 +13,7 @@ resumable (rerun the same command).
 
 ``--structured`` is the agent's recorded option: ``json_object`` for llama-cpp-python's
 server (also llama-server), ``json_schema`` for vLLM, SGLang or OpenAI, ``off`` for the
-paper's free-text tags. ``--release/--corpus/--index`` run a prebuilt sandbox world
+free-text tags. ``--release/--corpus/--index`` run a prebuilt sandbox world
 instead (e.g. a Wikispeedia release). Writes under ``--out``: the demo world (``sandbox_release/``,
 ``sandbox_corpus/``, ``sandbox_index/``) and ``run/`` (run.json, traces.jsonl,
 factorised.json, evidenceloop_summary.json). Prints one block per question (per round:
@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from aethersearch.agents.evidenceloop import STRUCTURED, trace_summary
+from aethersearch.commands.diagnostics import ROWS as FACTORISED_ROWS
 from aethersearch.records import Budget, Decoding, RunLimits
+from aethersearch.scoring.metric_names import label
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -107,13 +109,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for trace in traces:
         summary = trace_summary(trace["steps"])
         per_question.append({"id": trace["id"], "question": trace["question_seen"], "outcome": trace["outcome"],
-                             "prediction": trace.get("prediction"), **summary})
+                             "stop_reason": trace.get("stop_reason"), "prediction": trace.get("prediction"),
+                             **summary})
     keys = ("valid_actions", "invalid_actions", "tool_actions", "claims", "verified_claims")
     totals: dict[str, Any] = {key: sum(q[key] for q in per_question) for key in keys}
     totals["eids"] = sum(len(q["eids"]) for q in per_question)
     totals["fact_eids"] = sum(len(q["fact_eids"]) for q in per_question)
     totals["accepted_answers"] = sum(q["accepted"] for q in per_question)
     totals["outcomes"] = {o: sum(q["outcome"] == o for q in per_question) for o in {q["outcome"] for q in per_question}}
+    # how each question ended: verified, synthesis (the fallback after R_max rounds), budget (the runner's forced
+    # final); the loop itself never refuses for running out of rounds
+    totals["stop_reasons"] = {r: sum(q["stop_reason"] == r for q in per_question)
+                              for r in sorted({str(q["stop_reason"]) for q in per_question})}
     result = {"endpoint": args.endpoint, "model": args.model, "agent_config": prepared.agent.config(),
               "budget": budget.model_dump(), "questions": len(per_question), "totals": totals,
               "factorised": factorised["overall"], "per_question": per_question, "run_dir": str(run_dir)}
@@ -145,8 +152,13 @@ def render(result: dict[str, Any]) -> str:
             if r["accepted"] is not None:
                 lines.append(f"     accepted: {r['accepted']}")
     lines.append(f"\ntotals over {result['questions']} questions: {json.dumps(result['totals'])}")
-    metrics = {k: v for k, v in result["factorised"].items() if not isinstance(v, dict | list)}
-    lines.append(f"factorised: {json.dumps(metrics)}")
+    lines.append(f"budget: {json.dumps(result['budget'])}")
+    lines.append("factorised:")
+    for key in FACTORISED_ROWS:
+        value = result["factorised"].get(key)
+        lines.append(f"  {label(key)}: {'—' if value is None else f'{value:.3f}'}")
+    counts = {k: v for k, v in result["factorised"].items() if k.startswith("n")}
+    lines.append(f"  counts: {json.dumps(counts)}")
     lines.append(f"run: {result['run_dir']}")
     return "\n".join(lines)
 

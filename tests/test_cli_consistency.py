@@ -46,7 +46,7 @@ def test_outputs_are_always_out_or_o_never_positional() -> None:
 
 def test_one_spelling_for_index_topk_and_max_tokens() -> None:
     leaves = _leaves()
-    for path in ("search", "serve", "run", "eval", "sandbox serve", "probe lead-astray"):
+    for path in ("search", "serve", "run", "eval", "sandbox serve", "probe distractors"):
         assert any("--index" in opts for opts in _options(leaves[path]).values()), f"aether {path} lacks --index"
     spellings = {opt for command in leaves.values() for opts in _options(command).values() for opt in opts}
     assert not {s for s in spellings if "top-k" in s or s in ("--k", "--top_k")}

@@ -43,7 +43,8 @@ def test_eval_with_no_arguments_runs_the_embedded_demo(demo: tuple[Path, str]) -
     em = scores["overall"]["micro"]["metrics"]["em"]["mean"]
     assert 0.05 < em < 1.0  # the lexical baseline really answers some questions, not all
     assert (out / "report.html").stat().st_size > 1000
-    assert "sandbox evaluation" in output and "gen_score" in output and "lead_astray" in output
+    assert "sandbox evaluation" in output and "GenScore" in output and "lead_astray" in output
+    assert "Search Score" in output and "Evidence coverage" in output and "budget" in output
     assert (out / "sandbox_run" / "traces.jsonl").exists()
 
 

@@ -3,8 +3,8 @@
 ``run_sandbox_demo(out_dir)`` is what ``aether eval`` (``make demo``) calls to add
 a sandbox evaluation on the embedded demo world: it builds the demo hint-free
 sandbox release, runs a no-LLM browsing baseline in the masked sandbox through
-the ordinary runner, scores the run, computes the factorised metrics and both
-probes, and writes ``scores.json``, ``factorised.json`` and ``probes.json`` into
+the ordinary runner, scores the run, computes the factorised metrics and the
+probes (Forget, Lead-astray, distractor robustness), and writes ``scores.json``, ``factorised.json`` and ``probes.json`` into
 the run directory. Everything is seeded; it takes a few seconds.
 
 The baseline is ``lexical-browse`` (``agents.browse.LexicalBrowseAgent``), a
@@ -86,6 +86,7 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     from aethersearch.sandbox.episode import open_sandbox
     from aethersearch.scoring.api import score_run
     from aethersearch.scoring.probes import (
+        distractor_probe,
         factorise_run,
         forget_probe,
         lead_astray_probe,
@@ -108,9 +109,10 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     scores = score_run(run_dir, release_dir)
     factorised = factorise_run(run_dir, release_dir, store=store)
     forget = forget_probe(run_dir, release_dir, llm=None, store=store)
-    lead_astray = lead_astray_probe(run_dir, release_dir, store=store, ratio=ratio, seed=seed, agent=agent,
-                                    environment_factory=lambda q: sandbox.episode(q.id, run_id="demo-noisy"),
-                                    concurrency=concurrency)
+    lead_astray = lead_astray_probe(run_dir, release_dir, store=store, agent=agent, concurrency=concurrency)
+    distractors = distractor_probe(run_dir, release_dir, store=store, ratio=ratio, seed=seed, agent=agent,
+                                   environment_factory=lambda q: sandbox.episode(q.id, run_id="demo-noisy"),
+                                   concurrency=concurrency)
     # the sandbox run's own report: written after the probes so it shows their rates
     report_path = write_report([run_dir], out / "sandbox_report.html", release_dir=release_dir)
     return {
@@ -123,6 +125,7 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
         "em": scores.overall.micro.metrics["em"].mean,
         "factorised": factorised["overall"],
         "factorised_by_hops": factorised["by_hops"],
-        "probes": {"forget": forget, "lead_astray": lead_astray},
+        "budget": factorised["run"]["budget"],
+        "probes": {"forget": forget, "lead_astray": lead_astray, "distractors": distractors},
     }
 

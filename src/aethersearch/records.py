@@ -228,11 +228,17 @@ class SearchHit(Record):
 
 
 class Budget(Record):
-    """Tool budget enforced by the runner, outside the agent. ``None`` = unlimited."""
+    """Tool budget enforced by the runner, outside the agent. ``None`` = unlimited.
+
+    ``max_context_tokens`` caps each model call's context (prompt plus reply,
+    the prompt counted by the word-regex tokenizer): WebDetective's agents ran
+    with a 32K context (``aether run --preset webdetective``).
+    """
 
     max_tool_calls: int | None = 8
     max_turns: int | None = 4
     max_tokens: int | None = None
+    max_context_tokens: int | None = None
 
 
 class Decoding(Record):

@@ -77,8 +77,8 @@ def json_rule(form: str, seen: list[dict[str, Any]], *, garbage_first: bool = Fa
                                      "decision": "answer" if fact else "continue",
                                      "answer": ANSWER if fact else "", "claims": claims}))
         if first.startswith("You are the verification agent"):
-            assert list(schema["properties"]) == ["claim_1"]
-            return Reply(json.dumps({"claim_1": {"reason": "stated", "verdict": "entailed"}}))
+            assert list(schema["properties"]) == ["claim_1", "support"]
+            return Reply(json.dumps({"claim_1": {"reason": "stated", "verdict": "entailed"}, "support": "supported"}))
         raise AssertionError(f"unexpected prompt: {first[:80]}")
 
     return respond

@@ -77,7 +77,8 @@ def evidenceloop_rule(answers: Mapping[str, str], *, query: Callable[[str], str]
             for number, _, evidence in _CLAIM.findall(first):
                 word = "entailed" if _contains(evidence, answer) else "not_entailed"
                 verdicts.append(f"<verdict claim=\"{number}\"> {word} </verdict>")
-            return Reply("\n".join(verdicts))
+            joint = "supported" if verdicts and all("> entailed <" in v for v in verdicts) else "not_supported"
+            return Reply("\n".join(verdicts) + f"\n<support> {joint} </support>")
         return Reply("<answer> I don't know </answer>")
 
     return respond

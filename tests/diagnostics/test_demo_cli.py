@@ -42,7 +42,12 @@ def test_demo_writes_scores_factorised_and_probes_into_the_run(demo) -> None:
     assert overall["pass_at_1"] == pytest.approx(summary["em"])  # factorised Pass@1 agrees with the scorer
     probes = loads((run / "probes.json").read_bytes())
     assert probes["forget"]["applicable"] is False and "no parametric knowledge" in probes["forget"]["reason"]
-    assert probes["lead_astray"]["n"] == 60 and probes["lead_astray"]["ratio"] == 0.5
+    assert probes["distractors"]["n"] == 60 and probes["distractors"]["ratio"] == 0.5
+    # both paper probes are rates over the same sufficient-evidence failures, denominators written down
+    eligible = probes["lead_astray"]["n_eligible"]
+    assert eligible == probes["forget"]["n_eligible"] == overall["n_sufficient"] - overall["n_correct_sufficient"]
+    assert probes["degradation"]["lead_astray_n_eligible"] == eligible
+    assert summary["budget"]["max_tool_calls"] == 10 and factorised["run"]["budget"] == summary["budget"]
     assert summary["outcomes"] and sum(summary["outcomes"].values()) == 60
 
 
@@ -60,17 +65,23 @@ def test_cli_factorise_and_probes(demo) -> None:
     run, release = summary["run_dir"], summary["release_dir"]
     result = runner.invoke(app, ["factorise", run, "--release", release, "--corpus", str(out / "sandbox_corpus")])
     assert result.exit_code == 0, result.output
-    assert "GenScore" in result.output and "Good-refusal F1" in result.output and "factorised.json" in result.output
+    assert "GenScore" in result.output and "Good-Refusal F1" in result.output and "factorised.json" in result.output
+    assert "Search Score" in result.output and "Evidence coverage" in result.output and "budget 10 tool calls" in \
+        result.output
     result = runner.invoke(app, ["probe", "forget", run, "--release", release])
     assert result.exit_code == 0, result.output
     assert "not applicable" in result.output
-    result = runner.invoke(app, ["probe", "lead-astray", run, "--release", release, "--corpus",
+    result = runner.invoke(app, ["probe", "distractors", run, "--release", release, "--corpus",
                                  str(out / "sandbox_corpus"), "--index", str(out / "sandbox_index"),
                                  "--ratio", "0.25", "--seed", "3"])
     assert result.exit_code == 0, result.output
     probes = loads((Path(run) / "probes.json").read_bytes())
-    assert probes["lead_astray"]["ratio"] == 0.25 and probes["lead_astray"]["seed"] == 3
-    assert (Path(run) / "probes" / "lead_astray-r0.25-s3" / "traces.jsonl").is_file()
+    assert probes["distractors"]["ratio"] == 0.25 and probes["distractors"]["seed"] == 3
+    assert (Path(run) / "probes" / "distractors-r0.25-s3" / "traces.jsonl").is_file()
+    result = runner.invoke(app, ["probe", "lead-astray", run, "--release", release, "--corpus",
+                                 str(out / "sandbox_corpus")])
+    assert result.exit_code == 0, result.output
+    assert "lead_astray_rate" in result.output and "n_eligible" in result.output
 
 
 def test_cli_bad_run_dir_is_a_clear_error(tmp_path: Path, demo) -> None:
@@ -98,7 +109,11 @@ def test_demo_writes_a_sandbox_report_with_the_factorised_table_and_probe_rates(
     assert report == out / "sandbox_report.html" and report.is_file()
     html = report.read_text(encoding="utf-8")
     assert "Factorised metrics" in html and "Probes (Forget / Lead-astray)" in html
-    for key in ("gen_score", "f1_good_refusal", "knowledge_sufficiency", "lead_astray_rate"):
+    # the new fields: 0/1 Search Score beside evidence coverage, both paper probes with their denominators
+    # side by side, and the budget the run used
+    for key in ("gen_score", "f1_good_refusal", "knowledge_sufficiency", "lead_astray_rate", "search_score",
+                "evidence_coverage", "forget_rate", "forget_n_eligible", "lead_astray_n_eligible",
+                "forget_minus_lead_astray", "distractor_rate", "max_tool_calls", "max_context_tokens"):
         assert key in html, key
 
 

@@ -57,7 +57,7 @@ def _fact_rule():
             return Reply("<context>Not yet.</context>\n<continue>")
         if first.startswith("You are the verification agent"):
             return Reply("\n".join(f"<verdict claim=\"{n}\"> {'entailed' if answer in ev else 'not_entailed'} </verdict>"
-                                   for n, _, ev in _CLAIM.findall(first)))
+                                   for n, _, ev in _CLAIM.findall(first)) + "\n<support> supported </support>")
         return base(request)
 
     return respond

@@ -96,17 +96,63 @@ def test_answers_with_verified_claims_and_records_eids() -> None:
     assert tracker.tool_calls == sum(len(s.tool_calls) for s in episode.steps)
 
 
-def test_rejected_claims_loop_then_refuse() -> None:
+def test_rejected_claims_loop_then_the_synthesiser_decides() -> None:
     agent = make_agent("evidenceloop", n_solvers=1, max_rounds=2, actions_per_round=2)
     rule = evidenceloop_rule({QUESTION: "Graham Cornes"}, wrong={QUESTION: "Port Adelaide Power"})
     with ScriptedServer(rule) as server:
         output, episode, _, _ = asyncio.run(_run(agent, server, Budget(max_tool_calls=20, max_turns=40)))
-    assert output.outcome is Outcome.ABSTAINED and output.stop_reason == "unverified"
+    # the rule's synthesiser finds the memory insufficient ("I don't know"): only then does the loop refuse
+    assert output.outcome is Outcome.ABSTAINED and output.stop_reason == "synthesis"
     verdicts = [s.notes for s in episode.steps if s.agent == "verifier"]
     assert len(verdicts) == 2 and not any(v["accepted"] for v in verdicts)
     assert verdicts[0]["verdicts"][0]["verdict"] == "not_entailed"
     rounds = {s.notes.get("round") for s in episode.steps if s.agent == "aggregator"}
-    assert rounds == {1, 2}
+    assert rounds == {1, 2, None}  # two rounds, then the synthesis step
+    assert episode.steps[-1].notes["synthesis"] == "rounds" and not episode.steps[-1].notes["forced_final"]
+
+
+def _synthesising(rule, verdicts: str | None = None):
+    """``rule``, except that the synthesiser answers from memory and (optionally) the verifier replies ``verdicts``."""
+    def respond(request):
+        from aethersearch.agents.scripted_server import Reply
+
+        messages = request.body.get("messages") or []
+        first = messages[0]["content"] if messages else request.text
+        if "You have used all of your search budget" in first:
+            return Reply("<answer> Graham Cornes </answer>")
+        if verdicts is not None and first.startswith("You are the verification agent"):
+            return Reply(verdicts)
+        return rule(request)
+    return respond
+
+
+def test_after_the_last_round_the_synthesiser_answers_from_the_evidence() -> None:
+    from aethersearch.agents.evidenceloop import trace_summary
+
+    agent = make_agent("evidenceloop", n_solvers=1, max_rounds=2, actions_per_round=2)
+    rule = _synthesising(evidenceloop_rule({QUESTION: "Graham Cornes"}, wrong={QUESTION: "Port Adelaide Power"}))
+    with ScriptedServer(rule) as server:
+        output, episode, _, _ = asyncio.run(_run(agent, server, Budget(max_tool_calls=20, max_turns=40)))
+    assert output.outcome is Outcome.ANSWERED and output.prediction == "Graham Cornes"
+    assert output.stop_reason == "synthesis"  # never an out-of-rounds refusal
+    summary = trace_summary(episode.steps)
+    assert summary["synthesis"] == "rounds" and summary["accepted"] is False and len(summary["rounds"]) == 2
+
+
+@pytest.mark.parametrize("reply", [
+    '<verdict claim="1"> entailed </verdict>\n<support> not_supported </support>',  # true but not enough
+    '<verdict claim="1"> irrelevant </verdict>\n<support> supported </support>',   # beside the question
+    '<verdict claim="1"> entailed </verdict>',                                       # joint verdict missing
+])
+def test_the_verifier_needs_entailment_relevance_and_joint_support(reply: str) -> None:
+    agent = make_agent("evidenceloop", n_solvers=1, max_rounds=1, actions_per_round=2)
+    rule = _synthesising(evidenceloop_rule({QUESTION: "Graham Cornes"}, query=lambda q: "Nicole Cornes married"),
+                         verdicts=reply)
+    with ScriptedServer(rule) as server:
+        output, episode, _, _ = asyncio.run(_run(agent, server, Budget(max_tool_calls=20, max_turns=40)))
+    verifier = [s for s in episode.steps if s.agent == "verifier"]
+    assert verifier and verifier[-1].notes["accepted"] is False
+    assert output.stop_reason == "synthesis"  # the unverified proposal is not taken as the answer
 
 
 def test_shared_budget_holds_across_parallel_solvers() -> None:

@@ -91,13 +91,16 @@ def test_matrix_values_match_hand_computation() -> None:
     assert m["f1_good_refusal"] == pytest.approx(0.4)
     assert m["precision_good_refusal"] == pytest.approx(0.5)
     assert m["recall_good_refusal"] == pytest.approx(1 / 3)
-    # on S = {A,B,C}: correct {A}, answered {A,B}: 2·1 / (2 + 3)
-    assert m["f1_knowledge_utilisation"] == pytest.approx(0.4)
-    assert m["precision_knowledge_utilisation"] == pytest.approx(0.5)
+    # correct ∩ S = {A}; answered = {A,B,D,E} (precision over every answer), S = {A,B,C}: 2·1 / (4 + 3)
+    assert m["f1_knowledge_utilisation"] == pytest.approx(2 / 7)
+    assert m["precision_knowledge_utilisation"] == pytest.approx(1 / 4)
     assert m["recall_knowledge_utilisation"] == pytest.approx(1 / 3)
-    assert m["gen_score"] == pytest.approx((0.4 + 0.4) / 2 * 0.5)
+    # the S-only variant: answered ∩ S = {A,B}: 2·1 / (2 + 3)
+    assert m["f1_knowledge_utilisation_on_sufficient"] == pytest.approx(0.4)
+    assert m["gen_score"] == pytest.approx((0.4 + 2 / 7) / 2 * 0.5)
     assert m["pass_at_1"] == pytest.approx(2 / 6)  # A and the lucky D
-    assert m["search_score"] == pytest.approx((1 + 1 + 1 + 0.5 + 0.5 + 0) / 6)
+    assert m["search_score"] == pytest.approx(3 / 6)  # 0/1: only the full chains A, B, C connect
+    assert m["evidence_coverage"] == pytest.approx((1 + 1 + 1 + 0.5 + 0.5 + 0) / 6)
     assert m["search_only_sufficiency"] == pytest.approx(0.5)
 
 
@@ -220,9 +223,10 @@ def test_gathered_ids_for_text_mode_skip_masked_and_failed_calls() -> None:
 
 def test_parametric_knowledge_completes_partial_search() -> None:
     mixed = ep("m", HALF, Outcome.ANSWERED, "Graham Cornes", parametric=["p1"])
-    assert mixed.sufficient and not mixed.sufficient_by_search and mixed.search_credit == 1.0
+    assert mixed.sufficient and not mixed.sufficient_by_search and mixed.evidence_coverage == 1.0
+    assert mixed.searched_route  # hop 1 served, hop 2 confirmed parametric
     foreign = ep("f", HALF, Outcome.ANSWERED, "Graham Cornes", parametric=["not-in-E"])
-    assert not foreign.sufficient and foreign.search_credit == 0.5
+    assert not foreign.sufficient and foreign.evidence_coverage == 0.5 and not foreign.searched_route
 
 
 def test_judge_verdict_overrides_exact_match() -> None:
@@ -237,7 +241,7 @@ def test_errors_are_excluded_from_denominators() -> None:
     eps = matrix() + [ep("err", FULL, Outcome.ENDPOINT_ERROR, None)]
     m = factorised_metrics(eps)
     assert m["n"] == 6 and m["n_errors"] == 1
-    assert m["gen_score"] == pytest.approx(0.2)
+    assert m["gen_score"] == pytest.approx((0.4 + 2 / 7) / 2 * 0.5)
 
 
 def test_groups_by_hops_and_source() -> None:
@@ -247,7 +251,7 @@ def test_groups_by_hops_and_source() -> None:
     out = factorise(eps)
     assert list(out["by_hops"]) == ["2", "3"]
     assert out["by_hops"]["3"]["n"] == 1 and out["by_hops"]["3"]["gen_score"] == pytest.approx(1.0)
-    assert out["by_source"]["hintfree"]["gen_score"] == pytest.approx(0.2)
+    assert out["by_source"]["hintfree"]["gen_score"] == pytest.approx((0.4 + 2 / 7) / 2 * 0.5)
     assert out["n"] == 7 and set(out["overall"]) >= {"f1_good_refusal", "gen_score", "pass_at_1"}
 
 
@@ -312,7 +316,8 @@ def test_text_mode_needs_alias_in_retrieved_text_and_supporting_pages() -> None:
     # The alias is not a whole-token span of d3 ("Grahamstown ... Cornes"), and d2 is missing.
     partial = episode_from_text(text_trace(["d1", "d3"], "Graham Cornes"), row, GOLD, STORE)
     assert not partial.sufficient and partial.gathered == {"page:Kane Cornes"}
-    assert partial.search_credit == pytest.approx(1 / 3)
+    assert partial.evidence_coverage == pytest.approx(1 / 3) and not partial.searched_route
+    assert both.searched_route
 
 
 def test_text_mode_without_sidecar_pages_uses_the_answer_alone() -> None:

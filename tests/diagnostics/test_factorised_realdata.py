@@ -59,5 +59,7 @@ def test_supporting_paragraphs_make_real_questions_sufficient() -> None:
     out = factorise(episodes)
     assert out["overall"]["knowledge_sufficiency"] == pytest.approx(0.5)
     assert out["overall"]["pass_at_1"] == pytest.approx(0.5)
-    assert out["overall"]["f1_knowledge_utilisation"] == 1.0
+    # precision over every answer: the wrong answers without the evidence count against F1_KU (2k / (2k + k))
+    assert out["overall"]["f1_knowledge_utilisation"] == pytest.approx(2 / 3)
+    assert out["overall"]["f1_knowledge_utilisation_on_sufficient"] == 1.0
     assert out["overall"]["f1_good_refusal"] == 0.0  # never refused although evidence was missing half the time

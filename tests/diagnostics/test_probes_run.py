@@ -13,6 +13,7 @@ from aethersearch.rollout.fingerprint import build_fingerprint, release_info
 from aethersearch.rollout.runner import run_questions
 from aethersearch.scoring.probe_forget import probe_questions
 from aethersearch.scoring.probes import (
+    distractor_probe,
     factorise_run,
     forget_probe,
     lead_astray_probe,
@@ -49,11 +50,12 @@ def probed(demo_sandbox, tmp_path_factory):
         before = factorise_run(run_dir, demo.release, store=demo.store)
         forget = forget_probe(run_dir, demo.release, llm=OpenAIClient(server.url, "scripted"), store=demo.store)
         after = factorise_run(run_dir, demo.release, store=demo.store)
-        astray = lead_astray_probe(run_dir, demo.release, store=demo.store, ratio=0.5, seed=1,
-                                   llm=OpenAIClient(server.url, "scripted"),
-                                   environment_factory=lambda question: demo.sandbox.episode(question.id))
-    return {"ids": ids, "hops": hops, "run_dir": run_dir, "forget": forget, "astray": astray,
-            "before": before, "after": after}
+        distracted = distractor_probe(run_dir, demo.release, store=demo.store, ratio=0.5, seed=1,
+                                      llm=OpenAIClient(server.url, "scripted"),
+                                      environment_factory=lambda question: demo.sandbox.episode(question.id))
+        astray = lead_astray_probe(run_dir, demo.release, store=demo.store, llm=OpenAIClient(server.url, "scripted"))
+    return {"ids": ids, "hops": hops, "run_dir": run_dir, "forget": forget, "distracted": distracted,
+            "astray": astray, "before": before, "after": after}
 
 
 def test_forget_probe_counts_hops_known_alone_but_lost_in_context(probed) -> None:
@@ -66,7 +68,9 @@ def test_forget_probe_counts_hops_known_alone_but_lost_in_context(probed) -> Non
     assert forget["n_known_in_isolation"] == len(known)
     assert forget["forgotten"] == lost
     assert forget["failed_at"] == {ids[2]: len([h for h in hops if h.question_id == ids[2]])}
-    assert forget["forget_rate"] == pytest.approx(len(lost) / len(known))
+    assert forget["known_hop_forget_rate"] == pytest.approx(len(lost) / len(known))
+    # the paper's rate: q3 is the one sufficient-evidence failure, and the hop it failed at is known alone
+    assert (forget["eligible_ids"], forget["forget_ids"], forget["forget_rate"]) == ([ids[2]], [ids[2]], 1.0)
     probe_traces = load_traces(probed["run_dir"] / "probes" / "forget")
     assert set(probe_traces) == {h.probe_id for h in hops}
     assert all(t.agent == "direct" and t.usage.tool_calls == 0 for t in probe_traces.values())
@@ -82,14 +86,25 @@ def test_forget_probe_feeds_parametric_credit_into_factorised_metrics(probed) ->
     assert after["overall"]["pass_at_1"] == pytest.approx(2 / 3)
 
 
-def test_lead_astray_probe_reruns_with_seeded_distractors(probed) -> None:
-    astray = probed["astray"]
+def test_distractor_probe_reruns_with_seeded_distractors(probed) -> None:
+    astray = probed["distracted"]
     assert astray["n"] == 3 and astray["ratio"] == 0.5 and astray["seed"] == 1
     assert astray["n_eligible"] == 2  # the two clean-correct questions still reached their evidence
-    assert astray["lead_astray_rate"] == 0.0  # this scripted policy walks the chain regardless of noise
+    assert astray["distractor_rate"] == 0.0  # this scripted policy walks the chain regardless of noise
     noisy = load_traces(probed["run_dir"] / astray["probe_dir"])
     injected = [c.arguments["_noise"]["distractor_ids"] for t in noisy.values() for s in t.steps
                 for c in s.tool_calls if "_noise" in c.arguments]
     assert injected and all(injected)
     probes = loads((probed["run_dir"] / "probes.json").read_bytes())
-    assert set(probes) == {"forget", "lead_astray"}
+    assert set(probes) == {"forget", "lead_astray", "distractors", "degradation"}
+
+
+def test_lead_astray_reasks_the_sufficient_failure_and_sits_beside_forget(probed) -> None:
+    ids, astray = probed["ids"], probed["astray"]
+    assert astray["eligible_ids"] == [ids[2]] and astray["n_eligible"] == 1
+    assert astray["lead_astray_rate"] == 0.0  # the scripted model answers q3 wrongly whatever it reads
+    assert set(load_traces(probed["run_dir"] / astray["probe_dir"])) == {ids[2]}
+    degradation = loads((probed["run_dir"] / "probes.json").read_bytes())["degradation"]
+    assert degradation["forget_rate"] == 1.0 and degradation["lead_astray_rate"] == 0.0
+    assert degradation["forget_n_eligible"] == degradation["lead_astray_n_eligible"] == 1
+    assert degradation["forget_minus_lead_astray"] == 1.0

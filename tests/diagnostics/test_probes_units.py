@@ -1,4 +1,4 @@
-"""Forget and lead-astray computations, and the seeded distractor environment, on hand-built inputs."""
+"""Forget, Lead-astray and distractor computations, and the probes' environments, on hand-built inputs."""
 
 from __future__ import annotations
 
@@ -11,18 +11,19 @@ from aethersearch.errors import ConfigError, DataError
 from aethersearch.records import DiagnosticsRow, Document, Outcome, ToolCall
 from aethersearch.sandbox.episode import DictStore
 from aethersearch.scoring.factorised import EpisodeEvidence
+from aethersearch.scoring.probe_distractors import (
+    NoisyEnvironment,
+    distractor_count,
+    distractor_summary,
+)
 from aethersearch.scoring.probe_forget import (
     agent_text,
     failure_hop,
+    forget_over_failures,
     forget_summary,
     hop_questions,
     probe_questions,
     rollout_rows,
-)
-from aethersearch.scoring.probe_leadastray import (
-    NoisyEnvironment,
-    distractor_count,
-    lead_astray_summary,
 )
 
 ROW = DiagnosticsRow(
@@ -56,7 +57,7 @@ def test_forget_counts_known_facts_lost_in_context_at_their_hop() -> None:
     s = result.summary
     assert s["n_hops"] == 4 and s["n_known_in_isolation"] == 3
     assert s["forgotten"] == ["q1#hop2"]  # q1 failed at hop 2: hop 1 was not what it lost
-    assert s["forget_rate"] == pytest.approx(1 / 3)
+    assert s["known_hop_forget_rate"] == pytest.approx(1 / 3)
     assert s["question_forget_rate"] == pytest.approx(1 / 2)
     assert result.parametric == {"q1": frozenset({"a", "b"}), "q2": frozenset({"a"})}
 
@@ -69,7 +70,7 @@ def test_a_model_that_never_knew_a_hop_has_not_forgotten_the_others() -> None:
     assert failed == 1
     result = forget_summary(hops, {"q1#hop1": "Zed", "q1#hop2": "C"}, {"q1": False}, failed_at={"q1": failed})
     assert result.summary["n_known_in_isolation"] == 1 and result.summary["forgotten"] == []
-    assert result.summary["forget_rate"] == 0.0 and result.summary["failed_at"] == {"q1": 1}
+    assert result.summary["known_hop_forget_rate"] == 0.0 and result.summary["failed_at"] == {"q1": 1}
     # knowing hop 1 too, and failing at it in context, is forgetting hop 1
     again = forget_summary(hops, {"q1#hop1": "B", "q1#hop2": "C"}, {"q1": False}, failed_at={"q1": 1})
     assert again.summary["forgotten"] == ["q1#hop1"]
@@ -103,27 +104,27 @@ def test_agent_text_reads_queries_reasoning_and_answer() -> None:
 
 def test_forget_with_nothing_known_is_undefined_not_zero() -> None:
     result = forget_summary(probe_questions([ROW]), {}, {"q1": False}, failed_at={"q1": 1})
-    assert result.summary["forget_rate"] is None and result.summary["n_known_in_isolation"] == 0
+    assert result.summary["known_hop_forget_rate"] is None and result.summary["n_known_in_isolation"] == 0
     assert forget_summary(probe_questions([ROW]), {}, {}, failed_at={}).summary["n_hops"] == 0  # q1 not run
 
 
 def _ep(qid: str, correct: bool, gathered: set[str]) -> EpisodeEvidence:
     return EpisodeEvidence(qid, "s", 2, ("b", "c"), frozenset(gathered), frozenset(),
-                           Outcome.ANSWERED, correct)
+                           Outcome.ANSWERED, correct, gathered == {"b", "c"})
 
 
-def test_lead_astray_rate_only_counts_still_accessible_evidence() -> None:
+def test_distractor_rate_only_counts_still_accessible_evidence() -> None:
     clean = {"x": _ep("x", True, {"b", "c"}), "y": _ep("y", True, {"b", "c"}),
              "z": _ep("z", True, {"b", "c"}), "w": _ep("w", False, {"b", "c"})}
     noisy = {"x": _ep("x", False, {"b", "c"}),  # led astray
              "y": _ep("y", True, {"b", "c"}),   # robust
              "z": _ep("z", False, {"b"}),       # lost evidence: not lead-astray
              "w": _ep("w", False, {"b", "c"})}  # was wrong anyway
-    s = lead_astray_summary(clean, noisy, ratio=0.5, seed=3)
-    assert (s["n_eligible"], s["n_led_astray"], s["led_astray_ids"]) == (2, 1, ["x"])
-    assert s["lead_astray_rate"] == pytest.approx(0.5)
+    s = distractor_summary(clean, noisy, ratio=0.5, seed=3)
+    assert (s["n_eligible"], s["n_distracted"], s["distracted_ids"]) == (2, 1, ["x"])
+    assert s["distractor_rate"] == pytest.approx(0.5)
     assert s["pass_at_1_clean"] == pytest.approx(0.75) and s["pass_at_1_noisy"] == pytest.approx(0.25)
-    assert lead_astray_summary({}, {}, ratio=0.5, seed=0)["lead_astray_rate"] is None
+    assert distractor_summary({}, {}, ratio=0.5, seed=0)["distractor_rate"] is None
 
 
 @pytest.mark.parametrize(("real", "ratio", "expected"), [(3, 0.0, 0), (3, 0.5, 3), (4, 0.2, 1), (1, 0.75, 3), (0, 0.5, 0)])
@@ -191,3 +192,50 @@ def test_noisy_environment_samples_big_stores_by_row_and_skips_supporting_titles
                                          exclude_titles=titles).search("x", 2)).call.arguments["_noise"]
     assert len(first) == 2 and first == again["distractor_ids"]
     assert not {store.get(i).title for i in first} & set(titles)
+
+
+# ----------------------------------------------------------------------------- the paper's Forget and Lead-astray
+
+
+def test_paper_forget_is_a_rate_over_sufficient_evidence_failures() -> None:
+    other, third = ROW.model_copy(update={"id": "q2"}), ROW.model_copy(update={"id": "q3"})
+    hops = probe_questions([ROW, other, third])
+    isolated = {"q1#hop2": "C", "q2#hop1": "B", "q2#hop2": "C", "q3#hop1": "B"}
+    # q1 failed at hop 2, known: forgets; q3 failed at hop 2, unknown: no; q2 was right
+    result = forget_summary(hops, isolated, {"q1": False, "q2": True, "q3": False}, failed_at={"q1": 2, "q3": 2})
+    assert result.summary["known_hop_forget_rate"] == pytest.approx(1 / 4)  # every known hop, q2's too
+    paper = forget_over_failures(result.summary, eligible=["q1", "q3"])
+    assert (paper["n_forget"], paper["n_eligible"], paper["forget_ids"]) == (1, 2, ["q1"])
+    assert paper["forget_rate"] == pytest.approx(1 / 2)
+    # a forgetting question whose evidence was not sufficient is outside the denominator and the count
+    assert forget_over_failures(result.summary, eligible=["q3"])["forget_rate"] == 0.0
+    assert forget_over_failures(result.summary, eligible=[])["forget_rate"] is None
+    assert forget_over_failures(result.summary, eligible=None)["forget_rate_reason"].startswith("needs the corpus")
+
+
+def test_sufficient_failures_excludes_correct_insufficient_and_errors() -> None:
+    from aethersearch.scoring.probe_leadastray import sufficient_failures
+
+    episodes = [_ep("ok", True, {"b", "c"}), _ep("fail", False, {"b", "c"}), _ep("blind", False, {"b"}),
+                _ep("err", False, {"b", "c"})._replace(outcome=Outcome.ENDPOINT_ERROR),
+                _ep("refused", False, {"b", "c"})._replace(outcome=Outcome.ABSTAINED)]
+    assert sufficient_failures(episodes) == ["fail", "refused"]
+
+
+def test_clean_evidence_holds_only_the_served_hop_statements() -> None:
+    from aethersearch.scoring.chain_evidence import chain_evidence
+    from aethersearch.scoring.probe_leadastray import CleanEvidenceEnvironment, clean_evidence
+    from tests.diagnostics.test_factorised import CHAIN, DIAG, trace
+
+    noisy = trace("q", ["x", "p0", "p1"], Outcome.ANSWERED, "Chad Cornes", searches=["a", "b"], query="city")
+    docs = clean_evidence(noisy, chain_evidence(DIAG, CHAIN), CHAIN)
+    assert [(d.id, d.text, d.links) for d in docs] == [
+        ("p0", "His brother is Chad Cornes.", ["p1"]), ("p1", "His father is Graham Cornes.", ["p2"])]
+    env = CleanEvidenceEnvironment(docs)
+    found = asyncio.run(env.search("anything at all", 1))
+    assert [d.id for d in found.documents] == found.call.returned_ids == ["p0", "p1"]
+    assert asyncio.run(env.visit("chad cornes")).documents == [docs[1]]
+    refused = asyncio.run(env.visit("Kane Cornes fan page"))
+    assert refused.documents == [] and "only the evidence served earlier" in refused.call.error
+    half = trace("q", ["p0"], Outcome.ANSWERED, "x")
+    assert [d.id for d in clean_evidence(half, chain_evidence(DIAG, CHAIN), CHAIN)] == ["p0"]

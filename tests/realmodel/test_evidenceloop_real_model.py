@@ -42,11 +42,15 @@ def test_evidenceloop_takes_valid_actions_gives_eids_and_verifies_claims(real_se
     assert run_json["agent_config"]["structured"] == "json_object"  # the option is in the fingerprint
     (question,) = result["per_question"]
     assert question["outcome"] in {"answered", "abstained"}
+    # no out-of-rounds refusal: an unverified episode ends in the synthesis-only fallback (or the budget's final)
+    assert question["stop_reason"] in {"verified", "synthesis", "budget"}, question["stop_reason"]
+    assert question["accepted"] or question["synthesis"] in {"rounds", "budget"}
     assert question["solvers_with_valid_action"] == [f"solver-{i}" for i in range(N)]
     assert question["tool_actions"] >= 1 and question["eids"], question
     assert question["claims"] >= 1, f"the aggregator proposed no claims: {question['rounds']}"
     verdicts = [v for r in question["rounds"] for v in r["verdicts"]]
-    assert verdicts and all(v["verdict"] in {"entailed", "not_entailed"} for v in verdicts), verdicts
+    words = {"entailed", "not_entailed", "irrelevant", "supported", "not_supported", "missing"}
+    assert verdicts and all(v["verdict"] in words for v in verdicts), verdicts
     assert result["factorised"]["n"] == 1 and result["factorised"]["n_errors"] == 0
     # the constraint held: every solver reply is a JSON action (a solver reply is far below max_tokens)
     trace = json.loads((tmp_path / "run" / "traces.jsonl").read_text().splitlines()[0])

@@ -1,6 +1,6 @@
 """EvidenceLoop's structured protocol: JSON prompts, per-call JSON schemas and their parsers.
 
-Why: the paper's free-text protocol (``<search> q </search>``, ``<claim eid="E2">``)
+Why: our free-text tag protocol (``<search> q </search>``, ``<claim eid="E2">``)
 needs a model that follows a tag format; a small model mostly does not (SmolLM2-135M
 gave no valid action, EID or claim in 2 rounds × 2 solvers × 4 questions). With
 ``structured`` on, every sub-agent reply is decoded under a JSON schema sent as the
@@ -30,7 +30,9 @@ ANALYSIS_CHARS = 200
 #: most claims per proposed answer, and facts per document, a reply may hold
 MAX_CLAIMS = 3
 FACTS_PER_DOC = 2
-VERDICTS = ("entailed", "not_entailed")
+VERDICTS = ("entailed", "not_entailed", "irrelevant")
+#: the verifier's joint verdict: do the claims, taken together, establish the proposed answer?
+SUPPORT = ("supported", "not_supported")
 
 SOLVER_JSON_PROMPT = (
     "You are solver {index} of {n} in EvidenceLoop, a team that answers questions by searching "
@@ -58,9 +60,11 @@ AGGREGATOR_JSON_PROMPT = (
     "Previous context:\n{context}\n\nQuestion: {question}\n"
 )
 VERIFIER_JSON_PROMPT = (
-    "You are the verification agent of EvidenceLoop. For each claim, decide from its evidence "
-    "document alone whether the claim is entailed. Reply in JSON with, for each claim_N, a short "
-    "\"reason\" and the \"verdict\": \"entailed\" or \"not_entailed\"."
+    "You are the verification agent of EvidenceLoop. Check three things. For each claim: is it "
+    "entailed by its evidence document alone, and is it relevant to the question? Then: do the "
+    "claims, taken together, support the proposed answer? Reply in JSON with, for each claim_N, a "
+    "short \"reason\" and the \"verdict\": \"entailed\", \"not_entailed\" or \"irrelevant\" "
+    "(entailed but beside the question); and \"support\": \"supported\" or \"not_supported\"."
     "\n\nProposed answer: {answer}\n\n{claims}\n\nQuestion: {question}\n"
 )
 FINAL_JSON_PROMPT = (
@@ -112,9 +116,9 @@ def aggregator_schema(eids: list[str]) -> dict[str, Any]:
 
 
 def verifier_schema(claims: int) -> dict[str, Any]:
-    """One ``claim_N`` object (reason, verdict) per claim, all required: no claim can go unjudged."""
+    """One ``claim_N`` object (reason, verdict) per claim, all required, and the joint ``support`` verdict."""
     verdict = _object({"reason": _string(FACT_CHARS), "verdict": {"enum": list(VERDICTS)}})
-    return _object({f"claim_{i}": verdict for i in range(1, claims + 1)})
+    return _object({**{f"claim_{i}": verdict for i in range(1, claims + 1)}, "support": {"enum": list(SUPPORT)}})
 
 
 def final_schema() -> dict[str, Any]:
@@ -184,12 +188,14 @@ def parse_proposal(text: str) -> tuple[str | None, str | None, list[dict[str, st
 
 
 def parse_verdicts(text: str) -> dict[str, str]:
-    """Claim number → verdict word, for the ``claim_N`` entries the reply holds."""
+    """Claim number → verdict word, for the ``claim_N`` entries the reply holds; the joint verdict under ``support``."""
     reply = parse_object(text) or {}
     out = {}
     for key, value in reply.items():
         if key.startswith("claim_") and isinstance(value, dict) and isinstance(value.get("verdict"), str):
             out[key.removeprefix("claim_")] = value["verdict"].strip().lower().replace(" ", "_")
+    if isinstance(reply.get("support"), str):
+        out["support"] = reply["support"].strip().lower().replace(" ", "_")
     return out
 
 

@@ -1,4 +1,7 @@
-"""EvidenceLoop's two reply protocols: the paper's free-text tags, or JSON under a per-call schema.
+"""EvidenceLoop's two reply protocols: our free-text tags, or JSON under a per-call schema.
+
+Neither is the paper's: WebDetective describes its agents' roles, not their
+prompts, so every prompt here is this project's own wording.
 
 Why one object per protocol: the loop used to ask "JSON or text?" at each of its
 eight places that talk to the model (prompts, request constraint, the solver's
@@ -52,9 +55,12 @@ AGGREGATOR_PROMPT = (
     "Previous context:\n{context}\n\nQuestion: {question}\n"
 )
 VERIFIER_PROMPT = (
-    "You are the verification agent of EvidenceLoop. For each claim, decide from its evidence "
-    "document alone whether the claim is entailed. Reply with one line per claim: "
-    "<verdict claim=\"1\"> entailed </verdict> or <verdict claim=\"1\"> not_entailed </verdict>."
+    "You are the verification agent of EvidenceLoop. Check three things. For each claim: is it "
+    "entailed by its evidence document alone, and is it relevant to the question? Reply with one "
+    "line per claim: <verdict claim=\"1\"> entailed </verdict>, <verdict claim=\"1\"> not_entailed "
+    "</verdict> or <verdict claim=\"1\"> irrelevant </verdict> (entailed but beside the question). "
+    "Then say whether the claims, taken together, support the proposed answer: <support> supported "
+    "</support> or <support> not_supported </support>."
     "\n\nProposed answer: {answer}\n\n{claims}\n\nQuestion: {question}\n"
 )
 FINAL_PROMPT = (
@@ -80,13 +86,14 @@ TEXT_PROMPTS = Prompts(SOLVER_PROMPT, EXTRACTOR_PROMPT, AGGREGATOR_PROMPT, VERIF
                        INVALID_ACTION)
 JSON_PROMPTS = Prompts(actions.SOLVER_JSON_PROMPT, actions.EXTRACTOR_JSON_PROMPT, actions.AGGREGATOR_JSON_PROMPT,
                        actions.VERIFIER_JSON_PROMPT, actions.FINAL_JSON_PROMPT, actions.INVALID_JSON_ACTION)
-#: ``structured`` values: the paper's free-text tags, or JSON-schema decoding in one of the request forms
+#: ``structured`` values: our free-text tags, or JSON-schema decoding in one of the request forms
 STRUCTURED = ("off", *RESPONSE_FORMS)
 _ACTION = re.compile(r"<(search|visit|fetch)>(.*?)</\1>", re.DOTALL)
 _DONE = re.compile(r"<done\s*/?>|<answer>", re.IGNORECASE)
 _CONTEXT = re.compile(r"<context>(.*?)</context>", re.DOTALL)
 _CLAIM = re.compile(r"<claim\s+eid\s*=\s*\"?\s*([A-Za-z]*\d+(?:\.\d+)?)\s*\"?\s*>(.*?)</claim>", re.DOTALL)
 _VERDICT = re.compile(r"<verdict\s+claim\s*=\s*\"?(\d+)\"?\s*>\s*([A-Za-z_ ]+?)\s*</verdict>")
+_SUPPORT = re.compile(r"<support>\s*([A-Za-z_ ]+?)\s*</support>")
 _FINDING = re.compile(r"^\W*(E\d+)\W*[:\-–]\s*(.+?)\s*$", re.MULTILINE)
 
 
@@ -116,7 +123,7 @@ class Replies(Protocol):
         ...
 
     def verdicts(self, text: str) -> dict[str, str]:
-        """The verifier's verdict word per claim number."""
+        """The verifier's verdict word per claim number, and its joint verdict under ``support``."""
         ...
 
     def final(self, text: str, stop_reason: str) -> AgentOutput:
@@ -129,7 +136,7 @@ class Replies(Protocol):
 
 
 class TextReplies:
-    """The paper's free-text protocol: tags such as ``<search>``, ``<claim eid="E2">``, ``<verdict>``."""
+    """The free-text protocol: tags such as ``<search>``, ``<claim eid="E2">``, ``<verdict>``, ``<support>``."""
 
     prompts = TEXT_PROMPTS
 
@@ -159,8 +166,12 @@ class TextReplies:
         return (tagged.group(1).strip() if tagged else None), extract_answer(text), claims
 
     def verdicts(self, text: str) -> dict[str, str]:
-        """``<verdict claim="n"> word </verdict>`` tags, the word lower-cased with underscores."""
-        return {number: word.strip().lower().replace(" ", "_") for number, word in _VERDICT.findall(text)}
+        """``<verdict claim="n"> word </verdict>`` tags and the last ``<support>``, lower-cased with underscores."""
+        out = {number: word.strip().lower().replace(" ", "_") for number, word in _VERDICT.findall(text)}
+        support = _SUPPORT.findall(text)
+        if support:
+            out["support"] = support[-1].strip().lower().replace(" ", "_")
+        return out
 
     def final(self, text: str, stop_reason: str) -> AgentOutput:
         """The reply's answer tag, by the rule every agent applies."""

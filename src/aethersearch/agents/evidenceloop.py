@@ -14,9 +14,15 @@ baseline. Each round r = 1..R_max:
    own EID (``E2.1``, ``E2.2``...) that resolves to the full document it came from;
 4. an **aggregator** builds C^{r+1} (the evidence index plus its analysis) and
    may propose an answer decomposed into **atomic claims**, each citing an EID;
-5. a **verifier** checks that each claim is entailed by the full text of its EID;
-   the answer is accepted only if every claim is; otherwise the loop continues
-   (with the rejection in the context) or, after R_max rounds, refuses.
+5. a **verifier** checks three things, as the paper's verifier does: each claim
+   is entailed by the full text of its EID, each is relevant to the question,
+   and the claims jointly support the answer; the answer is accepted only if
+   all hold; otherwise the loop continues with the rejection in the context.
+
+After R_max rounds (or once the tool budget is spent) without an accepted
+answer, a **synthesis-only** step answers from the evidence memory alone; the
+loop refuses only when that synthesiser itself finds the evidence insufficient
+(the paper's fallback; an out-of-rounds refusal is never made by the loop).
 
 The tool budget is the runner's: ``episode.env`` and ``episode.llm`` are shared
 by every sub-agent, so parallel solvers draw from one budget; a solver that
@@ -27,15 +33,18 @@ sub-agent's name and ``notes`` carrying the round, EIDs, claims and verdicts;
 EIDs given, claims and their verdicts).
 
 Two protocols, chosen by the recorded ``structured`` option: ``off`` (default) is
-the paper's free-text one (tags such as ``<search>`` and ``<claim eid="E2">``);
+a free-text one (tags such as ``<search>`` and ``<claim eid="E2">``);
 ``json_schema`` / ``json_object`` decode every sub-agent reply under a per-call
 JSON schema (:mod:`aethersearch.agents.evidence_actions`), sent as the request's
 ``response_format`` in that form. Each protocol is one object
 (:mod:`aethersearch.agents.evidence_replies`), chosen once per agent. Why off by
 default: no one request form works on every server (llama-cpp-python refuses
 ``json_schema``; vLLM reads ``json_object`` as "any JSON" and drops the schema),
-so the user must name the form their server takes; and the default keeps the paper's prompts. Turn it on for models that do
-not follow the tag format (small or untuned checkpoints).
+so the user must name the form their server takes. Turn it on for models that do
+not follow the tag format (small or untuned checkpoints). The paper describes
+the roles, not their prompts: every prompt here is this project's own wording.
+N, R_max and B are the agent's ``config()``, so they are recorded in ``run.json``
+(``agent_config``) and ``factorised.json`` (``run.agent_config``).
 """
 
 from __future__ import annotations
@@ -48,10 +57,10 @@ from aethersearch.abstention import is_abstention
 from aethersearch.agents import evidence_actions as actions
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
 from aethersearch.agents.evidence_memory import EvidenceMemory
-from aethersearch.agents.evidence_replies import REFUSAL, STRUCTURED, Prompts, replies_for, tag_answer
+from aethersearch.agents.evidence_replies import STRUCTURED, Prompts, replies_for
 from aethersearch.agents.llm import Completion
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
-from aethersearch.records import Decoding, Outcome, ToolCall
+from aethersearch.records import Decoding, ToolCall
 
 #: solver actions that are valid moves (``invalid`` is the only other kind)
 VALID_ACTIONS = ("search", "visit", "fetch", "done")
@@ -100,7 +109,7 @@ class EvidenceLoopAgent(Agent):
         if structured not in STRUCTURED:
             raise ConfigError(f"evidenceloop: structured must be one of {', '.join(STRUCTURED)}, got {structured!r}",
                               fix="json_object for llama-cpp-python's server; json_schema for vLLM, SGLang, "
-                                  "llama-server or OpenAI; off for the paper's free-text tags")
+                                  "llama-server or OpenAI; off for the free-text tags")
         self.structured = structured
         self._replies = replies_for(structured)  # the one place the protocol is chosen
         self.n_solvers = _positive("n_solvers", n_solvers)
@@ -154,18 +163,26 @@ class EvidenceLoopAgent(Agent):
                 context += f"\nRejected answer {last.answer!r}: {rejected}."
             if budget_spent:
                 break
-        response = tag_answer(last.text, REFUSAL)
-        return AgentOutput(response, REFUSAL, Outcome.ABSTAINED, "unverified")
+        return await self._synthesise(episode, "budget" if budget_spent else "rounds")
 
     async def final_answer(self, episode: Episode) -> AgentOutput:
-        """One forced answer from the evidence memory after the budget ran out mid-round."""
+        """The runner's forced final answer (a model or tool limit hit): the same synthesis from memory."""
+        return await self._synthesise(episode, "budget", forced=True)
+
+    async def _synthesise(self, episode: Episode, after: str, *, forced: bool = False) -> AgentOutput:
+        """Answer from the evidence memory alone, or refuse if the synthesiser finds it insufficient.
+
+        ``after`` says why no verified answer came (``rounds``: R_max rounds used;
+        ``budget``: the tool or model budget spent); it is the step's note and the
+        episode's stop reason is ``synthesis`` (``budget`` for the runner's forced call).
+        """
         memory: EvidenceMemory = episode.state.get("memory") or EvidenceMemory()
         template = self._prompts.final
         prompt = template.format(memory=memory.summaries() or "(empty)", question=episode.question_seen)
         completion = await self._chat(episode, prompt, "final_answer", actions.final_schema())
         episode.add_step(agent="aggregator", llm=completion.to_record(),
-                         notes={"forced_final": True, "eids": memory.eids()})
-        return self._replies.final(completion.text, "budget")
+                         notes={"forced_final": forced, "synthesis": after, "eids": memory.eids()})
+        return self._replies.final(completion.text, "budget" if forced else "synthesis")
 
     # ------------------------------------------------------------------------- sub-agents
 
@@ -305,7 +322,7 @@ class EvidenceLoopAgent(Agent):
 
     async def _verify(self, episode: Episode, memory: EvidenceMemory, proposal: Proposal,
                       round_: int) -> Verification:
-        """Accept only if there is at least one claim and every claim is entailed by its EID."""
+        """Accept only if there are claims, each entailed by its EID and relevant, and together they support the answer."""
         verdicts = [{"claim": str(i), "eid": c["eid"], "text": c["text"], "verdict": "pending"}
                     for i, c in enumerate(proposal.claims, start=1)]
         for verdict in verdicts:
@@ -326,12 +343,15 @@ class EvidenceLoopAgent(Agent):
         completion = await self._chat(episode, prompt, "verdicts", actions.verifier_schema(len(verdicts)))
         said = self._replies.verdicts(completion.text)
         for verdict in verdicts:
-            verdict["verdict"] = "entailed" if said.get(verdict["claim"]) == "entailed" else (
-                said.get(verdict["claim"]) or "missing")
-        accepted = all(v["verdict"] == "entailed" for v in verdicts)
+            verdict["verdict"] = said.get(verdict["claim"]) or "missing"
+        support = said.get("support") or "missing"
+        accepted = all(v["verdict"] == "entailed" for v in verdicts) and support == "supported"
+        if not accepted and support != "supported":
+            verdicts.append({"claim": "all", "eid": "", "text": "the claims jointly support the answer",
+                             "verdict": support})
         episode.add_step(agent="verifier", llm=completion.to_record(),
                          notes={"round": round_, "answer": proposal.answer, "verdicts": verdicts,
-                                "accepted": accepted})
+                                "support": support, "accepted": accepted})
         return Verification(accepted, verdicts)
 
 
@@ -346,15 +366,18 @@ def trace_summary(steps: Sequence[Mapping[str, Any] | Any]) -> dict[str, Any]:
     Totals: ``valid_actions`` (search/visit/fetch/done), ``invalid_actions``,
     ``tool_actions`` (search/visit that reached the environment), ``eids``
     (documents given an EID), ``fact_eids``, ``claims``, ``verified_claims``
-    (verdict ``entailed``), ``accepted`` and ``solvers_with_valid_action``.
+    (verdict ``entailed``), ``accepted``, ``solvers_with_valid_action``, ``forced_final`` and
+    ``synthesis`` (why the synthesis-only fallback ran: ``rounds`` or ``budget``; ``None`` if it did not).
     """
     rounds: dict[int, dict[str, Any]] = {}
     forced_final = False
+    synthesis = None
     for raw in steps:
         step = raw if isinstance(raw, Mapping) else raw.model_dump(mode="json")
         agent, notes = str(step.get("agent") or ""), step.get("notes") or {}
-        if notes.get("forced_final"):
-            forced_final = True
+        if notes.get("forced_final") or notes.get("synthesis"):
+            forced_final = forced_final or bool(notes.get("forced_final"))
+            synthesis = notes.get("synthesis") or synthesis
             continue
         number = notes.get("round")
         if number is None:
@@ -386,4 +409,5 @@ def trace_summary(steps: Sequence[Mapping[str, Any] | Any]) -> dict[str, Any]:
         "verified_claims": sum(v.get("verdict") == "entailed" for v in verdicts),
         "accepted": any(r["accepted"] for r in rounds.values()),
         "forced_final": forced_final,
+        "synthesis": synthesis,
     }

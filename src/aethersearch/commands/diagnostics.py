@@ -1,4 +1,4 @@
-"""`aether factorise` and `aether probe forget|lead-astray`: WebDetective diagnostics of a run.
+"""`aether factorise` and `aether probe forget|lead-astray|distractors`: WebDetective diagnostics of a run.
 
 Thin commands: parse options, call one public function of
 ``aethersearch.scoring.probes`` (or ``aethersearch.diagnose``), print with rich.
@@ -14,14 +14,9 @@ from typing import Any
 
 import typer
 
-ROWS = (
-    ("Pass@1", "pass_at_1"),
-    ("Knowledge sufficiency", "knowledge_sufficiency"),
-    ("Search score", "search_score"),
-    ("Good-refusal F1", "f1_good_refusal"),
-    ("Knowledge-utilisation F1", "f1_knowledge_utilisation"),
-    ("GenScore", "gen_score"),
-)
+#: the factorised table's rows: the paper's six, then the project's evidence coverage (labels: scoring.metric_names)
+ROWS = ("pass_at_1", "knowledge_sufficiency", "search_score", "evidence_coverage", "f1_good_refusal",
+        "f1_knowledge_utilisation", "gen_score")
 
 
 def _fmt(value: Any) -> str:
@@ -32,24 +27,40 @@ def print_factorised(result: dict[str, Any]) -> None:
     """The factorised table: overall, then one column per hop count and per source."""
     from rich.table import Table
 
+    from aethersearch.scoring.metric_names import label
+
     groups = [("overall", result["overall"])]
     groups += [(f"{k} hops", v) for k, v in result.get("by_hops", {}).items()]
     groups += [(k, v) for k, v in result.get("by_source", {}).items()]
-    table = Table(title=f"Factorised metrics (n={result['n']}, %)")
+    budget = (result.get("run") or {}).get("budget")
+    title = f"Factorised metrics (n={result['n']}, %)" + (f", budget {budget_text(budget)}" if budget else "")
+    table = Table(title=title)
     table.add_column("metric")
     for name, _ in groups:
         table.add_column(name, justify="right")
-    for label, key in ROWS:
-        table.add_row(label, *(_fmt(values.get(key)) for _, values in groups))
+    for key in ROWS:
+        table.add_row(label(key), *(_fmt(values.get(key)) for _, values in groups))
     table.add_row("n", *(str(values.get("n")) for _, values in groups))
     make_console().print(table)
+
+
+def budget_text(budget: dict[str, Any]) -> str:
+    """A budget as one phrase: ``40 tool calls, 32768-token context, no turn limit``."""
+    def limit(value: Any, unit: str) -> str:
+        return f"no {unit} limit" if value is None else f"{value} {unit}s"
+    parts = [limit(budget.get("max_tool_calls"), "tool call"), limit(budget.get("max_turns"), "turn")]
+    if budget.get("max_context_tokens") is not None:
+        parts.append(f"{budget['max_context_tokens']}-token context")
+    if budget.get("max_tokens") is not None:
+        parts.append(f"{budget['max_tokens']} completion tokens")
+    return ", ".join(parts)
 
 
 def _print_probe(title: str, summary: dict[str, Any], keys: tuple[str, ...]) -> None:
 
     console = make_console()
     if summary.get("applicable") is False:
-        console.print(f"[bold]{title}[/]: not applicable — {summary['reason']}")
+        console.print(f"[bold]{title}[/]: not applicable — {summary['reason']} (n_eligible={summary.get('n_eligible')})")
         return
     parts = []
     for key in keys:
@@ -114,7 +125,7 @@ def register(app: typer.Typer) -> None:
         print_factorised(result)
         typer.echo(f"wrote {run / 'factorised.json'}")
 
-    probe = typer.Typer(help="Knowledge-degradation probes (forget, lead-astray) of a run.",
+    probe = typer.Typer(help="Knowledge-degradation probes (forget, lead-astray) and the distractor robustness probe.",
                         no_args_is_help=True)
 
     @probe.command("forget")
@@ -124,22 +135,42 @@ def register(app: typer.Typer) -> None:
         endpoint: str | None = typer.Option(None, "--endpoint", help="Model endpoint (default: the run's)."),
         model: str | None = typer.Option(None, "--model", help="Model name (default: the run's)."),
         concurrency: int = typer.Option(8, "--concurrency", min=1),
-        corpus: Path | None = typer.Option(None, "--corpus", help="Document store the run searched (lets the "
-                                                                 "per-hop attribution see served evidence)."),
+        corpus: Path | None = typer.Option(None, "--corpus", help="Document store the run searched (needed for "
+                                                                 "the Forget rate over sufficient-evidence failures)."),
         judge: str | None = typer.Option(None, "--judge", help="OpenAI-compatible base URL of an LLM judge."),
         judge_model: str = typer.Option("gpt-4o-mini", "--judge-model", help="Judge model name."),
         judge_key_env: str | None = typer.Option(None, "--judge-key-env", help="Env var holding the judge API key."),
     ) -> None:
-        """Ask each hop's sub-question without search; forget rate = known alone but lost at that hop in context."""
+        """Ask each hop's sub-question without search; Forget = sufficient-evidence failures whose failing hop is known."""
         from aethersearch.scoring.probes import forget_probe
 
         summary = forget_probe(run, release, llm=_llm(endpoint, model, run), concurrency=concurrency,
                                store=_store(corpus), judge=_judge(judge, judge_model, judge_key_env))
-        _print_probe("forget", summary, ("forget_rate", "n_known_in_isolation", "n_forgotten", "n_hops"))
+        _print_probe("forget", summary, ("forget_rate", "n_forget", "n_eligible", "known_hop_forget_rate",
+                                         "n_known_in_isolation", "n_forgotten", "n_hops"))
         typer.echo(f"wrote {run / 'probes.json'}")
 
     @probe.command("lead-astray")
     def lead_astray_command(
+        run: Path = typer.Argument(..., help="Run directory."),
+        release: Path = typer.Option(..., "--release", help="The hint-free release of the run."),
+        corpus: Path = typer.Option(..., "--corpus", help="Document store the run searched (served text is "
+                                                          "rebuilt from it)."),
+        endpoint: str | None = typer.Option(None, "--endpoint", help="Model endpoint (default: the run's)."),
+        model: str | None = typer.Option(None, "--model", help="Model name (default: the run's)."),
+        concurrency: int = typer.Option(8, "--concurrency", min=1),
+    ) -> None:
+        """Re-ask the run's sufficient-evidence failures with only the clean hop statements they were served."""
+        from aethersearch.diagnose import agent_for
+        from aethersearch.scoring.probes import lead_astray_probe
+
+        summary = lead_astray_probe(run, release, store=_store(corpus), llm=_llm(endpoint, model, run),
+                                    concurrency=concurrency, agent=agent_for(run))
+        _print_probe("lead-astray", summary, ("lead_astray_rate", "n_led_astray", "n_eligible"))
+        typer.echo(f"wrote {run / 'probes.json'}")
+
+    @probe.command("distractors")
+    def distractors_command(
         run: Path = typer.Argument(..., help="Run directory."),
         release: Path = typer.Option(..., "--release", help="The release of the run."),
         corpus: Path = typer.Option(..., "--corpus", help="Document store (distractors and pages)."),
@@ -151,16 +182,16 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(None, "--model", help="Model name (default: the run's)."),
         concurrency: int = typer.Option(8, "--concurrency", min=1),
     ) -> None:
-        """Rerun the run's agent with seeded corpus distractors; lead-astray rate on still-reached evidence."""
+        """Robustness probe (not the paper's Lead-astray): rerun with seeded corpus distractors injected."""
         from aethersearch.diagnose import agent_for, environment_factory_for
-        from aethersearch.scoring.probes import lead_astray_probe
+        from aethersearch.scoring.probes import distractor_probe
 
         store = _store(corpus)
         factory = environment_factory_for(run, release, store, index)
-        summary = lead_astray_probe(run, release, environment_factory=factory, store=store,
-                                    llm=_llm(endpoint, model, run), ratio=ratio, seed=seed,
-                                    concurrency=concurrency, agent=agent_for(run))
-        _print_probe("lead-astray", summary, ("lead_astray_rate", "n_eligible", "n_led_astray",
+        summary = distractor_probe(run, release, environment_factory=factory, store=store,
+                                   llm=_llm(endpoint, model, run), ratio=ratio, seed=seed,
+                                   concurrency=concurrency, agent=agent_for(run))
+        _print_probe("distractors", summary, ("distractor_rate", "n_eligible", "n_distracted",
                                               "pass_at_1_clean", "pass_at_1_noisy"))
         typer.echo(f"wrote {run / 'probes.json'}")
 

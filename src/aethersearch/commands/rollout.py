@@ -27,6 +27,8 @@ ENDPOINT_HELP = ("OpenAI-compatible base URL (several replicas: comma-separated,
                  "or vllm-offline (the vllm extra) with --model PATH")
 STOP_HELP = ("stop starting questions after this many in a row failed on the endpoint itself (0: never); "
              "a rerun runs the rest")
+PRESET_HELP = ("named budget: webdetective = the paper's agents (40 tool calls, 32K context, no turn limit); "
+               "--max-tool-calls/--max-turns/--token-budget/--context-tokens override it")
 CALL_TIMEOUT_HELP = "seconds one model call may take before it is retried"
 DEADLINE_HELP = "seconds one question may take in all (0: no deadline); a stalled server cannot hold it longer"
 RETRIES_HELP = "retries of a failed model call (transient failures only: connection, timeout, 429, 5xx, bad 200)"
@@ -153,9 +155,11 @@ def register(app: typer.Typer) -> None:
         index: Path | None = typer.Option(None, "--index", help="search in-process on this index directory"),
         search_url: str | None = typer.Option(None, "--search-url", help="or through this retrieval server"),
         tools: str = typer.Option("search", "--tools", help="comma-separated tools offered (search,visit)"),
-        max_tool_calls: int | None = typer.Option(8, "--max-tool-calls"),
-        max_turns: int | None = typer.Option(4, "--max-turns"),
+        preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP),
+        max_tool_calls: int | None = typer.Option(None, "--max-tool-calls", help="tool calls per question (default 8)"),
+        max_turns: int | None = typer.Option(None, "--max-turns", help="model calls per question (default 4)"),
         token_budget: int | None = typer.Option(None, "--token-budget", help="completion tokens per question, all calls together"),
+        context_tokens: int | None = typer.Option(None, "--context-tokens", help="context of each model call, prompt + reply"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
         max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
@@ -178,7 +182,8 @@ def register(app: typer.Typer) -> None:
         questions end in error than --max-error-rate allows (default: any).
         """
         from aethersearch import pipeline
-        from aethersearch.records import Budget, Decoding
+        from aethersearch.records import Decoding
+        from aethersearch.rollout.budget import resolve_budget
 
         _check_release_dir(release)
         search = search_for(index, search_url, agent, tools)
@@ -186,8 +191,8 @@ def register(app: typer.Typer) -> None:
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
                 release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk), endpoint=endpoint,
-                model=model, api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
-                                                            max_tokens=token_budget),
+                model=model, api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
+                                                                   token_budget=token_budget, context_tokens=context_tokens),
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
                 concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards)
         _print_summary(summary)
@@ -207,9 +212,11 @@ def register(app: typer.Typer) -> None:
         serve: bool = typer.Option(False, "--serve", help="start `aether serve --index` as a subprocess"),
         search_url: str | None = typer.Option(None, "--search-url", help="connect to a running search server"),
         tools: str = typer.Option("search", "--tools"),
-        max_tool_calls: int | None = typer.Option(8, "--max-tool-calls"),
-        max_turns: int | None = typer.Option(4, "--max-turns"),
+        preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP),
+        max_tool_calls: int | None = typer.Option(None, "--max-tool-calls", help="tool calls per question (default 8)"),
+        max_turns: int | None = typer.Option(None, "--max-turns", help="model calls per question (default 4)"),
         token_budget: int | None = typer.Option(None, "--token-budget", help="completion tokens per question, all calls together"),
+        context_tokens: int | None = typer.Option(None, "--context-tokens", help="context of each model call, prompt + reply"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
         max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
@@ -230,7 +237,8 @@ def register(app: typer.Typer) -> None:
         """
         from aethersearch import pipeline
         from aethersearch.errors import ConfigError
-        from aethersearch.records import Budget, Decoding
+        from aethersearch.records import Decoding
+        from aethersearch.rollout.budget import resolve_budget
 
         if release is not None:
             _check_release_dir(release)
@@ -241,8 +249,8 @@ def register(app: typer.Typer) -> None:
                 result = pipeline.run_demo(out, sandbox=sandbox, progress=update)
             else:
                 options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk), endpoint=endpoint, model=model,
-                               api_key=api_key, budget=Budget(max_tool_calls=max_tool_calls, max_turns=max_turns,
-                                                              max_tokens=token_budget),
+                               api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
+                                                                     token_budget=token_budget, context_tokens=context_tokens),
                                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                                                    seed=seed), concurrency=concurrency, progress=update,
                                limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
@@ -268,18 +276,25 @@ def register(app: typer.Typer) -> None:
 def _print_sandbox(summary: dict[str, Any]) -> None:
     from rich.table import Table
 
-    table = Table(title=f"sandbox evaluation ({summary.get('agent')}, {summary.get('questions')} questions)")
+    from aethersearch.commands.diagnostics import budget_text
+    from aethersearch.scoring.metric_names import label
+
+    budget = summary.get("budget")
+    title = f"sandbox evaluation ({summary.get('agent')}, {summary.get('questions')} questions"
+    table = Table(title=title + (f"; budget {budget_text(budget)})" if budget else ")"))
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_row("em", f"{summary.get('em', 0):.3f}")
     for key, value in (summary.get("factorised") or {}).items():
         if isinstance(value, (int, float)):
-            table.add_row(key, f"{value:.3f}" if isinstance(value, float) else str(value))
+            table.add_row(label(key), f"{value:.3f}" if isinstance(value, float) else str(value))
     probes = summary.get("probes") or {}
-    for probe in ("forget", "lead_astray"):
-        for key, value in (probes.get(probe) or {}).items():
-            if isinstance(value, float):
-                table.add_row(f"{probe}: {key}", f"{value:.3f}")
-            elif isinstance(value, (int, str)) and key in ("n_eligible", "n", "reason", "status"):
-                table.add_row(f"{probe}: {key}", str(value))
+    shown = {"forget": ("forget_rate", "n_eligible", "reason"), "lead_astray": ("lead_astray_rate", "n_eligible"),
+             "distractors": ("distractor_rate", "n_eligible", "ratio")}
+    for probe, keys in shown.items():
+        for key in keys:
+            value = (probes.get(probe) or {}).get(key)
+            if key in (probes.get(probe) or {}):
+                table.add_row(f"{probe}: {key}", "—" if value is None else
+                              f"{value:.3f}" if isinstance(value, float) else str(value))
     console.print(table)

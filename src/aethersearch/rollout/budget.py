@@ -10,7 +10,11 @@ anything is sent, so the limits are never exceeded:
   through ``Episode.charge`` (they never reach the environment);
 * ``max_turns`` — model calls;
 * ``max_tokens`` — completion tokens over the episode: each request's
-  ``max_tokens`` is clamped to what is left, so even one long reply cannot overrun.
+  ``max_tokens`` is clamped to what is left, so even one long reply cannot overrun;
+* ``max_context_tokens`` — one call's context: its prompt (counted by the word
+  regex, the count the budget uses wherever no server count exists yet) plus its
+  reply; the reply's ``max_tokens`` is clamped to what the prompt leaves, and a
+  prompt that fills the context is refused.
 
 After ``BudgetExhausted`` the runner calls :meth:`BudgetTracker.grant_final`: exactly
 one more model call (the forced final answer) is allowed, with no tools, and it is
@@ -24,7 +28,7 @@ from typing import Any
 from aethersearch.agents.llm import LLM, Completion
 from aethersearch.agents.tokenizers import get_tokenizer
 from aethersearch.environment import Environment, ToolResult
-from aethersearch.errors import BudgetExhausted
+from aethersearch.errors import BudgetExhausted, ConfigError
 from aethersearch.records import Budget, Decoding
 
 
@@ -53,8 +57,19 @@ class BudgetTracker:
             raise self._exhaust("tool_calls", limit)
         self.tool_calls += 1
 
-    def before_llm(self, decoding: Decoding) -> Decoding:
+    def _fit_context(self, decoding: Decoding, prompt_tokens: int) -> Decoding:
+        """``decoding`` with ``max_tokens`` clamped to what the prompt leaves of the context."""
+        limit = self.budget.max_context_tokens
+        if limit is None:
+            return decoding
+        left = limit - prompt_tokens
+        if left <= 0:
+            raise self._exhaust("context", limit)
+        return decoding.model_copy(update={"max_tokens": left}) if decoding.max_tokens > left else decoding
+
+    def before_llm(self, decoding: Decoding, prompt_tokens: int = 0) -> Decoding:
         """Admit one model call (clamping ``max_tokens``) or raise ``BudgetExhausted``."""
+        decoding = self._fit_context(decoding, prompt_tokens)
         if self.final_granted:
             if self.final_used:
                 raise self._exhaust("turns (forced final answer already made)", self.turns)
@@ -120,18 +135,45 @@ class BudgetedLLM:
         #: the server's template/tokenizer queries (``agents/served.py``): not model turns, never charged
         self.served = getattr(llm, "served", None)
 
+    def _prompt_tokens(self, text: str) -> int:
+        return get_tokenizer("regex").count(text) if self.tracker.budget.max_context_tokens is not None else 0
+
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """Admit, then complete."""
-        result = await self._llm.complete(prompt, self.tracker.before_llm(decoding))
+        result = await self._llm.complete(prompt, self.tracker.before_llm(decoding, self._prompt_tokens(prompt)))
         self.tracker.after_llm(result)
         return result
 
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
                    tools: list[dict[str, Any]] | None = None) -> Completion:
         """Admit, then chat (no tools are offered for the forced final answer)."""
-        decoding = self.tracker.before_llm(decoding)
+        text = "\n".join(str(message.get("content") or "") for message in messages)
+        decoding = self.tracker.before_llm(decoding, self._prompt_tokens(text))
         if self.tracker.final_granted:
             tools = None
         result = await self._llm.chat(messages, decoding, tools)
         self.tracker.after_llm(result)
         return result
+
+
+#: Named budgets. ``webdetective``: the paper's agents ran with 40 tool calls and a 32K context; it states no
+#: turn limit, so none is set (invalid actions are charged as tool calls, so 40 still bounds an episode).
+PRESETS: dict[str, Budget] = {
+    "webdetective": Budget(max_tool_calls=40, max_turns=None, max_tokens=None, max_context_tokens=32768),
+}
+#: The budget of ``aether run``/``eval`` without a preset (Search-R1's eval: 4 turns).
+DEFAULT_BUDGET = Budget(max_tool_calls=8, max_turns=4)
+
+
+def resolve_budget(preset: str | None, *, max_tool_calls: int | None = None, max_turns: int | None = None,
+                   token_budget: int | None = None, context_tokens: int | None = None) -> Budget:
+    """The budget of a preset (or the default one) with every explicitly given limit overriding it.
+
+    An unknown preset is a ConfigError listing the valid names.
+    """
+    if preset is not None and preset not in PRESETS:
+        raise ConfigError(f"unknown budget preset {preset!r}", fix=f"use one of: {', '.join(sorted(PRESETS))}")
+    base = PRESETS[preset] if preset is not None else DEFAULT_BUDGET
+    given = {"max_tool_calls": max_tool_calls, "max_turns": max_turns, "max_tokens": token_budget,
+             "max_context_tokens": context_tokens}
+    return base.model_copy(update={k: v for k, v in given.items() if v is not None})

@@ -45,12 +45,16 @@ from aethersearch.records import Document
 _SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+(?=\s|$)|[.!?]+|\n|$)")
 
 
-def _term_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
+def mention_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
+    """Whole-word, case-insensitive pattern of any of ``terms`` (``None`` for no terms): what counts as a mention."""
     cleaned = sorted({t.strip() for t in terms if t and t.strip()}, key=lambda t: (-len(t), t))
     if not cleaned:
         return None
     body = "|".join(re.escape(term).replace(r"\ ", r"[\s_]+") for term in cleaned)
     return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE)
+
+
+_term_pattern = mention_pattern
 
 
 def split_sentences(text: str) -> list[str]:

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from aethersearch.records import Document, ToolCall
-from aethersearch.sandbox.mask import ChainMask, split_sentences
+from aethersearch.sandbox.mask import ChainMask, mention_pattern, split_sentences
 
 SNIPPET_SENTENCES = 2
 SNIPPET_SENTENCE_CHARS = 240
@@ -102,9 +102,20 @@ def hop_statements(mask: ChainMask, pages: Sequence[Document]) -> list[tuple[str
     if [p.id for p in pages] != list(mask.path):
         raise ValueError(f"hop_statements needs the chain's pages in path order {list(mask.path)}, "
                          f"got {[p.id for p in pages]}")
+    return route_statements(mask, pages)
+
+
+def route_statements(mask: ChainMask, pages: Sequence[Document]) -> list[tuple[str, ...]]:
+    """Per hop of any route ``u0..um`` through the graph, the sentences of ``u(j-1)``'s served page naming ``u(j)``.
+
+    The same rule as :func:`hop_statements`, for a route that may leave the
+    question's chain (an alternative path): a masked page is named by its hidden
+    terms, any other page by its title; pages are rendered as this question's
+    mask serves them, so a sentence the mask withholds is never a statement.
+    """
     out: list[tuple[str, ...]] = []
     for i in range(1, len(pages)):
-        pattern = mask.pattern_of(mask.path[i])
+        pattern = mask.pattern_of(pages[i].id) or mention_pattern([pages[i].title])
         text = render_page(mask, pages[i - 1]).text
         out.append(tuple(s for s in sentences(text) if pattern is not None and pattern.search(s)))
     return out

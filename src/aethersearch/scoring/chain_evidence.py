@@ -19,6 +19,14 @@ whose snippet does not contain the statement gathers nothing.
 
 Outside the sandbox (``masked=False``: a plain search environment on a
 hint-free release) every tool served the page's stored text in full.
+
+**Routes.** The reference chain is one route from the subject ``v0`` to the
+answer ``vn``; the release records the other equal-length ones
+(``alternative_paths``). The same rule judges a hop of any route (the sentence
+of ``u(j-1)``'s served page that names ``u(j)``,
+:func:`aethersearch.sandbox.serving.route_statements`), so Search Score can
+credit an agent that reached the answer by another valid path
+(``docs/webdetective-metrics.md``).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from aethersearch.sandbox.mask import ChainMask
 from aethersearch.sandbox.serving import (
     hop_statements,
     render_page,
+    route_statements,
     search_hit,
     states_hop,
 )
@@ -39,17 +48,38 @@ from aethersearch.sandbox.serving import (
 SERVING_TOOLS = ("search", "visit", "access")
 
 
+Edge = tuple[str, str]
+
+
+class Route(NamedTuple):
+    """One route ``u0..um`` from the subject to the answer, and per hop the sentences that state it."""
+
+    path: tuple[str, ...]
+    statements: tuple[tuple[str, ...], ...]
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        """The hops ``(u(j-1), u(j))`` in order."""
+        return tuple(zip(self.path[:-1], self.path[1:], strict=True))
+
+
 class ChainEvidence(NamedTuple):
-    """A question's chain: its mask, and per hop the sentences that state it."""
+    """A question's chain: its mask, per hop the sentences that state it, and every route it records."""
 
     path: tuple[str, ...]
     mask: ChainMask
     statements: tuple[tuple[str, ...], ...]
+    alternatives: tuple[Route, ...] = ()
 
     @property
     def evidence(self) -> tuple[str, ...]:
         """E: one item per hop, named by the page that states it (``v0..v(n-1)``)."""
         return self.path[:-1]
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        """The reference chain first, then the recorded alternative paths."""
+        return (Route(self.path, self.statements), *self.alternatives)
 
 
 class Served(NamedTuple):
@@ -84,7 +114,18 @@ def chain_evidence(row: DiagnosticsRow, store: Any) -> ChainEvidence:
                         fix="score against the corpus the release was constructed from (--corpus)")
     mask = chain_mask(row, store)
     pages = [store.get(p) for p in mask.path]
-    return ChainEvidence(mask.path, mask, tuple(hop_statements(mask, pages)))
+    alternatives = []
+    for alternative in row.alternative_paths:
+        if tuple(alternative) == mask.path:
+            continue
+        absent = [p for p in alternative if p not in store]
+        if absent:
+            raise DataError("diagnostics.jsonl", f"question {row.id!r}: alternative path pages {absent} are not "
+                                                 "in the corpus", field="alternative_paths",
+                            fix="score against the corpus the release was constructed from (--corpus)")
+        route_pages = [store.get(p) for p in alternative]
+        alternatives.append(Route(tuple(alternative), tuple(route_statements(mask, route_pages))))
+    return ChainEvidence(mask.path, mask, tuple(hop_statements(mask, pages)), tuple(alternatives))
 
 
 def served_pages(trace: Trace, store: Any, mask: ChainMask | None,
@@ -116,16 +157,45 @@ def served_pages(trace: Trace, store: Any, mask: ChainMask | None,
                 visited.update(d for d in call.returned_ids if d not in call.suppressed_ids)
 
 
-def hops_gathered(trace: Trace, chain: ChainEvidence, store: Any, *, masked: bool = True,
-                  tools: Sequence[str] = SERVING_TOOLS) -> frozenset[str]:
-    """The evidence items (hop pages ``v(i-1)``) whose statement some served text contains."""
-    found: set[str] = set()
+def edges_served(trace: Trace, chain: ChainEvidence, store: Any, *, masked: bool = True,
+                 tools: Sequence[str] = SERVING_TOOLS) -> frozenset[Edge]:
+    """The hops, of any route of ``chain``, whose statement some served text contains.
+
+    A hop stated only by a link (no sentence names the next page) is served by a
+    visit of its page that served that link.
+    """
+    wanted = {edge: statements for route in chain.routes
+              for edge, statements in zip(route.edges, route.statements, strict=True)}
+    found: set[Edge] = set()
     for served in served_pages(trace, store, chain.mask if masked else None, tools):
-        for i, statements in enumerate(chain.statements, start=1):
-            page, target = chain.path[i - 1], chain.path[i]
-            if page in found:
+        for (page, target), statements in wanted.items():
+            if (page, target) in found:
                 continue
             if states_hop(served.text, statements) or (
                     not statements and served.doc_id == page and target in served.links):
-                found.add(page)
+                found.add((page, target))
     return frozenset(found)
+
+
+def hops_gathered(trace: Trace, chain: ChainEvidence, store: Any, *, masked: bool = True,
+                  tools: Sequence[str] = SERVING_TOOLS) -> frozenset[str]:
+    """The evidence items (hop pages ``v(i-1)``) of the reference chain whose statement some served text contains."""
+    reference = set(Route(chain.path, chain.statements).edges)
+    return frozenset(page for page, target in edges_served(trace, chain, store, masked=masked, tools=tools)
+                     if (page, target) in reference)
+
+
+def route_found(chain: ChainEvidence, served: frozenset[Edge], parametric: frozenset[str]) -> bool:
+    """Search Score of one question: some route's every hop was served or known, at least one served.
+
+    ``parametric`` holds reference evidence items (pages ``v(i-1)``) confirmed
+    known without search; each stands for its reference hop ``(v(i-1), v(i))``
+    only, so memory never completes a hop that no probe asked about. A question
+    held from memory alone (nothing served) is not found by search.
+    """
+    known = {(page, chain.path[i + 1]) for i, page in enumerate(chain.path[:-1]) if page in parametric}
+    for route in chain.routes:
+        edges = route.edges
+        if all(edge in served or edge in known for edge in edges) and any(edge in served for edge in edges):
+            return True
+    return False

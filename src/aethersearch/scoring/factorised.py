@@ -2,57 +2,32 @@
 
 Reference: Song et al., "Demystifying Deep Search: A Holistic Evaluation with
 Hint-free Multi-Hop Questions and Factorised Metrics" (WebDetective,
-arXiv:2510.05137). Each question q has an evidence chain E(q) = {e1..en} (the
-pages of its masked path, ``DiagnosticsRow.evidence``). The metrics factor one
-pass rate into *did the agent have the knowledge* x *did it use it or refuse
-appropriately*. The paper's exact equations could not be retrieved when this
-was written: the definitions below are rebuilt from its metric descriptions
-(as summarised in DESIGN.md) and are the ones this toolkit computes; each
-function's docstring repeats its formula.
+arXiv:2510.05137). Each question q has an evidence chain E(q) = {e1..en} (one
+item per hop of its masked path). The metrics factor one pass rate into *did
+the agent have the knowledge* x *did it use it or refuse appropriately*. The
+paper's equations were not reachable; every formula, the paper's prose beside
+it, the evidence for the form chosen (its results table, read as arithmetic)
+and each convention of this project's own are written out in
+``docs/webdetective-metrics.md``; the keys and labels are listed once in
+:mod:`aethersearch.scoring.metric_names`.
 
-Per question, with G(q) the evidence the agent **was served** (see below) and
-P(q) the evidence **confirmed parametric** (the Forget probe's isolated, no-search
-answer to that hop's sub-question was correct):
+Per question, with G(q) the evidence the agent **was served** and P(q) the
+evidence **confirmed parametric** (the Forget probe's isolated answer to that
+hop's sub-question was correct):
 
-* sufficient(q)   = 1[ E(q) ⊆ G(q) ∪ P(q) ]                      (Knowledge Sufficiency)
-* search(q)       = |E(q) ∩ (G(q) ∪ P(q))| / |E(q)|               (Search Score; partial credit)
-* search_only(q)  = 1[ E(q) ⊆ G(q) ]                              (sufficiency by tools alone)
+* sufficient(q)   = 1[ E(q) ⊆ G(q) ∪ P(q) ]            (Knowledge Sufficiency, reference chain)
+* search(q)       = 1[ some route's hops ⊆ served ∪ P, one at least served ]   (Search Score, 0/1)
+* coverage(q)     = |E(q) ∩ (G(q) ∪ P(q))| / |E(q)|     (evidence coverage; project's partial credit)
 
 Over a set Q of episodes, S = {q: sufficient(q)}, I = Q \\ S, R = refused
 (``Outcome.ABSTAINED``), A = answered (``Outcome.ANSWERED``), C = answered correctly:
+F1_GR = 2|R∩I| / (|R| + |I|), F1_KU = 2|C∩S| / (|A| + |S|) (precision over every
+answered question), GenScore = (F1_GR + F1_KU) / 2 × KS, Pass@1 = |C| / |Q|.
 
-* Knowledge Sufficiency KS = |S| / |Q|;  KnowledgeScore := KS.
-* Search Score SS = mean_q search(q).
-* Good-Refusal F1 (positive class "refuse", relevant set "evidence absent" I):
-  P_GR = |R∩I|/|R|, R_GR = |R∩I|/|I|, F1_GR = 2|R∩I| / (|R| + |I|).
-  Refusing when evidence is present is a false positive, answering when it is
-  absent a false negative. When |R| + |I| = 0 (evidence everywhere, nothing
-  refused) F1_GR is **undefined** (``None``): there was no refusal decision to
-  get right, and scoring it 1.0 would hand an agent that always answers wrong
-  half of GenScore for free.
-* Knowledge-Utilisation F1 (on S only): P_KU = |C∩S|/|A∩S|, R_KU = |C∩S|/|S|,
-  F1_KU = 2|C∩S| / (|A∩S| + |S|); 0.0 when S is empty (no evidence to use).
-* GenScore = mean(defined terms of F1_GR, F1_KU) × KnowledgeScore: the paper's
-  (F1_GR + F1_KU) / 2 × KS whenever both are defined; with F1_GR undefined it is
-  F1_KU × KS, so an always-wrong agent with full evidence scores 0 and an
-  always-right one 1 (the convention that cannot reward a wrong agent).
-* Pass@1 = |C| / |Q| (one sample per question). Correct = exact match, or the
-  LLM judge's verdict when one is given (``correct`` per question).
-
-What counts as *gathered* on a hint-free chain (``scoring.chain_evidence``):
-E has one item per hop, hop i being evidenced by the page of v(i-1), which
-states the link to v(i) (the answer page is not in E); a hop is gathered when
-a text served to the agent -- a visited page, or a search snippet -- contains
-the sentence of v(i-1) that states it, judged from the served text (rebuilt
-with the sandbox's own serving functions), never from page ids alone.
-
-For the 7-source benchmark there is no masked path; see
-``text_requirements`` / ``episode_from_text``: the requirements are "a gold alias
-occurs in retrieved text" plus each supporting page (HotpotQA/2Wiki supporting
-facts' titles, MuSiQue decomposition paragraph titles) having been retrieved.
-Confirmed parametric knowledge there comes from the Forget probe run on MuSiQue
-decompositions (``probe_forget.decomposition_hops``): a known step covers its
-``page:<title>``, a known last step also the ``answer`` requirement.
+What counts as *served* on a hint-free chain: ``scoring.chain_evidence``. For
+the 7-source benchmark there is no masked path; see ``text_requirements`` /
+``episode_from_text``: the requirements are "a gold alias occurs in retrieved
+text" plus each supporting page having been retrieved.
 
 Endpoint and tool *errors* (``ERROR_OUTCOMES``) say nothing about knowledge use:
 they are excluded from every denominator and counted as ``n_errors``.
@@ -67,8 +42,9 @@ from typing import Any, NamedTuple
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.errors import DataError
 from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Trace
-from aethersearch.scoring.chain_evidence import chain_evidence, hops_gathered
+from aethersearch.scoring.chain_evidence import chain_evidence, edges_served, hops_gathered, route_found
 from aethersearch.scoring.extract import resolve_trace
+from aethersearch.scoring.metric_names import definitions
 from aethersearch.scoring.metrics import em
 from aethersearch.text import normalize_answer
 
@@ -92,6 +68,8 @@ class EpisodeEvidence(NamedTuple):
     parametric: frozenset[str]
     outcome: Outcome
     correct: bool
+    searched_route: bool
+    """Search Score of this question (0/1): some route served or known, at least one hop served by a tool."""
 
     @property
     def covered(self) -> frozenset[str]:
@@ -104,8 +82,8 @@ class EpisodeEvidence(NamedTuple):
         return len(self.covered) == len(set(self.evidence))
 
     @property
-    def search_credit(self) -> float:
-        """Search Score of this question: the covered fraction of E (partial credit)."""
+    def evidence_coverage(self) -> float:
+        """The covered fraction of E (partial credit; the project's own, never below sufficiency)."""
         unique = set(self.evidence)
         return len(self.covered) / len(unique) if unique else 1.0
 
@@ -197,15 +175,18 @@ def episode_from_sandbox(
     chain = chain_evidence(diagnostics, store)
     evidence = chain.evidence
     answered = scored.outcome is Outcome.ANSWERED
+    served = edges_served(trace, chain, store, masked=masked)
+    known = frozenset(parametric) & frozenset(evidence)
     return EpisodeEvidence(
         id=trace.id,
         source=diagnostics.source_dataset,
         hops=_hops(diagnostics, evidence),
         evidence=evidence,
         gathered=hops_gathered(trace, chain, store, masked=masked) & frozenset(evidence),
-        parametric=frozenset(parametric) & frozenset(evidence),
+        parametric=known,
         outcome=scored.outcome,
         correct=answered and (correct if correct is not None else correct_fn(scored.prediction, golds)),
+        searched_route=route_found(chain, served, known),
     )
 
 
@@ -311,16 +292,19 @@ def episode_from_text(
         hops = diagnostics.hops
     if hops is None and pages:
         hops = len(pages)
+    known = frozenset(parametric) & frozenset(requirements)
     return EpisodeEvidence(
         id=trace.id,
         source=diagnostics.source_dataset,
         hops=hops,
         evidence=requirements,
         gathered=frozenset(gathered),
-        parametric=frozenset(parametric) & frozenset(requirements),
+        parametric=known,
         outcome=scored.outcome,
         correct=scored.outcome is Outcome.ANSWERED and (
             correct if correct is not None else correct_fn(scored.prediction, golds)),
+        # no graph here: the one route is the requirement list, and one requirement must be retrieved
+        searched_route=set(requirements) <= (gathered | known) and bool(gathered),
     )
 
 
@@ -342,65 +326,83 @@ def good_refusal_f1(episodes: Sequence[EpisodeEvidence]) -> float | None:
 
 
 def gen_score(f1_gr: float | None, f1_ku: float, knowledge_score: float) -> float:
-    """GenScore = mean of the defined F1 terms × KnowledgeScore (see the module doc for why)."""
+    """GenScore = mean of the defined F1 terms × KnowledgeScore (the paper's whenever F1_GR is defined)."""
     terms = [f1_ku] if f1_gr is None else [f1_gr, f1_ku]
     return sum(terms) / len(terms) * knowledge_score
 
 
 def knowledge_utilisation_f1(episodes: Sequence[EpisodeEvidence]) -> float:
-    """F1_KU = 2|C∩S| / (|A∩S| + |S|) over sufficient episodes S; 0.0 when S is empty."""
+    """F1_KU = 2|C∩S| / (|A| + |S|): precision over every answered question A, recall over sufficient S.
+
+    The form WebDetective's results table pins down (all nine rows have whole
+    counts under it, 1 of 9 under the S-only precision). An agent that answers
+    without the evidence is penalised. 0.0 when nothing was answered and
+    nothing was sufficient.
+    """
+    answered = sum(ep.answered for ep in episodes)
+    sufficient = sum(ep.sufficient for ep in episodes)
+    hits = sum(ep.correct and ep.sufficient for ep in episodes)
+    return 2 * hits / (answered + sufficient) if answered + sufficient else 0.0
+
+
+def knowledge_utilisation_f1_on_sufficient(episodes: Sequence[EpisodeEvidence]) -> float:
+    """2|C∩S| / (|A∩S| + |S|): precision on sufficient questions only (this project's earlier F1_KU); 0.0 on empty S."""
     sufficient = [ep for ep in episodes if ep.sufficient]
     answered = sum(ep.answered for ep in sufficient)
     correct = sum(ep.correct for ep in sufficient)
-    if not sufficient:
-        return 0.0
-    return 2 * correct / (answered + len(sufficient))
+    return 2 * correct / (answered + len(sufficient)) if sufficient else 0.0
+
+
+RATE_KEYS = ("pass_at_1", "knowledge_sufficiency", "knowledge_score", "search_score", "evidence_coverage",
+             "search_only_sufficiency", "refusal_rate", "f1_good_refusal", "precision_good_refusal",
+             "recall_good_refusal", "f1_knowledge_utilisation", "precision_knowledge_utilisation",
+             "recall_knowledge_utilisation", "f1_knowledge_utilisation_on_sufficient", "gen_score")
 
 
 def factorised_metrics(episodes: Sequence[EpisodeEvidence]) -> dict[str, Any]:
-    """Every factorised metric (and its parts) over one set of episodes.
+    """Every factorised metric (and the counts it is made of) over one set of episodes.
 
     Error outcomes are excluded first. Over an empty set the rates are ``None``
-    (undefined) and ``n`` is 0; over a non-empty set every value is a number.
+    (undefined) and ``n`` is 0; over a non-empty set every value is a number
+    except an undefined F1_GR or precision (0/0).
     """
     errors = sum(ep.outcome in ERROR_OUTCOMES for ep in episodes)
     kept = [ep for ep in episodes if ep.outcome not in ERROR_OUTCOMES]
     n = len(kept)
-    out: dict[str, Any] = {"n": n, "n_errors": errors}
-    if n == 0:
-        for name in ("pass_at_1", "knowledge_sufficiency", "knowledge_score", "search_score",
-                     "search_only_sufficiency", "refusal_rate", "f1_good_refusal",
-                     "precision_good_refusal", "recall_good_refusal",
-                     "f1_knowledge_utilisation", "precision_knowledge_utilisation",
-                     "recall_knowledge_utilisation", "gen_score"):
-            out[name] = None
-        out.update(n_sufficient=0, n_refused=0)
-        return out
     sufficient = [ep for ep in kept if ep.sufficient]
     insufficient = [ep for ep in kept if not ep.sufficient]
     refused = [ep for ep in kept if ep.refused]
+    answered = [ep for ep in kept if ep.answered]
     good_refusals = sum(ep.refused for ep in insufficient)
-    suff_answered = sum(ep.answered for ep in sufficient)
     suff_correct = sum(ep.correct for ep in sufficient)
+    out: dict[str, Any] = {
+        "n": n, "n_errors": errors, "n_sufficient": len(sufficient), "n_insufficient": len(insufficient),
+        "n_refused": len(refused), "n_refused_insufficient": good_refusals, "n_answered": len(answered),
+        "n_correct": sum(ep.correct for ep in kept), "n_correct_sufficient": suff_correct,
+        "n_search_route": sum(ep.searched_route for ep in kept),
+    }
+    if n == 0:
+        out.update(dict.fromkeys(RATE_KEYS))
+        return out
     ks = len(sufficient) / n
     f1_gr = good_refusal_f1(kept)
     f1_ku = knowledge_utilisation_f1(kept)
     out.update(
-        pass_at_1=sum(ep.correct for ep in kept) / n,
+        pass_at_1=out["n_correct"] / n,
         knowledge_sufficiency=ks,
         knowledge_score=ks,
-        search_score=sum(ep.search_credit for ep in kept) / n,
+        search_score=out["n_search_route"] / n,
+        evidence_coverage=sum(ep.evidence_coverage for ep in kept) / n,
         search_only_sufficiency=sum(ep.sufficient_by_search for ep in kept) / n,
         refusal_rate=len(refused) / n,
         f1_good_refusal=f1_gr,
         precision_good_refusal=_ratio(good_refusals, len(refused)),
         recall_good_refusal=_ratio(good_refusals, len(insufficient)),
         f1_knowledge_utilisation=f1_ku,
-        precision_knowledge_utilisation=_ratio(suff_correct, suff_answered),
+        precision_knowledge_utilisation=_ratio(suff_correct, len(answered)),
         recall_knowledge_utilisation=_ratio(suff_correct, len(sufficient)),
+        f1_knowledge_utilisation_on_sufficient=knowledge_utilisation_f1_on_sufficient(kept),
         gen_score=gen_score(f1_gr, f1_ku, ks),
-        n_sufficient=len(sufficient),
-        n_refused=len(refused),
     )
     return out
 
@@ -446,7 +448,8 @@ def episode_rows(episodes: Sequence[EpisodeEvidence]) -> list[dict[str, Any]]:
             "gathered": sorted(ep.gathered),
             "parametric": sorted(ep.parametric),
             "sufficient": ep.sufficient,
-            "search_credit": ep.search_credit,
+            "search_score": int(ep.searched_route),
+            "evidence_coverage": ep.evidence_coverage,
             "outcome": ep.outcome.value,
             "correct": ep.correct,
         }
@@ -469,16 +472,7 @@ def episodes_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[EpisodeEvidenc
 
 
 DEFINITIONS: Mapping[str, str] = {
-    "knowledge_sufficiency": "|S|/|Q|, S = questions whose evidence E is all gathered by tools or known parametrically",
-    "knowledge_score": "= knowledge_sufficiency (the factor in GenScore)",
-    "search_score": "mean over questions of |E ∩ (gathered ∪ parametric)| / |E| (partial credit)",
-    "search_only_sufficiency": "share of questions whose E was gathered by tools alone",
-    "f1_good_refusal": "2|refused ∩ insufficient| / (|refused| + |insufficient|); undefined (null) if both "
-                       "are empty",
-    "f1_knowledge_utilisation": "2|correct ∩ S| / (|answered ∩ S| + |S|); 0.0 if S is empty",
-    "gen_score": "(f1_good_refusal + f1_knowledge_utilisation) / 2 × knowledge_score; f1_knowledge_utilisation "
-                 "× knowledge_score when f1_good_refusal is undefined",
-    "pass_at_1": "|correct| / |Q| (exact match, or the LLM judge's verdict when --judge is given)",
+    **definitions(),
     "evidence": "hint-free: one item per hop, the page v(i-1) that states the link to v(i); the answer page is "
                 "not evidence",
     "gathered": "hint-free: a served text (visited page or search snippet) contains the sentence stating the "

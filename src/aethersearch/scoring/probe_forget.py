@@ -17,7 +17,12 @@ or the agent itself named the hop's answer entity (in a query, a visit, its
 reasoning or its answer); a wrong run that reached every hop failed at the
 last one (it had the chain but answered wrong).
 
-forget_rate = |forgotten| / |known| (``None`` when nothing is known in isolation).
+**The paper's Forget rate** is over *failures*: eligible = the questions with
+sufficient evidence that the run failed (``S \\ C``, the same set Lead-astray is
+a rate over); forget(q) = eligible(q) AND the hop it failed at is known in
+isolation; forget_rate = |forget| / |eligible|. The per-hop rate below is this
+project's earlier one, kept as ``known_hop_forget_rate`` = |forgotten| / |known|
+(every known hop, also those of questions answered correctly, so it runs lower).
 The known hops also feed the factorised metrics as *confirmed parametric*
 evidence: knowing hop v_(i-1) -> v_i stands in for reading the page that
 states it, so it covers that hop's evidence item (``page``, v_(i-1)).
@@ -225,7 +230,7 @@ def forget_summary(hops: Sequence[HopQuestion], isolated: Mapping[str, str | Non
         "n_hops": len(considered),
         "n_known_in_isolation": len(known),
         "n_forgotten": len(forgotten),
-        "forget_rate": len(forgotten) / len(known) if known else None,
+        "known_hop_forget_rate": len(forgotten) / len(known) if known else None,
         "isolated_accuracy": len(known) / len(considered) if considered else None,
         "n_questions_with_known_hop": len(questions_known),
         "n_questions_forgetting": len(questions_forgot),
@@ -233,9 +238,28 @@ def forget_summary(hops: Sequence[HopQuestion], isolated: Mapping[str, str | Non
                                  if questions_known else None),
         "forgotten": [hop.probe_id for hop in forgotten],
         "failed_at": {q: failed_at.get(q) for q in sorted(wrong)},
-        "definition": "known = hop sub-question answered correctly without search; forgotten = known, the "
-                      "full-context run answered wrongly, and it failed at this hop (the first hop it never "
-                      "reached: evidence not served and entity never named; the last hop if all were "
-                      "reached); rate = forgotten / known",
+        "known_hop_definition": "known = hop sub-question answered correctly without search; forgotten = known, "
+                                "the full-context run answered wrongly, and it failed at this hop (the first hop "
+                                "it never reached: evidence not served and entity never named; the last hop if all "
+                                "were reached); known_hop_forget_rate = forgotten / known",
     }
     return ForgetResult(summary, {q: frozenset(v) for q, v in parametric.items()})
+
+
+def forget_over_failures(summary: Mapping[str, Any], eligible: Sequence[str] | None) -> dict[str, Any]:
+    """The paper's Forget rate from a :func:`forget_summary`: forgetting failures / sufficient-evidence failures.
+
+    ``eligible``: ids of the run's sufficient-evidence failures (``S \\ C``), or
+    ``None`` when sufficiency could not be judged (no corpus given): then the
+    rate is ``None`` and ``forget_rate_reason`` says why.
+    """
+    if eligible is None:
+        return {"forget_rate": None, "n_eligible": None, "eligible_ids": None, "forget_ids": None,
+                "forget_rate_reason": "needs the corpus to judge evidence sufficiency (pass --corpus)"}
+    forgetting = {probe_id.rsplit(HOP_SEPARATOR, 1)[0] for probe_id in summary["forgotten"]}
+    ids = [qid for qid in eligible if qid in forgetting]
+    return {"forget_rate": len(ids) / len(eligible) if eligible else None, "n_eligible": len(eligible),
+            "n_forget": len(ids), "eligible_ids": list(eligible), "forget_ids": ids,
+            "definition": "eligible = sufficient-evidence failures (|S \\ C|, errors excluded); forget = eligible "
+                          "and the hop the run failed at is answered correctly without search; rate = forget / "
+                          "eligible"}

@@ -1,171 +1,120 @@
-"""Lead-astray probe: does noisy context derail synthesis of evidence the agent still reached?
+"""Lead-astray, as WebDetective describes it: the agent's own noisy trajectory derails it.
 
-WebDetective's knowledge-degradation analysis (arXiv:2510.05137) separates two
-ways an agent loses knowledge it had access to; this is the second: *lead
-astray*. The agent is rerun with the same settings, except that its
-environment inserts distractor passages drawn from the corpus into every
-observation at a controlled ratio, seeded. Then, per question:
+WebDetective (arXiv:2510.05137) separates two ways an agent loses knowledge it
+had: Forget (``probe_forget.py``) and Lead-astray, failures where the noise of
+the model's *own* trajectory (irrelevant pages, failed attempts) derails it
+although the clean evidence it gathered would have sufficed. So:
 
-* eligible(q)    = the clean run answered q correctly AND the noisy run still
-  gathered all of q's evidence by its tools (the evidence stayed accessible);
-* led_astray(q)  = eligible(q) AND the noisy run did not answer q correctly.
+* eligible(q)    = q's evidence was sufficient (Knowledge Sufficiency) AND the
+  run failed q (answered wrongly or refused; endpoint/tool errors excluded):
+  the same failures Forget is a rate over;
+* clean(q)       = the hop statements the run was served (any route's, see
+  ``scoring.chain_evidence``), and nothing else;
+* led_astray(q)  = eligible(q) AND the agent, re-asked with only clean(q),
+  answers q correctly (the noise was what stood in the way).
 
-lead_astray_rate = |led_astray| / |eligible| (``None`` when nothing is
-eligible); the Pass@1 drop from clean to noisy is reported beside it.
+lead_astray_rate = |led_astray| / |eligible| (``None`` when nothing is eligible).
 
-Distractors never include a page of the question's own path/evidence (so noise
-cannot add real evidence or un-mask a hidden hop), are drawn without
-replacement per call, land at seeded ranks among search hits and after the
-page of a visit, and their ids are recorded in the noisy ToolCall's
-``arguments["_noise"]`` so a trace shows exactly what was injected.
+*Re-asked* means the run's own agent, model, budget and decoding, through the
+ordinary runner, in a :class:`CleanEvidenceEnvironment`: its tools serve only
+clean(q), one page per hop page, whatever the query. So the re-ask follows the
+agent's own protocol (a Search-R1 model still searches once; a no-LLM reader
+still reads) and the one thing removed is the trajectory's noise. Which
+sentence is "the hop statement" is this project's rule (the sentence of the
+served page naming the next node; docs/webdetective-metrics.md).
+
+The injected-distractor test this module used to hold is now the separately
+named distractor robustness probe (``probe_distractors.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aethersearch.corpus.base import DocumentStore
-from aethersearch.environment import Environment, ToolResult
-from aethersearch.errors import ConfigError
-from aethersearch.records import Document
+from aethersearch.environment import ToolResult
+from aethersearch.records import ERROR_OUTCOMES, Document, ToolCall, Trace
+from aethersearch.scoring.chain_evidence import ChainEvidence, edges_served
 from aethersearch.scoring.factorised import EpisodeEvidence
 
-
-def _title_key(title: str) -> str:
-    return " ".join(title.casefold().replace("_", " ").split())
+NO_PAGE = "no such page: only the evidence served earlier in this question is available"
 
 
-def distractor_count(real: int, ratio: float) -> int:
-    """How many distractors make them ``ratio`` of an observation holding ``real`` documents.
+def clean_evidence(trace: Trace, chain: ChainEvidence, store: Any, *, masked: bool = True) -> list[Document]:
+    """The hop statements ``trace`` was served, one document per stating page, in route order.
 
-    ratio = d / (d + real)  ⇒  d = round(real · ratio / (1 − ratio)); at least one
-    distractor whenever ratio > 0 and something was returned.
+    A hop stated only by a link becomes the sentence "<page> links to <next>.",
+    which is what the served link told the agent.
     """
-    if not 0.0 <= ratio < 1.0:
-        raise ConfigError(f"lead-astray ratio must be in [0, 1), got {ratio!r}",
-                          fix="use e.g. --ratio 0.5 (half of every observation is noise)")
-    if ratio == 0.0 or real == 0:
-        return 0
-    return max(1, round(real * ratio / (1.0 - ratio)))
+    served = edges_served(trace, chain, store, masked=masked)
+    texts: dict[str, list[str]] = {}
+    links: dict[str, list[str]] = {}
+    for route in chain.routes:
+        for (page, target), statements in zip(route.edges, route.statements, strict=True):
+            if (page, target) not in served:
+                continue
+            said = list(statements) or [f"{store.get(page).title} links to {store.get(target).title}."]
+            bucket = texts.setdefault(page, [])
+            bucket += [s for s in said if s not in bucket]
+            if target not in links.setdefault(page, []):
+                links[page].append(target)
+    return [Document(id=page, title=store.get(page).title, text=" ".join(lines), links=links[page])
+            for page, lines in texts.items()]
 
 
-class NoisyEnvironment:
-    """An Environment wrapper inserting seeded corpus distractors into observations.
+class CleanEvidenceEnvironment:
+    """Tools that serve only a question's clean evidence: every search returns all of it, a visit one page."""
 
-    Distractors are drawn from ``pool`` (candidate ids) when given, else by
-    seeded row from a store that offers ``id_at`` (the JSONL store: no list of
-    21M ids is ever built), else from ``store.ids()``. ``exclude`` holds the
-    question's own page ids and ``exclude_titles`` its supporting-page titles
-    (7-source rows name pages by title). The draw for the n-th call of an
-    episode depends only on (seed, episode key, n), so a rerun is identical.
-    """
-
-    def __init__(self, inner: Environment, store: DocumentStore, pool: Sequence[str] | None = None, *,
-                 ratio: float, seed: int, key: str, exclude: Sequence[str] = (),
-                 exclude_titles: Sequence[str] = (),
-                 noisy_tools: Sequence[str] = ("search", "visit")) -> None:
-        distractor_count(1, ratio)  # validates the ratio early
-        self._inner = inner
-        self._store = store
-        self._excluded = frozenset(exclude)
-        self._excluded_titles = frozenset(_title_key(t) for t in exclude_titles)
-        if pool is None and not hasattr(store, "id_at"):
-            pool = list(store.ids())
-        self._pool = list(pool) if pool is not None else None
-        self._size = len(self._pool) if self._pool is not None else len(store)
-        self._ratio = ratio
-        self._seed = seed
-        self._key = key
-        self._noisy_tools = tuple(noisy_tools)
-        self._calls = 0
-        self.injected: list[str] = []
+    def __init__(self, documents: Sequence[Document], tools: tuple[str, ...] = ("search", "visit")) -> None:
+        self._documents = list(documents)
+        self._tools = tools
 
     @property
     def tools(self) -> tuple[str, ...]:
-        return self._inner.tools
-
-    def _rng(self) -> random.Random:
-        digest = hashlib.sha256(f"{self._seed}\x1f{self._key}\x1f{self._calls}".encode()).digest()
-        self._calls += 1
-        return random.Random(int.from_bytes(digest[:8], "big"))
-
-    def _draw(self, rng: random.Random, count: int, present: set[str]) -> list[Document]:
-        """Up to ``count`` distinct distractors, none excluded or already shown (rejection sampling)."""
-        chosen: list[Document] = []
-        seen = set(present)
-        for _ in range(50 * count + 50):
-            if len(chosen) == count or self._size == 0:
-                break
-            row = rng.randrange(self._size)
-            doc_id = self._pool[row] if self._pool is not None else self._store.id_at(row)  # type: ignore[attr-defined]
-            if doc_id in seen or doc_id in self._excluded:
-                continue
-            seen.add(doc_id)
-            document = self._store.get(doc_id)
-            if _title_key(document.title) in self._excluded_titles:
-                continue
-            chosen.append(document)
-        return chosen
-
-    def _noisy(self, result: ToolResult) -> ToolResult:
-        rng = self._rng()
-        if result.call.error is not None or result.call.tool not in self._noisy_tools:
-            return result
-        count = distractor_count(len(result.documents), self._ratio)
-        chosen = self._draw(rng, count, {doc.id for doc in result.documents}) if count else []
-        if not chosen:
-            return result
-        documents: list[Document] = list(result.documents)
-        # search: distractors land at seeded ranks among the hits; visit: the page
-        # asked for stays first (the tool's contract) and distractors follow it
-        low = 0 if result.call.tool == "search" else len(documents)
-        for document in chosen:
-            documents.insert(rng.randint(low, len(documents)), document)
-        ids = [doc.id for doc in chosen]
-        self.injected += ids
-        arguments = {**result.call.arguments, "_noise": {"distractor_ids": ids, "ratio": self._ratio}}
-        call = result.call.model_copy(update={"returned_ids": [doc.id for doc in documents],
-                                              "arguments": arguments})
-        return ToolResult(documents, call)
+        """The tools of the run being re-asked."""
+        return self._tools
 
     async def search(self, query: str, k: int) -> ToolResult:
-        """Search through the inner environment, then mix in distractors."""
-        return self._noisy(await self._inner.search(query, k))
+        """All of the clean evidence, whatever the query (it is at most one page per hop)."""
+        call = ToolCall(tool="search", arguments={"query": query, "k": k},
+                        returned_ids=[doc.id for doc in self._documents])
+        return ToolResult(list(self._documents), call)
 
     async def visit(self, page: str) -> ToolResult:
-        """Visit through the inner environment, then append/insert distractor passages."""
-        return self._noisy(await self._inner.visit(page))
+        """The clean page with that id or title; any other page is refused."""
+        wanted = page.strip().casefold()
+        for doc in self._documents:
+            if wanted in (doc.id.casefold(), doc.title.casefold()):
+                return ToolResult([doc], ToolCall(tool="visit", arguments={"page": page}, returned_ids=[doc.id]))
+        return ToolResult([], ToolCall(tool="visit", arguments={"page": page}, error=NO_PAGE))
 
     async def close(self) -> None:
-        await self._inner.close()
+        """Nothing to release."""
 
 
-def lead_astray_summary(clean: Mapping[str, EpisodeEvidence], noisy: Mapping[str, EpisodeEvidence],
-                        *, ratio: float, seed: int) -> dict[str, Any]:
-    """``probes.json["lead_astray"]``: the rate, its parts, the Pass@1 drop and the led-astray ids.
+def sufficient_failures(episodes: Sequence[EpisodeEvidence]) -> list[str]:
+    """Ids of the failures with sufficient evidence (S \\ C, errors excluded): Forget's and Lead-astray's denominator."""
+    return sorted(ep.id for ep in episodes if ep.sufficient and not ep.correct and ep.outcome not in ERROR_OUTCOMES)
 
-    Only questions present in both runs count; errors in either are left out.
+
+def lead_astray_summary(eligible: Sequence[str], reasked_correct: Mapping[str, bool],
+                        served: Mapping[str, int]) -> dict[str, Any]:
+    """``probes.json["lead_astray"]``: the rate over sufficient-evidence failures, its parts and ids.
+
+    ``reasked_correct``: question id -> the clean re-ask answered correctly (a
+    question the re-ask did not finish counts as not fixed); ``served``: the
+    number of clean pages each eligible question was re-asked with.
     """
-    ids = sorted(set(clean) & set(noisy))
-    eligible = [q for q in ids if clean[q].correct and noisy[q].sufficient_by_search]
-    led = [q for q in eligible if not noisy[q].correct]
-    n = len(ids)
-    clean_pass = sum(clean[q].correct for q in ids) / n if n else None
-    noisy_pass = sum(noisy[q].correct for q in ids) / n if n else None
+    led = [qid for qid in eligible if reasked_correct.get(qid, False)]
     return {
-        "ratio": ratio,
-        "seed": seed,
-        "n": n,
+        "applicable": True,
         "n_eligible": len(eligible),
         "n_led_astray": len(led),
         "lead_astray_rate": len(led) / len(eligible) if eligible else None,
-        "pass_at_1_clean": clean_pass,
-        "pass_at_1_noisy": noisy_pass,
-        "pass_at_1_drop": (clean_pass - noisy_pass) if clean_pass is not None and noisy_pass is not None else None,
+        "eligible_ids": list(eligible),
         "led_astray_ids": led,
-        "definition": "eligible = clean run correct and noisy run still gathered all evidence; "
-                      "rate = eligible but wrong under noise / eligible",
+        "clean_pages": {qid: served.get(qid, 0) for qid in eligible},
+        "definition": "eligible = sufficient-evidence failures (|S \\ C|, errors excluded); led astray = eligible "
+                      "and answered correctly when the run's agent is re-asked with only the hop statements its "
+                      "own trajectory was served; rate = led astray / eligible",
     }

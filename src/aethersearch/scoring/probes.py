@@ -13,8 +13,15 @@ resume like any run and never touch the original traces.
 * :func:`forget_probe` — the hop sub-questions (a hint-free release's
   ``hop_questions``, or MuSiQue decompositions on the 7-source benchmark) through
   the ``direct`` agent (no tools), compared with the full run (see ``probe_forget.py``).
-* :func:`lead_astray_probe` — the run's own agent and settings rerun with
-  seeded corpus distractors in every observation (see ``probe_leadastray.py``).
+* :func:`lead_astray_probe` — the paper's Lead-astray: the run's own agent and
+  settings re-asked on its sufficient-evidence failures with only the clean
+  hop statements its trajectory was served (see ``probe_leadastray.py``).
+* :func:`distractor_probe` — this project's robustness probe: the run's agent
+  rerun with seeded corpus distractors in every observation (``probe_distractors.py``).
+
+Both paper probes are rates over the same failures (``S \\ C``); ``probes.json``
+carries them side by side under ``degradation`` with Forget minus Lead-astray.
+Formulas: ``docs/webdetective-metrics.md``.
 """
 
 from __future__ import annotations
@@ -56,14 +63,22 @@ from aethersearch.scoring.factorised import (
 )
 from aethersearch.scoring.join import load_release
 from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, judge_cases
+from aethersearch.scoring.chain_evidence import chain_evidence
+from aethersearch.scoring.probe_distractors import NoisyEnvironment, distractor_summary
 from aethersearch.scoring.probe_forget import (
     agent_text,
     failure_hop,
+    forget_over_failures,
     forget_summary,
     probe_questions,
     rollout_rows,
 )
-from aethersearch.scoring.probe_leadastray import NoisyEnvironment, lead_astray_summary
+from aethersearch.scoring.probe_leadastray import (
+    CleanEvidenceEnvironment,
+    clean_evidence,
+    lead_astray_summary,
+    sufficient_failures,
+)
 
 FACTORISED_FILE = "factorised.json"
 FACTORISED_ROWS_FILE = "factorised_questions.jsonl"
@@ -124,9 +139,25 @@ def read_probes(run_dir: Path) -> dict[str, Any]:
         raise DataError(path, f"invalid JSON: {exc}", fix="delete it and rerun the probes") from None
 
 
+def degradation(probes: Mapping[str, Any]) -> dict[str, Any]:
+    """Forget and Lead-astray side by side, and Forget minus Lead-astray when both are over the same failures."""
+    forget, astray = probes.get("forget") or {}, probes.get("lead_astray") or {}
+    f_rate, l_rate = forget.get("forget_rate"), astray.get("lead_astray_rate")
+    same = forget.get("eligible_ids") is not None and forget.get("eligible_ids") == astray.get("eligible_ids")
+    out: dict[str, Any] = {"forget_rate": f_rate, "forget_n_eligible": forget.get("n_eligible"),
+                           "lead_astray_rate": l_rate, "lead_astray_n_eligible": astray.get("n_eligible"),
+                           "forget_minus_lead_astray": (f_rate - l_rate) if same and f_rate is not None
+                           and l_rate is not None else None}
+    if out["forget_minus_lead_astray"] is None:
+        out["difference_reason"] = ("both rates are needed, over the same sufficient-evidence failures (run the "
+                                    "Forget probe first: its parametric evidence decides sufficiency)")
+    return out
+
+
 def _write_probe(run_dir: Path, key: str, summary: dict[str, Any]) -> dict[str, Any]:
     probes = read_probes(run_dir)
     probes[key] = summary
+    probes["degradation"] = degradation(probes)
     atomic_write_json(Path(run_dir) / PROBES_FILE, probes)
     return probes
 
@@ -238,7 +269,9 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
     # questions the run has no trace for cannot be classified: listed, never silently dropped
     result["missing"] = [qid for qid in gold if qid not in traces]
     result["run"] = {"agent": fingerprint.agent, "model": fingerprint.model,
-                     "environment": fingerprint.environment, "release_id": fingerprint.release_id}
+                     "environment": fingerprint.environment, "release_id": fingerprint.release_id,
+                     "agent_config": fingerprint.agent_config,
+                     "budget": fingerprint.budget.model_dump(mode="json")}
     result["parametric_source"] = "probes.json forget" if parametric else None
     result["correctness"] = ({"judge": judge.model, "base_url": judge.base_url, "prompt_sha256": PROMPT_HASH}
                              if judge is not None else "exact match")
@@ -259,8 +292,10 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
     A run whose agent uses no LLM has no parametric memory: the probe is recorded
     as not applicable, with the reason, rather than faked. ``store`` lets the
     per-hop attribution see which hops' evidence the full run was served
-    (without it only the entities the agent named count as reached); ``judge``
-    rules on isolated and full-context answers instead of exact match.
+    (without it only the entities the agent named count as reached) and judges
+    sufficiency, which the paper's Forget rate (over sufficient-evidence
+    failures) needs; without it that rate is ``None`` with the reason.
+    ``judge`` rules on isolated and full-context answers instead of exact match.
     """
     from aethersearch.agents.base import make_agent
     from aethersearch.rollout.fingerprint import rollout_file_info
@@ -276,7 +311,14 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
                         fix="the Forget probe needs hop sub-questions: a hint-free release (construct writes "
                                 "hop_questions) or MuSiQue decompositions in the sidecar")
     if llm is None:
-        summary: dict[str, Any] = {"applicable": False, "n_hops": len(hops),
+        eligible = None
+        if store is not None:
+            eligible = sufficient_failures(episodes_for_run(traces, load_diagnostics(release_dir), _gold(release_dir),
+                                                            environment=fingerprint.environment, store=store,
+                                                            parametric=parametric_from_probes(run_dir)))
+        summary: dict[str, Any] = {"applicable": False, "n_hops": len(hops), "forget_rate": None,
+                                   "n_eligible": None if eligible is None else len(eligible),
+                                   "eligible_ids": eligible,
                                    "reason": f"agent {fingerprint.agent!r} runs without a model, so it has no "
                                              "parametric knowledge to forget; pass --endpoint/--model to probe a model"}
         _write_probe(run_dir, "forget", summary)
@@ -314,18 +356,82 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
                                   agent_text(traces[qid]))
                  for qid, ok in full_correct.items() if not ok}
     result = forget_summary(hops, isolated, full_correct, failed_at, isolated_correct)
-    summary = {"applicable": True, **result.summary, "model": getattr(llm, "model", None),
+    eligible = None
+    if store is not None:  # sufficiency counts the parametric hops this probe just confirmed
+        eligible = sufficient_failures(episodes_for_run(traces, load_diagnostics(release_dir), gold,
+                                                        environment=fingerprint.environment, store=store,
+                                                        parametric=result.parametric, correct=judged))
+    summary = {"applicable": True, **forget_over_failures(result.summary, eligible), **result.summary,
+               "model": getattr(llm, "model", None),
                "probe_dir": str(probe_dir.relative_to(run_dir)),
                "parametric": {qid: sorted(pages) for qid, pages in sorted(result.parametric.items())}}
     _write_probe(run_dir, "forget", summary)
     return summary
 
 
-def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: InnerFactory,
-                      store: DocumentStore, llm: Any | None = None, ratio: float = 0.5, seed: int = 0,
+def lead_astray_probe(run_dir: Path, release_dir: Path, *, store: DocumentStore, llm: Any | None = None,
                       concurrency: int = 8, agent: Any | None = None) -> dict[str, Any]:
-    """Rerun the run's agent with distractors at ``ratio`` and record the lead-astray rate in ``probes.json``.
+    """The paper's Lead-astray: re-ask the run's agent on its sufficient-evidence failures with only clean evidence.
 
+    Eligible are the run's failures whose evidence was sufficient (parametric
+    evidence from an earlier Forget probe counts, as in ``factorise``); each is
+    re-asked through the ordinary runner (into ``<run>/probes/lead_astray``) by
+    the run's own agent and settings, with tools that serve only the hop
+    statements its own trajectory was served. Needs a hint-free release (hop
+    statements); the 7-source benchmark has the distractor probe instead.
+    """
+    from aethersearch.agents.base import make_agent
+    from aethersearch.rollout.fingerprint import release_info
+    from aethersearch.rollout.session import RunSettings, SearchSetup, start_run
+
+    run_dir, release_dir = Path(run_dir), Path(release_dir)
+    fingerprint = load_fingerprint(run_dir)
+    traces, diagnostics, gold = load_traces(run_dir), load_diagnostics(release_dir), _gold(release_dir)
+    if not diagnostics or any(len(row.path) < 3 for row in diagnostics.values()):
+        raise ConfigError("the Lead-astray probe re-asks with the hop statements of a hint-free chain, and this "
+                          "release has questions without one",
+                          fix="run it on a hint-free release; on the 7-source benchmark use "
+                              "`aether probe distractors` (the injected-noise robustness probe)")
+    agent = agent or make_agent(fingerprint.agent, **fingerprint.agent_config)
+    if agent.needs_llm and llm is None:
+        raise ConfigError(f"the lead-astray probe re-asks agent {fingerprint.agent!r}, which needs a model",
+                          fix="pass --endpoint URL --model NAME (the run's own model)")
+    episodes = episodes_for_run(traces, diagnostics, gold, environment=fingerprint.environment, store=store,
+                                parametric=parametric_from_probes(run_dir))
+    eligible = sufficient_failures(episodes)
+    masked = fingerprint.environment == "sandbox"
+    clean = {qid: clean_evidence(traces[qid], chain_evidence(diagnostics[qid], store), store, masked=masked)
+             for qid in eligible}
+    tools = ("search", "visit") if masked else ("search",)
+    probe_dir = run_dir / "probes" / "lead_astray"
+    reasked: dict[str, bool] = {}
+    if eligible:
+        rollout_path = release_layout(release_dir).rollout
+        if not rollout_path.is_file():
+            raise DataError(rollout_path, "missing from the release", fix="point --release at the run's release")
+        questions = [q for q in (validate_row(rollout_path, n, v, RolloutQuestion) for n, v in iter_jsonl(rollout_path))
+                     if q.id in clean]
+        settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
+                               endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
+                               budget=fingerprint.budget, decoding=fingerprint.decoding, concurrency=concurrency)
+        search = SearchSetup(lambda q: CleanEvidenceEnvironment(clean[q.id], tools), fingerprint.corpus_hash,
+                             fingerprint.index_hash, "clean evidence of the run's own trajectory",
+                             environment=fingerprint.environment)
+        start_run(release_info(release_dir), settings, search, probe_dir, questions=questions, agent=agent, llm=llm)
+        for qid, scored in _scored(load_traces(probe_dir)).items():
+            reasked[qid] = scored.outcome is Outcome.ANSWERED and is_correct(scored.prediction, gold[qid].answers)
+    summary = {**lead_astray_summary(eligible, reasked, {qid: len(docs) for qid, docs in clean.items()}),
+               "probe_dir": str(probe_dir.relative_to(run_dir))}
+    _write_probe(run_dir, "lead_astray", summary)
+    return summary
+
+
+def distractor_probe(run_dir: Path, release_dir: Path, *, environment_factory: InnerFactory,
+                     store: DocumentStore, llm: Any | None = None, ratio: float = 0.5, seed: int = 0,
+                     concurrency: int = 8, agent: Any | None = None) -> dict[str, Any]:
+    """Rerun the run's agent with distractors at ``ratio``; record the distractor rate in ``probes.json``.
+
+    This project's robustness probe (not the paper's Lead-astray).
     ``environment_factory`` opens the *clean* environment of a question (the same
     kind the run used); ``store`` supplies distractor documents. The agent is
     rebuilt from run.json (``agent`` + ``agent_config``) unless one is passed.
@@ -346,7 +452,7 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
     questions = [q for q in questions if q.id in traces]
     agent = agent or make_agent(fingerprint.agent, **fingerprint.agent_config)
     if agent.needs_llm and llm is None:
-        raise ConfigError(f"the lead-astray probe reruns agent {fingerprint.agent!r}, which needs a model",
+        raise ConfigError(f"the distractor probe reruns agent {fingerprint.agent!r}, which needs a model",
                           fix="pass --endpoint URL --model NAME (the run's own model)")
     pool = None if hasattr(store, "id_at") else list(store.ids())
 
@@ -360,7 +466,7 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
         return NoisyEnvironment(environment_factory(question), store, pool, ratio=ratio, seed=seed,
                                 key=question.id, exclude=sorted(exclude), exclude_titles=titles)
 
-    probe_dir = run_dir / "probes" / f"lead_astray-r{ratio:g}-s{seed}"
+    probe_dir = run_dir / "probes" / f"distractors-r{ratio:g}-s{seed}"
     # the run's own settings through the one run path; only the tools (noisy) and the question subset differ
     settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
                            endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
@@ -376,7 +482,7 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, environment_factory: 
                                                              environment=fingerprint.environment, store=store,
                                                              parametric=parametric)
                  if ep.outcome not in ERROR_OUTCOMES}
-    summary = {**lead_astray_summary(clean, noisy_eps, ratio=ratio, seed=seed),
+    summary = {**distractor_summary(clean, noisy_eps, ratio=ratio, seed=seed),
                "probe_dir": str(probe_dir.relative_to(run_dir))}
-    _write_probe(run_dir, "lead_astray", summary)
+    _write_probe(run_dir, "distractors", summary)
     return summary
