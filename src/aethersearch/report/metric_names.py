@@ -1,6 +1,7 @@
 """The one mapping from a metric key on disk to the name a paper prints, shared by the report and the viewer.
 
-Why one place: ``factorised.json``, ``probes.json`` and ``scores.json`` name
+Why here: labels and formulas come from ``scoring.metric_names`` (the one definition of
+each key); this module adds only where the report reads each value. ``factorised.json``, ``probes.json`` and ``scores.json`` name
 metrics by code keys (``f1_knowledge_utilisation``, ``lead_astray_rate``); a
 reader expects the paper's names (F1_KU, Lead-astray). When the metric set
 changes (a new key for the 0/1 Search Score, evidence coverage, c of K), the
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from aethersearch.scoring.metric_names import FACTORISED, PROBES
+
 
 class PaperMetric(NamedTuple):
     """A metric as a paper prints it: its label, where its value is read, and what it means."""
@@ -26,23 +29,26 @@ class PaperMetric(NamedTuple):
     """For a probe rate: the keys of its numerator and denominator counts (its CI is drawn from them)."""
 
 
-#: Runs x metrics table of the report, in WebDetective's column order.
+_DEFINED = {m.key: m for m in (*FACTORISED, *PROBES)}
+
+
+def _defined(key: str, where: tuple[str, ...], counts: tuple[str, str] | None = None) -> PaperMetric:
+    """A metric as ``scoring.metric_names`` defines it (its paper name and formula), read from ``where``."""
+    metric = _DEFINED[key]
+    return PaperMetric(metric.paper or metric.label, where, metric.formula, counts)
+
+
+#: Runs x metrics table of the report, in WebDetective's column order (names and formulas from
+#: ``scoring.metric_names``, the one definition; only where each value is read lives here).
 PAPER_METRICS: tuple[PaperMetric, ...] = (
-    PaperMetric("Pass@1", ("factorised", "pass_at_1"), "share of questions answered correctly"),
-    PaperMetric("Knowledge Sufficiency", ("factorised", "knowledge_sufficiency"),
-                "share of questions whose whole evidence chain was gathered or known"),
-    PaperMetric("Search Score", ("factorised", "search_score"),
-                "search credit, including partial search combined with parametric memory"),
-    PaperMetric("F1_GR", ("factorised", "f1_good_refusal"), "Good-Refusal F1: refusing exactly when evidence is absent"),
-    PaperMetric("F1_KU", ("factorised", "f1_knowledge_utilisation"),
-                "Knowledge-Utilisation F1: answering correctly when evidence is present"),
-    PaperMetric("GenScore", ("factorised", "gen_score"), "(F1_GR + F1_KU) / 2 x Knowledge Score"),
-    PaperMetric("Forget", ("probes", "forget", "forget_rate"),
-                "share of known hops lost in the full search context (Forget probe)",
-                ("n_forgotten", "n_known_in_isolation")),
-    PaperMetric("Lead-astray", ("probes", "lead_astray", "lead_astray_rate"),
-                "share of otherwise solved questions that noise in the trajectory turned wrong",
-                ("n_led_astray", "n_eligible")),
+    _defined("pass_at_1", ("factorised", "pass_at_1")),
+    _defined("knowledge_sufficiency", ("factorised", "knowledge_sufficiency")),
+    _defined("search_score", ("factorised", "search_score")),
+    _defined("f1_good_refusal", ("factorised", "f1_good_refusal")),
+    _defined("f1_knowledge_utilisation", ("factorised", "f1_knowledge_utilisation")),
+    _defined("gen_score", ("factorised", "gen_score")),
+    _defined("forget_rate", ("probes", "forget", "forget_rate"), ("n_forget", "n_eligible")),
+    _defined("lead_astray_rate", ("probes", "lead_astray", "lead_astray_rate"), ("n_led_astray", "n_eligible")),
 )
 
 #: Answer metrics every scored run has (``scores.json``, micro overall): the table's first columns.
