@@ -30,16 +30,17 @@ import os
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 
+R = TypeVar("R", bound=BaseModel)
 LOG = logging.getLogger("uvicorn.error.aethersearch")
 #: how the header deadline reaches uvicorn's protocol objects (also in worker processes)
 HEADER_TIMEOUT_ENV = "AETHER_HEADER_TIMEOUT_S"
@@ -367,3 +368,23 @@ def install_problem_handlers(app: Any) -> None:
                         media_type="application/json")
 
     app.add_exception_handler(RequestValidationError, invalid)
+
+
+def record_from_options(model: type[R], command: str, names: dict[str, str], **values: Any) -> R:
+    """A limits record from command-line values; a bad value is a ``ConfigError`` naming its option.
+
+    ``names`` maps a field to its option where the option is not ``--field-name``;
+    the timeouts are given as a ``timeouts`` dict and named by their own options.
+    """
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            loc = [str(part) for part in error["loc"]] or ["?"]
+            field = loc[-1]  # a timeout's own name (timeouts.body_timeout_s), else the limit's
+            given = values.get("timeouts", {}).get(field) if loc[0] == "timeouts" else values.get(field)
+            option = names.get(field, "--" + field.replace("_", "-"))
+            problems.append(f"{option} {given!r}: {error['msg']}")
+        raise ConfigError("invalid server option: " + "; ".join(problems),
+                          fix=f"see `{command} --help` for each option's range") from None

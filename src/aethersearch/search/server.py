@@ -70,6 +70,7 @@ from aethersearch.search.http_guard import (
     problem_body,
     problem_responses,
     read_body,
+    record_from_options,
     uvicorn_options,
 )
 
@@ -564,20 +565,13 @@ LIMIT_OPTIONS = {"max_topk": "--max-topk", "max_batch": "--max-batch", "max_quer
                  "max_body_bytes": "--max-body-mb", "max_response_bytes": "--max-response-mb",
                  "max_urls": "--max-urls", "workers": "--workers", "url_prefix": "--url-prefix",
                  "default_topk": "--default-topk", "max_micro_batch": "--max-micro-batch", "max_hits": "--max-hits",
-                 "timeouts": "--header-timeout-s/--body-timeout-s/--keep-alive-s"}
+                 "header_timeout_s": "--header-timeout-s", "body_timeout_s": "--body-timeout-s",
+                 "keep_alive_s": "--keep-alive-s"}
 
 
 def limits_from_options(**values: Any) -> ServerLimits:
     """``ServerLimits`` from command-line values; a bad value is a ``ConfigError`` naming its option."""
-    try:
-        return ServerLimits(**values)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = str(error["loc"][0]) if error["loc"] else "?"
-            problems.append(f"{LIMIT_OPTIONS.get(field, field)} {values.get(field)!r}: {error['msg']}")
-        raise ConfigError("invalid server option: " + "; ".join(problems),
-                          fix="see `aether serve --help` for each option's range") from None
+    return record_from_options(ServerLimits, "aether serve", LIMIT_OPTIONS, **values)
 
 
 def check_bindable(host: str, port: int) -> None:
