@@ -156,31 +156,37 @@ class GuardMiddleware:
                 self.refusals.record(status, _detail_of(b"".join(error_body)), where, scope["method"], scope["path"])
 
         try:
-            declared = self._declared_length(scope)
-            await self.app(scope, self._counting(receive, declared), guarded_send)
+            await self.app(scope, self._counting(receive, self._declared_problem(scope)), guarded_send)
         except HTTPProblem as exc:
             if started:
                 raise
             await self._refuse(guarded_send, exc)
 
-    def _declared_length(self, scope: dict[str, Any]) -> int | None:
+    def _declared_problem(self, scope: dict[str, Any]) -> HTTPProblem | None:
+        """The refusal a declared Content-Length already earns (raised at the first read, before any byte)."""
         for name, value in scope["headers"]:
             if name == b"content-length":
                 if not value.isdigit():
-                    raise HTTPProblem(400, f"Content-Length {value[:32].decode('latin-1')!r} is not a number")
+                    return HTTPProblem(400, f"Content-Length {value[:32].decode('latin-1')!r} is not a number")
                 if int(value) > self.limit:
-                    raise HTTPProblem(413, f"request body of {int(value)} bytes exceeds the limit of "
-                                           f"{self.limit} bytes")
-                return int(value)
+                    return HTTPProblem(413, f"request body of {int(value)} bytes exceeds the limit of "
+                                            f"{self.limit} bytes")
         return None
 
-    def _counting(self, receive: Any, declared: int | None) -> Any:
+    def _counting(self, receive: Any, declared: HTTPProblem | None) -> Any:
+        """``receive`` with the limits: the declared refusal, then the byte count and the deadline.
+
+        Why refuse at the first read rather than before calling the app: the app
+        still sees the request, so the sandbox logs a refused body in its episode.
+        """
         deadline = time.monotonic() + self.body_timeout_s
         size = 0
         limit, timeout = self.limit, self.body_timeout_s
 
         async def counting_receive() -> dict[str, Any]:
             nonlocal size
+            if declared is not None:
+                raise declared
             remaining = deadline - time.monotonic()
             try:
                 message: dict[str, Any] = await asyncio.wait_for(receive(), max(remaining, 0.0))
