@@ -38,7 +38,7 @@ from aethersearch.records import ToolCall
 
 LOG = logging.getLogger("uvicorn.error.aethersearch")
 #: open-event offsets remembered for reading back recent closed episodes quickly (bounded memory)
-REMEMBERED_OFFSETS = 65_536
+REMEMBERED_OFFSETS = 4_096
 
 
 class LoggedEpisode(NamedTuple):

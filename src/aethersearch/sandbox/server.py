@@ -78,7 +78,7 @@ from aethersearch.search.http_guard import (
 
 MAX_OPEN_EPISODES = 10_000
 #: closed episode ids remembered so a late request is told "closed" (409) rather than "unknown" (404)
-RECENTLY_CLOSED = 65_536
+RECENTLY_CLOSED = 4_096
 
 
 class SandboxLimits(Record):
@@ -291,6 +291,8 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
         found = open_episode(episode_id)
         fields: dict[str, type] = {"query": str, "k": int, "seq": int} if tool == "search" else {"page": str,
                                                                                                 "seq": int}
+        body: dict[str, Any]
+        error: str | None
         try:
             raw = await read_body(request.receive)
         except HTTPProblem as exc:  # over the size limit or too slow: still logged in the episode

@@ -45,7 +45,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -290,7 +290,7 @@ class Retriever:
         return out
 
     def __call__(self, requests: list[list[str]], k: int,
-                 budgets: list[ResponseBudget | None] | None = None) -> list[Any]:
+                 budgets: Sequence[ResponseBudget | None] | None = None) -> list[Any]:
         """One batched index call for several requests' queries; per request its hits or its error."""
         flat = [q for queries in requests for q in queries]
         results = self.index.search(flat, k) if flat else []
