@@ -279,7 +279,7 @@ def test_kill_9_mid_run_then_restart_loses_no_question_and_runs_none_twice(index
         process = await asyncio.to_thread(_start, index_dir, port, log)
 
     async def scenario() -> list[list[str]]:
-        client = SandboxClient(f"http://127.0.0.1:{port}", retries=200, deadline_s=90.0)
+        client = SandboxClient(f"http://127.0.0.1:{port}", deadline_s=90.0)
         try:
             results = await asyncio.gather(killer(), *(question(n, client) for n in range(8)))
         finally:

@@ -31,10 +31,14 @@ from aethersearch.records import Document, ToolCall
 
 
 class SandboxClient:
-    """Talks to one sandbox server; ``transport`` lets tests use ``httpx.ASGITransport``."""
+    """Talks to one sandbox server; ``transport`` lets tests use ``httpx.ASGITransport``.
+
+    The retry defaults (40 attempts, backoff capped at 2 s, 90 s in all) ride out a
+    sandbox restart, whose start-up includes the index's warm-up.
+    """
 
     def __init__(self, base_url: str = "http://127.0.0.1:8100", *, transport: httpx.AsyncBaseTransport | None = None,
-                 timeout_s: float = 30.0, retries: int = 3, deadline_s: float = 60.0) -> None:
+                 timeout_s: float = 30.0, retries: int = 40, deadline_s: float = 90.0) -> None:
         self._client = httpx.AsyncClient(base_url=base_url, transport=transport, timeout=timeout_s)
         self.retries = retries
         self.deadline_s = deadline_s
