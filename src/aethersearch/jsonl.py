@@ -7,9 +7,12 @@ its file and line number instead of being skipped.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import queue
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -21,6 +24,7 @@ from aethersearch.errors import DataError
 
 __all__ = [
     "DurableAppender",
+    "GroupCommitWriter",
     "TolerantRead",
     "atomic_write_bytes",
     "atomic_write_json",
@@ -234,6 +238,130 @@ class DurableAppender:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_Batch = tuple[bytes, asyncio.AbstractEventLoop, list[asyncio.Future[None]]]
+
+
+class GroupCommitWriter:
+    """Durable, group-committed JSONL appends: one write + fsync per commit window, off the event loop.
+
+    Why: a server or runner that must not report something done before it is on
+    disk cannot afford an fsync per row on the event loop. The loop collects the
+    lines submitted within ``interval_s`` (or ``max_rows`` of them) and hands them
+    to one writer thread as a batch; the thread writes and fsyncs that batch (and
+    any batch queued meanwhile) and wakes each waiting loop once. ``interval_s=0``
+    commits at the end of the current loop iteration: batches then form only from
+    what arrives together or while the previous fsync runs (the sandbox's choice,
+    where every reply waits on its row). :meth:`submit_line` returns a future that
+    is done once the line is fsynced, so ``kill -9`` loses only rows nobody was
+    told were written. Used by the run store's ``traces.jsonl`` and the sandbox's
+    action log.
+    """
+
+    def __init__(self, path: str | Path, *, interval_s: float, max_rows: int,
+                 thread_name: str = "group-commit") -> None:
+        self.path = Path(path)
+        self.interval_s = interval_s
+        self.max_rows = max_rows
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = self.path.open("ab")
+        self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # guards the open windows (close() may run on another thread)
+        self._windows: dict[asyncio.AbstractEventLoop, tuple[list[bytes], list[asyncio.Future[None]]]] = {}
+        self._thread = threading.Thread(target=self._loop, name=thread_name, daemon=True)
+        self._thread.start()
+        self.fsyncs = 0
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch: list[_Batch] = []
+            stop = item is None
+            if item is not None:
+                batch.append(item)
+            while not stop:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                else:
+                    batch.append(item)
+            if batch:
+                error: BaseException | None = None
+                try:
+                    self._handle.write(b"".join(data for data, _, _ in batch))
+                    self._handle.flush()
+                    os.fsync(self._handle.fileno())
+                    self.fsyncs += 1
+                except BaseException as exc:  # surfaced to every waiting caller
+                    error = exc
+                _settle_batch(batch, error)
+            if stop:
+                return
+
+    def submit_line(self, line: bytes) -> asyncio.Future[None]:
+        """Queue one encoded line (ending in a newline) for its commit window; the future is done once fsynced."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            window = self._windows.get(loop)
+            if window is None:
+                window = self._windows[loop] = ([], [])
+                loop.call_later(self.interval_s, self._commit, loop)
+            window[0].append(line)
+            window[1].append(future)
+            full = len(window[0]) >= self.max_rows
+        if full:
+            self._commit(loop)
+        return future
+
+    def commit_now(self) -> None:
+        """Commit the running loop's open window without waiting for its timer (e.g. nothing else is running)."""
+        self._commit(asyncio.get_running_loop())
+
+    def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand ``loop``'s open window to the writer thread (nothing to do if it already went)."""
+        with self._lock:
+            window = self._windows.pop(loop, None)
+        if window is not None:
+            self._queue.put((b"".join(window[0]), loop, window[1]))
+
+    def close(self) -> None:
+        """Commit every open window, stop the thread and close the file (callable from any thread, twice)."""
+        with self._lock:
+            windows, self._windows = self._windows, {}
+        for loop, (rows, futures) in windows.items():
+            self._queue.put((b"".join(rows), loop, futures))
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._handle.close()
+
+
+def _settle_batch(batch: list[_Batch], error: BaseException | None) -> None:
+    """From the writer thread: resolve a batch's futures with one wake-up per event loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for _, loop, futures in batch:
+        by_loop.setdefault(loop, []).extend(futures)
+    for loop, waiting in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_resolve, waiting, error)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+
+def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    """On the event loop: wake every waiter of one fsynced batch (cancelled waiters are skipped)."""
+    for future in futures:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
 
 
 def truncate_to(path: str | Path, size: int) -> None:

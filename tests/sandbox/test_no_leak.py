@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient
 from aethersearch.records import Document, ToolCall
 from aethersearch.sandbox.episode import Sandbox, SandboxEpisode
 from aethersearch.environment import ToolResult
+from aethersearch.sandbox.action_log import read_episodes
 from aethersearch.sandbox.mask import ChainMask, drop_sentences
 from aethersearch.sandbox.server import create_app
 from aethersearch.sandbox.serving import SNIPPET_SENTENCES, render_page, search_hit, sentences, snippet
@@ -201,10 +202,10 @@ def test_every_http_request_of_an_episode_is_logged_valid_or_not(mini_sandbox: S
         assert len(ep.trace) == len(bad) + 1 and all(c.error for c in ep.trace[:-1])
         assert ep.trace[12].suppressed_ids == ["graham"]  # the masked visit is known server-side only
         client.post(f"/episodes/{episode_id}/close")
-    rows = [json.loads(line) for line in log.read_text().splitlines()]
-    assert len(rows) == 1 and len(rows[0]["trace"]) == len(bad) + 1
-    assert rows[0]["trace"][12]["suppressed_ids"] == ["graham"]
-    assert all(len(json.dumps(c["arguments"])) < 3000 for c in rows[0]["trace"])
+    (logged,) = read_episodes(log).values()
+    assert logged.closed and len(logged.calls) == len(bad) + 1
+    assert logged.calls[12].suppressed_ids == ["graham"]
+    assert all(len(json.dumps(c.arguments)) < 3000 for c in logged.calls)
 
 
 def _locked_mentions(episode: SandboxEpisode, documents: list[Document]) -> int:

@@ -156,6 +156,16 @@ def register(app: typer.Typer) -> None:
                                        help="url of a hit whose corpus row has none: this + the page id"),
         workers: int = typer.Option(1, "--workers", help="index calls running at once"),
         micro_batch: bool = typer.Option(True, "--micro-batch/--no-micro-batch"),
+        default_topk: int = typer.Option(3, "--default-topk", help="topk of a request whose topk is null or 0"),
+        max_micro_batch: int = typer.Option(2048, "--max-micro-batch",
+                                            help="queries per index call; larger requests are searched in slices"),
+        max_hits: int = typer.Option(65536, "--max-hits", help="queries x topk of one request (413 before "
+                                                                "searching beyond)"),
+        header_timeout_s: float = typer.Option(10.0, "--header-timeout-s", help="a request's headers must arrive "
+                                               "within this of connecting or of the previous response"),
+        body_timeout_s: float = typer.Option(30.0, "--body-timeout-s", help="a request body must arrive within "
+                                                                            "this (408 beyond)"),
+        keep_alive_s: int = typer.Option(5, "--keep-alive-s", help="idle keep-alive connections close after this"),
         pages: Path | None = typer.Option(None, "--pages", help="page store for /access (if the index holds passages)"),
         processes: int = typer.Option(1, "--processes", help="uvicorn worker processes sharing the port"),
         http: str = typer.Option("auto", "--http", help="HTTP parser: auto (httptools if installed), h11, httptools"),
@@ -173,7 +183,10 @@ def register(app: typer.Typer) -> None:
         limits = limits_from_options(
             max_topk=max_topk, max_batch=max_batch, max_query_chars=max_query_chars,
             max_body_bytes=_mb(max_body_mb), max_response_bytes=_mb(max_response_mb), max_urls=max_urls,
-            url_prefix=url_prefix, workers=workers, micro_batch=micro_batch)
+            url_prefix=url_prefix, workers=workers, micro_batch=micro_batch, default_topk=default_topk,
+            max_micro_batch=max_micro_batch, max_hits=max_hits,
+            timeouts={"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s,
+                      "keep_alive_s": keep_alive_s})
 
         def ready(url: str) -> None:
             console.print(f"serving {escape(str(index))} on {url} (POST /retrieve, /access; GET /health)",

@@ -27,16 +27,31 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option("127.0.0.1", "--host", help="bind address (loopback by default)"),
         port: int = typer.Option(8100, "--port", min=1, max=65535, help="TCP port, 1-65535"),
         action_log: Path | None = typer.Option(None, "--action-log",
-                                               help="JSONL file receiving each closed episode's full action "
-                                                    "log (masked ids included; server-side, for scoring)"),
+                                               help="JSONL event log receiving every action as it happens "
+                                                    "(masked ids included; server-side, for scoring); a restart "
+                                                    "with the same file recovers the open episodes"),
+        max_actions: int = typer.Option(400, "--max-actions", min=1,
+                                        help="actions per episode (429 beyond); the paper's agents make <= 40"),
+        max_open_episodes: int = typer.Option(10_000, "--max-open-episodes", min=1, help="open at once (429 beyond)"),
+        header_timeout_s: float = typer.Option(10.0, "--header-timeout-s", help="a request's headers must arrive "
+                                               "within this of connecting or of the previous response"),
+        body_timeout_s: float = typer.Option(30.0, "--body-timeout-s", help="a request body must arrive within "
+                                                                            "this (408 beyond)"),
+        keep_alive_s: int = typer.Option(5, "--keep-alive-s", help="idle keep-alive connections close after this"),
     ) -> None:
         """Serve create-episode / search / visit / close / trace for the release's questions."""
         from aethersearch.sandbox.episode import open_sandbox
         from aethersearch.sandbox.server import serve as run_server
         from aethersearch.search.index_dir import open_index
 
+        from aethersearch.sandbox.server import SandboxLimits
+        from aethersearch.search.http_guard import record_from_options
+
+        limits = record_from_options(SandboxLimits, "aether sandbox serve", {}, max_actions=max_actions, max_open_episodes=max_open_episodes,
+                                     timeouts={"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s,
+                                               "keep_alive_s": keep_alive_s})
         opened = open_index(index)
         sandbox = open_sandbox(release, opened.index, opened.store)
         console.print(f"sandbox for [bold]{escape(str(sandbox.release_id))}[/] ({len(sandbox.masks)} questions) "
                       f"on http://{escape(host)}:{port}")
-        run_server(sandbox, host=host, port=port, action_log=action_log)
+        run_server(sandbox, host=host, port=port, action_log=action_log, limits=limits)

@@ -21,8 +21,6 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
-import queue
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Self
@@ -31,6 +29,7 @@ import orjson
 
 from aethersearch.errors import IntegrityError, RunLocked
 from aethersearch.jsonl import (
+    GroupCommitWriter,
     atomic_write_bytes,
     atomic_write_json,
     dumps,
@@ -135,63 +134,23 @@ COMMIT_INTERVAL_S = 0.1
 #: A window holding this many traces is committed at once.
 COMMIT_MAX_ROWS = 256
 
-_Batch = tuple[bytes, asyncio.AbstractEventLoop, list[asyncio.Future[None]]]
 
-
-class TraceWriter:
+class TraceWriter(GroupCommitWriter):
     """Durable, group-committed appends to ``traces.jsonl``: one write + fsync per commit window.
 
     Why windows: at 64+ episodes in flight, handing each finished trace to the
     writer thread on its own cost two thread switches and a loop wake-up per
     trace (~140 µs of CPU, a third of the harness's own cost per question). Now
     the event loop collects the traces that finish within ``interval_s`` (or
-    ``max_rows`` of them) and hands them over as one batch; the thread writes
-    and fsyncs the batch (and any batch queued meanwhile) and wakes the loop once.
+    ``max_rows`` of them) and hands them over as one batch (see
+    :class:`aethersearch.jsonl.GroupCommitWriter`, shared with the sandbox's action log).
     Durability is unchanged: :meth:`append` returns only after its row is fsynced,
     so ``kill -9`` loses only rows nobody was told were done.
     """
 
     def __init__(self, path: Path, *, interval_s: float = COMMIT_INTERVAL_S,
                  max_rows: int = COMMIT_MAX_ROWS) -> None:
-        self.path = path
-        self.interval_s = interval_s
-        self.max_rows = max_rows
-        self._handle = path.open("ab")
-        self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()  # guards the open windows (close() may run on another thread)
-        self._windows: dict[asyncio.AbstractEventLoop, tuple[list[bytes], list[asyncio.Future[None]]]] = {}
-        self._thread = threading.Thread(target=self._loop, name="trace-writer", daemon=True)
-        self._thread.start()
-        self.fsyncs = 0
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            batch: list[_Batch] = []
-            stop = item is None
-            if item is not None:
-                batch.append(item)
-            while not stop:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                else:
-                    batch.append(item)
-            if batch:
-                error: BaseException | None = None
-                try:
-                    self._handle.write(b"".join(data for data, _, _ in batch))
-                    self._handle.flush()
-                    os.fsync(self._handle.fileno())
-                    self.fsyncs += 1
-                except BaseException as exc:  # surfaced to every waiting episode
-                    error = exc
-                _settle_batch(batch, error)
-            if stop:
-                return
+        super().__init__(path, interval_s=interval_s, max_rows=max_rows, thread_name="trace-writer")
 
     async def append(self, trace: Trace) -> None:
         """Return once ``trace`` is on disk (fsynced with the rest of its commit window)."""
@@ -206,64 +165,7 @@ class TraceWriter:
         it. Kept alive across the ~100 ms wait, the full traces of a window were freed
         cold: ~7 µs of CPU per model call at 64 in flight (issue 16).
         """
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        row = encode_line(trace)
-        with self._lock:
-            window = self._windows.get(loop)
-            if window is None:
-                window = self._windows[loop] = ([], [])
-                loop.call_later(self.interval_s, self._commit, loop)
-            window[0].append(row)
-            window[1].append(future)
-            full = len(window[0]) >= self.max_rows
-        if full:
-            self._commit(loop)
-        return future
-
-    def commit_now(self) -> None:
-        """Commit the running loop's open window without waiting for its timer (e.g. nothing else is running)."""
-        self._commit(asyncio.get_running_loop())
-
-    def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hand ``loop``'s open window to the writer thread (nothing to do if it already went)."""
-        with self._lock:
-            window = self._windows.pop(loop, None)
-        if window is not None:
-            self._queue.put((b"".join(window[0]), loop, window[1]))
-
-    def close(self) -> None:
-        """Commit every open window, stop the thread and close the file (callable from any thread)."""
-        with self._lock:
-            windows, self._windows = self._windows, {}
-        for loop, (rows, futures) in windows.items():
-            self._queue.put((b"".join(rows), loop, futures))
-        self._queue.put(None)
-        self._thread.join()
-        self._handle.close()
-
-
-def _settle_batch(batch: list[_Batch], error: BaseException | None) -> None:
-    """From the writer thread: resolve a batch's futures with one wake-up per event loop."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
-    for _, loop, futures in batch:
-        by_loop.setdefault(loop, []).extend(futures)
-    for loop, waiting in by_loop.items():
-        try:
-            loop.call_soon_threadsafe(_resolve, waiting, error)
-        except RuntimeError:  # the loop is closed: nobody is waiting any more
-            pass
-
-
-def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
-    """On the event loop: wake every episode of one fsynced batch (cancelled waiters are skipped)."""
-    for future in futures:
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(error)
+        return self.submit_line(encode_line(trace))
 
 
 class RunStore:

@@ -7,10 +7,13 @@ sandbox is in-process (``SandboxEpisode``) or behind HTTP
 input) come back as ``ToolResult``s whose ``call.error`` is set, exactly like
 in-process; transport failures, 5xx and timeouts are ``EndpointError``.
 
-Only connection failures before a request reached the server are retried
-(with jittered backoff, bounded by a total deadline): a search or visit the
-server did receive is already in the episode trace, so replaying it would log
-it twice.
+Connection failures are retried with jittered backoff, bounded by a total
+deadline (long enough to ride out a sandbox restart). A search or visit carries
+``seq``, the number of actions this client has had answered in the episode, so
+one whose reply was lost (the connection broke mid-request, the sandbox was
+killed) is sent again with the same ``seq``: the server answers it from its
+action log instead of running and logging it twice. A restarted sandbox
+recovers open episodes from that log, so the episode simply continues.
 """
 
 from __future__ import annotations
@@ -28,22 +31,33 @@ from aethersearch.records import Document, ToolCall
 
 
 class SandboxClient:
-    """Talks to one sandbox server; ``transport`` lets tests use ``httpx.ASGITransport``."""
+    """Talks to one sandbox server; ``transport`` lets tests use ``httpx.ASGITransport``.
+
+    The retry defaults (40 attempts, backoff capped at 2 s, 90 s in all) ride out a
+    sandbox restart, whose start-up includes the index's warm-up.
+    """
 
     def __init__(self, base_url: str = "http://127.0.0.1:8100", *, transport: httpx.AsyncBaseTransport | None = None,
-                 timeout_s: float = 30.0, retries: int = 3, deadline_s: float = 60.0) -> None:
+                 timeout_s: float = 30.0, retries: int = 40, deadline_s: float = 90.0) -> None:
         self._client = httpx.AsyncClient(base_url=base_url, transport=transport, timeout=timeout_s)
         self.retries = retries
         self.deadline_s = deadline_s
 
-    async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
-        """One request; connection errors retried, 5xx/timeouts raised as EndpointError."""
+    async def request(self, method: str, path: str, body: dict[str, Any] | None = None, *,
+                      idempotent: bool = False) -> httpx.Response:
+        """One request; connection errors retried, 5xx/timeouts raised as EndpointError.
+
+        ``idempotent``: the request may be sent again after the connection broke
+        mid-request (an action carrying its ``seq``), not only when it never left.
+        """
         started = time.monotonic()
         attempt = 0
+        retried = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) if idempotent else (
+            httpx.ConnectError,)
         while True:
             try:
                 response = await self._client.request(method, path, json=body)
-            except httpx.ConnectError as exc:
+            except retried as exc:
                 attempt += 1
                 if attempt > self.retries or time.monotonic() - started > self.deadline_s:
                     raise EndpointError(f"sandbox server unreachable at {self._client.base_url}: {exc}",
@@ -94,6 +108,7 @@ class HttpSandboxEpisode:
         self.question_id = question_id
         self._tools = tools
         self.closed = False
+        self.answered = 0  # actions the server answered in this episode: the next action's seq
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -102,15 +117,18 @@ class HttpSandboxEpisode:
 
     async def _tool(self, tool: str, body: dict[str, Any]) -> ToolResult:
         started = time.perf_counter()
-        response = await self._client.request("POST", f"/episodes/{self.episode_id}/{tool}", body)
+        response = await self._client.request("POST", f"/episodes/{self.episode_id}/{tool}",
+                                              {**body, "seq": self.answered}, idempotent=True)
         data = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+        if "call" in data:
+            self.answered += 1
         if response.status_code == 200:
             return ToolResult([Document.model_validate(d) for d in data["documents"]],
                               ToolCall.model_validate(data["call"]))
         if "call" in data:
             return ToolResult([], ToolCall.model_validate(data["call"]))
         detail = data.get("detail") if isinstance(data, dict) else None
-        if response.status_code in (404, 409) and "no episode" in str(detail):
+        if response.status_code in (404, 409):  # the episode is unknown, closed or not recoverable: not a page
             raise EndpointError(f"sandbox episode {self.episode_id} is gone: {detail}", status=response.status_code)
         return ToolResult([], ToolCall(tool=tool, arguments=body, error=str(detail or response.text[:300]),
                                        elapsed_s=time.perf_counter() - started))
@@ -129,7 +147,7 @@ class HttpSandboxEpisode:
         if response.status_code != 200:
             raise EndpointError(f"cannot read the trace of sandbox episode {self.episode_id}: {_detail(response)}",
                                 status=response.status_code,
-                                fix="the server holds episodes in memory only; was it restarted?")
+                                fix="is this the sandbox (and --action-log) the episode was opened on?")
         return [ToolCall.model_validate(c) for c in response.json()["trace"]]
 
     async def close(self) -> None:

@@ -125,6 +125,40 @@ class SandboxEpisode:
         """The action log as the agent saw it (:func:`public_call` of each entry)."""
         return [public_call(c) for c in self._trace]
 
+    @property
+    def actions(self) -> int:
+        """How many requests the action log holds (the next action's ``seq``)."""
+        return len(self._trace)
+
+    @property
+    def last_call(self) -> ToolCall:
+        """The latest logged call, masked ids included (what the server's durable log records)."""
+        return self._trace[-1]
+
+    def restore(self, calls: list[ToolCall]) -> None:
+        """Replay a logged action list into a fresh episode (a restarted sandbox recovering it).
+
+        The unlock state is exactly what it was: every successful visit's page is visited again.
+        """
+        with self._lock:
+            if self._trace:
+                raise ToolError(f"episode {self.episode_id} already has actions; restore only a fresh one")
+            self._trace = list(calls)
+            self._visited = {c.returned_ids[0] for c in calls if c.tool == "visit" and c.error is None
+                             and c.returned_ids}
+
+    def documents_of(self, call: ToolCall) -> list[Document]:
+        """The documents a logged successful call served, rebuilt (a retried request is answered again).
+
+        Deterministic: search hits are the snippets of the returned ids for the
+        logged query, a visit the returned page as the (immutable) mask renders it.
+        """
+        store = self._resolver.store
+        if call.tool == "search":
+            return [search_hit(self.mask, store.get(i), str(call.arguments.get("query", "")).strip())
+                    for i in call.returned_ids]
+        return [render_page(self.mask, store.get(i)) for i in call.returned_ids]
+
     def is_locked(self, page: str) -> bool:
         """Whether ``page`` is currently hidden in this episode."""
         return self.mask is not None and self.mask.is_locked(page, self._visited)

@@ -6,32 +6,47 @@ Every episode lives in this server; its id is a random 128-bit hex string, so
 episodes cannot see or guess each other. One open episode per (run, question):
 creating a second one is a 409 unless ``replace`` is set (a resumed run).
 
-Endpoints (JSON bodies):
+Endpoints (JSON bodies; every refusal is ``{"detail": str}``, plus ``call`` when it was logged):
 
 * ``POST /episodes`` ``{question_id, run_id, replace?}`` -> ``{episode_id, question_id, run_id, tools}``
-* ``POST /episodes/{id}/search`` ``{query, k?}`` -> ``{documents, call}``
-* ``POST /episodes/{id}/visit`` ``{page}`` -> ``{documents, call}``; an unknown or
-  still-masked page is a 404 ``{detail, call}`` (same message for both); an
-  invalid name (path-like, control characters, too long) is a 422; an empty or over-long query or
-  an out-of-range ``k`` is a 422 ``{detail, call}`` from search. A malformed body (not JSON, wrong
-  field names or types) is a 422 too. Every request that names an existing episode is logged in
-  its action log, valid or not.
-* ``POST /episodes/{id}/close`` -> ``{episode_id, trace}`` ; ``GET /episodes/{id}/trace`` -> ``{episode_id, trace}``
-  (the trace as the agent saw it).
+* ``POST /episodes/{id}/search`` ``{query, k?, seq?}`` -> ``{documents, call}``
+* ``POST /episodes/{id}/visit`` ``{page, seq?}`` -> ``{documents, call}``; an unknown or
+  still-masked page is a 404 ``{detail, call}`` (same message for both); an invalid
+  name, an empty or over-long query, an out-of-range ``k`` or a malformed body is a
+  422 ``{detail, call}``; a body over the size limit a 413, one slower than the body
+  timeout a 408, both ``{detail, call}``. Every request that names an open episode is
+  logged in its action log, valid or not. ``seq`` (optional) is the number of actions
+  the client has already had answered in this episode: a request whose reply was lost
+  (the connection broke, the sandbox restarted) is sent again with the same ``seq``
+  and answered from the log, never run or logged twice.
+* ``POST /episodes/{id}/close`` -> ``{episode_id, trace}``; ``GET /episodes/{id}/trace`` ->
+  ``{episode_id, question_id, run_id, closed, trace}`` (the trace as the agent saw it;
+  a closed episode's is read back from the action log).
+* ``GET /health`` -> ``ready`` (true once warmed up), release id, question, open- and
+  recovered-episode counts, the limits and the refusals counted by status.
+
+**Bounded state, durable actions** (see ``sandbox.action_log``): every action is
+appended to the action log, fsynced (group-committed), before its reply is sent;
+a closed episode leaves memory once its close is durable. A restarted sandbox
+reads the log and recovers its open episodes with the same trace and unlock
+state (an episode whose question is not in the served release is refused with
+a message saying so). Each episode takes at most ``max_actions`` actions (429
+beyond, with the fix); at most ``max_open_episodes`` are open at once (429).
+Without an ``action_log`` the log goes to a private temporary file (nothing
+survives a restart then).
 
 No agent-facing response carries anything about masked pages: calls are sent
 without ``suppressed_ids``, a masked page's refusal is the nonexistent page's
 (see ``sandbox.serving``). The full action log, masked ids included, stays on
-the server: appended to ``action_log`` (JSONL, fsynced) when an episode closes.
-* ``GET /health`` -> release id, question and open-episode counts
-
-The index call runs in a worker thread (``run_in_threadpool``) so a slow
-search never blocks the event loop. Binds 127.0.0.1 by default.
+the server. The index call runs in a worker thread (``run_in_threadpool``) so a
+slow search never blocks the event loop. Binds 127.0.0.1 by default.
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
+import tempfile
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -40,32 +55,108 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from aethersearch.errors import AetherError, ConfigError, ToolError
-from aethersearch.jsonl import DurableAppender, loads
-from aethersearch.records import ToolCall
-from aethersearch.sandbox.episode import Sandbox, SandboxEpisode
+from aethersearch.records import Document, Record, ToolCall
+from aethersearch.sandbox.action_log import ActionLog, LoggedEpisode, recover
+from aethersearch.sandbox.episode import MAX_K, Sandbox, SandboxEpisode
+from aethersearch.sandbox.request_body import MAX_BODY_CHARS, check_body
 from aethersearch.sandbox.serving import PUBLIC_CALL_EXCLUDE
-from aethersearch.sandbox.tools import (
-    MAX_PAGE_NAME,
-    MAX_QUERY_CHARS,
-    validate_page_name,
+from aethersearch.sandbox.tools import validate_page_name
+from aethersearch.search.http_guard import (
+    GuardMiddleware,
+    HTTPProblem,
+    HttpTimeouts,
+    RefusalLog,
+    install_problem_handlers,
+    json_body,
+    problem_responses,
+    read_body,
+    uvicorn_options,
 )
 
 MAX_OPEN_EPISODES = 10_000
-# Request fields longer than this are refused (422, logged with the argument cut to this length) so the log
-# never stores a huge argument; anything shorter reaches the episode, whose own limits refuse and log it.
-MAX_BODY_CHARS = 4 * max(MAX_QUERY_CHARS, MAX_PAGE_NAME)
+#: closed episode ids remembered so a late request is told "closed" (409) rather than "unknown" (404)
+RECENTLY_CLOSED = 4_096
+
+
+class SandboxLimits(Record):
+    """What one client can make the sandbox hold (reported by ``/health``)."""
+
+    max_open_episodes: int = Field(default=MAX_OPEN_EPISODES, ge=1)
+    max_actions: int = Field(default=400, ge=1, description="actions per episode (WebDetective's agents make at "
+                                                            "most 40 tool calls); 429 beyond")
+    max_body_bytes: int = Field(default=8 * MAX_BODY_CHARS, ge=256, description="request body size; 413 beyond")
+    timeouts: HttpTimeouts = Field(default_factory=HttpTimeouts)
 
 
 class CreateEpisode(BaseModel):
     """Body of ``POST /episodes``."""
 
     model_config = ConfigDict(extra="forbid")
-    question_id: str = Field(min_length=1, max_length=256)
-    run_id: str = Field(default="run", min_length=1, max_length=256)
-    replace: bool = False
+    question_id: StrictStr = Field(min_length=1, max_length=256)
+    run_id: StrictStr = Field(default="run", min_length=1, max_length=256)
+    replace: StrictBool = False
+
+
+class SearchBody(BaseModel):
+    """Body of ``POST /episodes/{id}/search`` (checked by hand so a malformed one is still logged)."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: StrictStr = Field(max_length=MAX_BODY_CHARS)
+    k: StrictInt = Field(default=5, ge=1, le=MAX_K)
+    seq: StrictInt | None = Field(default=None, ge=0, description="actions already answered in this episode "
+                                                                 "(a retried request carries the same seq)")
+
+
+class VisitBody(BaseModel):
+    """Body of ``POST /episodes/{id}/visit``."""
+
+    model_config = ConfigDict(extra="forbid")
+    page: StrictStr = Field(max_length=MAX_BODY_CHARS)
+    seq: StrictInt | None = Field(default=None, ge=0, description="as for search")
+
+
+class Created(BaseModel):
+    """Reply of ``POST /episodes``."""
+
+    episode_id: str
+    question_id: str
+    run_id: str
+    tools: list[str]
+
+
+class ActionReply(BaseModel):
+    """Reply of an action: the documents served and the logged call (no masked ids)."""
+
+    documents: list[Document]
+    call: dict[str, Any]
+
+
+class LoggedRefusal(BaseModel):
+    """A refused action: why, and the call as logged (no masked ids)."""
+
+    detail: str
+    call: dict[str, Any] | None = None
+
+
+class TraceReply(BaseModel):
+    """An episode's trace as the agent saw it."""
+
+    episode_id: str
+    question_id: str | None = None
+    run_id: str | None = None
+    closed: bool | None = None
+    trace: list[dict[str, Any]]
+
+
+class Health(BaseModel):
+    """``GET /health``."""
+
+    model_config = ConfigDict(extra="allow")
+    status: str
+    ready: bool
 
 
 def _public_json(call: ToolCall) -> dict[str, Any]:
@@ -77,166 +168,287 @@ def _result_json(documents: list[Any], call: ToolCall) -> dict[str, Any]:
     return {"documents": [d.model_dump(mode="json") for d in documents], "call": _public_json(call)}
 
 
-def _clip(value: Any) -> Any:
-    """A request argument as the log keeps it: strings over MAX_BODY_CHARS cut, other values by their repr."""
-    if isinstance(value, str):
-        return value if len(value) <= MAX_BODY_CHARS else value[:MAX_BODY_CHARS] + f"... ({len(value)} chars)"
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    text = repr(value)
-    return text if len(text) <= MAX_BODY_CHARS else text[:MAX_BODY_CHARS] + "..."
+def _refusal(status: int, call: ToolCall) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": call.error, "call": _public_json(call)})
 
 
-async def _read_body(request: Request, fields: dict[str, type | tuple[type, ...]],
-                     required: tuple[str, ...]) -> tuple[dict[str, Any], str | None]:
-    """(arguments to log, error or None): the JSON body checked by hand so a malformed one is still logged."""
-    raw = await request.body()
-    if len(raw) > 8 * MAX_BODY_CHARS:
-        return {"body_bytes": len(raw)}, f"request body is {len(raw)} bytes; the limit is {8 * MAX_BODY_CHARS}"
-    try:
-        body = loads(raw) if raw else None
-    except ValueError:
-        return {"body": _clip(raw.decode("utf-8", "replace"))}, "request body is not valid JSON"
-    if not isinstance(body, dict):
-        return {"body": _clip(body)}, "request body must be a JSON object"
-    args = {str(k)[:64]: _clip(v) for k, v in list(body.items())[:16]}
-    unknown = sorted(set(body) - set(fields))
-    if unknown:
-        return args, f"unknown field(s) {unknown}; expected {sorted(fields)}"
-    missing = [name for name in required if name not in body]
-    if missing:
-        return args, f"missing field(s) {missing}"
-    for name, kind in fields.items():
-        if name in body and (not isinstance(body[name], kind) or isinstance(body[name], bool) and kind is int):
-            return args, f"field {name!r} has the wrong type ({type(body[name]).__name__})"
-        if isinstance(body.get(name), str) and len(body[name]) > MAX_BODY_CHARS:
-            return args, f"field {name!r} is {len(body[name])} characters; the limit is {MAX_BODY_CHARS}"
-    return body, None
+class Live:
+    """An open episode on the server: the episode, the status each action was answered with, its lock."""
+
+    __slots__ = ("episode", "lock", "statuses")
+
+    def __init__(self, episode: SandboxEpisode, statuses: list[int] | None = None) -> None:
+        self.episode = episode
+        self.statuses = statuses or []
+        self.lock = asyncio.Lock()  # one action of an episode at a time: its seq is its place in the log
 
 
-def create_app(sandbox: Sandbox, *, max_open_episodes: int = MAX_OPEN_EPISODES,
-               action_log: str | Path | None = None) -> FastAPI:
-    """The FastAPI app serving ``sandbox``; episodes are held in memory by this app only.
+def _warm(sandbox: Sandbox) -> None:
+    """First-request costs paid before ``/health`` says ready: JIT compile, page cache, the title map."""
+    warm_up = getattr(sandbox.backend, "warm_up", None)
+    if callable(warm_up):
+        warm_up()
+    sandbox.backend.search(["warm up the index"], 1)
+    sandbox.resolver.resolve("warm up the title map")
 
-    ``action_log``: a JSONL file to which each episode's full action log (masked
-    ids included) is appended, fsynced, when the episode is closed or replaced;
-    it is the server-side record for scoring. Agent-facing responses never
-    carry masked ids; ``app.state.episodes`` gives in-process access to the logs.
+
+def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
+               action_log: str | Path | None = None, limits: SandboxLimits | None = None) -> FastAPI:
+    """The FastAPI app serving ``sandbox``; open episodes are held in memory, every action in ``action_log``.
+
+    ``action_log``: the JSONL event log (``sandbox.action_log``), masked ids included:
+    the server-side record for scoring, and what a restarted sandbox recovers its open
+    episodes from. Agent-facing responses never carry masked ids;
+    ``app.state.episodes`` maps open episode ids to their ``SandboxEpisode``.
     """
-    appender = DurableAppender(action_log) if action_log is not None else None
+    limits = limits or SandboxLimits()
+    if max_open_episodes is not None:
+        limits = limits.model_copy(update={"max_open_episodes": max_open_episodes})
+    if action_log is None:
+        action_log = Path(tempfile.mkdtemp(prefix="aether-sandbox-")) / "actions.jsonl"
+    recovered = recover(action_log)
+    log = ActionLog(action_log, size=recovered.size)
+    refusals = RefusalLog()
+    live: dict[str, Live] = {}
+    by_key: dict[tuple[str, str], str] = {}
+    recently_closed: OrderedDict[str, None] = OrderedDict()
+    unrecoverable: dict[str, str] = {}
+    state = {"ready": False}
+    for logged in recovered.open.values():
+        _recover_one(sandbox, logged, live, by_key, unrecoverable)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(_warm, sandbox)
+        state["ready"] = True
         yield
-        if appender is not None:
-            appender.close()
+        await asyncio.to_thread(log.close)
 
-    app = FastAPI(title="aethersearch masked sandbox", version="1", lifespan=lifespan)
-    episodes: dict[str, SandboxEpisode] = {}
-    by_key: dict[tuple[str, str], str] = {}
-    lock = threading.Lock()
-    app.state.episodes = episodes
+    app = FastAPI(title="aethersearch masked sandbox", version="2", lifespan=lifespan)
+    app.state.episodes = _EpisodeView(live)
+    app.state.refusals = refusals
+    app.state.action_log = log
 
-    def persist(ep: SandboxEpisode) -> list[ToolCall]:
+    def forget(episode_id: str) -> None:
+        ep = live.pop(episode_id).episode
+        if by_key.get((ep.run_id, ep.question_id)) == episode_id:
+            del by_key[(ep.run_id, ep.question_id)]
+        recently_closed[episode_id] = None
+        while len(recently_closed) > RECENTLY_CLOSED:
+            recently_closed.popitem(last=False)
+
+    async def persist(found: Live) -> list[ToolCall]:
+        """Close an episode durably, then let it leave memory."""
+        ep = found.episode
         trace = ep.close_sync()
-        if appender is not None and not getattr(ep, "_persisted", False):
-            ep._persisted = True  # type: ignore[attr-defined]
-            with lock:
-                appender.append({"episode_id": ep.episode_id, "question_id": ep.question_id, "run_id": ep.run_id,
-                                 "trace": [c.model_dump(mode="json") for c in trace]})
+        await log.closed(ep.episode_id, ep.question_id, ep.run_id, len(trace))
+        forget(ep.episode_id)
         return trace
 
-    def episode(episode_id: str) -> SandboxEpisode:
-        found = episodes.get(episode_id)
-        if found is None:
-            raise HTTPException(404, f"no episode {episode_id!r}; create one with POST /episodes")
-        return found
+    def open_episode(episode_id: str) -> Live:
+        found = live.get(episode_id)
+        if found is not None:
+            return found
+        if episode_id in unrecoverable:
+            raise HTTPException(409, unrecoverable[episode_id])
+        if episode_id in recently_closed:
+            raise HTTPException(409, f"episode {episode_id} is closed; open a new episode "
+                                     f"(its trace: GET /episodes/{episode_id}/trace)")
+        raise HTTPException(404, f"no open episode {episode_id!r}; create one with POST /episodes")
 
-    def refusal(status: int, call: ToolCall) -> JSONResponse:
-        return JSONResponse(status_code=status, content={"detail": call.error, "call": _public_json(call)})
-
-    @app.get("/health")
+    @app.get("/health", response_model=Health)
     def health() -> dict[str, Any]:
-        return {"status": "ok", "release_id": sandbox.release_id, "questions": len(sandbox.masks),
-                "open_episodes": sum(1 for e in episodes.values() if not e.closed)}
+        return {"status": "ok" if state["ready"] else "warming up", "ready": state["ready"],
+                "release_id": sandbox.release_id, "questions": len(sandbox.masks), "open_episodes": len(live),
+                "recovered_episodes": len(recovered.open) - len(unrecoverable),
+                "unrecoverable_episodes": len(unrecoverable), "limits": limits.model_dump(),
+                "refusals": refusals.health()}
 
-    @app.post("/episodes")
-    def create(body: CreateEpisode) -> dict[str, Any]:
+    @app.post("/episodes", response_model=Created,
+              responses=problem_responses(400, 404, 408, 409, 413, 422, 429))
+    async def create(body: CreateEpisode) -> dict[str, Any]:
         key = (body.run_id, body.question_id)
-        with lock:
-            existing = by_key.get(key)
-            if existing is not None and not episodes[existing].closed and not body.replace:
-                raise HTTPException(409, f"episode {existing} is already open for run {body.run_id!r}, question "
-                                         f"{body.question_id!r}; close it or pass replace=true")
-            if sum(1 for e in episodes.values() if not e.closed) >= max_open_episodes:
-                raise HTTPException(429, f"{max_open_episodes} episodes are open; close finished ones first")
-            try:
-                new = sandbox.episode(body.question_id, run_id=body.run_id)
-            except ConfigError as exc:
-                raise HTTPException(404, exc.message) from None
-            episodes[new.episode_id] = new
-            by_key[key] = new.episode_id
+        existing = by_key.get(key)
+        if existing is not None and not body.replace:
+            raise HTTPException(409, f"episode {existing} is already open for run {body.run_id!r}, question "
+                                     f"{body.question_id!r}; close it or pass replace=true")
+        if existing is None and len(live) >= limits.max_open_episodes:
+            raise HTTPException(429, f"{limits.max_open_episodes} episodes are open; close finished ones first "
+                                     "(or raise --max-open-episodes)")
+        try:
+            new = sandbox.episode(body.question_id, run_id=body.run_id)
+        except ConfigError as exc:
+            raise HTTPException(404, exc.message) from None
         if existing is not None:
-            persist(episodes[existing])
+            await persist(live[existing])
+        live[new.episode_id] = Live(new)
+        by_key[key] = new.episode_id
+        await log.opened(new.episode_id, new.question_id, new.run_id)
         return {"episode_id": new.episode_id, "question_id": new.question_id, "run_id": new.run_id,
                 "tools": list(new.tools)}
 
-    @app.post("/episodes/{episode_id}/search")
+    async def act(episode_id: str, request: Request, tool: str) -> Any:
+        found = open_episode(episode_id)
+        fields: dict[str, type] = {"query": str, "k": int, "seq": int} if tool == "search" else {"page": str,
+                                                                                                "seq": int}
+        body: dict[str, Any]
+        error: str | None
+        try:
+            raw = await read_body(request.receive)
+        except HTTPProblem as exc:  # over the size limit or too slow: still logged in the episode
+            body, error, status = {"refused": exc.status_code}, str(exc.detail), exc.status_code
+        else:
+            body, error = check_body(raw, fields, ("query",) if tool == "search" else ("page",))
+            status = 422
+        async with found.lock:
+            ep = found.episode
+            if ep.closed:
+                raise HTTPException(409, f"episode {episode_id} is closed; open a new episode")
+            seq = body.get("seq") if error is None else None
+            if isinstance(seq, int) and seq < ep.actions:
+                return _replay(found, seq)
+            if isinstance(seq, int) and seq > ep.actions:
+                raise HTTPException(409, f"seq {seq} is ahead of episode {episode_id}, which has answered "
+                                         f"{ep.actions} actions; send seq={ep.actions}")
+            if ep.actions >= limits.max_actions:
+                reason = (f"episode {episode_id} has taken its {limits.max_actions} actions (the per-episode "
+                          "cap); close it and answer, or raise the cap with `aether sandbox serve --max-actions`")
+                await log.refused(episode_id, 429, reason)
+                raise HTTPException(429, reason)
+            if error is not None:
+                public = ep.log_rejected(tool, body, error)
+            elif tool == "search":
+                public = (await run_in_threadpool(ep.search_sync, body["query"], body.get("k", 5))).call
+                status = 200 if public.error is None else 422
+            else:
+                public = (await run_in_threadpool(ep.visit_sync, body["page"])).call
+                status = 200 if public.error is None else _visit_refusal_status(body["page"])
+            found.statuses.append(status)
+            await log.called(episode_id, ep.actions - 1, status, ep.last_call)
+            if status != 200:
+                return _refusal(status, public)
+            return _result_json(ep.documents_of(ep.last_call), public)
+
+    action_docs: dict[str, Any] = {
+        "response_model": None,
+        "responses": {200: {"model": ActionReply, "description": "the documents served and the logged call"},
+                      **problem_responses(400, 409, 429),
+                      **{s: {"model": LoggedRefusal, "description": d} for s, d in (
+                          (404, "no such open episode, or (with a call) no such page or a masked one"),
+                          (408, "the body was too slow (logged)"), (413, "the body is over the limit (logged)"),
+                          (422, "malformed body or an invalid argument (logged)"))}}}
+
+    @app.post("/episodes/{episode_id}/search", openapi_extra=json_body(SearchBody), **action_docs)
     async def search(episode_id: str, request: Request) -> Any:
-        ep = episode(episode_id)
-        body, error = await _read_body(request, {"query": str, "k": int}, ("query",))
-        try:
-            if error is not None:
-                return refusal(422, ep.log_rejected("search", body, error))
-            result = await run_in_threadpool(ep.search_sync, body["query"], body.get("k", 5))
-        except ToolError as exc:
-            raise HTTPException(409, exc.message) from None
-        if result.call.error is not None:
-            return refusal(422, result.call)
-        return _result_json(result.documents, result.call)
+        return await act(episode_id, request, "search")
 
-    @app.post("/episodes/{episode_id}/visit")
+    @app.post("/episodes/{episode_id}/visit", openapi_extra=json_body(VisitBody), **action_docs)
     async def visit(episode_id: str, request: Request) -> Any:
-        ep = episode(episode_id)
-        body, error = await _read_body(request, {"page": str}, ("page",))
-        try:
-            if error is not None:
-                return refusal(422, ep.log_rejected("visit", body, error))
-            try:
-                validate_page_name(body["page"])
-                invalid = False
-            except ToolError:
-                invalid = True
-            # An invalid name is refused inside the episode too, so it is logged in the trace.
-            result = await run_in_threadpool(ep.visit_sync, body["page"])
-        except ToolError as exc:
-            raise HTTPException(409, exc.message) from None
-        if result.call.error is not None:
-            return refusal(422 if invalid else 404, result.call)
-        return _result_json(result.documents, result.call)
+        return await act(episode_id, request, "visit")
 
-    @app.post("/episodes/{episode_id}/close")
-    def close(episode_id: str) -> dict[str, Any]:
-        ep = episode(episode_id)
-        persist(ep)
-        return {"episode_id": episode_id, "trace": [_public_json(c) for c in ep.trace]}
+    @app.post("/episodes/{episode_id}/close", response_model=TraceReply, responses=problem_responses(404, 409))
+    async def close(episode_id: str) -> dict[str, Any]:
+        found = live.get(episode_id)
+        if found is None:
+            if episode_id in unrecoverable:
+                raise HTTPException(409, unrecoverable[episode_id])
+            return await trace(episode_id)  # closing twice answers the trace again
+        async with found.lock:
+            trace_calls = await persist(found)
+        return {"episode_id": episode_id, "trace": [_public_json(c) for c in trace_calls]}
 
-    @app.get("/episodes/{episode_id}/trace")
-    def trace(episode_id: str) -> dict[str, Any]:
-        ep = episode(episode_id)
-        return {"episode_id": episode_id, "question_id": ep.question_id, "run_id": ep.run_id,
-                "closed": ep.closed, "trace": [_public_json(c) for c in ep.trace]}
+    @app.get("/episodes/{episode_id}/trace", response_model=TraceReply, responses=problem_responses(404, 409))
+    async def trace(episode_id: str) -> dict[str, Any]:
+        found = live.get(episode_id)
+        if found is not None:
+            ep = found.episode
+            return {"episode_id": episode_id, "question_id": ep.question_id, "run_id": ep.run_id,
+                    "closed": ep.closed, "trace": [_public_json(c) for c in ep.trace]}
+        if episode_id in unrecoverable:
+            raise HTTPException(409, unrecoverable[episode_id])
+        logged = await run_in_threadpool(log.read_trace, episode_id) if len(episode_id) <= 64 else None
+        if logged is None:
+            raise HTTPException(404, f"no episode {episode_id!r} in this sandbox's action log")
+        return {"episode_id": episode_id, "question_id": logged.question_id, "run_id": logged.run_id,
+                "closed": logged.closed, "trace": [_public_json(c) for c in logged.calls]}
 
     @app.exception_handler(AetherError)
     async def aether_error(_request: Any, exc: AetherError) -> JSONResponse:
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
+    @app.exception_handler(ToolError)
+    async def tool_error(_request: Any, exc: ToolError) -> JSONResponse:
+        return JSONResponse(status_code=409, content={"detail": exc.message})
+
+    install_problem_handlers(app)
+    app.add_middleware(GuardMiddleware, max_body_bytes=limits.max_body_bytes,
+                       body_timeout_s=limits.timeouts.body_timeout_s, refusals=refusals)
     return app
 
 
-def serve(sandbox: Sandbox, *, host: str = "127.0.0.1", port: int = 8100,
-          action_log: str | Path | None = None) -> None:
-    """Run the sandbox server with uvicorn until interrupted (``action_log``: see :func:`create_app`)."""
+def _visit_refusal_status(page: str) -> int:
+    """An invalid page name is a 422; an unknown or masked page a 404 (the same for both)."""
+    try:
+        validate_page_name(page)
+    except ToolError:
+        return 422
+    return 404
+
+
+def _replay(found: Live, seq: int) -> Any:
+    """Answer a retried request (same ``seq``) from the log: same status, same documents, nothing logged."""
+    call = found.episode.trace[seq]
+    status = found.statuses[seq]
+    if status != 200:
+        return _refusal(status, call)
+    return _result_json(found.episode.documents_of(call), call)
+
+
+def _recover_one(sandbox: Sandbox, logged: LoggedEpisode, live: dict[str, Live],
+                 by_key: dict[tuple[str, str], str], unrecoverable: dict[str, str]) -> None:
+    """Bring back one episode that was open when the sandbox stopped, or note why it cannot be."""
+    try:
+        ep = sandbox.episode(logged.question_id, run_id=logged.run_id, episode_id=logged.episode_id)
+    except ConfigError:
+        unrecoverable[logged.episode_id] = (
+            f"episode {logged.episode_id} was open when the sandbox stopped, but its question "
+            f"{logged.question_id!r} is not in the release served now ({sandbox.release_id!r}); "
+            "open a new episode with replace=true")
+        return
+    ep.restore(logged.calls)
+    live[ep.episode_id] = Live(ep, list(logged.statuses))
+    by_key[(ep.run_id, ep.question_id)] = ep.episode_id
+
+
+class _EpisodeView:
+    """``app.state.episodes``: open episode id -> ``SandboxEpisode`` (read-only, for tests and tools)."""
+
+    def __init__(self, live: dict[str, Live]) -> None:
+        self._live = live
+
+    def __getitem__(self, episode_id: str) -> SandboxEpisode:
+        return self._live[episode_id].episode
+
+    def __contains__(self, episode_id: object) -> bool:
+        return episode_id in self._live
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def values(self) -> list[SandboxEpisode]:
+        """The open episodes."""
+        return [found.episode for found in self._live.values()]
+
+
+def serve(sandbox: Sandbox, *, host: str = "127.0.0.1", port: int = 8100, action_log: str | Path | None = None,
+          limits: SandboxLimits | None = None, http: str = "auto") -> None:
+    """Run the sandbox server with uvicorn until interrupted (``action_log``: see :func:`create_app`).
+
+    uvicorn runs the app's start-up (warm-up and recovery) before it accepts a
+    connection, so the first ``/health`` that answers already says ready.
+    """
     import uvicorn
 
-    uvicorn.run(create_app(sandbox, action_log=action_log), host=host, port=port, log_level="warning")
+    limits = limits or SandboxLimits()
+    uvicorn.run(create_app(sandbox, action_log=action_log, limits=limits), host=host, port=port,
+                log_level="warning", access_log=False, **uvicorn_options(http, limits.timeouts))

@@ -467,7 +467,7 @@ def episodes_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[EpisodeEvidenc
     return [EpisodeEvidence(id=str(row["id"]), source=str(row["source"]), hops=row.get("hops"),
                             evidence=tuple(row["evidence"]), gathered=frozenset(row["gathered"]),
                             parametric=frozenset(row.get("parametric") or ()), outcome=Outcome(row["outcome"]),
-                            correct=bool(row["correct"]))
+                            correct=bool(row["correct"]), searched_route=bool(row["search_score"]))
             for row in rows]
 
 

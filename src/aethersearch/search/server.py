@@ -20,16 +20,22 @@ Limits are set for Search-R1's shipped training scripts: it sends every active
 episode's query of a turn in one request (2,560 with ``train_grpo.sh``, 1,312 with
 verl's default validation batch) and crashes on any non-200, so the default batch
 limit is far above that. What is bounded instead is what a request can cost: the
-body size (413), topk, query length and url count (422), and the **response size**
-(413 as soon as the documents fetched for one request pass ``max_response_bytes``,
-so a small request can never make the server build a huge reply). It binds
-127.0.0.1 by default and never returns a document that is not in the store.
+body size (413, checked before the body is read), topk, query length and url count
+(422), the **hits** of one request (queries x topk over ``max_hits``: 413 at once,
+before any search, so a refused request never holds the index worker) and the
+**response size** (413 as soon as the documents fetched for one request pass
+``max_response_bytes``, a backstop for unusually long documents). Header/body read
+timeouts, the idle keep-alive limit and the logging and counting of refusals are
+``search.http_guard``'s, shared with the sandbox. It binds 127.0.0.1 by default and
+never returns a document that is not in the store.
 
 Concurrency: the index call runs in a thread executor, never on the event loop.
 Requests that arrive while the index is busy are **micro-batched**: the next index
 call takes every waiting request with the same ``topk`` in one batched
 ``search()``, which amortises per-call overhead (the whole point of a batched
-index) without adding latency when the server is idle.
+index) without adding latency when the server is idle. A request of more than
+``max_micro_batch`` queries is searched slice by slice, so requests arriving
+meanwhile are served between its slices.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -47,13 +53,26 @@ from urllib.parse import quote, unquote, urlsplit
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.corpus.chunking import passage_page
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 from aethersearch.search.base import SearchIndex
+from aethersearch.search.http_guard import (
+    GuardMiddleware,
+    HTTPProblem,
+    HttpTimeouts,
+    RefusalLog,
+    install_problem_handlers,
+    json_body,
+    problem_body,
+    problem_responses,
+    read_body,
+    record_from_options,
+    uvicorn_options,
+)
 
 JSON = "application/json"
 
@@ -72,18 +91,23 @@ class ServerLimits(Record):
     url_prefix: str = Field(default="https://en.wikipedia.org/wiki/", min_length=1,
                             description="url of a hit without its own url: this + the quoted page id")
     micro_batch: bool = True
-    max_micro_batch: int = Field(default=2048, ge=1, description="queries per batched index call")
+    max_micro_batch: int = Field(default=2048, ge=1, description="queries per batched index call; a larger "
+                                                                 "request is searched in slices of this size")
+    max_hits: int = Field(default=65536, ge=1, description="queries x topk of one /retrieve request, refused "
+                                                           "(413) before searching")
+    timeouts: HttpTimeouts = Field(default_factory=HttpTimeouts)
     workers: int = Field(default=1, ge=1, description="index calls running at once (executor threads)")
 
 
 class RetrieveRequest(BaseModel):
-    """Search-R1's ``QueryRequest``."""
+    """Search-R1's ``QueryRequest``, with strict types: ``"topk": true`` is a 422, never topk 1."""
 
     model_config = ConfigDict(extra="ignore")
 
-    queries: list[str]
-    topk: int | None = None
-    return_scores: bool = False
+    queries: list[StrictStr]
+    topk: StrictInt | None = Field(default=None, description="hits per query; null or 0 means the server "
+                                                              "default; at most the server's max_topk")
+    return_scores: StrictBool = False
 
 
 class AccessRequest(BaseModel):
@@ -91,16 +115,50 @@ class AccessRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    urls: list[str]
+    urls: list[StrictStr]
 
 
-class HTTPProblem(Exception):
-    """A request refused with a status code and a message saying the limit."""
+class WireDocument(BaseModel):
+    """A hit as the wire carries it (the corpus row's own id, which may be a number)."""
 
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
+    id: str | int
+    contents: str
+    url: str
+
+
+class ScoredHit(BaseModel):
+    """A hit with ``return_scores: true``."""
+
+    document: WireDocument
+    score: float
+
+
+class RetrieveResponse(BaseModel):
+    """``{"result": [...]}``: per query, scored hits (``return_scores``) or plain documents."""
+
+    result: list[list[ScoredHit]] | list[list[WireDocument]]
+
+
+class AccessPage(BaseModel):
+    """A page ``/access`` found."""
+
+    url: str
+    id: str | int
+    title: str
+    contents: str
+
+
+class AccessResponse(BaseModel):
+    """``{"result": [page or null per url]}``."""
+
+    result: list[AccessPage | None]
+
+
+class HealthResponse(BaseModel):
+    """``GET /health`` (further fields are allowed: backends add their own)."""
+
+    model_config = ConfigDict(extra="allow")
+    status: str
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -159,6 +217,13 @@ class ResponseTooLarge(Exception):
     """The documents fetched for one request passed ``max_response_bytes``."""
 
 
+class ResponseBudget:
+    """Bytes a request's reply may still take (one object shared by the slices of a sliced request)."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
 class Retriever:
     """Runs ``index.search`` and fetches contents; the part that runs in the executor."""
 
@@ -202,9 +267,14 @@ class Retriever:
             url = url_for(page, self.limits.url_prefix)
         return {"id": _wire_id(raw), "contents": _contents(raw), "url": url}
 
-    def hits(self, results: list[list[tuple[str, float]]]) -> list[list[tuple[dict[str, Any], float]]]:
-        """Documents for one request's hits; ``ResponseTooLarge`` once they pass the response limit."""
-        budget, out = self.limits.max_response_bytes, []
+    def hits(self, results: list[list[tuple[str, float]]],
+             budget: ResponseBudget | None = None) -> list[list[tuple[dict[str, Any], float]]]:
+        """Documents for one request's hits; ``ResponseTooLarge`` once they pass the response limit.
+
+        ``budget`` is shared by the slices of one request searched apart (see :class:`MicroBatcher`).
+        """
+        budget = budget or ResponseBudget(self.limits.max_response_bytes)
+        out = []
         for hits in results:
             rows = []
             for doc_id, score in hits:
@@ -212,22 +282,23 @@ class Retriever:
                 if raw is None:  # never a phantom document
                     continue
                 doc = self.wire(raw)
-                budget -= len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
-                if budget < 0:
+                budget.left -= len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
+                if budget.left < 0:
                     raise ResponseTooLarge()
                 rows.append((doc, float(score)))
             out.append(rows)
         return out
 
-    def __call__(self, requests: list[list[str]], k: int) -> list[Any]:
+    def __call__(self, requests: list[list[str]], k: int,
+                 budgets: Sequence[ResponseBudget | None] | None = None) -> list[Any]:
         """One batched index call for several requests' queries; per request its hits or its error."""
         flat = [q for queries in requests for q in queries]
         results = self.index.search(flat, k) if flat else []
         out: list[Any] = []
         start = 0
-        for queries in requests:
+        for number, queries in enumerate(requests):
             try:
-                out.append(self.hits(results[start:start + len(queries)]))
+                out.append(self.hits(results[start:start + len(queries)], budgets[number] if budgets else None))
             except ResponseTooLarge:
                 out.append(HTTPProblem(413, too_large(self.limits, len(queries), k)))
             start += len(queries)
@@ -241,19 +312,28 @@ def too_large(limits: ServerLimits, queries: int, k: int) -> str:
             "or raise the limit with `aether serve --max-response-mb`")
 
 
+_Item = tuple[list[str], int, "asyncio.Future[Any]", ResponseBudget]
+
+
 class MicroBatcher:
-    """Coalesces concurrent ``(queries, k)`` requests into batched executor calls."""
+    """Coalesces concurrent ``(queries, k)`` requests into batched executor calls.
+
+    A request of more than ``max_micro_batch`` queries is searched one slice at a
+    time, each slice queued only once the previous one is done, so a request that
+    arrives meanwhile joins the next index call instead of waiting for the whole
+    large request (no head-of-line blocking). The slices share one response budget.
+    """
 
     def __init__(self, fn: Retriever, executor: ThreadPoolExecutor, limits: ServerLimits) -> None:
         self.fn = fn
         self.executor = executor
         self.limits = limits
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[tuple[list[str], int, asyncio.Future[Any]]] | None = None
+        self._queue: asyncio.Queue[_Item] | None = None
         self._workers: list[asyncio.Task[None]] = []
         self.calls = 0  # index calls made (tests and /health read it)
 
-    def _ensure_started(self) -> asyncio.Queue[tuple[list[str], int, asyncio.Future[Any]]]:
+    def _ensure_started(self) -> asyncio.Queue[_Item]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._queue is None:
             self._loop, self._queue = loop, asyncio.Queue()
@@ -261,19 +341,27 @@ class MicroBatcher:
         return self._queue
 
     async def run(self, queries: list[str], k: int) -> list[list[tuple[dict[str, Any], float]]]:
-        """Results for ``queries`` at ``k``, computed in a (possibly shared) batched call."""
+        """Results for ``queries`` at ``k``, computed in (possibly shared) batched calls, slice by slice."""
+        budget = ResponseBudget(self.limits.max_response_bytes)
+        step = self.limits.max_micro_batch
+        out: list[list[tuple[dict[str, Any], float]]] = []
+        for start in range(0, len(queries), step):
+            result = await self._one(queries[start:start + step], k, budget)
+            if isinstance(result, HTTPProblem):  # the reply passed the response limit (Retriever's only refusal)
+                raise HTTPProblem(413, too_large(self.limits, len(queries), k))
+            out.extend(result)
+        return out
+
+    async def _one(self, queries: list[str], k: int, budget: ResponseBudget) -> Any:
         loop = asyncio.get_running_loop()
         if not self.limits.micro_batch:
             self.calls += 1
-            (result,) = await loop.run_in_executor(self.executor, self.fn, [queries], k)
-        else:
-            queue = self._ensure_started()
-            future: asyncio.Future[Any] = loop.create_future()
-            queue.put_nowait((queries, k, future))
-            result = await future
-        if isinstance(result, HTTPProblem):
-            raise result
-        return result  # type: ignore[no-any-return]
+            (result,) = await loop.run_in_executor(self.executor, self.fn, [queries], k, [budget])
+            return result
+        queue = self._ensure_started()
+        future: asyncio.Future[Any] = loop.create_future()
+        queue.put_nowait((queries, k, future, budget))
+        return await future
 
     async def _work(self) -> None:
         assert self._queue is not None
@@ -285,34 +373,22 @@ class MicroBatcher:
                 item = queue.get_nowait()
                 batch.append(item)
                 size += len(item[0])
-            groups: dict[int, list[tuple[list[str], int, asyncio.Future[Any]]]] = {}
+            groups: dict[int, list[_Item]] = {}
             for item in batch:
                 groups.setdefault(item[1], []).append(item)
             for k, items in groups.items():
                 try:
                     self.calls += 1
-                    results = await loop.run_in_executor(self.executor, self.fn, [item[0] for item in items], k)
+                    results = await loop.run_in_executor(self.executor, self.fn, [item[0] for item in items], k,
+                                                         [item[3] for item in items])
                 except Exception as exc:  # noqa: BLE001 -- forwarded: every waiting request gets the error
-                    for _, _, future in items:
+                    for _, _, future, _ in items:
                         if not future.done():
                             future.set_exception(exc)
                     continue
-                for (_, _, future), result in zip(items, results, strict=True):
+                for (_, _, future, _), result in zip(items, results, strict=True):
                     if not future.done():
                         future.set_result(result)
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise HTTPProblem(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HTTPProblem(413, f"request body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 class RetrieveFastPath:
@@ -321,45 +397,28 @@ class RetrieveFastPath:
     Why: with one query per request the per-request framework cost is a large part of
     the server's CPU (py-spy put ~12% of samples in the FastAPI/Starlette layers
     between uvicorn and the handler), and that path carries Search-R1's rollout traffic.
-    Same status codes, limits and messages as the routed handler; errors other than
-    ``HTTPProblem`` propagate to Starlette's ServerErrorMiddleware (a 500).
+    Same status codes, limits and messages as the routed handler (body limits and
+    timeouts are :class:`~aethersearch.search.http_guard.GuardMiddleware`'s, mounted
+    outside this one); errors other than ``HTTPProblem`` propagate to Starlette's
+    ServerErrorMiddleware (a 500).
     """
 
-    def __init__(self, app: Any, answer: Any, max_body_bytes: int) -> None:
+    def __init__(self, app: Any, answer: Any) -> None:
         self.app = app
         self.answer = answer
-        self.limit = max_body_bytes
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["path"] != "/retrieve" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
         try:
-            status, payload = 200, await self.answer(await self._body(scope, receive))
+            status, payload = 200, await self.answer(await read_body(receive))
         except HTTPProblem as exc:
-            status, payload = exc.status, orjson.dumps({"detail": exc.detail})
+            status, payload = exc.status, problem_body(str(exc.detail))
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(payload)).encode())]})
         await send({"type": "http.response.body", "body": payload})
-
-    async def _body(self, scope: dict[str, Any], receive: Any) -> bytes:
-        for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                raise HTTPProblem(413, f"request body of {value.decode()} bytes exceeds the limit of "
-                                       f"{self.limit} bytes")
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise HTTPProblem(400, "client disconnected before sending the whole body")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                raise HTTPProblem(413, f"request body exceeds the limit of {self.limit} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
 
 
 def _parse(body: bytes, model: type[BaseModel]) -> Any:
@@ -381,6 +440,11 @@ def _validate_retrieve(req: RetrieveRequest, limits: ServerLimits) -> int:
                                f"{limits.default_topk}")
     if topk > limits.max_topk:
         raise HTTPProblem(422, f"topk {topk} exceeds the limit of {limits.max_topk}")
+    if len(req.queries) * topk > limits.max_hits:
+        raise HTTPProblem(413, f"{len(req.queries)} queries at topk {topk} ask for {len(req.queries) * topk:,} hits, "
+                               f"over the limit of {limits.max_hits:,} hits per request (refused before searching); "
+                               "send fewer queries per request or a smaller topk, or raise the limit with "
+                               "`aether serve --max-hits`")
     for number, query in enumerate(req.queries):
         if len(query) > limits.max_query_chars:
             raise HTTPProblem(422, f"query {number} has {len(query)} characters, exceeding the limit of "
@@ -401,8 +465,10 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     executor = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="aether-index")
     batcher = MicroBatcher(retriever, executor, limits)
     app = FastAPI(title="aethersearch retrieval server", docs_url=None, redoc_url=None)
+    refusals = RefusalLog()
     app.state.batcher = batcher
     app.state.limits = limits
+    app.state.refusals = refusals
 
     @app.exception_handler(HTTPProblem)
     async def _problem(_request: Request, exc: HTTPProblem) -> Response:
@@ -422,10 +488,10 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
         return orjson.dumps({"result": body})
 
     async def retrieve(request: Request) -> Response:  # reached only if the fast path is bypassed
-        return Response(await answer(await _read_body(request, limits.max_body_bytes)), media_type=JSON)
+        return Response(await answer(await read_body(request.receive)), media_type=JSON)
 
     async def access(request: Request) -> Response:
-        req = _parse(await _read_body(request, limits.max_body_bytes), AccessRequest)
+        req = _parse(await read_body(request.receive), AccessRequest)
         if len(req.urls) > limits.max_urls:
             raise HTTPProblem(422, f"{len(req.urls)} urls exceed the limit of {limits.max_urls} urls per request")
 
@@ -452,13 +518,24 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "status": "ok", "backend": getattr(index, "backend", type(index).__name__),
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
             "store_hash": store.content_hash, "documents": len(store),
-            "limits": limits.model_dump(), "index_calls": batcher.calls,
+            "limits": limits.model_dump(), "index_calls": batcher.calls, "refusals": refusals.health(),
         })
 
-    app.add_middleware(RetrieveFastPath, answer=answer, max_body_bytes=limits.max_body_bytes)
-    app.router.add_route("/retrieve", retrieve, methods=["POST"])
-    app.router.add_route("/access", access, methods=["POST"])
-    app.router.add_route("/health", health, methods=["GET"])
+    # Routes parse their own bodies (only ``request``: no dependency solving on the hot path); the
+    # OpenAPI description is declared beside them so schema-driven clients and fuzzers see the truth.
+    body_errors = (400, 408, 413, 422)
+    app.add_api_route("/retrieve", retrieve, methods=["POST"], response_class=Response, openapi_extra=json_body(
+        RetrieveRequest), responses={200: {"model": RetrieveResponse, "description": "hits per query"},
+                                     **problem_responses(*body_errors)})
+    app.add_api_route("/access", access, methods=["POST"], response_class=Response, openapi_extra=json_body(
+        AccessRequest), responses={200: {"model": AccessResponse, "description": "a page or null per url"},
+                                   **problem_responses(*body_errors)})
+    app.add_api_route("/health", health, methods=["GET"], response_class=Response,
+                      responses={200: {"model": HealthResponse, "description": "hashes, sizes, limits, refusals"}})
+    install_problem_handlers(app)
+    app.add_middleware(RetrieveFastPath, answer=answer)
+    app.add_middleware(GuardMiddleware, max_body_bytes=limits.max_body_bytes,
+                       body_timeout_s=limits.timeouts.body_timeout_s, refusals=refusals)
     return app
 
 
@@ -487,20 +564,14 @@ def app_from_env() -> FastAPI:
 LIMIT_OPTIONS = {"max_topk": "--max-topk", "max_batch": "--max-batch", "max_query_chars": "--max-query-chars",
                  "max_body_bytes": "--max-body-mb", "max_response_bytes": "--max-response-mb",
                  "max_urls": "--max-urls", "workers": "--workers", "url_prefix": "--url-prefix",
-                 "default_topk": "--default-topk", "max_micro_batch": "--max-micro-batch"}
+                 "default_topk": "--default-topk", "max_micro_batch": "--max-micro-batch", "max_hits": "--max-hits",
+                 "header_timeout_s": "--header-timeout-s", "body_timeout_s": "--body-timeout-s",
+                 "keep_alive_s": "--keep-alive-s"}
 
 
 def limits_from_options(**values: Any) -> ServerLimits:
     """``ServerLimits`` from command-line values; a bad value is a ``ConfigError`` naming its option."""
-    try:
-        return ServerLimits(**values)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = str(error["loc"][0]) if error["loc"] else "?"
-            problems.append(f"{LIMIT_OPTIONS.get(field, field)} {values.get(field)!r}: {error['msg']}")
-        raise ConfigError("invalid server option: " + "; ".join(problems),
-                          fix="see `aether serve --help` for each option's range") from None
+    return record_from_options(ServerLimits, "aether serve", LIMIT_OPTIONS, **values)
 
 
 def check_bindable(host: str, port: int) -> None:
@@ -578,13 +649,14 @@ def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: 
     if processes < 1:
         raise ConfigError(f"--processes {processes} must be at least 1", fix="pass --processes 1 or more")
     check_bindable(host, port)
+    protocol = uvicorn_options(http, (limits or ServerLimits()).timeouts)
     stop = threading.Event()
     try:
         if processes == 1:
             app = _open_app(index_dir, limits, pages_dir)
             if on_ready is not None:
                 announce_when_ready(host, port, on_ready, give_up=stop)
-            uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, http=http, loop=loop)
+            uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, loop=loop, **protocol)
             return
         from aethersearch.search.index_dir import open_index
 
@@ -598,6 +670,6 @@ def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: 
         if on_ready is not None:
             announce_when_ready(host, port, on_ready, give_up=stop)
         uvicorn.run("aethersearch.search.server:app_from_env", factory=True, workers=processes, host=host,
-                    port=port, log_level=log_level, access_log=False, http=http, loop=loop)
+                    port=port, log_level=log_level, access_log=False, loop=loop, **protocol)
     finally:
         stop.set()

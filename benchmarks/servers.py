@@ -1,0 +1,255 @@
+"""Servers under closed-loop load: ``/retrieve`` and the masked sandbox, three rounds, loopback only.
+
+Run ``.venv/bin/python benchmarks/servers.py`` (levels 64, 512, 2048 clients, three
+rounds, ``--seconds`` per level), or ``--episodes 100000`` to drive the sandbox
+through that many finished episodes and report its RSS along the way.
+
+Both servers run as separate processes on 127.0.0.1 (``aether serve`` and the
+sandbox over the demo world's pages, with a durable action log). Each client is
+closed-loop: it sends its next request as soon as the previous one answered.
+
+* ``/retrieve``: one query, topk 3 (one rollout step of Search-R1).
+* sandbox: one *episode* per loop: create, search, visit a page of the result,
+  close; each of the four requests is counted.
+
+Per round and level it prints requests/s, p50/p99 latency, errors, and the
+server's RSS at the end of the round; then RSS of every round relative to the
+first (the goal: within 5%) and p99 per level across rounds. The load generator
+is one aiohttp process; everything runs on this machine's shared cores, so quote
+medians and say the machine was shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+LEVELS = (64, 512, 2048)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def build(workdir: Path) -> tuple[Path, list[str]]:
+    """The demo world's store and bm25 index in ``workdir``, and the words queries are drawn from."""
+    from aethersearch.corpus.demo_world import generate_world
+    from aethersearch.corpus.store import build_store
+    from aethersearch.search.index_dir import build_index
+
+    world = generate_world()
+    build_index(build_store(world.documents, workdir / "store"), "bm25", workdir / "index")
+    words = sorted({w for doc in world.documents for w in doc.title.split() if w.isalpha()})
+    return workdir / "index", words
+
+
+def sandbox_masks(index_dir: Path, n: int = 200, seed: int = 0) -> dict[str, Any]:
+    """``n`` synthetic two-hop chains a -> b -> c along the demo world's links (b and c masked)."""
+    from aethersearch.sandbox.mask import ChainMask
+    from aethersearch.search.index_dir import open_index
+
+    store = open_index(index_dir).store
+    docs = {doc.id: doc for doc in store}
+    rng = random.Random(seed)
+    masks: dict[str, Any] = {}
+    ids = sorted(docs)
+    while len(masks) < n:
+        a = docs[rng.choice(ids)]
+        nexts = [x for x in a.links if x in docs and x != a.id]
+        if not nexts:
+            continue
+        b = docs[rng.choice(nexts)]
+        lasts = [x for x in b.links if x in docs and x not in (a.id, b.id)]
+        if lasts:
+            c = docs[rng.choice(lasts)]
+            masks[f"q{len(masks)}"] = ChainMask([a.id, b.id, c.id], {b.id: [b.title], c.id: [c.title]})
+    return masks
+
+
+def serve_sandbox(index_dir: str, port: int, log: str) -> None:
+    """Subprocess body: the sandbox over the demo world with :func:`sandbox_masks`."""
+    from aethersearch.sandbox.episode import Sandbox
+    from aethersearch.sandbox.server import serve
+    from aethersearch.search.index_dir import open_index
+
+    opened = open_index(index_dir)
+    serve(Sandbox(sandbox_masks(Path(index_dir)), opened.index, opened.store, release_id="bench"), port=port,
+          action_log=log)
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], limit_s: float = 600) -> None:
+    import httpx
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the server at {url} exited with {process.returncode}")
+        try:
+            if httpx.get(url + "/health", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"the server at {url} did not answer /health within {limit_s:.0f} s")
+
+
+def _rss_mb(pid: int) -> float:
+    import psutil
+
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
+
+
+class Load:
+    """Closed-loop clients against one server; latencies and errors per run."""
+
+    def __init__(self, base: str, words: list[str], kind: str) -> None:
+        self.base, self.words, self.kind = base, words, kind
+        self.latencies: list[float] = []
+        self.errors = 0
+        self.episodes = 0
+
+    def _query(self, rng: random.Random) -> str:
+        return " ".join(rng.choice(self.words) for _ in range(rng.randint(1, 3)))
+
+    async def _timed(self, session: Any, method: str, path: str, body: Any = None) -> Any:
+        started = time.perf_counter()
+        try:
+            async with session.request(method, self.base + path, json=body) as response:
+                data = await response.json(content_type=None)
+                ok = response.status < 500 and (response.status == 200 or "call" in data)
+        except Exception:  # noqa: BLE001 -- counted: a load test reports errors, it does not stop at one
+            self.errors += 1
+            return None
+        self.latencies.append(time.perf_counter() - started)
+        if not ok:
+            self.errors += 1
+            return None
+        return data
+
+    async def _client(self, session: Any, number: int, stop_at: float, max_episodes: int | None) -> None:
+        rng = random.Random(number)
+        while time.monotonic() < stop_at and (max_episodes is None or self.episodes < max_episodes):
+            if self.kind == "retrieve":
+                await self._timed(session, "POST", "/retrieve", {"queries": [self._query(rng)], "topk": 3})
+                continue
+            created = await self._timed(session, "POST", "/episodes",
+                                        {"question_id": f"q{rng.randrange(200)}", "run_id": f"c{number}-{rng.random()}"})
+            if created is None:
+                continue
+            eid = created["episode_id"]
+            found = await self._timed(session, "POST", f"/episodes/{eid}/search", {"query": self._query(rng), "k": 3})
+            page = found["documents"][0]["id"] if found and found.get("documents") else "nowhere"
+            await self._timed(session, "POST", f"/episodes/{eid}/visit", {"page": page})
+            await self._timed(session, "POST", f"/episodes/{eid}/close")
+            self.episodes += 1
+
+    async def run(self, clients: int, seconds: float, max_episodes: int | None = None) -> dict[str, Any]:
+        import aiohttp
+
+        self.latencies, self.errors = [], 0
+        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        timeout = aiohttp.ClientTimeout(total=120)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            started = time.monotonic()
+            stop_at = started + seconds
+            await asyncio.gather(*(self._client(session, n, stop_at, max_episodes) for n in range(clients)))
+            wall = time.monotonic() - started
+        lat = sorted(self.latencies) or [float("nan")]
+        return {"requests_per_s": len(self.latencies) / wall, "p50_ms": 1000 * lat[len(lat) // 2],
+                "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))], "errors": self.errors,
+                "requests": len(self.latencies)}
+
+
+def rounds(name: str, load: Load, pid: int, levels: list[int], seconds: float, repeat: int) -> None:
+    rss_by_round: list[float] = []
+    p99: dict[int, list[float]] = {level: [] for level in levels}
+    print(f"\n== {name} (pid {pid}); RSS after start-up {_rss_mb(pid):.0f} MB")
+    for number in range(1, repeat + 1):
+        for level in levels:
+            result = asyncio.run(load.run(level, seconds))
+            p99[level].append(result["p99_ms"])
+            print(f"round {number} clients {level:5d}: {result['requests_per_s']:8.0f} req/s  p50 "
+                  f"{result['p50_ms']:7.1f} ms  p99 {result['p99_ms']:8.1f} ms  errors {result['errors']}  "
+                  f"RSS {_rss_mb(pid):.0f} MB", flush=True)
+        rss_by_round.append(_rss_mb(pid))
+    first = rss_by_round[0]
+    print(f"{name}: RSS per round (MB) {', '.join(f'{r:.0f}' for r in rss_by_round)}; relative to round 1: "
+          + ", ".join(f"{r / first:.3f}" for r in rss_by_round))
+    for level, values in p99.items():
+        print(f"{name}: p99 at {level} clients per round (ms): {', '.join(f'{v:.1f}' for v in values)}")
+
+
+def episodes_run(load: Load, pid: int, total: int, clients: int) -> None:
+    """Drive ``total`` finished episodes; RSS after warm-up, after the first 1%, then every 10%."""
+    start = _rss_mb(pid)
+    step = max(1, total // 10)
+    asyncio.run(load.run(clients, 1e9, max_episodes=max(1, total // 100)))
+    first = _rss_mb(pid)
+    print(f"\n== sandbox episodes: RSS after start-up {start:.0f} MB, after {load.episodes:,} episodes {first:.0f} MB")
+    while load.episodes < total:
+        asyncio.run(load.run(clients, 1e9, max_episodes=min(total, load.episodes + step)))
+        rss = _rss_mb(pid)
+        print(f"{load.episodes:9,d} episodes: RSS {rss:.0f} MB ({rss / first:.3f} of the first 1%; "
+              f"{rss / start:.3f} of start-up), errors {load.errors}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
+    parser.add_argument("--seconds", type=float, default=10.0, help="per level and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=("retrieve", "sandbox"), default=None)
+    parser.add_argument("--episodes", type=int, default=0, help="instead: this many sandbox episodes, RSS along")
+    parser.add_argument("--episode-clients", type=int, default=64)
+    args = parser.parse_args()
+    levels = [int(x) for x in args.levels.split(",")]
+    if max(levels) > 4096 or args.rounds > 10:
+        raise SystemExit("bounded: at most 4,096 clients and 10 rounds")
+    with tempfile.TemporaryDirectory(prefix="aether-bench-servers-") as tmp:
+        work = Path(tmp)
+        index_dir, words = build(work)
+        processes: list[subprocess.Popen[bytes]] = []
+        try:
+            if args.only != "sandbox" and not args.episodes:
+                port = _free_port()
+                process = subprocess.Popen([sys.executable, "-c", "from aethersearch.cli import main; main()", "serve", str(index_dir),
+                                            "--host", "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL)
+                processes.append(process)
+                _wait_ready(f"http://127.0.0.1:{port}", process)
+                rounds("/retrieve", Load(f"http://127.0.0.1:{port}", words, "retrieve"), process.pid, levels,
+                       args.seconds, args.rounds)
+            if args.only != "retrieve":
+                port = _free_port()
+                process = subprocess.Popen([sys.executable, __file__, "--serve-sandbox", str(index_dir), str(port),
+                                            str(work / "actions.jsonl")])
+                processes.append(process)
+                _wait_ready(f"http://127.0.0.1:{port}", process)
+                load = Load(f"http://127.0.0.1:{port}", words, "sandbox")
+                if args.episodes:
+                    episodes_run(load, process.pid, args.episodes, args.episode_clients)
+                else:
+                    rounds("sandbox", load, process.pid, levels, args.seconds, args.rounds)
+        finally:
+            for process in processes:
+                process.terminate()
+                process.wait(30)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--serve-sandbox":
+        serve_sandbox(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    else:
+        main()

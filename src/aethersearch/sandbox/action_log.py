@@ -1,0 +1,204 @@
+"""The sandbox's durable action log: every action appended as it happens, read back after a restart.
+
+Why a log of events rather than one row per closed episode: a WebDetective
+evaluation runs the sandbox for days, so (a) an episode open when the process
+dies must come back with the same unlock state, and (b) closed episodes must
+leave memory. Both need every action on disk before its reply is sent. The log
+is JSONL, one event per line, group-committed (:class:`aethersearch.jsonl.GroupCommitWriter`:
+flush + fsync per batch of concurrent appends, never on the event loop):
+
+* ``{"event": "open", "episode_id", "question_id", "run_id"}``
+* ``{"event": "call", "episode_id", "seq", "status", "call": ToolCall}``: action
+  ``seq`` (0-based) of the episode, masked ids included, with the HTTP status it was answered with
+* ``{"event": "refused", "episode_id", "status", "reason"}``: a request over the
+  per-episode action cap (logged, not kept in the trace, so the trace stays bounded)
+* ``{"event": "close", "episode_id", "question_id", "run_id", "calls"}``
+
+Reading back: :func:`recover` streams the log once at start-up and keeps only
+the episodes without a close event (a torn last line, from a crash mid-append,
+is cut off: nobody was told it was written). :meth:`ActionLog.read_trace` finds
+a closed episode's calls from the offset of its open event (remembered for the
+most recent episodes, in bounded memory) or, beyond that, by one pass over the
+file. :func:`read_episodes` gives every episode of a log, for scoring and tests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from aethersearch.errors import DataError
+from aethersearch.jsonl import GroupCommitWriter, dumps, truncate_to
+from aethersearch.records import ToolCall
+
+LOG = logging.getLogger("uvicorn.error.aethersearch")
+#: open-event offsets remembered for reading back recent closed episodes quickly (bounded memory)
+REMEMBERED_OFFSETS = 4_096
+
+
+class LoggedEpisode(NamedTuple):
+    """An episode as the log holds it."""
+
+    episode_id: str
+    question_id: str
+    run_id: str
+    calls: list[ToolCall]
+    statuses: list[int]
+    closed: bool
+
+
+def _rows(path: Path, start: int = 0) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
+    """``(offset, line number or 0 when started mid-file, row or None if torn)`` per line from ``start``."""
+    with path.open("rb") as handle:
+        handle.seek(start)
+        offset, number = start, 0
+        for raw in handle:
+            number += 1
+            complete = raw.endswith(b"\n")
+            try:
+                row = orjson.loads(raw) if complete else None
+            except orjson.JSONDecodeError:
+                raise DataError(path, "corrupt line in the middle of the sandbox action log",
+                                line=number if start == 0 else None,
+                                fix="restore the file, or start the sandbox with a new --action-log") from None
+            if row is not None and not isinstance(row, dict):
+                raise DataError(path, "a sandbox action log line must be a JSON object", line=number or None,
+                                fix="restore the file, or start the sandbox with a new --action-log")
+            yield offset, number, row
+            offset += len(raw)
+
+
+def _apply(episodes: dict[str, LoggedEpisode], row: dict[str, Any], path: Path, line: int) -> str | None:
+    """Fold one event into ``episodes``; returns the id of an episode that just closed."""
+    event, episode_id = row.get("event"), str(row.get("episode_id"))
+    if event == "open":
+        episodes[episode_id] = LoggedEpisode(episode_id, str(row["question_id"]), str(row["run_id"]), [], [], False)
+    elif event == "call" and episode_id in episodes:
+        found = episodes[episode_id]
+        try:
+            call = ToolCall.model_validate(row["call"])
+        except Exception as exc:  # noqa: BLE001 -- any malformed row is a DataError naming its line
+            raise DataError(path, f"bad call row: {exc}", line=line or None,
+                            fix="restore the file, or start the sandbox with a new --action-log") from None
+        if int(row.get("seq", len(found.calls))) == len(found.calls):  # a replayed seq is never logged twice
+            found.calls.append(call)
+            found.statuses.append(int(row.get("status", 200)))
+    elif event == "close" and episode_id in episodes:
+        return episode_id
+    return None
+
+
+class Recovered(NamedTuple):
+    """What :func:`recover` found: episodes still open, and the bytes cut off as a torn tail."""
+
+    open: dict[str, LoggedEpisode]
+    torn_bytes: int
+    size: int
+
+
+def recover(path: str | Path) -> Recovered:
+    """The episodes of ``path`` that were open when the sandbox stopped (one streaming pass).
+
+    Memory is what those open episodes hold; closed ones are dropped as their
+    close event is read. A torn last line is cut off the file (and reported).
+    """
+    path = Path(path)
+    if not path.exists():
+        return Recovered({}, 0, 0)
+    episodes: dict[str, LoggedEpisode] = {}
+    torn = 0
+    for offset, line, row in _rows(path):
+        if row is None:
+            torn = path.stat().st_size - offset
+            break
+        closed = _apply(episodes, row, path, line)
+        if closed is not None:
+            del episodes[closed]
+    size = path.stat().st_size - torn
+    if torn:
+        truncate_to(path, size)
+        LOG.warning("%s: cut off a torn last line of %d bytes (a crash mid-append; it was never acknowledged)",
+                    path, torn)
+    return Recovered(episodes, torn, size)
+
+
+def read_episodes(path: str | Path) -> dict[str, LoggedEpisode]:
+    """Every episode of an action log, open or closed, in order of opening (for scoring and tests)."""
+    path = Path(path)
+    episodes: dict[str, LoggedEpisode] = {}
+    for _, line, row in _rows(path):
+        if row is None:
+            break
+        closed = _apply(episodes, row, path, line)
+        if closed is not None:
+            episodes[closed] = episodes[closed]._replace(closed=True)
+    return episodes
+
+
+class ActionLog:
+    """Appends the events of every episode durably; reads closed episodes back."""
+
+    def __init__(self, path: str | Path, *, size: int) -> None:
+        self.path = Path(path)
+        self._writer = GroupCommitWriter(self.path, interval_s=0.0, max_rows=1024, thread_name="sandbox-action-log")
+        self._end = size  # offset where the next submitted line will start (lines are written in submit order)
+        self._offsets: OrderedDict[str, int] = OrderedDict()
+
+    async def _append(self, row: dict[str, Any]) -> int:
+        line = dumps(row) + b"\n"
+        offset = self._end
+        self._end += len(line)
+        await self._writer.submit_line(line)
+        return offset
+
+    async def opened(self, episode_id: str, question_id: str, run_id: str) -> None:
+        """Log an episode's opening (durable on return)."""
+        offset = await self._append({"event": "open", "episode_id": episode_id, "question_id": question_id,
+                                     "run_id": run_id})
+        self.remember(episode_id, offset)
+
+    def remember(self, episode_id: str, offset: int) -> None:
+        """Note where an episode's events start (only the most recent :data:`REMEMBERED_OFFSETS` are kept)."""
+        self._offsets[episode_id] = offset
+        self._offsets.move_to_end(episode_id)
+        while len(self._offsets) > REMEMBERED_OFFSETS:
+            self._offsets.popitem(last=False)
+
+    async def called(self, episode_id: str, seq: int, status: int, call: ToolCall) -> None:
+        """Log action ``seq`` of an episode (durable on return)."""
+        await self._append({"event": "call", "episode_id": episode_id, "seq": seq, "status": status,
+                            "call": call.model_dump(mode="json")})
+
+    async def refused(self, episode_id: str, status: int, reason: str) -> None:
+        """Log a request refused outside the trace (over the action cap)."""
+        await self._append({"event": "refused", "episode_id": episode_id, "status": status, "reason": reason})
+
+    async def closed(self, episode_id: str, question_id: str, run_id: str, calls: int) -> None:
+        """Log an episode's close (durable on return); after this it may leave memory."""
+        await self._append({"event": "close", "episode_id": episode_id, "question_id": question_id,
+                            "run_id": run_id, "calls": calls})
+
+    def read_trace(self, episode_id: str) -> LoggedEpisode | None:
+        """A closed (or open) episode's events read back from the file; None if the log never had it.
+
+        Blocking file I/O: call it from a worker thread.
+        """
+        start = self._offsets.get(episode_id, 0)
+        found: dict[str, LoggedEpisode] = {}
+        for _, line, row in _rows(self.path, start):
+            if row is None:
+                break
+            if row.get("episode_id") != episode_id:
+                continue
+            if _apply(found, row, self.path, line) is not None:
+                return found[episode_id]._replace(closed=True)
+        return found.get(episode_id)
+
+    def close(self) -> None:
+        """Flush everything submitted and close the file."""
+        self._writer.close()

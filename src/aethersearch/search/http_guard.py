@@ -1,0 +1,396 @@
+"""HTTP plumbing shared by both servers: body limits, read timeouts, and visible refusals.
+
+Why one module: the retrieval server and the sandbox face the same hostile or
+careless clients (a 50 MB body, one byte a second, a connection that never sends
+a request, a trainer whose client throws away every 4xx body), so the rules live
+in one place and both apps mount the same pieces:
+
+* :class:`GuardMiddleware` (pure ASGI, outermost): a declared ``Content-Length``
+  over the limit is refused with 413 before a byte of the body is read; the body
+  is then read through a counting ``receive`` that refuses (413) as soon as the
+  limit is passed and answers 408 once the whole body has taken longer than
+  ``body_timeout_s``. Both close the connection. Every 4xx the app answers is
+  counted by status and logged (:class:`RefusalLog`).
+* :class:`TimedHttpToolsProtocol` / :class:`TimedH11Protocol`: uvicorn's own
+  protocols plus a **header deadline**: a request's headers must arrive in full
+  within ``header_timeout_s`` of the connection opening or of the previous
+  response ending, else the connection is closed. uvicorn's ``timeout_keep_alive``
+  only closes connections idle *after* a response, so without this a connection
+  that never sends a request, or sends its headers a byte a second, is held forever.
+* :class:`HttpTimeouts`: the three limits (header, body, idle keep-alive), each a
+  ``--...`` option of ``aether serve`` and ``aether sandbox serve``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from aethersearch.errors import ConfigError
+from aethersearch.records import Record
+
+R = TypeVar("R", bound=BaseModel)
+LOG = logging.getLogger("uvicorn.error.aethersearch")
+#: how the header deadline reaches uvicorn's protocol objects (also in worker processes)
+HEADER_TIMEOUT_ENV = "AETHER_HEADER_TIMEOUT_S"
+
+
+class HttpTimeouts(Record):
+    """Read timeouts of a server; reported by ``/health`` (see the module docstring)."""
+
+    header_timeout_s: float = Field(default=10.0, gt=0, description="a request's headers must arrive within this "
+                                                                    "of the connection opening or the last response")
+    body_timeout_s: float = Field(default=30.0, gt=0, description="a request body must arrive in full within this")
+    keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed after this")
+
+
+class HTTPProblem(StarletteHTTPException):
+    """A request refused with a status code and a message saying the limit (answered as ``{"detail": ...}``)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(status_code=status, detail=detail)
+
+    @property
+    def status(self) -> int:
+        """The HTTP status of the refusal."""
+        return self.status_code
+
+
+class RefusalLog:
+    """Counts every 4xx by status and logs each as one line, at most ``lines_per_s`` lines a second.
+
+    Why: a client that discards response bodies (verl's search tool reports only
+    ``422 Client Error``) leaves the reason nowhere unless the server says it.
+    Lines beyond the rate are counted and the next logged line says how many were
+    left out, so a flood of refusals cannot flood the log.
+    """
+
+    def __init__(self, lines_per_s: float = 5.0, logger: logging.Logger = LOG) -> None:
+        self.by_status: Counter[int] = Counter()
+        self.lines_per_s = lines_per_s
+        self.logger = logger
+        self._tokens = lines_per_s
+        self._last = time.monotonic()
+        self._left_out = 0
+        self._lock = threading.Lock()
+
+    @property
+    def total(self) -> int:
+        """All refusals counted so far."""
+        return sum(self.by_status.values())
+
+    def record(self, status: int, detail: str, client: str, method: str, path: str) -> None:
+        """Count one refusal and log it unless over the line rate."""
+        with self._lock:
+            self.by_status[status] += 1
+            now = time.monotonic()
+            self._tokens = min(self.lines_per_s, self._tokens + (now - self._last) * self.lines_per_s)
+            self._last = now
+            if self._tokens < 1.0:
+                self._left_out += 1
+                return
+            self._tokens -= 1.0
+            left_out, self._left_out = self._left_out, 0
+        more = f" ({left_out} more refusals not logged)" if left_out else ""
+        self.logger.warning("refused %s %s %s from %s: %s%s", status, method, path, client, detail[:300], more)
+
+    def health(self) -> dict[str, Any]:
+        """What ``/health`` reports: counts by status and the total."""
+        return {"total": self.total, "by_status": {str(k): v for k, v in sorted(self.by_status.items())}}
+
+
+def _detail_of(body: bytes) -> str:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body[:300].decode("utf-8", "replace")
+    detail = value.get("detail") if isinstance(value, dict) else value
+    return detail if isinstance(detail, str) else orjson.dumps(detail)[:300].decode("utf-8", "replace")
+
+
+def problem_body(detail: str) -> bytes:
+    """The error shape of both servers: ``{"detail": str}``."""
+    return orjson.dumps({"detail": detail})
+
+
+class GuardMiddleware:
+    """Body size and time limits before the app sees a body, and every 4xx counted and logged."""
+
+    def __init__(self, app: Any, *, max_body_bytes: int, body_timeout_s: float, refusals: RefusalLog) -> None:
+        self.app = app
+        self.limit = max_body_bytes
+        self.body_timeout_s = body_timeout_s
+        self.refusals = refusals
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        where = f"{client[0]}:{client[1]}" if client else "unknown client"
+        started = False
+        status = 0
+        error_body: list[bytes] = []
+
+        async def guarded_send(message: dict[str, Any]) -> None:
+            nonlocal started, status
+            if message["type"] == "http.response.start":
+                started, status = True, message["status"]
+                if status in (408, 413):  # the rest of the body was never read: do not reuse the connection
+                    message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            elif message["type"] == "http.response.body" and 400 <= status < 500 and len(error_body) < 4:
+                error_body.append(message.get("body", b"")[:2048])
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body") and 400 <= status < 500:
+                self.refusals.record(status, _detail_of(b"".join(error_body)), where, scope["method"], scope["path"])
+
+        try:
+            await self.app(scope, self._counting(receive, self._declared_problem(scope)), guarded_send)
+        except HTTPProblem as exc:
+            if started:
+                raise
+            await self._refuse(guarded_send, exc)
+
+    def _declared_problem(self, scope: dict[str, Any]) -> HTTPProblem | None:
+        """The refusal a declared Content-Length already earns (raised at the first read, before any byte)."""
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                if not value.isdigit():
+                    return HTTPProblem(400, f"Content-Length {value[:32].decode('latin-1')!r} is not a number")
+                if int(value) > self.limit:
+                    return HTTPProblem(413, f"request body of {int(value)} bytes exceeds the limit of "
+                                            f"{self.limit} bytes")
+        return None
+
+    def _counting(self, receive: Any, declared: HTTPProblem | None) -> Any:
+        """``receive`` with the limits: the declared refusal, then the byte count and the deadline.
+
+        Why refuse at the first read rather than before calling the app: the app
+        still sees the request, so the sandbox logs a refused body in its episode.
+        """
+        deadline = time.monotonic() + self.body_timeout_s
+        size = 0
+        limit, timeout = self.limit, self.body_timeout_s
+
+        async def counting_receive() -> dict[str, Any]:
+            nonlocal size
+            if declared is not None:
+                raise declared
+            remaining = deadline - time.monotonic()
+            try:
+                message: dict[str, Any] = await asyncio.wait_for(receive(), max(remaining, 0.0))
+            except TimeoutError:
+                raise HTTPProblem(408, f"the request body did not arrive within {timeout:g} s "
+                                       f"({size:,} bytes received); send it at once or raise "
+                                       "--body-timeout-s") from None
+            if message["type"] == "http.request":
+                size += len(message.get("body", b""))
+                if size > limit:
+                    raise HTTPProblem(413, f"request body exceeds the limit of {limit} bytes")
+            return message
+
+        return counting_receive
+
+    @staticmethod
+    async def _refuse(send: Any, exc: HTTPProblem) -> None:
+        payload = problem_body(str(exc.detail))
+        await send({"type": "http.response.start", "status": exc.status_code,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(payload)).encode())]})
+        await send({"type": "http.response.body", "body": payload})
+
+
+async def read_body(receive: Any) -> bytes:
+    """The whole request body from an ASGI ``receive`` (limits are the guard's, see :class:`GuardMiddleware`)."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise HTTPProblem(400, "client disconnected before sending the whole body")
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+# --------------------------------------------------------------------------- uvicorn protocols
+
+
+def _header_timeout() -> float:
+    try:
+        return float(os.environ.get(HEADER_TIMEOUT_ENV, "") or HttpTimeouts().header_timeout_s)
+    except ValueError:
+        return HttpTimeouts().header_timeout_s
+
+
+class _HeaderDeadline:
+    """Closes a connection whose next request's headers do not arrive within the deadline."""
+
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    _deadline: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            self._deadline = self.loop.call_later(_header_timeout(), self._expire)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            peer = self.transport.get_extra_info("peername")
+            LOG.info("closed a connection from %s: no complete request headers within %g s", peer, _header_timeout())
+            self.transport.close()
+
+
+def _httptools_protocol() -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class TimedHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
+        """uvicorn's httptools protocol with the header deadline."""
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            pipelined = bool(self.pipeline)
+            super().on_response_complete()
+            if not pipelined:
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return TimedHttpToolsProtocol
+
+
+class TimedH11Protocol(_HeaderDeadline, H11Protocol):
+    """uvicorn's pure-Python h11 protocol with the header deadline."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def handle_events(self) -> None:
+        before = self.cycle
+        super().handle_events()
+        if self.cycle is not before:  # a request's headers were parsed
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        self._arm()  # first: super() may start the next pipelined request (which disarms)
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+TimedHttpToolsProtocol: type[asyncio.Protocol] | None = (
+    _httptools_protocol() if importlib.util.find_spec("httptools") is not None else None)
+
+
+def uvicorn_options(http: str, timeouts: HttpTimeouts) -> dict[str, Any]:
+    """``uvicorn.run`` keyword arguments giving ``http`` (auto, h11, httptools) the timeouts.
+
+    The header deadline travels in the environment so that worker processes
+    (``--processes``) apply it too; the protocol is named by import string for the same reason.
+    """
+    if http not in ("auto", "h11", "httptools"):
+        raise ConfigError(f"unknown --http {http!r}", fix="use one of: auto, h11, httptools")
+    if http == "httptools" and TimedHttpToolsProtocol is None:
+        raise ConfigError("--http httptools needs the httptools package", fix="pip install 'uvicorn[standard]'")
+    os.environ[HEADER_TIMEOUT_ENV] = repr(timeouts.header_timeout_s)
+    use_httptools = http == "httptools" or (http == "auto" and TimedHttpToolsProtocol is not None)
+    name = "TimedHttpToolsProtocol" if use_httptools else "TimedH11Protocol"
+    return {"http": f"{__name__}:{name}", "timeout_keep_alive": timeouts.keep_alive_s}
+
+
+# --------------------------------------------------------------------------- OpenAPI
+
+
+class Problem(BaseModel):
+    """The error shape of every refusal of both servers."""
+
+    detail: str
+
+
+#: why each refusal status can happen, as both servers' OpenAPI descriptions say it
+REASONS = {
+    400: "malformed request: a non-numeric Content-Length, a body cut short, or a refused action",
+    404: "no such episode, question or page",
+    408: "the request body did not arrive within the body timeout",
+    409: "conflicts with the episode's state (open twice, or already closed)",
+    413: "the request body, or the reply it asks for, is over a limit (the message names it)",
+    422: "the body is not valid JSON of the documented shape, or a value is out of range",
+    429: "over a documented cap (open episodes, actions per episode)",
+}
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """FastAPI ``responses=`` entries documenting refusals with :class:`Problem` bodies."""
+    return {status: {"model": Problem, "description": REASONS[status]} for status in statuses}
+
+
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """FastAPI ``openapi_extra`` declaring a JSON request body a handler parses itself (plain, no ``$defs``)."""
+    schema = model.model_json_schema()
+    if "$defs" in schema:
+        raise ValueError(f"{model.__name__}: json_body takes flat models only")
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def install_problem_handlers(app: Any) -> None:
+    """Answer FastAPI's own validation errors in the :class:`Problem` shape (one string, first error)."""
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import Response
+
+    async def invalid(_request: Any, exc: RequestValidationError) -> Response:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+        return Response(problem_body(f"invalid request: {where}: {first.get('msg')}"), status_code=422,
+                        media_type="application/json")
+
+    app.add_exception_handler(RequestValidationError, invalid)
+
+
+def record_from_options(model: type[R], command: str, names: dict[str, str], **values: Any) -> R:
+    """A limits record from command-line values; a bad value is a ``ConfigError`` naming its option.
+
+    ``names`` maps a field to its option where the option is not ``--field-name``;
+    the timeouts are given as a ``timeouts`` dict and named by their own options.
+    """
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            loc = [str(part) for part in error["loc"]] or ["?"]
+            field = loc[-1]  # a timeout's own name (timeouts.body_timeout_s), else the limit's
+            given = values.get("timeouts", {}).get(field) if loc[0] == "timeouts" else values.get(field)
+            option = names.get(field, "--" + field.replace("_", "-"))
+            problems.append(f"{option} {given!r}: {error['msg']}")
+        raise ConfigError("invalid server option: " + "; ".join(problems),
+                          fix=f"see `{command} --help` for each option's range") from None
