@@ -1,4 +1,4 @@
-"""`aether construct demo|wikispeedia`: hint-free multi-hop releases, with a rich summary table.
+"""`aether construct demo|wikispeedia|wikipedia`: hint-free multi-hop releases, with a rich summary table.
 
 Heavy imports stay inside the command functions so ``aether --help`` stays fast.
 """
@@ -189,4 +189,37 @@ def register(app: typer.Typer) -> None:
             built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,
                                               seeds_root=seeds, validators=validators, screen=screen,
                                               on_candidate=on_candidate)
+        console.print(summary_table(built))
+
+    @construct_app.command("wikipedia")
+    def wikipedia(
+        dump: Path = typer.Argument(..., help="MediaWiki XML export (pages-articles), .xml or .xml.bz2"),
+        out: Path = typer.Option(..., "--out", "-o", help="release directory to write"),
+        seeds: Path | None = typer.Option(None, "--seeds", help="folder holding the seed question lists (qa/, "
+                                                                "search_r1_processed/ ...; default: DUMP/../..)"),
+        seed: int = typer.Option(0, "--seed"),
+        min_hops: int = typer.Option(2, "--min-hops"),
+        max_hops: int = typer.Option(4, "--max-hops"),
+        max_questions: int | None = typer.Option(None, "--max-questions"),
+        max_alternatives: int = typer.Option(8, "--max-alternatives"),
+        grounding: bool = typer.Option(True, "--grounding/--no-grounding"),
+        unlinked: bool = typer.Option(False, "--unlinked-seeds/--linked-seeds-only"),
+        workers: int = typer.Option(1, "--workers", min=1, help="processes parsing wikitext"),
+        keep_disambiguation: bool = typer.Option(False, "--keep-disambiguation",
+                                                 help="keep disambiguation pages as ordinary pages"),
+        force: bool = typer.Option(False, "--force"),
+    ) -> None:
+        """Construct hint-free questions on the articles of a real Wikipedia dump (the Wikispeedia construction).
+
+        Redirects become page aliases; links inside templates and infoboxes are
+        links; disambiguation pages are left out. A truncated or malformed dump
+        stops with the byte offset or line, and nothing is written.
+        """
+        from aethersearch.construct.wikipedia import build_wikipedia_release
+
+        config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked)
+        with construction_progress() as on_candidate:
+            built = build_wikipedia_release(dump, out, seeds_root=seeds, config=config, overwrite=force,
+                                            workers=workers, keep_disambiguation=keep_disambiguation,
+                                            on_candidate=on_candidate)
         console.print(summary_table(built))

@@ -273,6 +273,16 @@ def _followable(path: Sequence[str], mask: ChainMask, pages: Mapping[str, Docume
 # ----------------------------------------------------------------------------- the two built-in sources
 
 
+class PageSource(NamedTuple):
+    """Real pages other than Wikispeedia's: the release name and source label, the manifest's corpus
+    record and the page aliases (a dump's redirect titles), for :func:`build_wikispeedia_release`."""
+
+    name: str
+    source_dataset: str
+    corpus: dict[str, Any]
+    page_aliases: Mapping[str, Sequence[str]]
+
+
 class BuiltRelease(NamedTuple):
     """A written release, the construction result behind it, and the model checks' summaries (if run)."""
 
@@ -354,7 +364,8 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
                               seeds_root: str | Path | None = None,
                               validators: Sequence[ChainValidator] | None = None,
                               screen: Any | None = None,
-                              on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
+                              on_candidate: Callable[[int, int, int], None] | None = None,
+                              source: PageSource | None = None) -> BuiltRelease:
     """Real Wikispeedia pages + real seed questions -> a hint-free release (WebDetective's construction).
 
     ``data_dir`` is ../shared/data/wikispeedia; ``seeds_root`` (default: its
@@ -367,7 +378,9 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
     ``llm_checks.LLMChainValidator`` for the model check); ``screen``, when
     given, is called with the accepted questions and returns the parametric
     screen per triple id (``llm_checks.parametric_screen``). ``documents``
-    skips the import when the caller already holds the imported pages.
+    skips the import when the caller already holds the imported pages;
+    ``source`` names other real pages passed as ``documents`` (a Wikipedia
+    dump: ``construct.wikipedia``), with their aliases, for the same construction.
     """
     from aethersearch.construct.llm_checks import screen_counts
     from aethersearch.construct.release_writer import write_hintfree_release
@@ -388,7 +401,8 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
     graph = LinkGraph.from_documents(documents)
     used = list(validators) if validators is not None else [
         RuleBasedValidator(pages, require_grounding=config.require_grounding)]
-    result = construct_hintfree(seeds.triples, graph, pages, config=config, validators=used, on_candidate=on_candidate)
+    result = construct_hintfree(seeds.triples, graph, pages, config=config, validators=used, on_candidate=on_candidate,
+                                page_aliases=source.page_aliases if source is not None else None)
     rejected = dict(sorted({**{f"seed_{k}": v for k, v in seeds.rejected.items()}, **result.rejected}.items()))
     result = result._replace(rejected=rejected)
     if not result.questions:
@@ -418,9 +432,11 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
                                                          "any text check: what the graph permits",
                              **checks}
     path = write_hintfree_release(
-        result, out_dir, name="webdetective_wikispeedia", source_dataset="wikispeedia",
-        config=config, corpus={"kind": "wikispeedia", "articles": str(articles.name), "documents": len(documents),
-                               "corpus_hash": corpus_hash(documents)},
+        result, out_dir, name=source.name if source is not None else "webdetective_wikispeedia",
+        source_dataset=source.source_dataset if source is not None else "wikispeedia",
+        config=config, corpus={**(source.corpus if source is not None else {"kind": "wikispeedia",
+                                                                            "articles": str(articles.name)}),
+                               "documents": len(documents), "corpus_hash": corpus_hash(documents)},
         graph=graph, triple_stats=stats, overwrite=overwrite, per_source=True, screen=screened,
         llm_verdicts=llm_verdicts, companions={"seed_review.jsonl": encode_jsonl(review)},
     )
