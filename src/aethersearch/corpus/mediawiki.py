@@ -22,7 +22,7 @@ from __future__ import annotations
 import bz2
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, cast
 from xml.etree.ElementTree import Element, ParseError, XMLPullParser
 
 from aethersearch.errors import DataError
@@ -127,7 +127,7 @@ class DumpReader:
 
     def __iter__(self) -> Iterator[DumpPage]:
         stream, raw = open_dump(self.path)
-        parser = XMLPullParser(events=("start", "end"))
+        parser: XMLPullParser[Element] = XMLPullParser(events=("start", "end"))
         root: Element | None = None
         try:
             while True:
@@ -143,7 +143,10 @@ class DumpReader:
                         parser.feed(chunk)
                     else:
                         parser.close()
-                    for event, element in parser.read_events():
+                    for item in parser.read_events():
+                        event, element = cast(tuple[str, object], item)
+                        if not isinstance(element, Element):  # only start/end events are asked for
+                            continue
                         if event == "start":
                             if root is None:
                                 root = element

@@ -17,7 +17,7 @@ Conventions of this module (one place, used by the importer and its tests):
   ``Category:``, ``Template:``...) or an interlanguage/interwiki code (lower case,
   ``fr:``, ``wikt:``) is not an article link; it is dropped from the links and
   from the text (a category line is not prose);
-* references (``<ref>...</ref>``) are cut with their links: a citation is not
+* formulas (``<math>``) are cut, and references (``<ref>...</ref>``) with their links: a citation is not
   text an agent reads as a hop, and the page text and its links must agree;
 * a page is a disambiguation page when it transcludes a template of the
   :data:`DISAMBIGUATION_TEMPLATES` family, as Wikipedia's own
@@ -33,10 +33,11 @@ from typing import NamedTuple
 
 import wikitextparser
 
-#: normalised template names that mark a disambiguation page (besides any name containing "disambiguation")
+#: template names (lower case) that mark a disambiguation page, besides any name *ending* in "disambiguation"
+#: ("Airport disambiguation"); "Disambiguation needed" is an inline cleanup tag on ordinary articles
 DISAMBIGUATION_TEMPLATES = frozenset({
     "disambig", "dab", "disamb", "hndis", "geodis", "numberdis", "schooldis", "hospitaldis", "mathdab",
-    "letter-numbercombdisambig", "roaddis", "shipindex", "mountainindex", "sia",
+    "letter-numbercombdisambig", "roaddis",
 })
 
 _HEADING = re.compile(r"^(={1,6})\s*(.*?)\s*\1\s*$", re.MULTILINE)
@@ -77,7 +78,7 @@ def article_target(target: str, namespaces: Collection[str]) -> str | None:
 
 def is_disambiguation(template_names: Collection[str]) -> bool:
     """Whether a page transcluding these (normalised, any case) templates is a disambiguation page."""
-    return any("disambiguation" in name or name in DISAMBIGUATION_TEMPLATES
+    return any(name.endswith("disambiguation") or name in DISAMBIGUATION_TEMPLATES
                for name in (n.strip().lower() for n in template_names))
 
 
@@ -89,9 +90,9 @@ def _tidy(text: str) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _not_prose(namespaces: frozenset[str]) -> re.Pattern[str]:
-    """References, and namespaced or interlanguage links without nested links (category lines, ``[[fr:...]]``)."""
+    """References, formulas (TeX is not prose), and namespaced or interlanguage links without nested links (category lines, ``[[fr:...]]``)."""
     prefixes = "|".join(sorted((re.escape(n) for n in namespaces), key=len, reverse=True))
-    return re.compile(r"<ref\b[^>]*/>|<ref\b[^>]*>.*?</ref\s*>|"
+    return re.compile(r"<ref\b[^>]*/>|<ref\b[^>]*>.*?</ref\s*>|<math\b[^>]*>.*?</math\s*>|"
                       rf"\[\[\s*(?:(?i:{prefixes})|[a-z][a-z-]{{1,11}})\s*:[^\[\]]*\]\]", re.DOTALL)
 
 
