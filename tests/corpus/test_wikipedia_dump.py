@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aethersearch.corpus.graph import LinkGraph
 from aethersearch.corpus.importers import import_corpus
 from aethersearch.corpus.mediawiki import read_dump
 from aethersearch.corpus.wikipedia import WikipediaDump, iter_wikipedia
@@ -100,7 +101,9 @@ def test_redirects_and_template_links_resolve_to_articles(tmp_path: Path) -> Non
     assert sorted(reader.aliases["Graham_Cornes"]) == ["G. Cornes", "GC"]
     assert (reader.stats.disambiguation, reader.stats.other_namespaces, reader.stats.redirects) == (1, 1, 2)
     assert reader.stats.links.dropped_examples == [("Chad Cornes", "Nowhere")]
-    assert reader.graph().n_edges == 6
+    graph, expected = reader.graph(), LinkGraph.from_documents(docs.values())
+    assert graph.n_edges == 6 and list(graph.ids) == list(expected.ids)
+    assert graph.indptr.tolist() == expected.indptr.tolist() and graph.indices.tolist() == expected.indices.tolist()
 
 
 def test_two_worker_processes_give_the_same_documents(tmp_path: Path) -> None:

@@ -16,13 +16,13 @@ two streamed passes and never holds page text for more than one batch:
    a ``DataError`` naming it), then replay the spool: each link title goes to
    its article through the redirects, links to pages outside the dump, to
    disambiguation pages or to the page itself are counted as dropped, and the
-   link pairs are appended to two int32 arrays, the graph's input.
+   page's sorted link rows are appended to one int32 array: the graph's CSR.
 
 Disambiguation pages are left out by default (``keep_disambiguation=True``
 keeps them as ordinary pages): a chain through "Mercury (disambiguation)" states
 nothing. Memory beyond one batch: the title tables (articles and redirects) and
-8 bytes per kept link while importing; the finished graph is 4 bytes per link
-plus 8 per page (``LinkGraph``'s CSR).
+the graph itself, 4 bytes per kept link plus 8 per page (``LinkGraph``'s CSR),
+never an edge list.
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ class WikipediaDump:
         self._titles: dict[str, int] = {}  # article title -> row
         self._redirects: dict[str, str] = {}  # redirect title -> target title
         self._disambiguation: set[str] = set()
-        self._sources = array("i")
-        self._targets = array("i")
+        self._row_lengths = array("i")  # links kept per page, in page order: the CSR row pointer
+        self._targets = array("i")  # each page's link rows, sorted: the CSR column indices
         self._ids: list[str] = []
         self._done = False
         self._namespaces: frozenset[str] = frozenset()
@@ -221,20 +221,22 @@ class WikipediaDump:
                 for line in handle:
                     title, text, links = orjson.loads(line)
                     rows = self._link_ids(title, links, redirects)
-                    source = self._titles[title]
-                    self._sources.extend([source] * len(rows))
-                    self._targets.extend(rows)
-                    doc_id = self._ids[source]
+                    self._row_lengths.append(len(rows))
+                    self._targets.extend(sorted(rows))
+                    doc_id = self._ids[self._titles[title]]
                     yield Document(id=doc_id, title=title, text=text, links=[self._ids[r] for r in rows],
                                    url=f"{self.base_url}{doc_id}" if self.base_url else None)
 
     def graph(self) -> LinkGraph:
-        """The link graph of the documents read (node order = document order), built from the int32 link arrays."""
+        """The link graph of the documents read (node order = document order), equal to
+        ``LinkGraph.from_documents`` of them, built straight from the CSR arrays filled while reading:
+        rows come in page order and each is de-duplicated and sorted already, so no edge list is sorted
+        and the import never holds more than 4 bytes per link (8 per page) for the graph."""
         if not self._done:
             raise AetherError("read the documents before asking for the graph", fix="iterate documents() first")
-        sources = np.frombuffer(self._sources, dtype=np.int32)
-        targets = np.frombuffer(self._targets, dtype=np.int32)
-        return LinkGraph.from_arrays(len(self._ids), sources, targets, self._ids)
+        indptr = np.zeros(len(self._row_lengths) + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(self._row_lengths, dtype=np.int32), out=indptr[1:])
+        return LinkGraph(self._ids, indptr, np.frombuffer(self._targets, dtype=np.int32))
 
 
 def iter_wikipedia(dump: str | Path, stats: LinkStats | None = None, *, workers: int = 1) -> Iterator[Document]:
