@@ -96,6 +96,17 @@ def construction_progress() -> Iterator[Callable[[int, int, int], None]]:
         yield on_candidate
 
 
+# options of the real-page constructions (wikispeedia, wikipedia), declared once
+OUT = typer.Option(..., "--out", "-o", help="release directory to write")
+SEED = typer.Option(0, "--seed")
+MIN_HOPS = typer.Option(2, "--min-hops")
+MAX_HOPS = typer.Option(4, "--max-hops")
+MAX_QUESTIONS = typer.Option(None, "--max-questions")
+MAX_ALTERNATIVES = typer.Option(8, "--max-alternatives")
+GROUNDING = typer.Option(True, "--grounding/--no-grounding")
+FORCE = typer.Option(False, "--force")
+
+
 def register(app: typer.Typer) -> None:
     """Add `aether construct ...`."""
     construct_app = typer.Typer(help="Build hint-free multi-hop releases (WebDetective construction).",
@@ -126,14 +137,14 @@ def register(app: typer.Typer) -> None:
     def wikispeedia(
         data: Path = typer.Argument(..., help="Wikispeedia folder (plaintext_articles.tar.gz + "
                                               "wikispeedia_paths-and-graph/links.tsv)"),
-        out: Path = typer.Option(..., "--out", "-o", help="release directory to write"),
-        seed: int = typer.Option(0, "--seed"),
-        min_hops: int = typer.Option(2, "--min-hops"),
-        max_hops: int = typer.Option(4, "--max-hops"),
-        max_questions: int | None = typer.Option(None, "--max-questions"),
-        max_alternatives: int = typer.Option(8, "--max-alternatives"),
-        grounding: bool = typer.Option(True, "--grounding/--no-grounding"),
-        force: bool = typer.Option(False, "--force"),
+        out: Path = OUT,
+        seed: int = SEED,
+        min_hops: int = MIN_HOPS,
+        max_hops: int = MAX_HOPS,
+        max_questions: int | None = MAX_QUESTIONS,
+        max_alternatives: int = MAX_ALTERNATIVES,
+        grounding: bool = GROUNDING,
+        force: bool = FORCE,
         seeds: Path | None = typer.Option(None, "--seeds", help="folder holding the seed question lists (qa/, "
                                                                 "search_r1_processed/ ...; default: DATA/..)"),
         validator_endpoint: str | None = typer.Option(None, "--validator-endpoint",
@@ -194,20 +205,20 @@ def register(app: typer.Typer) -> None:
     @construct_app.command("wikipedia")
     def wikipedia(
         dump: Path = typer.Argument(..., help="MediaWiki XML export (pages-articles), .xml or .xml.bz2"),
-        out: Path = typer.Option(..., "--out", "-o", help="release directory to write"),
+        out: Path = OUT,
         seeds: Path | None = typer.Option(None, "--seeds", help="folder holding the seed question lists (qa/, "
                                                                 "search_r1_processed/ ...; default: DUMP/../..)"),
-        seed: int = typer.Option(0, "--seed"),
-        min_hops: int = typer.Option(2, "--min-hops"),
-        max_hops: int = typer.Option(4, "--max-hops"),
-        max_questions: int | None = typer.Option(None, "--max-questions"),
-        max_alternatives: int = typer.Option(8, "--max-alternatives"),
-        grounding: bool = typer.Option(True, "--grounding/--no-grounding"),
+        seed: int = SEED,
+        min_hops: int = MIN_HOPS,
+        max_hops: int = MAX_HOPS,
+        max_questions: int | None = MAX_QUESTIONS,
+        max_alternatives: int = MAX_ALTERNATIVES,
+        grounding: bool = GROUNDING,
         unlinked: bool = typer.Option(False, "--unlinked-seeds/--linked-seeds-only"),
         workers: int = typer.Option(1, "--workers", min=1, help="processes parsing wikitext"),
         keep_disambiguation: bool = typer.Option(False, "--keep-disambiguation",
                                                  help="keep disambiguation pages as ordinary pages"),
-        force: bool = typer.Option(False, "--force"),
+        force: bool = FORCE,
     ) -> None:
         """Construct hint-free questions on the articles of a real Wikipedia dump (the Wikispeedia construction).
 
