@@ -80,7 +80,7 @@ def generate_dump(path: Path, pages: int, *, mean_links: float, redirects: float
     cdf = np.cumsum(weights / weights.sum())
     n_redirects = int(pages * redirects)
     redirect_target = rng.integers(0, pages, n_redirects)
-    links_written = 0
+    links_written = xml_bytes = 0
     with bz2.open(path, "wb", compresslevel=1) as out:
         out.write(HEAD.encode())
         page_number = 10
@@ -100,14 +100,14 @@ def generate_dump(path: Path, pages: int, *, mean_links: float, redirects: float
                             " |title=" + " ".join(_words(rng, 5, vocabulary)) + "}}</ref>")
             body.append("== History ==\n" + " ".join(_words(rng, 40, vocabulary)) + ".")
             body.append(f"[[Category:Things {i % 100}]]\n[[fr:Sujet {i}]]\n[[de:Thema {i}]]")
-            out.write(_page(titles[i], page_number, "\n\n".join(body)).encode())
+            xml_bytes += out.write(_page(titles[i], page_number, "\n\n".join(body)).encode())
             page_number += 1
         for r in range(n_redirects):
             out.write(_page(f"R{r}", page_number, None, redirect=titles[int(redirect_target[r])]).encode())
             page_number += 1
         out.write(b"</mediawiki>\n")
     return {"articles": pages, "redirects": n_redirects, "links_written": links_written,
-            "compressed_bytes": path.stat().st_size}
+            "article_xml_bytes": xml_bytes, "compressed_bytes": path.stat().st_size}
 
 
 def _page(title: str, number: int, text: str | None, redirect: str | None = None) -> str:
@@ -206,7 +206,8 @@ def main() -> None:
             t0 = time.perf_counter()
             made = generate_dump(dump, pages, mean_links=args.mean_links, redirects=args.redirects, seed=args.seed)
             print(f"generated {pages:,} articles + {made['redirects']:,} redirects, {made['links_written']:,} links, "
-                  f"{made['compressed_bytes'] / 2**20:.1f} MiB bz2 in {time.perf_counter() - t0:.0f} s", flush=True)
+                  f"{made['article_xml_bytes'] / pages:,.0f} bytes of XML per article, "
+                  f"{made['compressed_bytes'] / 2**20:.1f} MiB bz2, in {time.perf_counter() - t0:.0f} s", flush=True)
             for workers in (int(w) for w in args.workers.split(",")):
                 out = subprocess.run([sys.executable, __file__, "--run-one", str(dump), str(workers),
                                       str(Path(tmp) / "store")], check=True, capture_output=True, text=True,
