@@ -139,7 +139,7 @@ def run_one(dump: Path, workers: int, store: Path) -> dict[str, Any]:
             "graph_bytes_per_link": graph_bytes / max(graph.n_edges, 1), "graph_mib": graph_bytes / 2**20}
 
 
-def compare_libraries() -> None:
+def compare_libraries(repeat: int = 3) -> None:
     """Parsers and readers side by side on the real excerpt (skipped with a note when it is absent)."""
     if not EXCERPT.exists():
         print(f"compare: {EXCERPT} not found, skipped")
@@ -152,12 +152,12 @@ def compare_libraries() -> None:
 
     pages = [p.text for p in read_dump(EXCERPT) if p.redirect is None and p.namespace == 0]
     size = sum(len(t) for t in pages)
-    print(f"compare on the real excerpt: {len(pages)} articles, {size / 1e6:.1f} MB of wikitext (median of 3)")
+    print(f"compare on the real excerpt: {len(pages)} articles, {size / 1e6:.1f} MB of wikitext (median of {repeat})")
     results: dict[str, float] = {}
     for name, convert in (("wikitextparser plain_text", lambda t: wikitextparser.parse(t).plain_text()),
                           ("mwparserfromhell strip_code", lambda t: mwparserfromhell.parse(t).strip_code())):
         times = []
-        for _ in range(3):
+        for _ in range(repeat):
             t0 = time.perf_counter()
             for text in pages:
                 convert(text)
@@ -169,7 +169,7 @@ def compare_libraries() -> None:
     readers: dict[str, float] = {}
     for name in ("stdlib XMLPullParser (ours)", "mwxml"):
         times = []
-        for _ in range(3):
+        for _ in range(repeat):
             t0 = time.perf_counter()
             if name == "mwxml":
                 stream, raw = open_dump(EXCERPT)
@@ -192,16 +192,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", type=Path, default=None, help="where dumps and stores go (default: a temp dir)")
     parser.add_argument("--compare", action="store_true", help="first compare the candidate libraries")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of each --compare measurement")
     parser.add_argument("--run-one", nargs=3, metavar=("DUMP", "WORKERS", "STORE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_one:
         print(json.dumps(run_one(Path(args.run_one[0]), int(args.run_one[1]), Path(args.run_one[2]))))
         return
     if args.compare:
-        compare_libraries()
+        compare_libraries(args.repeat)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         rows = []
-        for pages in (int(p) for p in args.pages.split(",")):
+        for pages in (int(p) for p in args.pages.split(",") if p):
             dump = Path(tmp) / f"gen-{pages}.xml.bz2"
             t0 = time.perf_counter()
             made = generate_dump(dump, pages, mean_links=args.mean_links, redirects=args.redirects, seed=args.seed)
