@@ -113,7 +113,6 @@ class WikipediaDump:
         self.base_url = ""
         self._titles: dict[str, int] = {}  # article title -> row
         self._redirects: dict[str, str] = {}  # redirect title -> target title
-        self._disambiguation: set[str] = set()
         self._row_lengths = array("i")  # links kept per page, in page order: the CSR row pointer
         self._targets = array("i")  # each page's link rows, sorted: the CSR column indices
         self._ids: list[str] = []
@@ -149,8 +148,7 @@ class WikipediaDump:
         for done, parsed in _parsed(itertools.chain([first] if first else [], batches), namespaces, self.workers):
             for (title, _), page in zip(done, parsed, strict=True):
                 if page.disambiguation and not self.keep_disambiguation:
-                    self.stats.disambiguation += 1
-                    self._disambiguation.add(title)
+                    self.stats.disambiguation += 1  # not a title of the dump: links to it drop as unresolved
                     continue
                 if title in self._titles:
                     raise DataError(self.path, f"article title {title!r} occurs twice",
