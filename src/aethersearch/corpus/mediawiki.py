@@ -2,7 +2,7 @@
 
 Why a pull parser over the standard library's expat and not ``mwxml``: both
 stream, but on the real enwiki excerpt ``mwxml`` took 1.6x as long to hand out
-the same 206 revisions (``benchmarks/wikipedia_build.py --compare-readers``), and
+the same 206 revisions (``benchmarks/wikipedia_build.py --compare``), and
 feeding the parser ourselves keeps the two offsets a bad-input error needs: how
 many compressed bytes were read and which page was last complete. A page is
 dropped from the tree as soon as it has been handed out, so memory stays flat in

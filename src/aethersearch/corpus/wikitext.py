@@ -3,7 +3,7 @@
 Why wikitextparser and not mwparserfromhell: on the real enwiki excerpt
 (106 articles, 5.7 MB of wikitext) ``wikitextparser``'s ``plain_text`` converted
 about twice as many pages per second as ``mwparserfromhell``'s ``strip_code``
-(``benchmarks/wikipedia_build.py --compare-parsers`` prints both side by side),
+(``benchmarks/wikipedia_build.py --compare`` prints both side by side),
 and one parse gives both the text and every wikilink, including links nested in
 templates, infoboxes and image captions, which WebDetective's graph
 needs (an infobox's ``| spouse = [[...]]`` is a hop). Comments are not links.
