@@ -1,4 +1,4 @@
-"""`aether construct demo|wikispeedia`: hint-free multi-hop releases, with a rich summary table.
+"""`aether construct demo|wikispeedia|wikipedia`: hint-free multi-hop releases, with a rich summary table.
 
 Heavy imports stay inside the command functions so ``aether --help`` stays fast.
 """
@@ -105,6 +105,42 @@ def construction_progress() -> Iterator[Callable[[int, int, int], None]]:
         yield on_candidate
 
 
+# options of the real-page constructions (wikispeedia, wikipedia), declared once
+OUT = typer.Option(..., "--out", "-o", help="release directory to write")
+SEED = typer.Option(0, "--seed")
+MIN_HOPS = typer.Option(2, "--min-hops")
+MAX_HOPS = typer.Option(4, "--max-hops")
+MAX_QUESTIONS = typer.Option(None, "--max-questions")
+MAX_ALTERNATIVES = typer.Option(8, "--max-alternatives")
+GROUNDING = typer.Option(True, "--grounding/--no-grounding")
+FORCE = typer.Option(False, "--force")
+
+
+def model_checks(validator_endpoint: str | None, validator_model: str | None, screen_endpoint: str | None,
+                 screen_model: str | None, key_env: str | None) -> tuple[Any, Any]:
+    """The LLM entailment judge and the parametric screen the endpoint options ask for (None when not asked)."""
+    judge = None
+    if validator_endpoint is not None:
+        from aethersearch.construct.llm_entailment import LLMEntailmentJudge
+
+        judge = LLMEntailmentJudge(validator_endpoint, _need(validator_model, "--validator-model"),
+                                   api_key_env=key_env)
+    screen = None
+    if screen_endpoint is not None:
+        from aethersearch.construct.llm_checks import parametric_screen
+
+        model = _need(screen_model, "--screen-model")
+        url = screen_endpoint
+
+        def screen(questions: Any) -> Any:
+            from aethersearch.commands.progress import progress
+
+            with progress("parametric screen", unit=" questions") as update:
+                return parametric_screen(questions, url, model, api_key_env=key_env,
+                                         on_question=lambda done, total: update(done, total))
+    return judge, screen
+
+
 def register(app: typer.Typer) -> None:
     """Add `aether construct ...`."""
     construct_app = typer.Typer(help="Build hint-free multi-hop releases (WebDetective construction).",
@@ -135,14 +171,14 @@ def register(app: typer.Typer) -> None:
     def wikispeedia(
         data: Path = typer.Argument(..., help="Wikispeedia folder (plaintext_articles.tar.gz + "
                                               "wikispeedia_paths-and-graph/links.tsv)"),
-        out: Path = typer.Option(..., "--out", "-o", help="release directory to write"),
-        seed: int = typer.Option(0, "--seed"),
-        min_hops: int = typer.Option(2, "--min-hops"),
-        max_hops: int = typer.Option(4, "--max-hops"),
-        max_questions: int | None = typer.Option(None, "--max-questions"),
-        max_alternatives: int = typer.Option(8, "--max-alternatives"),
-        grounding: bool = typer.Option(True, "--grounding/--no-grounding"),
-        force: bool = typer.Option(False, "--force"),
+        out: Path = OUT,
+        seed: int = SEED,
+        min_hops: int = MIN_HOPS,
+        max_hops: int = MAX_HOPS,
+        max_questions: int | None = MAX_QUESTIONS,
+        max_alternatives: int = MAX_ALTERNATIVES,
+        grounding: bool = GROUNDING,
+        force: bool = FORCE,
         seeds: Path | None = typer.Option(None, "--seeds", help="folder holding the seed question lists (qa/, "
                                                                 "search_r1_processed/ ...; default: DATA/..)"),
         validator_endpoint: str | None = typer.Option(None, "--validator-endpoint",
@@ -187,29 +223,61 @@ def register(app: typer.Typer) -> None:
         config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked,
                          hop_targets=parse_hop_mix(hops) if hops is not None else None)
         documents = list(iter_wikispeedia(*wikispeedia_paths(data)))
-        judge = None
-        if validator_endpoint is not None:
-            from aethersearch.construct.llm_entailment import LLMEntailmentJudge
-
-            judge = LLMEntailmentJudge(validator_endpoint, _need(validator_model, "--validator-model"),
-                                       api_key_env=key_env)
-        screen = None
-        if screen_endpoint is not None:
-            from aethersearch.construct.llm_checks import parametric_screen
-
-            model = _need(screen_model, "--screen-model")
-            url = screen_endpoint
-
-            def screen(questions: Any) -> Any:
-                from aethersearch.commands.progress import progress
-
-                with progress("parametric screen", unit=" questions") as update:
-                    return parametric_screen(questions, url, model, api_key_env=key_env,
-                                             on_question=lambda done, total: update(done, total))
-
+        judge, screen = model_checks(validator_endpoint, validator_model, screen_endpoint, screen_model, key_env)
         with construction_progress() as on_candidate:
             built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,
                                               seeds_root=seeds, fact_seeds=fact_seeds, judge=judge, screen=screen,
                                               keep_memorised=keep_memorised, detours_out=detours, review=review,
                                               on_candidate=on_candidate)
+        console.print(summary_table(built))
+
+    @construct_app.command("wikipedia")
+    def wikipedia(
+        dump: Path = typer.Argument(..., help="MediaWiki XML export (pages-articles), .xml or .xml.bz2"),
+        out: Path = OUT,
+        seeds: Path | None = typer.Option(None, "--seeds", help="folder holding the seed question lists (qa/, "
+                                                                "search_r1_processed/ ...; default: DUMP/../..)"),
+        seed: int = SEED,
+        min_hops: int = MIN_HOPS,
+        max_hops: int = MAX_HOPS,
+        max_questions: int | None = MAX_QUESTIONS,
+        max_alternatives: int = MAX_ALTERNATIVES,
+        grounding: bool = GROUNDING,
+        unlinked: bool = typer.Option(False, "--unlinked-seeds/--linked-seeds-only"),
+        workers: int = typer.Option(1, "--workers", min=1, help="processes parsing wikitext"),
+        keep_disambiguation: bool = typer.Option(False, "--keep-disambiguation",
+                                                 help="keep disambiguation pages as ordinary pages"),
+        force: bool = FORCE,
+        validator_endpoint: str | None = typer.Option(None, "--validator-endpoint",
+                                                      help="OpenAI-compatible base URL: the LLM entailment judge"),
+        validator_model: str | None = typer.Option(None, "--validator-model"),
+        screen_endpoint: str | None = typer.Option(None, "--screen-endpoint",
+                                                   help="OpenAI-compatible base URL: run the parametric screen"),
+        screen_model: str | None = typer.Option(None, "--screen-model"),
+        key_env: str | None = typer.Option(None, "--key-env", help="env var holding the endpoints' API key"),
+        fact_seeds: bool = typer.Option(True, "--fact-seeds/--no-fact-seeds",
+                                        help="also derive minimal-need seeds from the pages' typed facts"),
+        hops: str | None = typer.Option(None, "--hops", help="target hop mix, e.g. 2:0.15,3:0.55,4:0.30"),
+        keep_memorised: bool = typer.Option(False, "--keep-memorised", help="keep (marked) memorised questions"),
+        review: Path | None = typer.Option(None, "--review", help="question review decisions (aether review)"),
+        detours: Path | None = typer.Option(None, "--detours-out", help="write non-entailing chains here, as "
+                                                                        "a separately named detour tier"),
+    ) -> None:
+        """Construct hint-free questions on the articles of a real Wikipedia dump (the Wikispeedia construction).
+
+        Redirects become page aliases; links inside templates and infoboxes are
+        links; disambiguation pages are left out. A truncated or malformed dump
+        stops with the byte offset or line, and nothing is written.
+        """
+        from aethersearch.construct.wikipedia import build_wikipedia_release
+
+        config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked,
+                         hop_targets=parse_hop_mix(hops) if hops is not None else None)
+        judge, screen = model_checks(validator_endpoint, validator_model, screen_endpoint, screen_model, key_env)
+        with construction_progress() as on_candidate:
+            built = build_wikipedia_release(dump, out, seeds_root=seeds, config=config, overwrite=force,
+                                            workers=workers, keep_disambiguation=keep_disambiguation,
+                                            fact_seeds=fact_seeds, judge=judge, screen=screen,
+                                            keep_memorised=keep_memorised, detours_out=detours, review=review,
+                                            on_candidate=on_candidate)
         console.print(summary_table(built))

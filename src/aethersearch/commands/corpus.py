@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
 
     @corpus_app.command("import")
     def corpus_import(
-        fmt: str = typer.Argument(..., metavar="FORMAT", help="jsonl | dpr | wikiextractor | wikispeedia | demo"),
+        fmt: str = typer.Argument(..., metavar="FORMAT", help="jsonl | dpr | wikiextractor | wikispeedia | wikipedia | demo"),
         source: Path = typer.Argument(..., help="corpus file or folder (ignored for demo)"),
         out: Path = typer.Option(..., "--out", "-o", help="store directory to write"),
         links: Path | None = typer.Option(None, "--links", help="links TSV (source<TAB>target)"),

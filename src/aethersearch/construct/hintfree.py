@@ -418,6 +418,16 @@ def _followable(path: Sequence[str], mask: ChainMask, pages: Mapping[str, Docume
 # ----------------------------------------------------------------------------- the two built-in sources
 
 
+class PageSource(NamedTuple):
+    """Real pages other than Wikispeedia's: the release name and source label, the manifest's corpus
+    record and the page aliases (a dump's redirect titles), for ``page_release.build_page_release``."""
+
+    name: str
+    source_dataset: str
+    corpus: dict[str, Any]
+    page_aliases: Mapping[str, Sequence[str]]
+
+
 class BuiltRelease(NamedTuple):
     """A written release, the construction result behind it, and the model checks' summaries (if run)."""
 

@@ -132,8 +132,12 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
                        screen: Screen | None = None, keep_memorised: bool = False,
                        detours_out: str | Path | None = None, overwrite: bool = False,
                        review: str | Path | None = None,
+                       page_aliases: Mapping[str, Sequence[str]] | None = None,
                        on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
     """Pages + seeds -> the release of entailing hint-free questions (see the module docstring).
+
+    ``page_aliases`` (page id -> other names, e.g. a dump's redirect titles) are hidden by the
+    sandbox mask with the page's own title.
 
     ``corpus`` is recorded in the manifest (add ``corpus_hash``-style
     identifiers there); the corpus hash of ``documents`` is added. Seeds that
@@ -155,7 +159,7 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
     used = list(validators) if validators is not None else [
         RuleBasedValidator(pages, require_grounding=config.require_grounding)]
     result = construct_hintfree(pool.triples, graph, pages, config=config, validators=used, typed=typed,
-                                judge=judge, on_candidate=on_candidate)
+                                judge=judge, page_aliases=page_aliases, on_candidate=on_candidate)
     result = result._replace(rejected=dict(sorted({**pool.rejected, **result.rejected}.items())))
     if not result.questions:
         no_questions(result, used)

@@ -14,6 +14,8 @@ Formats:
 * ``dpr`` -- DPR's ``psgs_w100.tsv``: header ``id  text  title``, tab-separated.
 * ``wikiextractor`` -- ``wikiextractor --json [--links]`` output (a file or a directory
   of ``AA/wiki_00`` files); ``<a href="...">`` links are resolved to page ids by title.
+* ``wikipedia`` -- an official MediaWiki XML export (pages-articles, ``.bz2`` or plain):
+  ``corpus.wikipedia`` (articles, redirects resolved, disambiguation pages left out).
 * ``wikispeedia`` -- West & Leskovec's Wikispeedia: ``plaintext_articles.tar.gz`` (or
   the extracted folder) plus ``links.tsv``; URL-encoded names are decoded, the id
   is the decoded name (``Ancient_Egypt``) and the title has spaces (``Ancient Egypt``).
@@ -276,7 +278,7 @@ def wikispeedia_paths(root: str | Path) -> tuple[Path, Path]:
 
 # ----------------------------------------------------------------------------- one entry point
 
-FORMATS = ("jsonl", "dpr", "wikiextractor", "wikispeedia", "demo")
+FORMATS = ("jsonl", "dpr", "wikiextractor", "wikispeedia", "wikipedia", "demo")
 
 
 class ImportResult(NamedTuple):
@@ -304,6 +306,10 @@ def iter_pages(fmt: str, source: str | Path, *, links: str | Path | None = None,
         if links_path is None:
             raise ConfigError("Wikispeedia needs its links.tsv", fix="pass --links .../links.tsv")
         return iter_wikispeedia(articles, links_path, stats)
+    if fmt == "wikipedia":
+        from aethersearch.corpus.wikipedia import iter_wikipedia
+
+        return iter_wikipedia(source, stats)
     if fmt == "demo":
         from aethersearch.corpus.demo_world import generate_world
 

@@ -1,0 +1,251 @@
+"""Wikipedia dump import at scale: pages/s per core, peak RSS and graph bytes per link, on a generated dump.
+
+The dump is generated in the official MediaWiki export format (bz2), with what
+costs time in a real one: an infobox template holding links, prose paragraphs
+with piped and plain links, ``<ref>`` citations with cite templates, a heading,
+a category line and interlanguage links, and redirects (``--redirects`` per
+article, which links also use). Link degrees follow Wikipedia's shape: the
+out-degree of a page is drawn from a discrete power law (Zipf exponent 2.1,
+mean about ``--mean-links``) and link targets are drawn by preferential
+attachment (page rank r chosen with probability ~ 1/r^0.9), so a few pages
+collect most in-links. Text words follow a Zipf law over a fixed vocabulary.
+
+For each size and worker count a fresh process imports the dump exactly as
+``aether corpus import wikipedia`` does (pass 1: stream, parse, spool; pass 2:
+resolve redirects and links, write the page store, fill the CSR graph) and
+reports wall time, CPU time (itself and its workers), peak RSS (the main
+process and, separately, the largest worker), and the graph's bytes per link.
+pages/s per core = pages / CPU seconds. ``--compare`` first measures the
+candidate libraries side by side on the real enwiki excerpt: wikitextparser vs
+mwparserfromhell (text per second) and the standard library's pull parser vs
+mwxml (pages read per second).
+
+Run: ``python benchmarks/wikipedia_build.py --pages 100000 --workers 1,2 [--compare]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+FULL_ARTICLES = 6_800_000
+FULL_LINKS = 150_000_000
+EXCERPT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wikipedia" / \
+    "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+
+HEAD = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">
+  <siteinfo>
+    <sitename>Wikipedia</sitename>
+    <base>https://en.wikipedia.org/wiki/Main_Page</base>
+    <case>first-letter</case>
+    <namespaces>
+      <namespace key="0" case="first-letter" />
+      <namespace key="6" case="first-letter">File</namespace>
+      <namespace key="10" case="first-letter">Template</namespace>
+      <namespace key="14" case="first-letter">Category</namespace>
+    </namespaces>
+  </siteinfo>
+"""
+
+
+def _words(rng: np.random.Generator, count: int, vocabulary: list[str]) -> list[str]:
+    ranks = np.minimum(rng.zipf(1.3, count), len(vocabulary)) - 1
+    return [vocabulary[r] for r in ranks]
+
+
+def generate_dump(path: Path, pages: int, *, mean_links: float, redirects: float, seed: int) -> dict[str, Any]:
+    """Write a bz2 MediaWiki export of ``pages`` articles (+ redirects); returns what was written."""
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"w{i}" for i in range(5000)]
+    titles = [f"Topic {i} {vocabulary[i % 5000]}" for i in range(pages)]
+    # out-degree: discrete power law (Zipf a=2.1, heavy tail capped at 3,000), scaled to the wanted mean
+    degree = np.minimum(rng.zipf(2.1, pages), 3000).astype(np.float64)
+    degree = np.maximum(1, np.round(degree * mean_links / degree.mean())).astype(np.int64)
+    # in-degree: preferential attachment over a random rank order of pages
+    weights = 1.0 / np.arange(1, pages + 1) ** 0.9
+    rank_to_page = rng.permutation(pages)
+    cdf = np.cumsum(weights / weights.sum())
+    n_redirects = int(pages * redirects)
+    redirect_target = rng.integers(0, pages, n_redirects)
+    links_written = xml_bytes = 0
+    with bz2.open(path, "wb", compresslevel=1) as out:
+        out.write(HEAD.encode())
+        page_number = 10
+        for i in range(pages):
+            targets = rank_to_page[np.minimum(np.searchsorted(cdf, rng.random(degree[i])), pages - 1)]
+            names = [f"R{int(rng.integers(0, n_redirects))}" if n_redirects and rng.random() < 0.1 else titles[t]
+                     for t in targets]
+            links_written += len(names)
+            infobox, prose = names[:3], names[3:]
+            body = ["{{Infobox thing\n" + "".join(f"| field{k} = [[{n}]]\n" for k, n in enumerate(infobox)) + "}}",
+                    f"'''{titles[i]}''' is a " + " ".join(_words(rng, 12, vocabulary)) + "."]
+            for start in range(0, max(len(prose), 1), 4):
+                sentence = _words(rng, 30, vocabulary)
+                for k, name in enumerate(prose[start:start + 4]):
+                    sentence.insert(3 + 6 * k, f"[[{name}|{vocabulary[k]} link]]" if k % 2 else f"[[{name}]]")
+                body.append(" ".join(sentence) + ".<ref>{{cite web |url=http://example.org/" + str(i) +
+                            " |title=" + " ".join(_words(rng, 5, vocabulary)) + "}}</ref>")
+            body.append("== History ==\n" + " ".join(_words(rng, 40, vocabulary)) + ".")
+            body.append(f"[[Category:Things {i % 100}]]\n[[fr:Sujet {i}]]\n[[de:Thema {i}]]")
+            xml_bytes += out.write(_page(titles[i], page_number, "\n\n".join(body)).encode())
+            page_number += 1
+        for r in range(n_redirects):
+            out.write(_page(f"R{r}", page_number, None, redirect=titles[int(redirect_target[r])]).encode())
+            page_number += 1
+        out.write(b"</mediawiki>\n")
+    return {"articles": pages, "redirects": n_redirects, "links_written": links_written,
+            "article_xml_bytes": xml_bytes, "compressed_bytes": path.stat().st_size}
+
+
+def _page(title: str, number: int, text: str | None, redirect: str | None = None) -> str:
+    head = f"  <page>\n    <title>{escape(title)}</title>\n    <ns>0</ns>\n    <id>{number}</id>\n"
+    if redirect is not None:
+        head += f'    <redirect title="{escape(redirect)}" />\n'
+        text = f"#REDIRECT [[{redirect}]]"
+    return (head + f"    <revision>\n      <id>{number}0</id>\n      <model>wikitext</model>\n"
+            f'      <text xml:space="preserve">{escape(text or "")}</text>\n    </revision>\n  </page>\n')
+
+
+def run_one(dump: Path, workers: int, store: Path) -> dict[str, Any]:
+    """Import ``dump`` here (a fresh process) and report time, CPU, RSS and graph size."""
+    from aethersearch.corpus.store import build_store
+    from aethersearch.corpus.wikipedia import WikipediaDump
+
+    start, cpu0 = time.perf_counter(), time.process_time()
+    reader = WikipediaDump(dump, workers=workers)
+    build_store(reader.documents(), store, source=f"wikipedia:{dump.name}", overwrite=True)
+    graph = reader.graph()
+    wall = time.perf_counter() - start
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (time.process_time() - cpu0) + children.ru_utime + children.ru_stime
+    graph_bytes = graph.indptr.nbytes + graph.indices.nbytes
+    return {"workers": workers, "articles": reader.stats.articles, "links": graph.n_edges, "wall_s": wall,
+            "cpu_s": cpu, "pages_per_s": reader.stats.articles / wall, "pages_per_cpu_s": reader.stats.articles / cpu,
+            "peak_rss_mib": own.ru_maxrss / 1024, "worker_peak_rss_mib": children.ru_maxrss / 1024,
+            "graph_bytes_per_link": graph_bytes / max(graph.n_edges, 1), "graph_mib": graph_bytes / 2**20}
+
+
+def compare_libraries(repeat: int = 3) -> None:
+    """Parsers and readers side by side on the real excerpt (skipped with a note when it is absent)."""
+    if not EXCERPT.exists():
+        print(f"compare: {EXCERPT} not found, skipped")
+        return
+    import mwparserfromhell
+    import mwxml
+    import wikitextparser
+
+    from aethersearch.corpus.mediawiki import open_dump, read_dump
+
+    pages = [p.text for p in read_dump(EXCERPT) if p.redirect is None and p.namespace == 0]
+    size = sum(len(t) for t in pages)
+    print(f"compare on the real excerpt: {len(pages)} articles, {size / 1e6:.1f} MB of wikitext (median of {repeat})")
+    results: dict[str, float] = {}
+    for name, convert in (("wikitextparser plain_text", lambda t: wikitextparser.parse(t).plain_text()),
+                          ("mwparserfromhell strip_code", lambda t: mwparserfromhell.parse(t).strip_code())):
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for text in pages:
+                convert(text)
+            times.append(time.perf_counter() - t0)
+        results[name] = statistics.median(times)
+        print(f"  {name:30s} {len(pages) / results[name]:7.1f} pages/s  {size / results[name] / 1e6:5.2f} MB/s")
+    ratio = results["mwparserfromhell strip_code"] / results["wikitextparser plain_text"]
+    print(f"  wikitextparser is {ratio:.2f}x as fast as mwparserfromhell")
+    readers: dict[str, float] = {}
+    for name in ("stdlib XMLPullParser (ours)", "mwxml"):
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            if name == "mwxml":
+                stream, raw = open_dump(EXCERPT)
+                count = sum(1 for page in mwxml.Dump.from_file(stream) for _ in page)
+                raw.close()
+            else:
+                count = sum(1 for _ in read_dump(EXCERPT))
+            times.append(time.perf_counter() - t0)
+        readers[name] = statistics.median(times)
+        print(f"  {name:30s} {count / readers[name]:7.0f} pages/s")
+    print(f"  mwxml takes {readers['mwxml'] / readers['stdlib XMLPullParser (ours)']:.2f}x as long")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pages", default="100000", help="comma-separated article counts")
+    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--mean-links", type=float, default=FULL_LINKS / FULL_ARTICLES)
+    parser.add_argument("--redirects", type=float, default=0.5, help="redirect pages per article")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dir", type=Path, default=None, help="where dumps and stores go (default: a temp dir)")
+    parser.add_argument("--compare", action="store_true", help="first compare the candidate libraries")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of each --compare measurement")
+    parser.add_argument("--run-one", nargs=3, metavar=("DUMP", "WORKERS", "STORE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run_one:
+        print(json.dumps(run_one(Path(args.run_one[0]), int(args.run_one[1]), Path(args.run_one[2]))))
+        return
+    if args.compare:
+        compare_libraries(args.repeat)
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        rows = []
+        for pages in (int(p) for p in args.pages.split(",") if p):
+            dump = Path(tmp) / f"gen-{pages}.xml.bz2"
+            t0 = time.perf_counter()
+            made = generate_dump(dump, pages, mean_links=args.mean_links, redirects=args.redirects, seed=args.seed)
+            print(f"generated {pages:,} articles + {made['redirects']:,} redirects, {made['links_written']:,} links, "
+                  f"{made['article_xml_bytes'] / pages:,.0f} bytes of XML per article, "
+                  f"{made['compressed_bytes'] / 2**20:.1f} MiB bz2, in {time.perf_counter() - t0:.0f} s", flush=True)
+            for workers in (int(w) for w in args.workers.split(",")):
+                out = subprocess.run([sys.executable, __file__, "--run-one", str(dump), str(workers),
+                                      str(Path(tmp) / "store")], check=True, capture_output=True, text=True,
+                                     env={**os.environ})
+                row = {"pages": pages, **json.loads(out.stdout.strip().splitlines()[-1])}
+                rows.append(row)
+                print(f"  {pages:>9,} pages, {workers} worker(s): {row['wall_s']:7.1f} s wall, "
+                      f"{row['pages_per_s']:6.0f} pages/s, {row['pages_per_cpu_s']:6.0f} pages/s per core, "
+                      f"peak RSS {row['peak_rss_mib']:6.0f} MiB (largest worker {row['worker_peak_rss_mib']:.0f}), "
+                      f"{row['links']:,} links, graph {row['graph_bytes_per_link']:.2f} B/link", flush=True)
+        _extrapolate(rows)
+
+
+def _extrapolate(rows: list[dict[str, Any]]) -> None:
+    single = [r for r in rows if r["workers"] == 1]
+    if not single:
+        return
+    last = max(single, key=lambda r: r["pages"])
+    per_core = last["pages_per_cpu_s"]
+    graph_mib = (4 * FULL_LINKS + 8 * (FULL_ARTICLES + 1)) / 2**20
+    print(f"extrapolation to {FULL_ARTICLES:,} articles / {FULL_LINKS:,} links at {per_core:.0f} pages/s per core "
+          f"(pages of the generated size): {FULL_ARTICLES / per_core / 3600:.1f} core-hours; graph "
+          f"{graph_mib:,.0f} MiB ({graph_mib * 2**20 / FULL_LINKS:.2f} B/link)")
+    if len(single) >= 2:
+        small, big = sorted(single, key=lambda r: r["pages"])[0], last
+        slope = (big["peak_rss_mib"] - big["graph_mib"] - small["peak_rss_mib"] + small["graph_mib"]) / \
+            (big["pages"] - small["pages"])
+        print(f"peak RSS beyond the graph grows {slope * 2**20:.0f} bytes per article between {small['pages']:,} and "
+              f"{big['pages']:,} (title tables); at {FULL_ARTICLES:,}: about "
+              f"{(big['peak_rss_mib'] - big['graph_mib'] + slope * (FULL_ARTICLES - big['pages']) + graph_mib) / 1024:.1f}"
+              f" GiB peak")
+    ratios = {r["pages"]: r for r in rows if r["workers"] == 2}
+    for pages, two in ratios.items():
+        one = next((r for r in single if r["pages"] == pages), None)
+        if one:
+            print(f"2 workers vs 1 at {pages:,} pages: {one['wall_s'] / two['wall_s']:.2f}x faster in wall time")
+
+
+if __name__ == "__main__":
+    main()

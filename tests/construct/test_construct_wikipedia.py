@@ -1,0 +1,91 @@
+"""`aether construct wikipedia`: a dump goes through the Wikispeedia construction to a release the sandbox opens."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from aethersearch.cli import app
+from aethersearch.corpus.importers import import_corpus
+from aethersearch.errors import DataError, ShortageError
+from aethersearch.jsonl import loads, read_jsonl
+from aethersearch.release_layout import release_layout
+from aethersearch.sandbox.episode import open_sandbox
+from aethersearch.search.index_dir import build_index
+from tests.conftest import SHARED_DATA, require_shared
+from tests.corpus.mediawiki_export import Page, write_export
+
+PAGES = [
+    Page("Sorel", "'''Sorel''' was born in [[Tarn]]. Sorel studied at the [[Vey Institute]]. [[Category:People]]"),
+    Page("Vey Institute", "{{Infobox university|city=[[Tarn]]}}The '''Vey Institute''' is based in [[Tarn]]. "
+                          "[[Sorel]] was a student."),
+    Page("Tarn", "'''Tarn''' is a city.<ref>{{cite web|title=Tarn}}</ref>"),
+    Page("Tarn City", redirect="Tarn"),
+    Page("Vey", redirect="Vey Institute"),
+]
+
+
+def _seeds(root: Path) -> Path:
+    qa = root / "qa" / "hotpotqa"
+    qa.mkdir(parents=True)
+    (qa / "hotpotqa_dev_questions_and_answers.json").write_text(
+        json.dumps([{"question": "Where was Sorel born?", "answer": "Tarn"}]))
+    return root
+
+
+def test_a_dump_builds_a_release_that_the_sandbox_serves(tmp_path: Path) -> None:
+    dump = write_export(tmp_path / "mini.xml.bz2", PAGES, compress=True)
+    out = tmp_path / "release"
+    result = CliRunner().invoke(app, ["construct", "wikipedia", str(dump), "--seeds", str(_seeds(tmp_path / "seeds")),
+                                      "--out", str(out)], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert "accepted questions" in result.output
+    rows = list(read_jsonl(release_layout(out).diagnostics))
+    assert [r["path"] for r in rows] == [["Sorel", "Vey_Institute", "Tarn"]]  # the direct link removed
+    mask = rows[0]["extra"]["mask"]
+    # redirect titles are page aliases: the mask hides them too
+    assert mask["hidden_terms"] == {"Tarn": ["Tarn", "Tarn City"], "Vey_Institute": ["Vey Institute", "Vey"]}
+    corpus = loads(release_layout(out).manifest.read_bytes())["corpus"]
+    assert corpus["kind"] == "wikipedia-dump" and corpus["dump"] == "mini.xml.bz2"
+    assert corpus["import"]["redirects"] == 2 and corpus["import"]["links"] == {"read": 4, "kept": 4, "dropped": 0}
+    assert [r["question"] for r in read_jsonl(release_layout(out).eval)] == ["Where was Sorel born?"]
+
+    # the same dump, imported as a store and indexed, is what the sandbox opens the release over
+    store = import_corpus("wikipedia", dump, tmp_path / "store").store
+    opened = build_index(store, "bm25", tmp_path / "index")
+    sandbox = open_sandbox(out, opened.index, opened.store)
+    qid = sandbox.question_ids[0]
+
+    async def walk() -> None:
+        episode = sandbox.episode(qid, run_id="walker")
+        assert (await episode.visit("Tarn")).call.error  # the answer page is locked until its predecessor
+        first = (await episode.visit("Sorel")).documents[0]
+        assert "Vey_Institute" in first.links and "Tarn" not in first.links
+        assert (await episode.visit("Vey_Institute")).call.error is None
+
+    asyncio.run(walk())
+
+
+def test_a_bad_dump_stops_the_build_and_writes_nothing(tmp_path: Path) -> None:
+    dump = write_export(tmp_path / "loop.xml", [*PAGES[:3], Page("A", redirect="B"), Page("B", redirect="A")])
+    result = CliRunner().invoke(app, ["construct", "wikipedia", str(dump), "--seeds", str(_seeds(tmp_path / "s")),
+                                      "--out", str(tmp_path / "release")])
+    assert result.exit_code != 0 and isinstance(result.exception, DataError)
+    assert "redirect loop: A -> B -> A" in str(result.exception)
+    assert not (tmp_path / "release").exists()
+
+
+@pytest.mark.realdata
+def test_the_real_excerpt_imports_but_its_pages_resolve_no_seed(tmp_path: Path) -> None:
+    # 98 articles whose links mostly leave the excerpt: no seed question pairs two linked pages of it, and the
+    # build says so (a shortage with the counts), writing nothing
+    dump = require_shared("wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
+    from aethersearch.construct.wikipedia import build_wikipedia_release
+
+    with pytest.raises(ShortageError, match="seed_answer_not_a_page"):
+        build_wikipedia_release(dump, tmp_path / "release", seeds_root=SHARED_DATA)
+    assert not (tmp_path / "release").exists()
