@@ -19,13 +19,15 @@ from aethersearch.search.index_dir import build_index
 from tests.conftest import SHARED_DATA, require_shared
 from tests.corpus.mediawiki_export import Page, write_export
 
+#: A typed chain (Abuja is the capital city of Nigeria; Nigeria is a country in West Africa: capital_of .
+#: located_in composes to "which continent"); the redirects become page aliases the mask hides too.
 PAGES = [
-    Page("Sorel", "'''Sorel''' was born in [[Tarn]]. Sorel studied at the [[Vey Institute]]. [[Category:People]]"),
-    Page("Vey Institute", "{{Infobox university|city=[[Tarn]]}}The '''Vey Institute''' is based in [[Tarn]]. "
-                          "[[Sorel]] was a student."),
-    Page("Tarn", "'''Tarn''' is a city.<ref>{{cite web|title=Tarn}}</ref>"),
-    Page("Tarn City", redirect="Tarn"),
-    Page("Vey", redirect="Vey Institute"),
+    Page("Abuja", "'''Abuja''' is the capital city of [[Nigeria]]. It has many parks. [[Category:Capitals]]"),
+    Page("Nigeria", "'''Nigeria''' is a country in West [[Africa]]. [[Abuja]] is its capital."
+                    "<ref>{{cite web|title=Nigeria}}</ref>"),
+    Page("Africa", "'''Africa''' is the second largest continent on Earth."),
+    Page("Federal Republic of Nigeria", redirect="Nigeria"),
+    Page("African continent", redirect="Africa"),
 ]
 
 
@@ -33,7 +35,7 @@ def _seeds(root: Path) -> Path:
     qa = root / "qa" / "hotpotqa"
     qa.mkdir(parents=True)
     (qa / "hotpotqa_dev_questions_and_answers.json").write_text(
-        json.dumps([{"question": "Where was Sorel born?", "answer": "Tarn"}]))
+        json.dumps([{"question": "In which continent is Abuja?", "answer": "Africa"}]))
     return root
 
 
@@ -45,14 +47,16 @@ def test_a_dump_builds_a_release_that_the_sandbox_serves(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     assert "accepted questions" in result.output
     rows = list(read_jsonl(release_layout(out).diagnostics))
-    assert [r["path"] for r in rows] == [["Sorel", "Vey_Institute", "Tarn"]]  # the direct link removed
+    assert [r["path"] for r in rows] == [["Abuja", "Nigeria", "Africa"]]
     mask = rows[0]["extra"]["mask"]
     # redirect titles are page aliases: the mask hides them too
-    assert mask["hidden_terms"] == {"Tarn": ["Tarn", "Tarn City"], "Vey_Institute": ["Vey Institute", "Vey"]}
+    assert mask["hidden_terms"] == {"Africa": ["Africa", "African continent"],
+                                    "Nigeria": ["Nigeria", "Federal Republic of Nigeria"]}
+    assert rows[0]["extra"]["chain_entailment"]["entailing"] is True
     corpus = loads(release_layout(out).manifest.read_bytes())["corpus"]
     assert corpus["kind"] == "wikipedia-dump" and corpus["dump"] == "mini.xml.bz2"
-    assert corpus["import"]["redirects"] == 2 and corpus["import"]["links"] == {"read": 4, "kept": 4, "dropped": 0}
-    assert [r["question"] for r in read_jsonl(release_layout(out).eval)] == ["Where was Sorel born?"]
+    assert corpus["import"]["redirects"] == 2 and corpus["import"]["links"] == {"read": 3, "kept": 3, "dropped": 0}
+    assert [r["answers"][0] for r in read_jsonl(release_layout(out).eval)] == ["Africa"]
 
     # the same dump, imported as a store and indexed, is what the sandbox opens the release over
     store = import_corpus("wikipedia", dump, tmp_path / "store").store
@@ -62,10 +66,10 @@ def test_a_dump_builds_a_release_that_the_sandbox_serves(tmp_path: Path) -> None
 
     async def walk() -> None:
         episode = sandbox.episode(qid, run_id="walker")
-        assert (await episode.visit("Tarn")).call.error  # the answer page is locked until its predecessor
-        first = (await episode.visit("Sorel")).documents[0]
-        assert "Vey_Institute" in first.links and "Tarn" not in first.links
-        assert (await episode.visit("Vey_Institute")).call.error is None
+        assert (await episode.visit("Nigeria")).call.error  # locked until its predecessor was visited
+        first = (await episode.visit("Abuja")).documents[0]
+        assert "Nigeria" in first.links and "Africa" not in first.links
+        assert (await episode.visit("Nigeria")).call.error is None
 
     asyncio.run(walk())
 

@@ -53,7 +53,7 @@ from aethersearch.construct.hintfree import (
 from aethersearch.construct.question_review import TEMPLATE_NAME, UNDECIDED, apply_question_review
 from aethersearch.construct.triples import QATriple, TripleSet
 from aethersearch.construct.validate import ChainValidator, RuleBasedValidator
-from aethersearch.errors import ConfigError
+from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.records import Document
 
 Screen = Callable[[Sequence[ConstructedQuestion]], Mapping[str, dict[str, Any]]]
@@ -100,6 +100,10 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
                                "relations": dict(sorted(Counter(t.relation for t in derived.seeds).items()))}
         if derived.ambiguous:
             rejected["fact_seed_ambiguous"] = derived.ambiguous
+    if not triples and seeds_root is not None:
+        raise ShortageError(f"no seed resolved to pages of this corpus (rejected: {rejected}) and the pages' typed "
+                            f"facts gave {stats.get('fact_seeds', {}).get('seeds', 0)} seeds",
+                            fix="build on a corpus that holds the seed questions' subject and answer pages")
     if not triples:
         raise ConfigError("no seeds: no dataset seed list was given and the pages carry no typed facts",
                           fix="pass --seeds (the folder holding qa/) or keep --fact-seeds on a corpus with prose")
