@@ -171,12 +171,14 @@ def register(app: typer.Typer) -> None:
         metric: Annotated[list[str] | None, typer.Option("--metric", help="Metrics to test (default em, f1).")] = None,
         out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the comparison JSON here.")] = None,
         alpha: Annotated[float, typer.Option(help="Family-wise significance level (Holm).")] = 0.05,
+        reducer: Annotated[str | None, typer.Option(help="K-sample figure to compare: mean (mean@K), pass@k or "
+                                                         "maj (maj@K); needed when runs differ in --samples.")] = None,
     ) -> None:
         """Paired comparison of checkpoints (e.g. Base SFT DPO RL) on one frozen contract."""
         from aethersearch.compare.checkpoints import DEFAULT_METRICS, compare_runs
 
         print_comparison(compare_runs(runs, allow=allow or (), metrics=metric or DEFAULT_METRICS, alpha=alpha,
-                                      out_path=out))
+                                      out_path=out, reducer=reducer))
 
     @app.command("report")
     def report(
