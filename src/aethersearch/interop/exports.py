@@ -9,6 +9,12 @@ Formats, from the tools' own code:
   stripped and gets a ``?`` when it lacks one, as Search-R1 does; ``extra_info`` also
   names the release and the row (``release_id``, ``row_id``) so the reward function
   and ``aether import verl`` bind every generation to its exact release row.
+  The file holds each question once; how many samples per prompt verl draws is the
+  trainer's ``actor_rollout_ref.rollout.val_kwargs.n`` (with ``val_kwargs.do_sample=True``
+  and a ``val_kwargs.temperature`` > 0, or the n samples are identical). verl then logs
+  ``val-core/{data_source}/reward/mean@n``, and ``aether import verl`` reads the n
+  generations of each prompt as K = n samples (``aether run --samples K`` is the same
+  evaluation outside the trainer).
 * **FlashRAG** (its ``*.jsonl`` datasets): ``{"id", "question", "golden_answers"}``.
 
 These files carry gold on purpose: they are the trainer's validation input. Each
