@@ -213,6 +213,9 @@ def register(app: typer.Typer) -> None:
         logger: Annotated[list[str] | None, typer.Option("--logger", help="Also log to wandb (offline) or "
                                                          "tensorboard (repeatable; optional extras).")] = None,
         metric_keys: Annotated[str, typer.Option(help="Metric key style: searchr1, verl or both.")] = "both",
+        samples: Annotated[int, typer.Option(help="K rollouts per question (as verl's val_kwargs.n); the history "
+                                                  "then logs mean@K, pass@K and maj@K of EM.")] = 1,
+        temperature: Annotated[float, typer.Option(help="Sampling temperature (> 0 for --samples K > 1).")] = 0.0,
     ) -> None:
         """Evaluate each new checkpoint on the frozen split as it appears; append to a history; plot the curve."""
         import re
@@ -220,6 +223,7 @@ def register(app: typer.Typer) -> None:
         from aethersearch.api import evaluate_run
         from aethersearch.compare.watch import Checkpoint, watch
         from aethersearch.errors import ConfigError
+        from aethersearch.records import Decoding
 
         if target.is_dir() and endpoint is None:
             raise ConfigError("a checkpoint directory needs --endpoint (a server that loads a checkpoint by path)",
@@ -230,9 +234,12 @@ def register(app: typer.Typer) -> None:
             model = checkpoint.name if checkpoint.kind == "endpoint" else checkpoint.location
             run_dir = runs_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", checkpoint.name)
             result = evaluate_run(url, release, model=model, agent=agent, search_url=search_url, run_dir=run_dir,
-                                  metric_keys=metric_keys)
-            micro = result.scores.overall.micro.metrics
-            return {**result.metrics, "em": micro["em"].mean, "f1": micro["f1"].mean}
+                                  metric_keys=metric_keys, samples=samples,
+                                  decoding=Decoding(temperature=temperature))
+            micro = result.scores.overall.micro
+            sampled = {f"{name}": micro.reducers["em"][name].mean for name in (f"pass@{samples}", f"maj@{samples}")
+                       } if samples > 1 else {}
+            return {**result.metrics, "em": micro.metrics["em"].mean, "f1": micro.metrics["f1"].mean, **sampled}
 
         from aethersearch.compare.loggers import make_loggers
         from aethersearch.interop.metric_keys import check_style
