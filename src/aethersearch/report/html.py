@@ -30,6 +30,7 @@ from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_text, iter_jsonl, loads
 from aethersearch.report import charts
 from aethersearch.report.layout import has_model_usage, release_groups, run_labels, source_matrix
+from aethersearch.report.samples_view import samples_view
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
 from aethersearch.scoring.api import read_fingerprint, score_run
 from aethersearch.scoring.scores_file import MetricEstimate, Scores, read_scores
@@ -286,7 +287,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
                           "model": fingerprint.model if fingerprint else None,
                           "agent": fingerprint.agent if fingerprint else None,
                           "judge": _judge_block(scores), "extras": _extras(run_dir),
-                          "budget": _budget_view(scores)})
+                          "budget": _budget_view(scores), "samples": samples_view(scores, fmt)})
     trace_view = []
     for i, found in traces.items():
         for qid in sorted(found):
