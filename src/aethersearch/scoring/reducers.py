@@ -20,6 +20,14 @@ applied at the aggregation level, never inside a metric.
   "no answer", which scores 0. **Ties** go to the tied answer whose first vote
   came earliest (lowest sample index): deterministic, and it depends on the
   sample order only, never on the answers' text or on gold.
+
+Set-level figures (WebDetective's F1_GR, F1_KU, GenScore, Knowledge Sufficiency,
+Search Score; the probes' rates) are not per-question values, so they are
+reduced one level up: each sample index k is one replicate of the whole
+evaluation (sample k of every question), the figure is computed on each
+replicate as for a one-sample run, and the K results are averaged
+(:func:`mean_over_samples`): Pass@1 becomes mean@K, and F1_GR, F1_KU and
+GenScore become their mean over the K replicates.
 """
 
 from __future__ import annotations
@@ -37,7 +45,9 @@ __all__ = [
     "MEAN",
     "MAJ",
     "PASS",
+    "SAMPLE_MEAN_RULE",
     "majority_index",
+    "mean_over_samples",
     "pass_at_k",
     "reducer_names",
     "reducer_value",
@@ -141,3 +151,28 @@ def within_variance_share(values: np.ndarray) -> dict[str, float | None]:
     between = max(0.0, means_variance - within / k)
     share = 0.0 if means_variance == 0 else min(1.0, (within / k) / means_variance)
     return {"share": share, "within_variance": within, "between_variance": between}
+
+
+SAMPLE_MEAN_RULE = ("each figure computed on every sample index's episodes (one replicate of the evaluation per "
+                    "sample k) and averaged over the K replicates; counts are per replicate (their mean); a figure "
+                    "undefined (null) in some replicates is the mean of the others; pass_at_1 is mean@K")
+
+
+def mean_over_samples(results: Sequence[Any]) -> Any:
+    """The mean over K same-shaped results (nested dicts of figures) of every number in them.
+
+    Numbers (bools excluded) average over the replicates where they are defined
+    (not None); a value None in every replicate stays None; anything else (text,
+    lists, definitions) is taken from the first replicate.
+    """
+    first = results[0]
+    if isinstance(first, Mapping):
+        keys = list(first)
+        return {key: mean_over_samples([r.get(key) if isinstance(r, Mapping) else None for r in results])
+                for key in keys}
+    if isinstance(first, (int, float)) and not isinstance(first, bool) or first is None:
+        numbers = [float(v) for v in results if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not numbers:
+            return first
+        return math.fsum(numbers) / len(numbers)
+    return first
