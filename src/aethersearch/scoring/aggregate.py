@@ -150,7 +150,8 @@ class Clusters(NamedTuple):
         values = np.array([float(r[metric]) for r in self.rows], dtype=float)
         if len(self.starts) == len(values):
             return values
-        return np.add.reduceat(values, self.starts) / self.sizes
+        means: np.ndarray = np.add.reduceat(values, self.starts) / self.sizes
+        return means
 
     def matrix(self, metric: str) -> np.ndarray:
         """Questions x K values of ``metric`` (empty when questions have different sample counts)."""
