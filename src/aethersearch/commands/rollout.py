@@ -87,6 +87,13 @@ def _limits(call_timeout: float, question_deadline: float, max_retries: int, max
                           fix="timeouts are positive seconds, --max-retries a whole number >= 0") from None
 
 
+def _warn_identical_samples(samples: int, temperature: float) -> None:
+    """K > 1 greedy samples are K copies of one rollout: say so before spending K times the calls."""
+    if samples > 1 and temperature == 0:
+        console.print(f"[yellow]--samples {samples} at --temperature 0: greedy decoding makes the {samples} "
+                      "samples identical (pass@k = mean@K = maj@K); pass --temperature > 0 to sample[/]")
+
+
 def _print_summary(summary: Any) -> None:
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary.outcomes.items())) or "nothing new"
     console.print(f"{summary.attempted} run, {summary.skipped} already finished, {summary.errored} errored "
@@ -183,6 +190,7 @@ def register(app: typer.Typer) -> None:
         from aethersearch.records import Budget, Decoding
 
         _check_release_dir(release)
+        _warn_identical_samples(samples, temperature)
         search = _search(index, search_url, agent, tools)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
@@ -237,6 +245,7 @@ def register(app: typer.Typer) -> None:
 
         if release is not None:
             _check_release_dir(release)
+        _warn_identical_samples(samples, temperature)
         agent = agent or RUN_AGENT_DEFAULT
         with _progress_bar(progress) as update:
             if release is None:
