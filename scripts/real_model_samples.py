@@ -113,7 +113,10 @@ def main() -> None:
     micro = scores["overall"]["micro"]
     print(f"{scores['question_count']} questions x {scores['samples']} samples, temperature {args.temperature}, "
           f"rollout wall {wall:.0f} s; EM with 95% CIs clustered by question:")
-    for name, est in micro["reducers"]["em"].items():
+    from aethersearch.scoring.reducers import reducer_names
+
+    for name in reducer_names(scores["samples"], binary=True):
+        est = micro["reducers"]["em"][name]
         print(f"  {name:>7}  {100 * est['mean']:5.1f}  [{100 * est['ci_low']:5.1f}, {100 * est['ci_high']:5.1f}]")
     print(f"  within-question variance share: {micro['variance']['em']['share']}")
     print(f"  outcomes: {scores['outcomes']}")

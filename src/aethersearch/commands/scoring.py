@@ -29,6 +29,18 @@ def _unscored_note(errors: int, missing: int = 0) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def _print_reducers(console: Any, scores: Scores, metric: str = "em") -> None:
+    """A K-sample run's reducers of ``metric`` over all questions (micro), CIs clustered by question."""
+    micro = scores.overall.micro
+    figures = ", ".join(f"{name} {_pct(est.mean)} [{_pct(est.ci_low)}, {_pct(est.ci_high)}]"
+                        for name, est in micro.reducers.get(metric, {}).items())
+    share = micro.variance.get(metric)
+    console.print(f"{metric} over {scores.samples} samples (micro, %, 95% CI clustered by question): {figures}")
+    if share is not None and share.share is not None:
+        console.print(f"within-question variance share of {metric}: {share.share:.2f} (near 1: more samples "
+                      "narrow the CI; near 0: only more questions do)")
+
+
 def print_scores(scores: Scores) -> None:
     """Per-source table (mean and 95% CI, in %) plus the labelled micro and macro overall rows.
 
@@ -42,6 +54,8 @@ def print_scores(scores: Scores) -> None:
     metrics = [m for m in shown if m in scores.metrics]
     missing = scores.errors.missing
     title = f"{scores.run_dir}  (denominator {scores.denominator}, %)"
+    if scores.samples > 1:
+        title += f"\n{scores.samples} samples per question: every figure is mean@{scores.samples}"
     if scores.errors.unscored:
         title += f"\n{_unscored_note(scores.errors.count, missing).strip(' ()')}: each scored 0 in every figure"
     table = Table(title=escape(title))
@@ -62,6 +76,8 @@ def print_scores(scores: Scores) -> None:
                   *cells(macro.metrics, _unscored_note(macro.errors, missing)))
     console = make_console()
     console.print(table)
+    if scores.samples > 1:
+        _print_reducers(console, scores)
     outcomes = ", ".join(f"{k}={v}" for k, v in scores.outcomes.items() if v)
     join = scores.join
     console.print(f"outcomes: {outcomes}")
