@@ -182,3 +182,26 @@ def test_the_offline_vllm_endpoint_is_reachable_from_the_run_command(demo: tuple
                   "--no-progress")
     assert result.returncode == 2 and "needs the vllm package" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_three_sample_demo_scores_pass_mean_and_maj_at_3(tmp_path: Path) -> None:
+    """`aether eval --samples 3`: 3 rollouts per demo question, scored with pass@1..3, mean@3 and maj@3."""
+    out = tmp_path / "demo3"
+    result = CliRunner().invoke(app, ["eval", "--out", str(out), "--no-sandbox", "--no-progress", "--samples", "3"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "420 run, 0 already finished, 0 errored" in result.output  # 140 questions x 3
+    scores = orjson.loads((out / "run" / "scores.json").read_bytes())
+    assert scores["samples"] == 3 and scores["question_count"] == 140
+    for block in (scores["overall"]["micro"], scores["overall"]["macro"], *scores["by_source"].values()):
+        assert set(block["reducers"]["em"]) == {"mean@3", "pass@1", "pass@2", "pass@3", "maj@3"}
+        assert block["reducers"]["em"]["mean@3"] == block["metrics"]["em"]
+    # the lexical agent is deterministic: its 3 samples agree, so every reducer is the same figure
+    micro = scores["overall"]["micro"]["reducers"]["em"]
+    assert micro["pass@3"]["mean"] == micro["maj@3"]["mean"] == micro["mean@3"]["mean"]
+    assert scores["overall"]["micro"]["variance"]["em"]["share"] == 0.0  # no within-question noise at all
+    rows = read_jsonl(out / "run" / "scores_questions.jsonl")
+    assert all(row["correct"]["em"] in (0, 3) and len(row["samples"]) == 3 for row in rows)
+    assert [(p["id"], p["sample"]) for p in read_jsonl(out / "run" / "predictions.jsonl")][:4] == [
+        (rows[0]["id"], 0), (rows[0]["id"], 1), (rows[0]["id"], 2), (rows[1]["id"], 0)]
+    assert "c of 3 correct" in (out / "report.html").read_text(encoding="utf-8")

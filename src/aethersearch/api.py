@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aethersearch.errors import ConfigError
 from aethersearch.records import DEFAULT_CONCURRENCY, Budget, Decoding, RolloutQuestion, RunLimits
+from aethersearch.rollout.samples import check_samples
 from aethersearch.rollout.session import RunSettings, SearchSetup
 
 __all__ = [
@@ -74,7 +75,7 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
                  retrieval_topk: int | None = None, concurrency: int = DEFAULT_CONCURRENCY,
                  limits: RunLimits | None = None, api_key: str | None = None, compat: str | None = None,
                  corpus_hash: str | None = None, index_hash: str | None = None,
-                 metric_keys: str = "both") -> Evaluation:
+                 metric_keys: str = "both", samples: int = 1) -> Evaluation:
     """Roll ``agent`` out on the release's frozen questions against ``endpoint``, score it, return everything.
 
     The run goes through :func:`aethersearch.pipeline.run_release`, the same path
@@ -85,8 +86,10 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
     is recorded is what the agent sends). A rerun with the same ``run_dir``
     resumes instead of regenerating. ``metric_keys`` picks the trainers' key
     style: ``searchr1`` (``val/test_score/{source}``), ``verl``
-    (``val-core/{source}/reward/mean@1``) or ``both``; each adds the overall key
-    under the source ``all``.
+    (``val-core/{source}/reward/mean@K``) or ``both``; each adds the overall key
+    under the source ``all``. ``samples`` (K) rolls each question out K times, as
+    verl's ``val_kwargs.n``; every figure is then mean@K (pass@k and maj@K are in
+    ``scores.json``).
 
     Raises :class:`~aethersearch.errors.RunFailed` — never all-zero metrics —
     when more questions end in error than ``limits.max_error_rate`` allows
@@ -104,7 +107,7 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
                           environment_factory=environment_factory, corpus_hash=corpus_hash, index_hash=index_hash)
     settings = RunSettings(agent=agent, agent_config=config, endpoint=endpoint, model=model,
                            budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
-                           limits=limits or RunLimits())
+                           limits=limits or RunLimits(), samples=check_samples(samples))
     release = Path(release)
     run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="aether-eval-"))
     pipeline.run_release(release, run_dir, settings, search, api_key=api_key)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aethersearch.errors import AetherError, IntegrityError
 from aethersearch.records import DEFAULT_CONCURRENCY, ERROR_OUTCOMES, Budget, Decoding, RunLimits
+from aethersearch.rollout.samples import check_samples
 from aethersearch.rollout.session import RunSettings, SearchSetup
 
 if TYPE_CHECKING:
@@ -158,13 +159,13 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
               api_key: str | None = None, budget: Budget | None = None, decoding: Decoding | None = None,
               concurrency: int = DEFAULT_CONCURRENCY, limits: RunLimits | None = None,
               progress: Callable[[Any], None] | None = None, verify: bool = True, enforce: bool = True,
-              ray: str | None = None, shards: int | None = None) -> Any:
+              ray: str | None = None, shards: int | None = None, samples: int = 1) -> Any:
     """Roll ``agent`` out over the release's rollout projection into ``run_dir`` (resumable).
 
     Keyword form of :func:`run_release` (the CLI's options map one to one onto
     :class:`RunSettings`). ``ray`` (``"auto"``, ``HOST:PORT`` or ``"local"`` for a
     cluster started here) spreads ``shards`` workers (default 4) over Ray into the same
-    run directory.
+    run directory. ``samples`` (K) rolls each question out K times (``--samples``).
     """
     if ray is not None:
         shards = shards or 4
@@ -174,7 +175,7 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
         raise ConfigError("--shards needs --ray", fix="pass --ray auto|HOST:PORT|local, or drop --shards")
     settings = RunSettings(agent=agent, agent_config=agent_config or {}, endpoint=endpoint, model=model,
                            budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
-                           limits=limits or RunLimits())
+                           limits=limits or RunLimits(), samples=check_samples(samples))
     return run_release(release_dir, run_dir, settings, search, api_key=api_key, progress=progress, verify=verify,
                        enforce=enforce, shards=shards, executor="ray",
                        ray_address=None if ray in (None, "local") else ray)
@@ -250,12 +251,17 @@ def sandbox_demo(out_dir: Path) -> dict[str, Any] | None:
 
 
 def run_demo(out_dir: Path, *, concurrency: int = 8, sandbox: bool = True,
-             progress: Callable[[Any], None] | None = None) -> EvalResult:
-    """The embedded demo: no model server, no downloads, under a minute on 2 cores."""
+             progress: Callable[[Any], None] | None = None, samples: int = 1) -> EvalResult:
+    """The embedded demo: no model server, no downloads, under a minute on 2 cores.
+
+    ``samples`` K > 1 rolls each question out K times; the lexical agent is
+    deterministic, so its K samples agree and pass@k = mean@K = maj@K (the demo
+    shows the keys, a sampled model shows the spread).
+    """
     out = Path(out_dir)
     release_dir, index_dir = build_demo_inputs(out)
     result = run_eval(release_dir, out, index_search(index_dir), agent="lexical", budget=DEMO_BUDGET,
-                      concurrency=concurrency, progress=progress)
+                      concurrency=concurrency, progress=progress, samples=samples)
     extra: dict[str, Any] = {}
     if sandbox:
         try:

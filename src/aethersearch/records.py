@@ -320,6 +320,8 @@ class RunFingerprint(Record):
     limits: RunLimits | None = None
     served_model: dict[str, Any] | None = None
     sent_decoding: dict[str, Any] | None = None
+    #: K: rollouts per question (``--samples``); sample k of a question runs with its own derived seed
+    samples: int = Field(default=1, ge=1)
 
     CONTRACT_FIELDS: ClassVar[tuple[str, ...]] = (
         "release_id",
@@ -333,6 +335,7 @@ class RunFingerprint(Record):
         "budget",
         "decoding",
         "retrieval_topk",
+        "samples",
     )
 
 
@@ -448,11 +451,14 @@ class Trace(Record):
     usage: Usage = Field(default_factory=Usage)
     elapsed_s: float = 0.0
     attempt: int = 1
+    #: which of the run's K samples of this question (0..K-1; 0 for a one-sample run)
+    sample: int = Field(default=0, ge=0)
 
 
 class Prediction(Record):
-    """One line of ``predictions.jsonl``: what the scorer joins to gold by id."""
+    """One line of ``predictions.jsonl``: what the scorer joins to gold by (id, sample)."""
 
     id: str
     prediction: str | None
     outcome: Outcome
+    sample: int = Field(default=0, ge=0)

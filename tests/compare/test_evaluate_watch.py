@@ -224,3 +224,25 @@ def test_aether_watch_against_a_dead_endpoint_writes_no_score(tmp_path: Path, de
     assert [(r["checkpoint"], r["status"]) for r in rows] == [("step-100", "failed")]
     assert "metrics" not in rows[0] and "connection" in rows[0]["error"]
     assert read_history(history) == []
+
+
+def test_evaluate_with_samples_rolls_each_question_out_k_times_with_its_own_seeds(tmp_path: Path,
+                                                                                   demo_release: Path) -> None:
+    from aethersearch.agents.scripted_server import question_of
+    from aethersearch.records import Decoding
+
+    rows = [EvalRow.model_validate(row) for row in read_jsonl(release_layout(demo_release).eval)]
+    answers = {r.question.rstrip("?"): r.answers[0] for r in rows}
+    key = lambda request: f"{question_of(request)}|{request.body.get('seed')}"  # noqa: E731
+    with ScriptedServer(search_r1_rule(lambda q: answers[q.rstrip("?")], searches=1), key=key) as server:
+        got = evaluate(server.url, demo_release, model="scripted", samples=3, decoding=Decoding(temperature=0.7),
+                       environment_factory=lambda q: OnePageEnvironment(), run_dir=tmp_path / "run",
+                       metric_keys="verl")
+        keys = set(server.stats.by_key)
+        calls = server.stats.requests
+        evaluate(server.url, demo_release, model="scripted", samples=3, decoding=Decoding(temperature=0.7),
+                 environment_factory=lambda q: OnePageEnvironment(), run_dir=tmp_path / "run")
+        assert server.stats.requests - calls <= 1  # resumed: every (id, sample) was final
+    assert len(keys) == 3 * len(rows)  # three distinct seeded requests per question
+    assert got["val-core/all/reward/mean@3"] == pytest.approx(1.0)
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["samples"] == 3

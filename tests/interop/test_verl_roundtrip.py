@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from aethersearch.cli import app
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.interop.metric_keys import validation_metrics
+from aethersearch.scoring.api import score_run
 from aethersearch.scoring.scores_file import read_scores
 from aethersearch.interop.verl_import import import_generations
 from aethersearch.interop.verl_reward import compute_score
@@ -195,8 +196,37 @@ def test_generations_scored_against_other_gold_are_refused(tmp_path: Path, relea
         import_generations(bad, release, tmp_path / "run")
     doubled = tmp_path / "doubled.jsonl"
     doubled.write_text(dump.read_text() + dump.read_text().splitlines()[0] + "\n")
-    with pytest.raises(DataError, match="appears twice"):
+    first = json.loads(dump.read_text().splitlines()[0])["aether_row_id"]
+    with pytest.raises(DataError, match=f"row '{first}' has 2 generation.*other rows have 1") as caught:
         import_generations(doubled, release, tmp_path / "run2")
+    assert caught.value.line == 1
+
+
+def test_n_generations_per_prompt_are_imported_as_k_samples(tmp_path: Path, release: Path) -> None:
+    """verl's val_kwargs.n = 3 repeats each prompt 3 times in the dump: imported as 3 samples, scored as mean@3."""
+    runner.invoke(app, ["export", "verl", str(release), "--out", str(tmp_path / "val.parquet")])
+    dump, _, sources = _verl_validation(tmp_path / "val.parquet", tmp_path / "gen", step=5)
+    lines = [json.loads(line) for line in dump.read_text().splitlines()]
+    sampled, by_source = [], defaultdict(list)
+    for i, line in enumerate(lines):  # interleaved as verl repeats a batch: a prompt's n samples together
+        golds = list(line["gts"]["target"])
+        for k in range(3):
+            output = _generation(i + k, golds)
+            reward = compute_score(sources[i], output, line["gts"], {})
+            sampled.append({**line, "output": output, "score": reward["score"]})
+            by_source[sources[i]].append(reward["score"])
+    path = tmp_path / "n3.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in sampled))
+    result = import_generations(path, release, tmp_path / "run")
+    assert result.imported == 90
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["samples"] == 3
+    traces = [row for _, row in iter_jsonl(tmp_path / "run" / "traces.jsonl")]
+    assert [t["sample"] for t in traces[:6]] == [0, 1, 2, 0, 1, 2]
+    scores = score_run(tmp_path / "run", release)
+    keys = validation_metrics(scores, "verl")
+    for source, values in by_source.items():  # verl's own reward/mean@3: the mean over every sample
+        assert keys[f"val-core/{source}/reward/mean@3"] == pytest.approx(sum(values) / len(values))
+    assert set(scores.overall.micro.reducers["em"]) == {"mean@3", "pass@1", "pass@2", "pass@3", "maj@3"}
 
 
 def test_reward_accepts_every_ground_truth_shape() -> None:

@@ -30,7 +30,7 @@ def write_rollout(path: Path, rows: list[RolloutQuestion]) -> Path:
 
 
 def fingerprint(rollout: Path, agent, url: str | None, *, budget: Budget | None = None,
-                decoding: Decoding | None = None, count: int = 0) -> RunFingerprint:
+                decoding: Decoding | None = None, count: int = 0, samples: int = 1) -> RunFingerprint:
     return build_fingerprint(rollout_file_info(rollout), question_count=count, agent=agent,
                              budget=budget or Budget(), decoding=decoding or Decoding(),
-                             endpoint=url, model="m", corpus_hash="c" * 8, index_hash="i" * 8)
+                             endpoint=url, model="m", corpus_hash="c" * 8, index_hash="i" * 8, samples=samples)

@@ -100,10 +100,10 @@ def test_the_records_the_hot_path_builds_unvalidated_equal_validated_ones(tmp_pa
     assert trace.outcome is Outcome.ANSWERED and len(trace.steps) == 2
     assert all(step.llm is not None and step.notes for step in trace.steps) and trace.steps[0].tool_calls
     _same_types(trace, Trace.model_validate(trace.model_dump()))
-    kept = store.latest[question.id]
+    kept = store.latest[(question.id, 0)]
     _same_types(kept, Trace.model_validate(kept.model_dump()), "stored")
     assert kept.steps == [] and kept.response == "" and kept.outcome is Outcome.ANSWERED
-    assert predictions == [{"id": question.id, "prediction": trace.prediction, "outcome": "answered"}]
+    assert predictions == [{"id": question.id, "prediction": trace.prediction, "outcome": "answered", "sample": 0}]
 
 
 def test_a_trusted_record_needs_exactly_its_fields() -> None:
@@ -210,5 +210,5 @@ def test_prediction_lines_are_exactly_what_write_jsonl_writes(tmp_path: Path) ->
 
     rows = [Prediction(id="q1", prediction="Paris", outcome=Outcome.ANSWERED),
             Prediction(id="q2\u2028", prediction=None, outcome=Outcome.ENDPOINT_ERROR),
-            Prediction.trusted(id="q3", prediction="I don't know", outcome=Outcome.ABSTAINED)]
+            Prediction.trusted(id="q3", prediction="I don't know", outcome=Outcome.ABSTAINED, sample=2)]
     assert b"".join(map(encode_line, rows)) == encode_jsonl(rows)

@@ -125,3 +125,33 @@ def test_ray_workers_write_the_same_run_directory(tmp_path: Path) -> None:
         ray.shutdown()
     assert summary.outcomes == {"answered": 8}
     assert [p["id"] for p in read_jsonl(tmp_path / "run" / "predictions.jsonl")] == [q.id for q in qs]
+
+
+def test_sharded_samples_send_the_same_seeded_requests_as_one_process(tmp_path: Path) -> None:
+    """K = 3 over 2 shards: every (id, sample) once, each with the seed a single process sends."""
+    from aethersearch.agents.scripted_server import question_of
+    from aethersearch.records import Decoding
+
+    qs, rollout = _setup(tmp_path, 8)
+    agent = SearchR1Agent()
+    key = lambda request: f"{question_of(request)}|{request.body.get('seed')}"  # noqa: E731
+    requests = {}
+    for name, shards in (("single", None), ("sharded", 2)):
+        with ScriptedServer(helpers.MODEL, key=key) as server:
+            fp = helpers.fingerprint(rollout, agent, server.url, count=len(qs), samples=3,
+                                     decoding=Decoding(temperature=0.7))
+            url = server.url
+            if shards is None:
+                run_questions(qs, agent, lambda q: FakeSearchEnv(), Budget(), tmp_path / name, fp,
+                              llm=OpenAIClient(url, "m"))
+            else:
+                summary = run_sharded(qs, "search-r1", _env_builder, Budget(), tmp_path / name, fp,
+                                      llm_builder=lambda url=url: OpenAIClient(url, "m"), shards=shards,
+                                      executor="local")
+                assert (summary.total, summary.attempted) == (24, 24)
+            requests[name] = Counter(server.stats.by_key)
+    assert requests["sharded"] == requests["single"] and len(requests["single"]) == 24
+    sharded = tmp_path / "sharded" / "predictions.jsonl"
+    assert sharded.read_bytes() == (tmp_path / "single" / "predictions.jsonl").read_bytes()
+    assert Counter((t["id"], t["sample"]) for t in read_jsonl(tmp_path / "sharded" / "traces.jsonl")) == {
+        (q.id, k): 1 for q in qs for k in range(3)}

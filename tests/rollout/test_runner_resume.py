@@ -38,7 +38,7 @@ def test_resume_skips_finished_ids_and_makes_no_calls_for_them(tmp_path: Path) -
     assert (first.attempted, first.skipped, first.outcomes) == (6, 0, {"answered": 6})
     assert (again.attempted, again.skipped) == (0, 6)
     preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")
-    assert preds[0] == {"id": "q000", "outcome": "answered", "prediction": "answer 0"}
+    assert preds[0] == {"id": "q000", "outcome": "answered", "prediction": "answer 0", "sample": 0}
     assert [p["id"] for p in preds] == [q.id for q in qs]
     run_json = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
     assert run_json["agent"] == "search-r1" and run_json["decoding"]["stop"] == ["</search>", "</answer>"]

@@ -159,6 +159,6 @@ def test_the_store_keeps_finished_traces_without_their_steps(tmp_path: Path) -> 
     full = _trace(1).model_copy(update={"steps": [Step(index=0, llm=LLMCall(text="x"))], "response": "long",
                                         "prediction": "p", "attempt": 2})
     store.record(full)
-    kept = store.latest["q1"]
+    kept = store.latest[("q1", 0)]
     assert (kept.steps, kept.response) == ([], "")
     assert (kept.prediction, kept.outcome, kept.attempt, kept.error) == ("p", Outcome.ANSWERED, 2, None)

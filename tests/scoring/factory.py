@@ -96,3 +96,19 @@ def write_run(path: Path, rows: list[EvalRow], correct: set[str], *, model: str 
     changes = {"release_data_sha256": eval_sha256(rows), **(fp_changes or {})}
     atomic_write_json(path / "run.json", fingerprint(len(rows), model=model, **changes))
     return path
+
+
+def write_sampled_run(path: Path, rows: list[EvalRow], samples: int, answer: Any, *, model: str = "base",
+                      fp_changes: dict[str, Any] | None = None) -> Path:
+    """A run dir of K samples per question: ``answer(row, k)`` is sample k's answer (None: no answer tag)."""
+    path.mkdir(parents=True, exist_ok=True)
+    traces = []
+    for row in rows:
+        for k in range(samples):
+            given = answer(row, k)
+            traces.append({**trace(row.id, row.question, given, outcome="answered" if given else "no_answer_tag"),
+                           "sample": k})
+    write_jsonl(path / "traces.jsonl", traces)
+    changes = {"release_data_sha256": eval_sha256(rows), "samples": samples, **(fp_changes or {})}
+    atomic_write_json(path / "run.json", fingerprint(len(rows), model=model, **changes))
+    return path

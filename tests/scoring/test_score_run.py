@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -175,7 +176,8 @@ def test_scores_are_invariant_to_pythonhashseed(tmp_path: Path, release) -> None
     outputs = []
     for seed in ("1", "4242"):
         done = subprocess.run([sys.executable, "-c", script, str(run), str(release_dir)], capture_output=True,
-                              text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+                              text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin",
+                                   "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
                               cwd=REPO)
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]

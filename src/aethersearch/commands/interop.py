@@ -24,7 +24,11 @@ def register(app: typer.Typer) -> None:
         release: Path = typer.Argument(..., help="release directory"),  # noqa: B008
         out: Path = typer.Option(..., "--out", "-o", help="parquet file to write, e.g. val.parquet"),  # noqa: B008
     ) -> None:
-        """verl / Search-R1 validation parquet (id, question, golden_answers, data_source, prompt, ...)."""
+        """verl / Search-R1 validation parquet (id, question, golden_answers, data_source, prompt, ...).
+
+        One row per question; verl samples each val_kwargs.n times (set val_kwargs.do_sample=True and a
+        temperature > 0 for n > 1) and logs reward/mean@n; `aether import verl` reads the n as K samples.
+        """
         from aethersearch.interop.exports import aethersearch_pins, export_verl as run, sidecar_path
 
         sidecar = run(release, out)

@@ -32,6 +32,8 @@ PRESET_HELP = ("named budget: webdetective = the paper's agents (40 tool calls, 
 CALL_TIMEOUT_HELP = "seconds one model call may take before it is retried"
 DEADLINE_HELP = "seconds one question may take in all (0: no deadline); a stalled server cannot hold it longer"
 RETRIES_HELP = "retries of a failed model call (transient failures only: connection, timeout, 429, 5xx, bad 200)"
+SAMPLES_HELP = ("K rollouts per question (sample k seeded from --seed, the id and k); scores.json then holds "
+                "mean@K, pass@1..K and maj@K; use --temperature > 0 or the K samples are identical")
 ERROR_RATE_HELP = ("share of questions allowed to end in error before the run fails (exit 3) with a summary; "
                    "0: any question still in error after its retries fails the run")
 
@@ -85,6 +87,13 @@ def _limits(call_timeout: float, question_deadline: float, max_retries: int, max
         problem = exc.errors()[0]
         raise ConfigError(f"--{str(problem['loc'][0]).replace('_s', '').replace('_', '-')}: {problem['msg']}",
                           fix="timeouts are positive seconds, --max-retries a whole number >= 0") from None
+
+
+def _warn_identical_samples(samples: int, temperature: float) -> None:
+    """K > 1 greedy samples are K copies of one rollout: say so before spending K times the calls."""
+    if samples > 1 and temperature == 0:
+        console.print(f"[yellow]--samples {samples} at --temperature 0: greedy decoding makes the {samples} "
+                      "samples identical (pass@k = mean@K = maj@K); pass --temperature > 0 to sample[/]")
 
 
 def _print_summary(summary: Any) -> None:
@@ -165,6 +174,7 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
         topk: int | None = typer.Option(None, "--topk", "-k", min=1, help="documents per search (the agent's topk)"),
         seed: int | None = typer.Option(0, "--seed"),
+        samples: int = typer.Option(1, "--samples", help=SAMPLES_HELP),
         concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="questions in flight at once"),
         call_timeout: float = typer.Option(_LIMITS.call_timeout_s, "--call-timeout", help=CALL_TIMEOUT_HELP),
         question_deadline: float = typer.Option(_QUESTION_DEADLINE, "--question-deadline",
@@ -186,6 +196,7 @@ def register(app: typer.Typer) -> None:
         from aethersearch.rollout.budget import resolve_budget
 
         _check_release_dir(release)
+        _warn_identical_samples(samples, temperature)
         search = search_for(index, search_url, agent, tools)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
@@ -194,7 +205,7 @@ def register(app: typer.Typer) -> None:
                 model=model, api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                                    token_budget=token_budget, context_tokens=context_tokens),
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
-                concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards)
+                concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards, samples=samples)
         _print_summary(summary)
 
     @app.command("eval")
@@ -222,6 +233,7 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
         topk: int | None = typer.Option(None, "--topk", "-k", min=1, help="documents per search (the agent's topk)"),
         seed: int | None = typer.Option(0, "--seed"),
+        samples: int = typer.Option(1, "--samples", help=SAMPLES_HELP),
         concurrency: int = typer.Option(DEFAULT_CONCURRENCY, "--concurrency", help="questions in flight at once"),
         call_timeout: float = typer.Option(_LIMITS.call_timeout_s, "--call-timeout", help=CALL_TIMEOUT_HELP),
         question_deadline: float = typer.Option(_QUESTION_DEADLINE, "--question-deadline", help=DEADLINE_HELP),
@@ -242,17 +254,18 @@ def register(app: typer.Typer) -> None:
 
         if release is not None:
             _check_release_dir(release)
+        _warn_identical_samples(samples, temperature)
         agent = agent or RUN_AGENT_DEFAULT
         with _progress_bar(progress) as update:
             if release is None:
                 console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
-                result = pipeline.run_demo(out, sandbox=sandbox, progress=update)
+                result = pipeline.run_demo(out, sandbox=sandbox, progress=update, samples=samples)
             else:
                 options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk), endpoint=endpoint, model=model,
                                api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                                      token_budget=token_budget, context_tokens=context_tokens),
                                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                                                   seed=seed), concurrency=concurrency, progress=update,
+                                                   seed=seed), concurrency=concurrency, progress=update, samples=samples,
                                limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
                 offered = tuple(t for t in tools.split(",") if t)
                 if serve:

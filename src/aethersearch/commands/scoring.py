@@ -31,6 +31,18 @@ def _unscored_note(errors: int, missing: int = 0) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def _print_reducers(console: Any, scores: Scores, metric: str = "em") -> None:
+    """A K-sample run's reducers of ``metric`` over all questions (micro), CIs clustered by question."""
+    micro = scores.overall.micro
+    figures = ", ".join(f"{name} {_pct(est.mean)} [{_pct(est.ci_low)}, {_pct(est.ci_high)}]"
+                        for name, est in micro.reducers.get(metric, {}).items())
+    share = micro.variance.get(metric)
+    console.print(f"{metric} over {scores.samples} samples (micro, %, 95% CI clustered by question): {figures}")
+    if share is not None and share.share is not None:
+        console.print(f"within-question variance share of {metric}: {share.share:.2f} (near 1: more samples "
+                      "narrow the CI; near 0: only more questions do)")
+
+
 def print_scores(scores: Scores) -> None:
     """Per-source table (mean and 95% CI, in %) plus the labelled micro and macro overall rows.
 
@@ -44,6 +56,8 @@ def print_scores(scores: Scores) -> None:
     metrics = [m for m in shown if m in scores.metrics]
     missing = scores.errors.missing
     title = f"{scores.run_dir}  (denominator {scores.denominator}, %)"
+    if scores.samples > 1:
+        title += f"\n{scores.samples} samples per question: every figure is mean@{scores.samples}"
     if scores.errors.unscored:
         title += f"\n{_unscored_note(scores.errors.count, missing).strip(' ()')}: each scored 0 in every figure"
     table = Table(title=escape(title))
@@ -64,6 +78,8 @@ def print_scores(scores: Scores) -> None:
                   *cells(macro.metrics, _unscored_note(macro.errors, missing)))
     console = make_console()
     console.print(table)
+    if scores.samples > 1:
+        _print_reducers(console, scores)
     outcomes = ", ".join(f"{k}={v}" for k, v in scores.outcomes.items() if v)
     join = scores.join
     console.print(f"outcomes: {outcomes}")
@@ -224,12 +240,14 @@ def register(app: typer.Typer) -> None:
         metric: Annotated[list[str] | None, typer.Option("--metric", help="Metrics to test (default em, f1).")] = None,
         out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the comparison JSON here.")] = None,
         alpha: Annotated[float, typer.Option(help="Family-wise significance level (Holm).")] = 0.05,
+        reducer: Annotated[str | None, typer.Option(help="K-sample figure to compare: mean (mean@K), pass@k or "
+                                                         "maj (maj@K); needed when runs differ in --samples.")] = None,
     ) -> None:
         """Paired comparison of checkpoints (e.g. Base SFT DPO RL) on one frozen contract."""
         from aethersearch.compare.checkpoints import DEFAULT_METRICS, compare_runs
 
         print_comparison(compare_runs(runs, allow=allow or (), metrics=metric or DEFAULT_METRICS, alpha=alpha,
-                                      out_path=out))
+                                      out_path=out, reducer=reducer))
 
     @app.command("noise")
     def noise(
@@ -304,6 +322,9 @@ def register(app: typer.Typer) -> None:
         logger: Annotated[list[str] | None, typer.Option("--logger", help="Also log to wandb (offline) or "
                                                          "tensorboard (repeatable; optional extras).")] = None,
         metric_keys: Annotated[str, typer.Option(help="Metric key style: searchr1, verl or both.")] = "both",
+        samples: Annotated[int, typer.Option(help="K rollouts per question (as verl's val_kwargs.n); the history "
+                                                  "then logs mean@K, pass@K and maj@K of EM.")] = 1,
+        temperature: Annotated[float, typer.Option(help="Sampling temperature (> 0 for --samples K > 1).")] = 0.0,
     ) -> None:
         """Evaluate each new checkpoint on the frozen split as it appears; append to a history; plot the curve."""
         import re
@@ -311,6 +332,7 @@ def register(app: typer.Typer) -> None:
         from aethersearch.api import evaluate_run
         from aethersearch.compare.watch import Checkpoint, watch
         from aethersearch.errors import ConfigError
+        from aethersearch.records import Decoding
 
         if target.is_dir() and endpoint is None:
             raise ConfigError("a checkpoint directory needs --endpoint (a server that loads a checkpoint by path)",
@@ -321,9 +343,12 @@ def register(app: typer.Typer) -> None:
             model = checkpoint.name if checkpoint.kind == "endpoint" else checkpoint.location
             run_dir = runs_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", checkpoint.name)
             result = evaluate_run(url, release, model=model, agent=agent, search_url=search_url, run_dir=run_dir,
-                                  metric_keys=metric_keys)
-            micro = result.scores.overall.micro.metrics
-            return {**result.metrics, "em": micro["em"].mean, "f1": micro["f1"].mean}
+                                  metric_keys=metric_keys, samples=samples,
+                                  decoding=Decoding(temperature=temperature))
+            micro = result.scores.overall.micro
+            sampled = {f"{name}": micro.reducers["em"][name].mean for name in (f"pass@{samples}", f"maj@{samples}")
+                       } if samples > 1 else {}
+            return {**result.metrics, "em": micro.metrics["em"].mean, "f1": micro.metrics["f1"].mean, **sampled}
 
         from aethersearch.compare.loggers import make_loggers
         from aethersearch.interop.metric_keys import check_style

@@ -6,6 +6,12 @@ fields (``run.json``) and must have been scored against the same release
 (``scores.json``); otherwise the comparison is refused with the differing field
 named, unless the caller allowed it explicitly, in which case the result
 records the override so nobody reads an apples-to-oranges table unawares.
+
+Runs of K samples per question compare per-question values that are already
+cluster means (mean@K, or the chosen ``reducer``: ``mean``, ``pass@k``, ``maj``),
+so the paired bootstrap over questions is the paired *clustered* bootstrap: a
+question's K samples move together. McNemar stays for two one-sample runs of a
+0/1 metric. Runs of different K are refused unless a reducer is chosen.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json
 from aethersearch.scoring.metrics import BINARY_METRICS
 from aethersearch.scoring.risk_coverage import aurc_bootstrap_difference
+from aethersearch.scoring.reducers import MAJ, MEAN, parse_reducer
 from aethersearch.scoring.scores_file import Scores, read_scores
 
 DEFAULT_METRICS: tuple[str, ...] = ("em", "f1")
@@ -44,8 +51,18 @@ def _run_names(run_dirs: Sequence[Path]) -> list[str]:
     return names
 
 
-def _vectors(scores: Scores, metric: str) -> dict[str, tuple[str, float]]:
-    return scores.per_question_values(metric)
+def reducer_for(reducer: str | None, samples: int) -> str | None:
+    """A run's reducer name for ``--reducer``: ``mean``/``maj`` take the run's own K, ``pass@k`` stays as given."""
+    if reducer is None:
+        return None
+    if reducer in (MEAN, MAJ):
+        return f"{reducer}@{samples}"
+    parse_reducer(reducer)  # a clear error for anything else; a K that does not fit is refused per question
+    return reducer
+
+
+def _vectors(scores: Scores, metric: str, reducer: str | None = None) -> dict[str, tuple[str, float]]:
+    return scores.per_question_values(metric, reducer_for(reducer, scores.samples))
 
 
 def _check_same_questions(names: list[str], all_scores: list[Scores]) -> None:
@@ -66,12 +83,12 @@ def _check_same_questions(names: list[str], all_scores: list[Scores]) -> None:
 
 
 def _compare_metric(ids: list[str], a: np.ndarray, b: np.ndarray, metric: str, *, resamples: int,
-                    seed: int, name: str) -> dict[str, Any]:
+                    seed: int, name: str, sampled: bool = False) -> dict[str, Any]:
     n = len(ids)
     out: dict[str, Any] = {"n": n, "a_mean": float(a.mean()) if n else None,
                            "b_mean": float(b.mean()) if n else None,
                            "delta": float((b - a).mean()) if n else None}
-    if metric in BINARY_METRICS:
+    if metric in BINARY_METRICS and not sampled:
         test = mcnemar(a, b)
         discordance = (test.wrong_to_right + test.right_to_wrong) / n if n else 0.0
         # the test is McNemar's; the delta's CI (what a paper table shows beside it) is a paired bootstrap
@@ -82,18 +99,24 @@ def _compare_metric(ids: list[str], a: np.ndarray, b: np.ndarray, metric: str, *
                    ci_high=interval.ci_high if interval else None)
     else:
         boot = paired_bootstrap(a, b, resamples=resamples, seed=seed, name=name)
-        out.update(method="paired-bootstrap", ci_low=boot.ci_low, ci_high=boot.ci_high, p_value=boot.p_value,
-                   mde=mde_continuous(b - a))
+        out.update(method="paired-clustered-bootstrap" if sampled else "paired-bootstrap", ci_low=boot.ci_low,
+                   ci_high=boot.ci_high, p_value=boot.p_value, mde=mde_continuous(b - a))
     return out
 
 
 def compare_pair(a_scores: Scores, b_scores: Scores, metrics: Sequence[str], *,
-                 alpha: float = DEFAULT_ALPHA, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Per-source and overall paired tests of run b against run a, Holm-corrected over sources x metrics."""
+                 alpha: float = DEFAULT_ALPHA, resamples: int = 2000, seed: int = 0,
+                 reducer: str | None = None) -> dict[str, Any]:
+    """Per-source and overall paired tests of run b against run a, Holm-corrected over sources x metrics.
+
+    With K > 1 samples in either run (or a ``reducer``), every metric gets the paired
+    clustered bootstrap; two one-sample runs keep McNemar for 0/1 metrics.
+    """
     results: dict[str, dict[str, Any]] = {}
     flip_tables: dict[str, Any] = {}
+    sampled = a_scores.samples > 1 or b_scores.samples > 1
     for metric in metrics:
-        va, vb = _vectors(a_scores, metric), _vectors(b_scores, metric)
+        va, vb = _vectors(a_scores, metric, reducer), _vectors(b_scores, metric, reducer)
         ids = list(va)
         scopes: dict[str, list[str]] = {OVERALL: ids}
         for qid in ids:
@@ -103,8 +126,8 @@ def compare_pair(a_scores: Scores, b_scores: Scores, metrics: Sequence[str], *,
             a = np.array([va[q][1] for q in scope_ids])
             b = np.array([vb[q][1] for q in scope_ids])
             results.setdefault(scope, {})[metric] = _compare_metric(
-                scope_ids, a, b, metric, resamples=resamples, seed=seed, name=f"{metric}/{scope}")
-            if metric in BINARY_METRICS and scope == OVERALL:
+                scope_ids, a, b, metric, resamples=resamples, seed=seed, name=f"{metric}/{scope}", sampled=sampled)
+            if metric in BINARY_METRICS and scope == OVERALL and not sampled:
                 table = flips(scope_ids, a.tolist(), b.tolist())
                 flip_tables[metric] = {
                     direction: [{"id": q, "source": va[q][0]} for q in found]
@@ -154,31 +177,36 @@ def compare_aurc(a: Scores, b: Scores, run_a: Path, run_b: Path, *, resamples: i
 
 def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
                  metrics: Sequence[str] = DEFAULT_METRICS, alpha: float = DEFAULT_ALPHA,
-                 resamples: int = 2000, seed: int = 0, out_path: Path | None = None) -> dict[str, Any]:
+                 resamples: int = 2000, seed: int = 0, out_path: Path | None = None,
+                 reducer: str | None = None) -> dict[str, Any]:
     """Compare scored runs against the first one; refuses contract mismatches unless ``allow``-ed.
 
-    Each run must already have ``scores.json`` (``aether score``). Writes
-    ``out_path`` atomically when given and returns the comparison dict.
+    Each run must already have ``scores.json`` (``aether score``). ``reducer``
+    (``mean``, ``pass@k``, ``maj``) compares that K-sample figure and is required
+    when the runs differ in K. Writes ``out_path`` atomically when given and
+    returns the comparison dict.
     """
     if len(run_dirs) < 2:
         raise ConfigError("compare needs at least two runs", fix="pass the reference run first, then the others")
     run_dirs = [Path(d) for d in run_dirs]
     names = _run_names(run_dirs)
     fingerprints = [load_fingerprint(d) for d in run_dirs]
-    check = check_contract(list(zip(names, fingerprints, strict=True)), allow)
+    check = check_contract(list(zip(names, fingerprints, strict=True)), allow, reducer=reducer)
     all_scores = [read_scores(d) for d in run_dirs]
     _check_same_questions(names, all_scores)
     noises = [read_noise(d) for d in run_dirs]
     pairs = []
     for name, run_dir, scores, noise in zip(names[1:], run_dirs[1:], all_scores[1:], noises[1:], strict=True):
-        pair = compare_pair(all_scores[0], scores, metrics, alpha=alpha, resamples=resamples, seed=seed)
+        pair = compare_pair(all_scores[0], scores, metrics, alpha=alpha, resamples=resamples, seed=seed,
+                            reducer=reducer)
         mark_serving_noise(pair["results"], noises[0], noise)
         pair["risk_coverage"] = compare_aurc(all_scores[0], scores, run_dirs[0], run_dir, resamples=resamples,
                                              seed=seed)
         pairs.append({"a": names[0], "b": name, **pair})
     result = {
         "runs": [{"name": n, "run_dir": str(d), "model": fp.model, "endpoint": fp.endpoint,
-                  "errors": sc.errors.count, "missing": sc.errors.missing}
+                  "errors": sc.errors.count, "missing": sc.errors.missing, "samples": sc.samples,
+                  "figure": reducer_for(reducer, sc.samples) or f"mean@{sc.samples}"}
                  for n, d, fp, sc in zip(names, run_dirs, fingerprints, all_scores, strict=True)],
         "reference": names[0],
         "metrics": list(metrics),

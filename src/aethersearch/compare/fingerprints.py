@@ -56,10 +56,18 @@ def load_fingerprint(run_dir: Path) -> RunFingerprint:
     return validate_row(path, 1, value, RunFingerprint)
 
 
+#: A contract field made comparable by choosing what to compare (``--reducer``), never by ``--allow``.
+SAMPLES = "samples"
+REDUCER_FIX = ("pass --reducer mean (each run's mean@K: the expected single-sample score, comparable across K), "
+               "--reducer pass@k (k up to the smallest K) or --reducer maj (each run's maj@K)")
+
+
 def validate_allow(allow: Sequence[str]) -> list[str]:
     """Refuse an ``--allow`` name that is not a contract field (a typo must not silently allow nothing)."""
-    valid = [f for f in RunFingerprint.CONTRACT_FIELDS if f not in NEVER_ALLOWED]
+    valid = [f for f in RunFingerprint.CONTRACT_FIELDS if f not in NEVER_ALLOWED and f != SAMPLES]
     for name in allow:
+        if name == SAMPLES:
+            raise ConfigError("--allow samples: runs of different K are compared through a reducer", fix=REDUCER_FIX)
         if name in NEVER_ALLOWED:
             raise ConfigError(f"--allow {name} cannot work: runs on different releases share no questions to pair",
                               fix="roll both checkpoints out on the same release")
@@ -88,11 +96,23 @@ def differences(runs: Sequence[tuple[str, RunFingerprint]]) -> list[FieldDiffere
     return found
 
 
-def check_contract(runs: Sequence[tuple[str, RunFingerprint]], allow: Sequence[str] = ()) -> ContractCheck:
-    """Raise ``IntegrityError`` naming every differing, not-allowed contract field; else return the check."""
+def check_contract(runs: Sequence[tuple[str, RunFingerprint]], allow: Sequence[str] = (), *,
+                   reducer: str | None = None) -> ContractCheck:
+    """Raise ``IntegrityError`` naming every differing, not-allowed contract field; else return the check.
+
+    Runs of different K (``samples``) pass only with a ``reducer`` chosen: their
+    plain figures are mean@K of different K, and pass@k or maj@K must be asked for.
+    """
     allowed = validate_allow(allow)
     found = differences(runs)
+    if reducer is not None:
+        allowed = sorted({*allowed, SAMPLES})
     blocking = [diff for diff in found if diff.field not in allowed]
+    if blocking and {d.field for d in blocking} == {SAMPLES}:
+        lines = "; ".join(f"{d.reference_run} has {d.reference_value} but {d.other_run} has {d.other_value}"
+                          for d in blocking)
+        raise IntegrityError(f"runs differ in samples per question (K): {lines}; say which K-sample figure to "
+                             "compare", fix=REDUCER_FIX)
     if blocking:
         lines = "; ".join(f"{d.field}: {d.reference_run} has {d.reference_value!r} but {d.other_run} has "
                           f"{d.other_value!r}" for d in blocking)

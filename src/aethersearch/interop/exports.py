@@ -14,6 +14,12 @@ Formats, from the tools' own code:
   at d2a21bd) reads ``id`` and refuses a file without it. The per-source counts
   (lower-cased, as their manifest counts them) and the file's sha256 are what
   their ``evaluation:`` block pins (:func:`aethersearch_pins`).
+  The file holds each question once; how many samples per prompt verl draws is the
+  trainer's ``actor_rollout_ref.rollout.val_kwargs.n`` (with ``val_kwargs.do_sample=True``
+  and a ``val_kwargs.temperature`` > 0, or the n samples are identical). verl then logs
+  ``val-core/{data_source}/reward/mean@n``, and ``aether import verl`` reads the n
+  generations of each prompt as K = n samples (``aether run --samples K`` is the same
+  evaluation outside the trainer).
 * **FlashRAG** (its ``*.jsonl`` datasets): ``{"id", "question", "golden_answers"}``.
 
 These files carry gold on purpose: they are the trainer's validation input. Each

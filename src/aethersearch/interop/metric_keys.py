@@ -1,7 +1,8 @@
 """Validation metric keys as the trainers log them, so an ``evaluate()`` dict drops into their loggers.
 
 * Search-R1's verl fork: ``val/test_score/{data_source}`` (mean reward = EM per source).
-* current verl: ``val-core/{data_source}/reward/mean@1`` (one sample per prompt).
+* current verl: ``val-core/{data_source}/reward/mean@N`` (N = ``val_kwargs.n`` samples per prompt;
+  here N is the run's K, ``--samples``, and the value is its mean@K).
 * plus one overall key in each style, under the pseudo-source ``all`` (micro mean
   over every question, the same "overall" ``aether score`` reports).
 """
@@ -19,7 +20,7 @@ Style = Literal["searchr1", "verl", "both"]
 STYLES: tuple[str, ...] = ("searchr1", "verl", "both")
 OVERALL = "all"
 SEARCHR1_KEY = "val/test_score/{source}"
-VERL_KEY = "val-core/{source}/reward/mean@1"
+VERL_KEY = "val-core/{source}/reward/mean@{samples}"
 
 
 def check_style(style: str) -> None:
@@ -38,4 +39,6 @@ def validation_metrics(scores: Scores, style: str = "both", metric: str = "em") 
     means = {source: _mean(entry.metrics[metric]) for source, entry in scores.by_source.items()}
     means[OVERALL] = _mean(scores.overall.micro.metrics[metric])
     templates = {"searchr1": (SEARCHR1_KEY,), "verl": (VERL_KEY,), "both": (SEARCHR1_KEY, VERL_KEY)}[style]
-    return {template.format(source=source): value for template in templates for source, value in means.items()}
+    samples = scores.fingerprint.samples if scores.fingerprint is not None else 1
+    return {template.format(source=source, samples=samples): value
+            for template in templates for source, value in means.items()}

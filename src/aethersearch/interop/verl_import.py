@@ -11,11 +11,19 @@ Each line is bound to its release row by the ``aether_row_id`` our reward functi
 returns (``interop.verl_reward``); without it, by the question in the prompt
 (Search-R1's template ends ``Question: {question}``). The line's ``gts`` must equal
 that row's gold: generations scored against other gold are refused, not imported.
+
+Several samples per prompt (verl's ``actor_rollout_ref.rollout.val_kwargs.n`` > 1,
+repeated prompts in the dump) are read as a run of K samples: a row's generations
+are its samples 0..K-1 in the order the dump holds them, ``run.json`` records
+``samples`` K, and scoring reports mean@K (verl's ``reward/mean@N``), pass@k and
+maj@K. Every row in the dump must have the same K (a row with fewer generations
+than the others is a truncated dump and is refused, naming the row).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -77,7 +85,7 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
     for index, row in enumerate(release.rows):
         by_question.setdefault(question_key(question_as_searchr1_sees_it(row.question)), []).append(index)
     traces: list[Trace] = []
-    seen: dict[int, int] = {}
+    seen: dict[int, list[int]] = {}
     steps: set[int] = set()
     for number, line in iter_jsonl(generations):
         if not isinstance(line, dict) or not isinstance(line.get("output"), str):
@@ -85,25 +93,25 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
                             fix="pass the jsonl verl's _dump_generations wrote")
         index = _row_for(line, generations, number, by_id, by_question)
         row = release.rows[index]
-        if index in seen:
-            raise DataError(generations, f"row {row.id!r} appears twice (lines {seen[index]} and {number}); "
-                                         "several samples per prompt", line=number,
-                            fix="validate with one sample per prompt (val_kwargs.n=1), or split the file")
-        seen[index] = number
+        lines = seen.setdefault(index, [])
+        lines.append(number)
         if "gts" in line and sorted(golds_of(line["gts"])) != sorted(row.answers):
             raise IntegrityError(f"{generations}:{number}: gold {golds_of(line['gts'])!r} differs from release "
                                  f"row {row.id!r} ({row.answers!r})",
                                  fix="import against the release the validation parquet was exported from")
         if isinstance(line.get("step"), int):
             steps.add(line["step"])
-        traces.append(response_trace(row.id, question_as_searchr1_sees_it(row.question), line["output"]))
+        trace = response_trace(row.id, question_as_searchr1_sees_it(row.question), line["output"])
+        traces.append(trace.model_copy(update={"sample": len(lines) - 1}))
     if not traces:
         raise DataError(generations, "no generations in the file", fix="check trainer.validation_data_dir")
+    samples = _samples_per_row(seen, release.rows, generations)
     step = max(steps) if steps else None
     write_imported_run(out, traces, release_dir, len(release.rows), agent=AGENT,
                        agent_config={"source": "verl validation generations", "step": step,
-                                     "decoding": "set by the trainer; not recorded in verl's dump"},
-                       model=model or (f"step-{step}" if step is not None else generations.stem),
+                                     "decoding": "set by the trainer; not recorded in verl's dump",
+                                     "samples": "val_kwargs.n: generations per prompt in the dump, in dump order"},
+                       model=model or (f"step-{step}" if step is not None else generations.stem), samples=samples,
                        record={"kind": "aethersearch-verl-import", "generations": str(generations),
                                "generations_sha256": sha256_file(generations), "lines": len(traces),
                                "step": step, "prompt_template": SEARCHR1_PROMPT})
@@ -111,7 +119,7 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
 
 
 def write_imported_run(out: Path, traces: list[Trace], release_dir: Path, question_count: int, *, agent: str,
-                       agent_config: dict[str, Any], model: str, record: dict[str, Any]) -> None:
+                       agent_config: dict[str, Any], model: str, record: dict[str, Any], samples: int = 1) -> None:
     """Write an imported run: ``traces.jsonl``, ``import.json`` (``record``) and a ``run.json`` bound to the release.
 
     The fingerprint pins the release's data and rollout sha256, so ``aether score``
@@ -122,11 +130,26 @@ def write_imported_run(out: Path, traces: list[Trace], release_dir: Path, questi
         release_id=info.release_id, release_data_sha256=info.data_sha256, rollout_sha256=info.rollout_sha256,
         question_count=question_count, corpus_hash=None, index_hash=None, agent=agent, agent_config=agent_config,
         prompt_template_hash=None, budget=Budget(max_tool_calls=None, max_turns=None), endpoint=None,
-        model=model, decoding=Decoding(), software_version=_version())
+        model=model, decoding=Decoding(), software_version=_version(), samples=samples)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "traces.jsonl", encode_jsonl(traces))
     atomic_write_json(out / IMPORT_FILE, record)
     atomic_write_json(out / "run.json", fingerprint.model_dump(mode="json"))
+
+
+def _samples_per_row(seen: dict[int, list[int]], rows: list[Any], path: Path) -> int:
+    """K: the generations per prompt, the same for every row in the dump (else the dump is refused)."""
+    counts = {index: len(lines) for index, lines in seen.items()}
+    tally = Counter(counts.values())
+    k = max(tally, key=lambda count: (tally[count], count))  # what most rows have (ties: the larger)
+    short = sorted((index for index, count in counts.items() if count != k), key=lambda i: seen[i][0])
+    if short:
+        first = short[0]
+        raise DataError(path, f"row {rows[first].id!r} has {counts[first]} generation(s) (lines "
+                              f"{', '.join(map(str, seen[first]))}) but other rows have {k}; {len(short)} row(s) "
+                              "differ, so the K samples per prompt cannot be read", line=seen[first][0],
+                        fix="import a complete dump of one validation pass (every prompt val_kwargs.n times)")
+    return k
 
 
 def _version() -> str:

@@ -257,3 +257,16 @@ def per_hop_chart(curves: Mapping[str, Mapping[str, Mapping[str, float | None]]]
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     return _svg(fig)
+
+
+def correct_histogram_chart(counts: Mapping[int, int], samples: int, metric: str) -> str:
+    """Bars of how many questions had c of K samples right (c = 0..K)."""
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.5 * (samples + 1) + 2), 2.8))
+    values = [counts.get(c, 0) for c in range(samples + 1)]
+    ax.bar(range(samples + 1), values, color=_PALETTE[0])
+    ax.set_xticks(range(samples + 1), [str(c) for c in range(samples + 1)])
+    ax.set_xlabel(f"c: samples right of {samples} ({metric})")
+    ax.set_ylabel("questions")
+    ax.set_title(f"c of {samples} correct per question")
+    ax.grid(axis="y", alpha=0.3)
+    return _svg(fig)

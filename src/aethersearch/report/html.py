@@ -34,6 +34,7 @@ from aethersearch.report.layout import display_labels, has_model_usage, release_
 from aethersearch.report.metric_names import DECOUPLING_AXES, PER_HOP_METRICS
 from aethersearch.report.paper import RAW_TITLES, Cell, run_metrics, shown_columns
 from aethersearch.report.viewer import VIEWER_URL
+from aethersearch.report.samples_view import samples_view
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
 from aethersearch.scoring.api import read_fingerprint, score_run
 from aethersearch.scoring.scores_file import MetricEstimate, Scores, read_scores
@@ -265,7 +266,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
                           "model": fingerprint.model if fingerprint else None,
                           "agent": fingerprint.agent if fingerprint else None,
                           "judge": _judge_block(scores),
-                          "budget": _budget_view(scores)})
+                          "budget": _budget_view(scores), "samples": samples_view(scores, fmt)})
     trace_view = []
     for i, found in traces.items():
         for qid in sorted(found):

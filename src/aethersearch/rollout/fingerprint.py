@@ -139,6 +139,7 @@ def build_fingerprint(
     limits: RunLimits | None = None,
     served_model: dict[str, Any] | None = None,
     sent_decoding: dict[str, Any] | None = None,
+    samples: int = 1,
 ) -> RunFingerprint:
     """The run.json record for these settings (decoding as the agent will really send it).
 
@@ -153,7 +154,7 @@ def build_fingerprint(
         prompt_template_hash=agent.prompt_template_hash(), budget=budget,
         endpoint=endpoint, model=model, decoding=agent.effective_decoding(decoding),
         retrieval_topk=retrieval_topk, software_version=__version__, concurrency=concurrency,
-        limits=limits, served_model=served_model, sent_decoding=sent_decoding,
+        limits=limits, served_model=served_model, sent_decoding=sent_decoding, samples=samples,
     )
 
 

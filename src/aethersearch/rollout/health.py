@@ -30,6 +30,7 @@ from aethersearch.records import (
     Outcome,
     Trace,
 )
+from aethersearch.rollout.samples import SampleKey, unit_label
 
 #: Kind of a question that has no trace at all (the run stopped before it).
 NOT_RUN = "not_run"
@@ -106,17 +107,19 @@ def trace_kind(trace: Trace) -> str:
     return ErrorKind.ENDPOINT.value
 
 
-def error_report(latest: Mapping[str, Trace], ids: Iterable[str], *, stopped: str | None = None) -> ErrorReport:
-    """The error report of the questions ``ids`` given each one's latest trace (no trace: ``not_run``).
+def error_report(latest: Mapping[SampleKey, Trace], keys: Iterable[SampleKey], *,
+                 stopped: str | None = None) -> ErrorReport:
+    """The error report of the rollouts ``keys`` given each one's latest trace (no trace: ``not_run``).
 
+    A key is (question id, sample): with K samples a question counts K times.
     ``stopped`` says why the run stopped starting questions early, if it did.
     """
     kinds: Counter[str] = Counter()
     examples: dict[str, str] = {}
     total = retryable = 0
-    for question_id in ids:
+    for key in keys:
         total += 1
-        trace = latest.get(question_id)
+        trace = latest.get(key)
         if trace is None:
             kind, message = NOT_RUN, "no trace"
             retryable += 1
@@ -126,7 +129,7 @@ def error_report(latest: Mapping[str, Trace], ids: Iterable[str], *, stopped: st
         else:
             continue
         kinds[kind] += 1
-        examples.setdefault(kind, f"{question_id}: {message.splitlines()[0][:200] if message else ''}")
+        examples.setdefault(kind, f"{unit_label(key)}: {message.splitlines()[0][:200] if message else ''}")
     return ErrorReport(total=total, errored=sum(kinds.values()), retryable=retryable, by_kind=dict(kinds),
                        examples=examples, stopped=stopped)
 

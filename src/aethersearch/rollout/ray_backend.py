@@ -48,6 +48,7 @@ from aethersearch.records import (
     Trace,
 )
 from aethersearch.rollout.health import error_report
+from aethersearch.rollout.samples import pending_units, sample_keys
 from aethersearch.rollout.runner import EnvironmentFactory, RunSummary, run_questions
 from aethersearch.rollout.store import TRACES, RunStore
 
@@ -106,10 +107,11 @@ def merge_shards(run_dir: Path, store: RunStore) -> int:
         read = read_jsonl_tolerant(log)
         for line, row in enumerate(read.rows, start=1):
             trace = validate_row(log, line, row, Trace)
-            if store.latest.get(trace.id) == trace:  # a seeded copy, or already merged before a crash
+            key = (trace.id, trace.sample)
+            if store.latest.get(key) == trace:  # a seeded copy, or already merged before a crash
                 continue
             added.append(trace)
-            store.latest[trace.id] = trace
+            store.latest[key] = trace
     _append_durably(store.traces_path, added)
     for shard_dir in shard_dirs:
         shutil.rmtree(shard_dir)
@@ -118,9 +120,14 @@ def merge_shards(run_dir: Path, store: RunStore) -> int:
 
 def _seed_shard(shard_dir: Path, store: RunStore, fingerprint: RunFingerprint,
                 questions: list[RolloutQuestion]) -> None:
-    """Create the shard's run dir, carrying the errored traces of its ids (for attempt numbers)."""
+    """Create the shard's run dir, carrying the traces of its ids' samples.
+
+    The errored ones give the retry its attempt number; the finished samples of a
+    question whose other samples are still to run are skipped by the shard's runner.
+    """
     RunStore.open(shard_dir, fingerprint).close()
-    seeds = [store.latest[q.id] for q in questions if q.id in store.latest]
+    keys = sample_keys((q.id for q in questions), fingerprint.samples)
+    seeds = [store.latest[key] for key in keys if key in store.latest]
     _append_durably(shard_dir / TRACES, seeds)
 
 
@@ -180,8 +187,9 @@ def _run_sharded_locked(questions: Sequence[RolloutQuestion], agent: str,
                         stop_after_failures: int | None, ray_address: str | None) -> RunSummary:
     """The body of :func:`run_sharded` while this process holds the run directory's lock."""
     merge_shards(run_dir, store)  # work an interrupted run finished counts as finished
-    finished = store.finished_ids()
-    todo = [q for q in questions if q.id not in finished]
+    samples = fingerprint.samples
+    units = pending_units(questions, samples, store.finished_ids())
+    todo = list({question.id: question for question, _ in units}.values())  # a question goes to one shard
     config = dict(agent_config or {})
     jobs = []
     for number, part in enumerate(shard_questions(todo, shards) if todo else []):
@@ -193,14 +201,15 @@ def _run_sharded_locked(questions: Sequence[RolloutQuestion], agent: str,
         _run_all(jobs, executor, ray_address)
     merge_shards(run_dir, store)
     predictions = store.export_predictions(q.id for q in questions)
-    new = [store.latest[q.id] for q in todo if q.id in store.latest]
+    new = [store.latest[(q.id, k)] for q, k in units if (q.id, k) in store.latest]
     counts = Counter(t.outcome.value for t in new)
     errored = sum(t.outcome in ERROR_OUTCOMES for t in new)
-    return RunSummary(run_dir=run_dir, total=len(questions), skipped=len(questions) - len(todo),
-                      attempted=len(todo), errored=errored, outcomes=dict(counts),
+    total = len(questions) * samples
+    return RunSummary(run_dir=run_dir, total=total, skipped=total - len(units),
+                      attempted=len(units), errored=errored, outcomes=dict(counts),
                       elapsed_s=time.monotonic() - start, predictions_path=predictions,
                       torn_tail_path=store.torn_tail_path,
-                      errors=error_report(store.latest, (q.id for q in questions)))
+                      errors=error_report(store.latest, sample_keys((q.id for q in questions), samples)))
 
 
 def ray_available() -> bool:

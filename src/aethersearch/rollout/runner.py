@@ -61,6 +61,7 @@ from aethersearch.records import (
 from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
 from aethersearch.rollout.deadlines import Deadlines
 from aethersearch.rollout.health import ErrorReport, error_report
+from aethersearch.rollout.samples import pending_units, sample_decoding, sample_keys
 from aethersearch.rollout.store import RunStore, kept_summary
 
 EnvironmentFactory = Callable[[RolloutQuestion], "Environment | Awaitable[Environment]"]
@@ -77,7 +78,10 @@ class Progress(NamedTuple):
 
 
 class RunSummary(NamedTuple):
-    """What a run did: counts per outcome, what it skipped, where it wrote."""
+    """What a run did: counts per outcome, what it skipped, where it wrote.
+
+    Counts are of rollouts, one per (question, sample): ``total`` is questions x K.
+    """
 
     run_dir: Path
     total: int
@@ -122,8 +126,11 @@ def _usage(episode: Episode) -> Usage:
 async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment, llm: Any | None,
                       budget: Budget, decoding: Decoding, *, attempt: int = 1,
                       timeout_s: float | None = None, effective: Decoding | None = None,
-                      deadlines: Deadlines | None = None) -> Trace:
+                      deadlines: Deadlines | None = None, sample: int = 0) -> Trace:
     """Run one question to a Trace; every failure becomes an outcome, never an exception.
+
+    ``sample`` is recorded on the trace (which of the run's K rollouts of the
+    question this is); the caller passes the sample's own decoding (its seed).
 
     ``effective`` is ``agent.effective_decoding(decoding)`` when the caller already has it
     (the runner computes it once per run, not once per question). ``deadlines`` is the
@@ -180,7 +187,7 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
                          agent=agent.name, steps=list(episode.steps), response=output.response,
                          prediction=output.prediction, outcome=output.outcome, stop_reason=output.stop_reason,
                          error=error, error_kind=kind, usage=_usage(episode),
-                         elapsed_s=round(time.monotonic() - start, 6), attempt=attempt)
+                         elapsed_s=round(time.monotonic() - start, 6), attempt=attempt, sample=sample)
 
 
 #: Error kinds that say the endpoint itself is failing (not this one question).
@@ -258,7 +265,10 @@ async def run_questions_async(
     progress: Callable[[Progress], None] | None = None,
     stop_after_failures: int | None = None,
 ) -> RunSummary:
-    """Run every unfinished question of ``questions`` into ``run_dir`` (resuming if it exists).
+    """Run every unfinished (question, sample) of ``questions`` into ``run_dir`` (resuming if it exists).
+
+    Each question is rolled out ``fingerprint.samples`` times (K, ``--samples``),
+    sample k with the seed :func:`~aethersearch.rollout.samples.sample_seed` derives.
 
     ``environment_factory(question)`` returns (or awaits to) a fresh Environment per
     episode; ``llm`` is an :class:`~aethersearch.agents.llm.LLM` (None for no-LLM agents).
@@ -296,9 +306,9 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
                       progress: Callable[[Progress], None] | None, start: float,
                       stop_after_failures: int | None = None) -> RunSummary:
     """The body of a run, while this process holds the run directory's lock."""
-    finished = store.finished_ids()
-    todo = [q for q in questions if q.id not in finished]
-    skipped = len(questions) - len(todo)
+    samples = store.fingerprint.samples
+    todo = pending_units(questions, samples, store.finished_ids())
+    skipped = len(questions) * samples - len(todo)
     counts: Counter[str] = Counter()
     done = errored = in_a_row = 0
     stopped: str | None = None
@@ -315,7 +325,7 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
         if running == 0:  # called before the last append: the commit runs once its row is in the window
             asyncio.get_running_loop().call_soon(writer.commit_now)
 
-    async def one(question: RolloutQuestion) -> None:
+    async def one(question: RolloutQuestion, sample: int) -> None:
         nonlocal done, errored, in_a_row, stopped
         async with semaphore:
             if stopped is not None:
@@ -328,12 +338,13 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
                               outcome=Outcome.TOOL_ERROR, stop_reason="tool_error",
                               error=f"environment: {type(exc).__name__}: {exc}",
                               error_kind=ErrorKind.ENVIRONMENT,
-                              attempt=store.next_attempt(question.id))
+                              attempt=store.next_attempt(question.id, sample), sample=sample)
             else:
                 trace = await run_episode(question, agent, env, llm, budget, decoding,
-                                          attempt=store.next_attempt(question.id),
-                                          timeout_s=question_timeout_s, effective=effective,
-                                          deadlines=deadlines)
+                                          attempt=store.next_attempt(question.id, sample),
+                                          timeout_s=question_timeout_s,
+                                          effective=sample_decoding(effective, question.id, sample, samples),
+                                          deadlines=deadlines, sample=sample)
             # the endpoint's health is judged as soon as the outcome is known, before the slot is freed,
             # so a dead server stops new questions at once
             if trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS:
@@ -357,14 +368,16 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
             progress(Progress(done, errored, len(todo), skipped, time.monotonic() - start))
 
     try:
-        await asyncio.gather(*(one(q) for q in todo))
+        await asyncio.gather(*(one(q, k) for q, k in todo))
     finally:
         await asyncio.to_thread(writer.close)
     predictions = store.export_predictions(q.id for q in questions)
-    return RunSummary(run_dir=store.run_dir, total=len(questions), skipped=skipped, attempted=len(todo),
-                      errored=errored, outcomes=dict(counts), elapsed_s=time.monotonic() - start,
-                      predictions_path=predictions, torn_tail_path=store.torn_tail_path,
-                      errors=error_report(store.latest, (q.id for q in questions), stopped=stopped))
+    return RunSummary(run_dir=store.run_dir, total=len(questions) * samples, skipped=skipped,
+                      attempted=len(todo), errored=errored, outcomes=dict(counts),
+                      elapsed_s=time.monotonic() - start, predictions_path=predictions,
+                      torn_tail_path=store.torn_tail_path,
+                      errors=error_report(store.latest, sample_keys((q.id for q in questions), samples),
+                                          stopped=stopped))
 
 
 def run_questions(questions: Sequence[RolloutQuestion], agent: Agent,

@@ -43,6 +43,7 @@ from aethersearch.rollout.fingerprint import (
 )
 from aethersearch.rollout.health import FIXES, enforce_error_rate
 from aethersearch.rollout.runner import EnvironmentFactory, RunSummary, run_questions
+from aethersearch.rollout.samples import sample_keys
 from aethersearch.rollout.store import RUN_JSON, TRACES
 
 #: ``--endpoint vllm-offline --model PATH``: generate with ``vllm.LLM`` in this process, no server.
@@ -58,6 +59,8 @@ class RunSettings(Record):
 
     agent: str = "search-r1"
     agent_config: dict[str, Any] = Field(default_factory=dict)
+    #: K rollouts per question (``--samples``): recorded in run.json, so part of the contract
+    samples: int = Field(default=1, ge=1)
     endpoint: str | None = None
     model: str | None = None
     budget: Budget = Field(default_factory=Budget)
@@ -174,22 +177,24 @@ def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *
         model=(settings.model or getattr(client, "model", None)) if client is not None else None,
         corpus_hash=search.corpus_hash, index_hash=search.index_hash,
         environment=search.environment or built.environment, retrieval_topk=getattr(built, "topk", None),
-        concurrency=settings.concurrency, limits=settings.limits, served_model=None, sent_decoding=sent)
+        concurrency=settings.concurrency, limits=settings.limits, served_model=None, sent_decoding=sent,
+        samples=settings.samples)
     return PreparedRun(rows, built, client, search, fingerprint, settings)
 
 
-def _finished_run(run_dir: Path, ids: Sequence[str]) -> RunFingerprint | None:
-    """The stored run.json when every one of ``ids`` already has a final trace (nothing left to run)."""
+def _finished_run(run_dir: Path, ids: Sequence[str], samples: int) -> RunFingerprint | None:
+    """The stored run.json when every sample of every one of ``ids`` already has a final trace."""
     run_json, traces = run_dir / RUN_JSON, run_dir / TRACES
     if not run_json.is_file() or not traces.is_file():
         return None
     try:
         stored = RunFingerprint.model_validate(loads(run_json.read_bytes()))
-        latest = {row["id"]: row.get("outcome") for row in read_jsonl_tolerant(traces).rows}
+        latest = {(row["id"], row.get("sample", 0)): row.get("outcome")
+                  for row in read_jsonl_tolerant(traces).rows}
     except (ValueError, KeyError, TypeError):
         return None  # let the run store report the damage with its file and line
     retried = {outcome.value for outcome in RETRIED_OUTCOMES}
-    return stored if all(latest.get(i) not in (None, *retried) for i in ids) else None
+    return stored if all(latest.get(key) not in (None, *retried) for key in sample_keys(ids, samples)) else None
 
 
 def with_served_model(prepared: PreparedRun, run_dir: str | Path) -> PreparedRun:
@@ -200,7 +205,7 @@ def with_served_model(prepared: PreparedRun, run_dir: str | Path) -> PreparedRun
     """
     if prepared.llm is None:
         return prepared
-    finished = _finished_run(Path(run_dir), [q.id for q in prepared.questions])
+    finished = _finished_run(Path(run_dir), [q.id for q in prepared.questions], prepared.fingerprint.samples)
     served = finished.served_model if finished is not None else served_model(prepared.llm, len(prepared.questions))
     update: dict[str, Any] = {"served_model": served}
     sender = getattr(prepared.llm, "sent_decoding", None)

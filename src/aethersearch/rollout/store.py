@@ -5,10 +5,11 @@ redoing or duplicating work. Each finished question is one line of
 ``traces.jsonl``, made durable (flush + fsync) before the question counts as done.
 On open, a torn last line (a crash mid-append) is set aside to
 ``traces.jsonl.torn-<n>`` and cut off, so the log is again a sequence of whole
-rows. The latest trace per id decides its state: an error outcome is retried on
-resume, anything else is final and never regenerated. ``predictions.jsonl`` is a
-pure function of the traces (latest per id, in question order), rewritten
-atomically.
+rows. The latest trace per (id, sample) decides its state: an error outcome is
+retried on resume, anything else is final and never regenerated. A run of K
+samples per question (``run.json`` ``samples``) has K such keys per question
+(``rollout/samples.py``). ``predictions.jsonl`` is a pure function of the traces
+(latest per key, in question order then sample order), rewritten atomically.
 
 Appends are group-committed: the event loop gathers the rows that finish within a
 short window (``COMMIT_INTERVAL_S``) and one writer thread writes and fsyncs them
@@ -50,6 +51,7 @@ from aethersearch.records import (
     Usage,
 )
 from aethersearch.rollout.fingerprint import fingerprint_diff
+from aethersearch.rollout.samples import SampleKey, sample_keys
 
 RUN_JSON = "run.json"
 TRACES = "traces.jsonl"
@@ -174,9 +176,9 @@ class RunStore:
     def __init__(self, run_dir: Path, fingerprint: RunFingerprint) -> None:
         self.run_dir = run_dir
         self.fingerprint = fingerprint
-        #: the latest trace per id: as read from disk, or (for traces recorded by this process) without
-        #: ``steps`` and ``response`` (see :meth:`record`); ``traces.jsonl`` holds every trace in full
-        self.latest: dict[str, Trace] = {}
+        #: the latest trace per (id, sample): as read from disk, or (for traces recorded by this process)
+        #: without ``steps`` and ``response`` (see :meth:`record`); ``traces.jsonl`` holds every trace in full
+        self.latest: dict[SampleKey, Trace] = {}
         self.torn_tail_path: Path | None = None
         self.rows = 0
         self._lock: RunLock | None = None
@@ -241,24 +243,29 @@ class RunStore:
             truncate_to(self.traces_path, read.valid_bytes)
         for line, row in enumerate(read.rows, start=1):
             trace = validate_row(self.traces_path, line, row, Trace)
-            self.latest[trace.id] = trace
+            if trace.sample >= self.fingerprint.samples:
+                raise IntegrityError(
+                    f"{self.traces_path}:{line}: question {trace.id!r} has sample {trace.sample}, but the run has "
+                    f"{self.fingerprint.samples} sample(s) per question (run.json samples)",
+                    fix="keep the traces of this run only, or write to a new --out directory")
+            self.latest[(trace.id, trace.sample)] = trace
         self.rows = len(read.rows)
 
-    def finished_ids(self) -> set[str]:
-        """Ids whose latest trace is final: never run again.
+    def finished_ids(self) -> set[SampleKey]:
+        """(id, sample) keys whose latest trace is final: never run again.
 
         Final includes ``request_rejected`` (the server refused that exact request,
         e.g. context length exceeded): the same request would be refused again.
         """
-        return {i for i, t in self.latest.items() if t.outcome not in RETRIED_OUTCOMES}
+        return {k for k, t in self.latest.items() if t.outcome not in RETRIED_OUTCOMES}
 
-    def errored_ids(self) -> set[str]:
-        """Ids whose latest trace is an endpoint or tool error: retried on resume."""
-        return {i for i, t in self.latest.items() if t.outcome in RETRIED_OUTCOMES}
+    def errored_ids(self) -> set[SampleKey]:
+        """(id, sample) keys whose latest trace is an endpoint or tool error: retried on resume."""
+        return {k for k, t in self.latest.items() if t.outcome in RETRIED_OUTCOMES}
 
-    def next_attempt(self, question_id: str) -> int:
-        """1 for a new id, previous attempt + 1 for an errored one."""
-        previous = self.latest.get(question_id)
+    def next_attempt(self, question_id: str, sample: int = 0) -> int:
+        """1 for a new (id, sample), previous attempt + 1 for an errored one."""
+        previous = self.latest.get((question_id, sample))
         return 1 if previous is None else previous.attempt + 1
 
     def writer(self) -> TraceWriter:
@@ -275,15 +282,16 @@ class RunStore:
         whole run, were most of what the cyclic GC walked during a run (~12 µs of CPU
         per model call at 64 in flight; ~1 µs without them).
         """
-        self.latest[trace.id] = kept_summary(trace)
+        self.latest[(trace.id, trace.sample)] = kept_summary(trace)
 
     def export_predictions(self, order: Iterable[str]) -> Path:
-        """Write ``predictions.jsonl`` (latest trace per id, in ``order``) atomically."""
+        """Write ``predictions.jsonl`` (latest trace per (id, sample), ids in ``order``) atomically."""
         rows: list[Prediction] = []
-        for question_id in order:
-            trace = self.latest.get(question_id)
+        for key in sample_keys(order, self.fingerprint.samples):
+            trace = self.latest.get(key)
             if trace is not None:
-                rows.append(Prediction.trusted(id=trace.id, prediction=trace.prediction, outcome=trace.outcome))
+                rows.append(Prediction.trusted(id=trace.id, prediction=trace.prediction, outcome=trace.outcome,
+                                               sample=trace.sample))
         path = self.run_dir / PREDICTIONS
         atomic_write_bytes(path, b"".join(map(encode_line, rows)))  # what write_jsonl writes, without model_dump
         return path
@@ -301,15 +309,16 @@ def kept_summary(trace: Trace) -> Trace:
 def export_predictions(run_dir: str | Path) -> Path:
     """Rewrite ``predictions.jsonl`` of a run from its traces alone (e.g. after a crash).
 
-    Order: first appearance in ``traces.jsonl``; a torn last line is ignored (not removed).
+    Order: first appearance of each (id, sample) in ``traces.jsonl``; a torn last line is ignored (not removed).
     """
     run_dir = Path(run_dir)
     traces = run_dir / TRACES
     read = read_jsonl_tolerant(traces)
-    latest: dict[str, Trace] = {}
+    latest: dict[SampleKey, Trace] = {}
     for line, row in enumerate(read.rows, start=1):
         trace = validate_row(traces, line, row, Trace)
-        latest[trace.id] = trace
+        latest[(trace.id, trace.sample)] = trace
     path = run_dir / PREDICTIONS
-    write_jsonl(path, [Prediction(id=t.id, prediction=t.prediction, outcome=t.outcome) for t in latest.values()])
+    write_jsonl(path, [Prediction(id=t.id, prediction=t.prediction, outcome=t.outcome, sample=t.sample)
+                       for t in latest.values()])
     return path

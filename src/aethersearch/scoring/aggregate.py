@@ -15,6 +15,13 @@ directly (same distribution, no n x B index matrix). Seeds derive from the
 source *name* (crc32), never from Python's randomised ``hash``, so results do not
 depend on ``PYTHONHASHSEED`` or on the order predictions were written.
 
+K samples per question are one cluster: a question's value is the mean over
+its samples (mean@K), and every interval resamples *questions* (a clustered
+bootstrap), never traces, which would treat K correlated samples as K
+independent questions and give too narrow an interval. The reducers of
+``reducers.py`` (pass@k, maj@K) are per-question values too, and go through the
+same estimators. Outcome, usage and budget counts are of rollouts.
+
 Budget exhaustion is reported next to, not folded into, the outcome breakdown:
 when the runner's budget runs out it asks once more for a final answer and
 records ``stop_reason="budget"``; if that yields an answer the outcome is
@@ -33,6 +40,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from aethersearch.records import ERROR_OUTCOMES, Outcome
+from aethersearch.scoring.reducers import within_variance_share
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -121,6 +129,37 @@ def _group(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any
     return dict(sorted(groups.items()))
 
 
+class Clusters(NamedTuple):
+    """One source's rollouts in (id, sample) order, and where each question's samples start."""
+
+    rows: list[Mapping[str, Any]]
+    starts: np.ndarray
+    sizes: np.ndarray
+
+    @classmethod
+    def of(cls, members: Sequence[Mapping[str, Any]]) -> Clusters:
+        """Order ``members`` by (id, sample) and find each question's run of rows."""
+        ordered = sorted(members, key=lambda r: (str(r["id"]), int(r.get("sample", 0))))
+        ids = [str(r["id"]) for r in ordered]
+        starts = np.array([i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]], dtype=np.intp)
+        sizes = np.diff(np.append(starts, len(ids)))
+        return cls(ordered, starts, sizes)
+
+    def question_means(self, metric: str) -> np.ndarray:
+        """One value per question: the mean of ``metric`` over its samples (the value itself when K = 1)."""
+        values = np.array([float(r[metric]) for r in self.rows], dtype=float)
+        if len(self.starts) == len(values):
+            return values
+        means: np.ndarray = np.add.reduceat(values, self.starts) / self.sizes
+        return means
+
+    def matrix(self, metric: str) -> np.ndarray:
+        """Questions x K values of ``metric`` (empty when questions have different sample counts)."""
+        if not len(self.sizes) or np.ptp(self.sizes) != 0:
+            return np.empty((0, 0))
+        return np.array([float(r[metric]) for r in self.rows], dtype=float).reshape(len(self.sizes), -1)
+
+
 def _macro(per_source: dict[str, np.ndarray], resamples: int, seed: int, metric: str) -> Estimate:
     means = [float(v.mean()) for v in per_source.values() if len(v)]
     if not means:
@@ -191,24 +230,67 @@ def budget_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+#: per question id: metric -> reducer name -> that question's value (``reducers.py``)
+QuestionReductions = Mapping[str, Mapping[str, Mapping[str, float]]]
+
+
+def _same_as_metric(reducer: str, samples: int) -> bool:
+    """mean@K and pass@1 are the metric's own per-question mean (and maj@1 with one sample): same estimate."""
+    return reducer in (f"mean@{samples}", "pass@1") or (samples == 1 and reducer == "maj@1")
+
+
+def _reducer_estimates(columns: dict[tuple[str, str], dict[str, np.ndarray]], own: dict[str, dict[str, Any]],
+                       scope: str, samples: int, resamples: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Estimates of every (metric, reducer) column of one scope (a source or ``__micro__``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for (metric, reducer), per_scope in columns.items():
+        if _same_as_metric(reducer, samples):
+            out.setdefault(metric, {})[reducer] = own[metric]
+        else:
+            out.setdefault(metric, {})[reducer] = estimate(
+                per_scope[scope], resamples=resamples, seed=seed, name=f"{metric}/{reducer}/{scope}").as_dict()
+    return out
+
+
 def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
-              resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+              resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+              reductions: QuestionReductions | None = None, samples: int = 1) -> dict[str, Any]:
     """Per-source and overall estimates, outcome breakdown, usage and budget stops for scored rows.
 
-    Each row needs ``source``, ``outcome``, a float per metric name and optional
-    ``usage`` mapping and ``stop_reason``. The result is independent of row order.
+    Each row is one rollout and needs ``id``, ``source``, ``outcome``, a float per
+    metric name and optional ``sample``, ``usage`` mapping and ``stop_reason``. A
+    question's value is the mean over its rows, and CIs resample questions.
+    ``reductions`` (per question id: metric -> reducer -> value) adds the K-sample
+    reducers under ``reducers``; ``samples`` (K) > 1 adds each metric's
+    within-question variance share. The result is independent of row order.
     """
     groups = _group(rows)
     by_source: dict[str, Any] = {}
     arrays: dict[str, dict[str, np.ndarray]] = {m: {} for m in metrics}
+    columns: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    matrices: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
     for source, members in groups.items():
-        ordered = sorted(members, key=lambda r: str(r["id"]))
-        entry: dict[str, Any] = {"n": len(ordered), "errors": error_count(ordered), "metrics": {}}
+        clusters = Clusters.of(members)
+        ordered = clusters.rows
+        entry: dict[str, Any] = {"n": len(clusters.starts), "errors": error_count(ordered), "metrics": {}}
         for metric in metrics:
-            values = np.array([float(r[metric]) for r in ordered], dtype=float)
+            values = clusters.question_means(metric)
             arrays[metric][source] = values
             entry["metrics"][metric] = estimate(values, resamples=resamples, seed=seed,
                                                 name=f"{metric}/{source}").as_dict()
+        if reductions is not None:
+            ids = [str(ordered[i]["id"]) for i in clusters.starts]
+            for metric in metrics:
+                for reducer in reductions[ids[0]][metric] if ids else ():
+                    columns.setdefault((metric, reducer), {})[source] = np.array(
+                        [reductions[qid][metric][reducer] for qid in ids], dtype=float)
+            entry["reducers"] = _reducer_estimates(columns, entry["metrics"], source, samples, resamples, seed)
+        if samples > 1:
+            entry["variance"] = {}
+            for metric in metrics:
+                matrix = clusters.matrix(metric)
+                matrices[metric].append(matrix)
+                entry["variance"][metric] = within_variance_share(matrix)
         entry["outcomes"] = outcome_counts(ordered)
         entry["usage"] = usage_summary(ordered)
         entry["budget"] = budget_summary(ordered)
@@ -221,14 +303,30 @@ def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
         micro[metric] = estimate(everything, resamples=resamples, seed=seed,
                                  name=f"{metric}/__micro__").as_dict()
         macro[metric] = _macro(per_source, resamples, seed, metric).as_dict()
+    micro_entry: dict[str, Any] = {"label": MICRO_LABEL, "n": sum(len(v) for v in arrays[metrics[0]].values())
+                                   if metrics else 0, "errors": error_count(rows), "metrics": micro}
+    macro_entry: dict[str, Any] = {"label": MACRO_LABEL, "sources": len(groups), "errors": error_count(rows),
+                                   "metrics": macro}
+    if reductions is not None:
+        for per_scope in columns.values():
+            per_scope["__micro__"] = np.concatenate([per_scope[s] for s in groups if s in per_scope])
+        micro_entry["reducers"] = _reducer_estimates(columns, micro, "__micro__", samples, resamples, seed)
+        macro_entry["reducers"] = {}
+        for (metric, reducer), per_scope in columns.items():
+            macro_entry["reducers"].setdefault(metric, {})[reducer] = (
+                macro[metric] if _same_as_metric(reducer, samples) else
+                _macro({s: v for s, v in per_scope.items() if s != "__micro__"}, resamples, seed,
+                       f"{metric}/{reducer}").as_dict())
+    if samples > 1:
+        micro_entry["variance"] = {metric: within_variance_share(
+            np.concatenate([m for m in found if m.size]) if any(m.size for m in found) else np.empty((0, 0)))
+            for metric, found in matrices.items()}
     return {
         "bootstrap": {"resamples": resamples, "seed": seed, "level": LEVEL, "method": "percentile",
-                      "strata": "source"},
+                      "strata": "source",
+                      "clusters": "question" if samples == 1 else f"question (its {samples} samples resampled together)"},
         "by_source": by_source,
-        "overall": {
-            "micro": {"label": MICRO_LABEL, "n": len(rows), "errors": error_count(rows), "metrics": micro},
-            "macro": {"label": MACRO_LABEL, "sources": len(groups), "errors": error_count(rows), "metrics": macro},
-        },
+        "overall": {"micro": micro_entry, "macro": macro_entry},
         "outcomes": outcome_counts(rows),
         "usage": usage_summary(rows),
         "budget": budget_summary(rows),

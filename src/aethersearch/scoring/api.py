@@ -23,7 +23,7 @@ from typing import Any
 
 from aethersearch import __version__
 from aethersearch.abstention import ABSTENTION_RULE
-from aethersearch.errors import AetherError, DataError, IntegrityError
+from aethersearch.errors import AetherError, ConfigError, DataError, IntegrityError
 from aethersearch.jsonl import (
     atomic_write_bytes,
     atomic_write_json,
@@ -32,7 +32,7 @@ from aethersearch.jsonl import (
     sha256_bytes,
     validate_row,
 )
-from aethersearch.records import ERROR_OUTCOMES, Outcome, RunFingerprint
+from aethersearch.records import ERROR_OUTCOMES, Outcome, RunFingerprint, Usage
 from aethersearch.release_layout import release_layout
 from aethersearch.scoring.aethersearch_compat import (
     AETHERSEARCH_METRICS,
@@ -40,11 +40,11 @@ from aethersearch.scoring.aethersearch_compat import (
     aethersearch_summary,
     episode_score,
 )
-from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, aggregate
+from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, QuestionReductions, aggregate
 from aethersearch.scoring.binding import bind_gold
 from aethersearch.scoring.budget_curve import budget_curve as budget_curve_section
 from aethersearch.scoring.extract import check_compat
-from aethersearch.scoring.join import MISSING, JoinedRow, join, load_release, load_run
+from aethersearch.scoring.join import MISSING, JoinedRow, join, load_release, load_run, run_samples
 from aethersearch.scoring.judge import (
     PROMPT_HASH,
     JudgeCase,
@@ -52,12 +52,14 @@ from aethersearch.scoring.judge import (
     disagreement_table,
     judge_cases,
 )
-from aethersearch.scoring.metrics import ABSTENTION_AWARE, ALL_METRICS, score_all
+from aethersearch.scoring.metrics import ABSTENTION_AWARE, ALL_METRICS, BINARY_METRICS, score_all
+from aethersearch.scoring.reducers import question_summary, reducer_names
 from aethersearch.scoring.run_confidence import run_risk_coverage
 from aethersearch.scoring.scores_file import (
     QUESTIONS_FILE,
     SCORES_FILE,
     QuestionScore,
+    SampleScore,
     Scores,
     read_scores,
 )
@@ -139,18 +141,47 @@ def aethersearch_row(row: JoinedRow) -> EpisodeScore:
                          queries=row.actions.queries)
 
 
-def per_question_rows(rows: list[JoinedRow], *, compat: str | None) -> list[QuestionScore]:
+def _summed_usage(rows: list[JoinedRow]) -> Usage | None:
+    used = [row.usage for row in rows if row.usage is not None]
+    if not used:
+        return None
+    return Usage(**{field: sum(getattr(u, field) for u in used) for field in Usage.model_fields})
+
+
+def per_question_rows(rows: list[JoinedRow], values: list[dict[str, float]], *,
+                      samples: int = 1) -> list[QuestionScore]:
     """One scored row per release question (release order): what compare and report read back.
 
-    Built with ``model_construct``: every field is already typed here (the join
-    validated the run's rows), and re-validating a million rows is a third of the
-    stage's cost; :func:`read_scores` validates every row it reads back.
+    ``rows`` are the join's K rows per question (sample order) and ``values`` their
+    metric values; K > 1 folds each question's samples into one row (means, c of K,
+    the majority vote: ``reducers.py``). Built with ``model_construct``: every field
+    is already typed here (the join validated the run's rows), and re-validating a
+    million rows is a third of the stage's cost; :func:`read_scores` validates every
+    row it reads back.
     """
-    return [QuestionScore.model_construct(id=row.id, source=row.source, outcome=row.outcome,
-                                          stop_reason=row.stop_reason, present=row.present,
-                                          prediction=row.prediction, values=score_row(row, compat=compat),
-                                          usage=row.usage, judge_verdict=None)
-            for row in rows]
+    out: list[QuestionScore] = []
+    for start in range(0, len(rows), samples):
+        group, scored = rows[start:start + samples], values[start:start + samples]
+        means, correct, majority, chosen = question_summary(scored, [r.prediction for r in group],
+                                                            list(scored[0]), BINARY_METRICS)
+        lead = group[chosen]
+        kept = [] if samples == 1 else [
+            SampleScore.model_construct(sample=r.sample, outcome=r.outcome, stop_reason=r.stop_reason,
+                                        present=r.present, prediction=r.prediction, values=v)
+            for r, v in zip(group, scored, strict=True)]
+        out.append(QuestionScore.model_construct(
+            id=lead.id, source=lead.source, outcome=lead.outcome, stop_reason=lead.stop_reason,
+            present=all(r.present for r in group), prediction=lead.prediction, values=means,
+            usage=lead.usage if samples == 1 else _summed_usage(group), judge_verdict=None, correct=correct,
+            majority=majority, majority_sample=chosen, samples=kept))
+    return out
+
+
+def question_reductions(scored: list[QuestionScore], metrics: list[str], samples: int) -> QuestionReductions:
+    """Per question id: metric -> ``mean@K``, ``pass@1..K`` (0/1 metrics) and ``maj@K`` values."""
+    names = {metric: reducer_names(samples, metric in BINARY_METRICS) for metric in metrics}
+    return {q.id: {metric: {name: q.reduced(metric, name) for name in names[metric]} for metric in metrics}
+            for q in scored}
 
 
 def _apply_judge(rows: list[JoinedRow], scored: list[QuestionScore], config: JudgeConfig,
@@ -227,10 +258,16 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     gold = bind_gold(release_dir, run_dir, fingerprint, run.path)
     release = load_release(release_dir)
     _check_size(fingerprint, release_dir, len(release))
-    joined = join(release, run)
+    samples = run_samples(run, fingerprint.samples if fingerprint is not None else None)
+    if judge is not None and samples > 1:
+        raise ConfigError(f"--judge scores one answer per question, but {run_dir} has {samples} samples per question",
+                          fix="score this run without --judge (EM, F1 and the other metrics are reduced over "
+                              "its samples), or judge a one-sample run")
+    joined = join(release, run, samples)
     if strict:
         _refuse_if_strict(joined.rows, run_dir)
-    scored = per_question_rows(joined.rows, compat=compat)
+    values = [score_row(row, compat=compat) for row in joined.rows]
+    scored = per_question_rows(joined.rows, values, samples=samples)
     metrics = list(ALL_METRICS) + (list(AETHERSEARCH_METRICS) if compat == "aethersearch" else [])
     theirs = (aethersearch_summary([(row.source, aethersearch_row(row)) for row in joined.rows])
               if compat == "aethersearch" else None)
@@ -238,9 +275,12 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     if judge is not None:
         scored, judge_summary = _apply_judge(joined.rows, scored, judge, run_dir)
         metrics.append(JUDGE_METRIC)
-    flat = [{"id": q.id, "source": q.source, "outcome": q.outcome, "stop_reason": q.stop_reason,
-             "usage": q.usage.model_dump() if q.usage is not None else None, **q.values} for q in scored]
-    summary = aggregate(flat, metrics, resamples=resamples, seed=seed)
+        values = [q.values for q in scored]
+    flat = [{"id": row.id, "sample": row.sample, "source": row.source, "outcome": row.outcome,
+             "stop_reason": row.stop_reason, "usage": row.usage.model_dump() if row.usage is not None else None,
+             **value} for row, value in zip(joined.rows, values, strict=True)]
+    summary = aggregate(flat, metrics, resamples=resamples, seed=seed, samples=samples,
+                        reductions=question_reductions(scored, metrics, samples))
     errors = _error_counts(joined.rows)
     # Per-question rows go to their own compact JSONL (a 1M-question run would
     # make an unreadable scores.json); scores.json pins it by sha256 and is
@@ -260,8 +300,9 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
         "denominator": len(release),
         "metrics": metrics,
         "abstention_rule": ABSTENTION_RULE,
+        "samples": samples,
         "join": {
-            "answered_rows": len(release) - len(joined.missing),
+            "answered_rows": len(release) * samples - len(joined.missing),
             "missing": joined.missing,
             "duplicates": joined.duplicates,
             "unknown": joined.unknown,

@@ -78,6 +78,9 @@ def budget_curve(rows: Sequence[QuestionScore], fingerprint: RunFingerprint | No
     """The ``budget_curve`` section of ``scores.json``: per axis, one point per budget up to the run's own."""
     refuse_budget_stating_agent(fingerprint)
     assert fingerprint is not None
+    if any(r.k > 1 for r in rows):
+        raise ConfigError("a budget curve reads each episode's spending, but this run has K > 1 samples per question "
+                          "(the scored rows sum their usage)", fix="score a one-sample run with --budget-curve")
     limits = {"tool_calls": fingerprint.budget.max_tool_calls, "completion_tokens": fingerprint.budget.max_tokens}
     axes: dict[str, Any] = {}
     for axis in AXES:

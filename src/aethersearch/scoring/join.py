@@ -9,6 +9,10 @@ disagree, because then there is no single answer to score. Rows of the same id
 with *different* ``attempt`` numbers are the runner's retries of an errored
 question: the highest attempt is the answer, and the id is listed as ``retried``.
 
+A run of K samples per question (``run.json`` ``samples``) is joined by
+(id, sample): the result has K rows per release question, sample order, and a
+missing or duplicated sample is named ``id#k`` (``rollout/samples.py``).
+
 This module and ``api.py`` are the only readers of gold (``eval.jsonl``).
 """
 
@@ -21,6 +25,7 @@ from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl, read_records, validate_row
 from aethersearch.records import EvalRow, Outcome, Prediction, Trace, Usage
 from aethersearch.release_layout import release_layout
+from aethersearch.rollout.samples import unit_label
 from aethersearch.scoring.aethersearch_compat import EpisodeActions, trace_actions
 from aethersearch.scoring.extract import (
     Extraction,
@@ -46,6 +51,7 @@ class RunEntry(NamedTuple):
     stop_reason: str | None = None
     actions: EpisodeActions | None = None
     """``--compat aethersearch``: what their scorer reads of the episode (``aethersearch_compat``)."""
+    sample: int = 0
 
 
 class RunFile(NamedTuple):
@@ -71,6 +77,8 @@ class JoinedRow(NamedTuple):
     """Why the episode ended (``trace.stop_reason``); None for missing rows and ``predictions.jsonl`` runs."""
     actions: EpisodeActions | None = None
     """``--compat aethersearch``: the episode's action texts, executed queries and system validity."""
+    sample: int = 0
+    """Which of the run's K samples of the question this row is."""
 
 
 class JoinResult(NamedTuple):
@@ -118,7 +126,7 @@ def load_run(run_dir: Path, *, compat: str | None = None) -> RunFile:
             trace = validate_row(traces, number, value, Trace)
             entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat), trace.usage,
                                     trace.attempt, trace.stop_reason,
-                                    trace_actions(trace) if compat == "aethersearch" else None))
+                                    trace_actions(trace) if compat == "aethersearch" else None, trace.sample))
         return RunFile(traces, "traces", entries)
     if compat is not None:
         raise ConfigError(f"--compat {compat} needs raw responses but {run_dir} has no {TRACES_FILE}",
@@ -127,16 +135,30 @@ def load_run(run_dir: Path, *, compat: str | None = None) -> RunFile:
         entries = []
         for number, value in iter_jsonl(predictions):
             row = validate_row(predictions, number, value, Prediction)
-            entries.append(RunEntry(number, row.id, resolve_prediction(row.prediction, row.outcome), None))
+            entries.append(RunEntry(number, row.id, resolve_prediction(row.prediction, row.outcome), None,
+                                    sample=row.sample))
         return RunFile(predictions, "predictions", entries)
     raise DataError(run_dir, f"run directory has neither {TRACES_FILE} nor {PREDICTIONS_FILE}",
                     fix="pass the directory the runner wrote (it holds run.json and traces.jsonl)")
 
 
-def join(release: list[EvalRow], run: RunFile) -> JoinResult:
-    """Match run rows to release rows by id; the result always has one row per release question."""
+def run_samples(run: RunFile, declared: int | None) -> int:
+    """K of a run: ``run.json``'s ``samples``, else (a hand-written predictions file) 1 + the highest sample."""
+    highest = max((entry.sample for entry in run.entries), default=0)
+    if declared is None:
+        return highest + 1
+    if highest >= declared:
+        line = next(entry.line for entry in run.entries if entry.sample == highest)
+        raise DataError(run.path, f"sample {highest} but run.json says {declared} sample(s) per question",
+                        line=line, field="sample",
+                        fix="score the run directory the runner wrote (its run.json and traces belong together)")
+    return declared
+
+
+def join(release: list[EvalRow], run: RunFile, samples: int = 1) -> JoinResult:
+    """Match run rows to release rows by (id, sample); the result always has K rows per release question."""
     gold_ids = {row.id for row in release}
-    chosen: dict[str, RunEntry] = {}
+    chosen: dict[tuple[str, int], RunEntry] = {}
     duplicates: list[str] = []
     unknown: list[str] = []
     retried: set[str] = set()
@@ -145,14 +167,15 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
             if entry.id not in unknown:
                 unknown.append(entry.id)
             continue
-        first = chosen.get(entry.id)
+        key = (entry.id, entry.sample)
+        first = chosen.get(key)
         if first is None:
-            chosen[entry.id] = entry
+            chosen[key] = entry
             continue
         if entry.attempt != first.attempt:
-            retried.add(entry.id)
+            retried.add(unit_label(key))
             if entry.attempt > first.attempt:
-                chosen[entry.id] = entry
+                chosen[key] = entry
             continue
         if first.extraction[:2] != entry.extraction[:2]:
             raise DataError(
@@ -162,19 +185,20 @@ def join(release: list[EvalRow], run: RunFile) -> JoinResult:
                 f"{entry.extraction.prediction!r} ({entry.extraction.outcome})",
                 line=entry.line, field="id",
                 fix="keep one row per question id (delete the stale one, or re-run that question)")
-        if entry.id not in duplicates:
-            duplicates.append(entry.id)
+        if unit_label(key) not in duplicates:
+            duplicates.append(unit_label(key))
     rows: list[JoinedRow] = []
     missing: list[str] = []
     for gold in release:
-        found = chosen.get(gold.id)
-        if found is None:
-            missing.append(gold.id)
-            rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
-                                  None, MISSING, False, None))
-        else:
-            settled = settle(found.extraction, gold.answers)  # gold wins over a refusal-shaped answer
-            rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
-                                  settled.prediction, Outcome(settled.outcome).value, True, found.usage,
-                                  found.stop_reason, found.actions))
+        for sample in range(samples):
+            found = chosen.get((gold.id, sample))
+            if found is None:
+                missing.append(unit_label((gold.id, sample)))
+                rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
+                                      None, MISSING, False, None, None, None, sample))
+            else:
+                settled = settle(found.extraction, gold.answers)  # gold wins over a refusal-shaped answer
+                rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
+                                      settled.prediction, Outcome(settled.outcome).value, True, found.usage,
+                                      found.stop_reason, found.actions, sample))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))

@@ -51,6 +51,7 @@ from aethersearch.records import (
     Trace,
 )
 from aethersearch.release_layout import release_layout
+from aethersearch.rollout.samples import unit_label
 from aethersearch.scoring.extract import Extraction, resolve_trace
 from aethersearch.scoring.factorised import (
     EpisodeEvidence,
@@ -65,6 +66,7 @@ from aethersearch.scoring.join import load_release
 from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, judge_cases
 from aethersearch.scoring.chain_evidence import chain_evidence
 from aethersearch.scoring.probe_distractors import NoisyEnvironment, distractor_summary
+from aethersearch.scoring.reducers import SAMPLE_MEAN_RULE, mean_over_samples
 from aethersearch.scoring.probe_forget import (
     agent_text,
     failure_hop,
@@ -103,17 +105,32 @@ def load_diagnostics(release_dir: Path) -> dict[str, DiagnosticsRow]:
     return {row.id: row for row in (validate_row(path, n, v, DiagnosticsRow) for n, v in iter_jsonl(path))}
 
 
-def load_traces(run_dir: Path) -> dict[str, Trace]:
-    """The latest trace per question id of a run (a resumed run appends retries)."""
+def load_sample_traces(run_dir: Path) -> dict[int, dict[str, Trace]]:
+    """Per sample index, the latest trace per question id of a run (a resumed run appends retries)."""
     path = Path(run_dir) / TRACES_FILE
     if not path.is_file():
         raise DataError(path, "run has no traces.jsonl",
                         fix="diagnostics need the full traces; point at a run directory made by `aether run`")
-    latest: dict[str, Trace] = {}
+    latest: dict[int, dict[str, Trace]] = {}
     for number, value in iter_jsonl(path):
         trace = validate_row(path, number, value, Trace)
-        latest[trace.id] = trace
-    return latest
+        latest.setdefault(trace.sample, {})[trace.id] = trace
+    return dict(sorted(latest.items()))
+
+
+def load_traces(run_dir: Path) -> dict[str, Trace]:
+    """The latest trace per question id of a one-sample run; a run of K > 1 samples is refused.
+
+    Why refused: a probe reruns one question's episode; picking one of K samples
+    (or the last one written) would describe a sample nobody chose.
+    """
+    by_sample = load_sample_traces(run_dir)
+    if len(by_sample) > 1 or any(by_sample.keys() - {0}):
+        raise DataError(Path(run_dir) / TRACES_FILE, f"run has {max(by_sample) + 1} samples per question; "
+                        "this diagnostic reads one trace per question",
+                        fix="run the probes on a one-sample run (aether run without --samples); factorised "
+                            "metrics (aether factorise) do read every sample")
+    return by_sample.get(0, {})
 
 
 def load_fingerprint(run_dir: Path) -> RunFingerprint:
@@ -260,14 +277,23 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = load_fingerprint(run_dir)
     parametric = parametric_from_probes(run_dir)
-    traces, gold = load_traces(run_dir), _gold(release_dir)
-    correct = judged_correct(traces, {qid: list(row.answers) for qid, row in gold.items()}, judge, run_dir)
-    episodes = episodes_for_run(traces, load_diagnostics(release_dir), gold,
-                                environment=fingerprint.environment, store=store, parametric=parametric,
-                                gathering_tools=gathering_tools, correct=correct)
-    result = factorise(episodes)
-    # questions the run has no trace for cannot be classified: listed, never silently dropped
-    result["missing"] = [qid for qid in gold if qid not in traces]
+    by_sample, gold = load_sample_traces(run_dir), _gold(release_dir)
+    diagnostics = load_diagnostics(release_dir)
+    per_sample: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    missing: list[str] = []
+    for sample in range(fingerprint.samples):  # each sample index is one replicate of the whole evaluation
+        traces = by_sample.get(sample, {})
+        correct = judged_correct(traces, {qid: list(row.answers) for qid, row in gold.items()}, judge, run_dir)
+        episodes = episodes_for_run(traces, diagnostics, gold, environment=fingerprint.environment, store=store,
+                                    parametric=parametric, gathering_tools=gathering_tools, correct=correct)
+        per_sample.append(factorise(episodes))
+        rows.extend({**row, "sample": sample} if fingerprint.samples > 1 else row for row in episode_rows(episodes))
+        # questions the run has no trace for cannot be classified: listed, never silently dropped
+        missing.extend(unit_label((qid, sample)) for qid in gold if qid not in traces)
+    result = per_sample[0] if fingerprint.samples == 1 else {
+        **mean_over_samples(per_sample), "samples": fingerprint.samples, "reduced": SAMPLE_MEAN_RULE}
+    result["missing"] = missing
     result["run"] = {"agent": fingerprint.agent, "model": fingerprint.model,
                      "environment": fingerprint.environment, "release_id": fingerprint.release_id,
                      "agent_config": fingerprint.agent_config,
@@ -276,7 +302,7 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
     result["correctness"] = ({"judge": judge.model, "base_url": judge.base_url, "prompt_sha256": PROMPT_HASH}
                              if judge is not None else "exact match")
     if write:
-        write_jsonl(run_dir / FACTORISED_ROWS_FILE, episode_rows(episodes))
+        write_jsonl(run_dir / FACTORISED_ROWS_FILE, rows)
         atomic_write_json(run_dir / FACTORISED_FILE, result)
     return result
 

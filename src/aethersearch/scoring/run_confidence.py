@@ -3,8 +3,8 @@
 Why separate from ``risk_coverage``: the curve is pure arithmetic on (outcome,
 correct, confidence); *which* confidence a run has depends on what it recorded.
 The stated confidence lives in the final reply of ``traces.jsonl``; search effort in
-the usage the scorer already joined. (The agreement of K samples becomes a third
-signal once runs carry several samples per question.)
+the usage the scorer already joined; the agreement of a K-sample run's samples
+with their majority answer in the scored rows.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from aethersearch.jsonl import iter_jsonl
 from aethersearch.records import Outcome
 from aethersearch.scoring.join import TRACES_FILE
+from aethersearch.text import normalize_answer
 from aethersearch.scoring.risk_coverage import RiskCoverage, RiskInputs, risk_coverage, stated_confidence
 from aethersearch.scoring.scores_file import QuestionScore, Scores
 
@@ -35,8 +36,21 @@ def _responses(run_dir: Path, kind: str) -> dict[str, str]:
     return {qid: text for qid, (_attempt, text) in found.items()}
 
 
+def agreement(row: QuestionScore) -> float:
+    """The share of a question's K samples whose normalised answer is the majority sample's (``samples`` signal)."""
+    lead = row.samples[row.majority_sample].prediction
+    key = None if lead is None else normalize_answer(lead)
+    return sum((None if s.prediction is None else normalize_answer(s.prediction)) == key
+               for s in row.samples) / len(row.samples)
+
+
 def confidence_inputs(rows: Sequence[QuestionScore], responses: dict[str, str]) -> tuple[str, RiskInputs]:
-    """The signal used (``stated`` when any answer states a confidence, else ``effort``) and the per-question inputs."""
+    """The signal and the per-question inputs: ``stated`` when any answer states a confidence, else ``samples``
+    for a K-sample run (the majority answer is the covered one, scored by its maj@K value), else ``effort``."""
+    if any(r.k > 1 for r in rows):
+        return "samples", RiskInputs(
+            [r.outcome for r in rows], [r.majority.get(CORRECT_METRIC, 0.0) for r in rows],
+            [agreement(r) if r.outcome == Outcome.ANSWERED.value else None for r in rows])
     answered = [r for r in rows if r.outcome == Outcome.ANSWERED.value]
     stated = {r.id: stated_confidence(responses.get(r.id)) for r in answered}
     signal = "stated" if any(v is not None for v in stated.values()) else "effort"

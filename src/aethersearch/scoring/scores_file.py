@@ -11,6 +11,11 @@ Layout on disk (unchanged in spirit from version 1): ``scores.json`` holds the
 summary and pins ``scores_questions.jsonl`` (one :class:`QuestionScore` per
 release question) by sha256; ``Scores.per_question`` carries those rows in
 memory and is never written into ``scores.json`` itself.
+
+With K samples per question (``samples``), a question's ``values`` are the means
+over its K samples (so every ``metrics`` figure is mean@K), each sample is kept in
+``samples``, ``correct`` is c of K per 0/1 metric, and ``reducers`` holds
+``mean@K``, ``pass@1..K`` and ``maj@K`` per metric (``scoring/reducers.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ __all__ = [
     "SCORES_SCHEMA_VERSION",
     "BootstrapSettings",
     "BudgetSummary",
+    "SampleScore",
+    "VarianceShare",
     "Disagreement",
     "ErrorSummary",
     "JoinSummary",
@@ -48,8 +55,9 @@ __all__ = [
     "read_scores",
 ]
 
-SCORES_SCHEMA_VERSION = 2
-"""2: gold binding, error counts, abstention-aware metrics, nested per-question values (1 was untyped)."""
+SCORES_SCHEMA_VERSION = 3
+"""3: K samples per question (reducers, c of K, variance share); 2: gold binding, error counts,
+abstention-aware metrics, nested per-question values (1 was untyped)."""
 
 SCORES_FILE = "scores.json"
 QUESTIONS_FILE = "scores_questions.jsonl"
@@ -91,8 +99,23 @@ class BudgetSummary(Record):
     stop_reasons: dict[str, int]
 
 
+class VarianceShare(Record):
+    """The share of the mean@K estimate's variance that is sampling noise within questions (K > 1)."""
+
+    share: float | None
+    within_variance: float | None
+    between_variance: float | None
+
+
+#: metric -> reducer (``mean@K``, ``pass@k``, ``maj@K``) -> estimate, each CI clustered by question
+Reducers = dict[str, dict[str, MetricEstimate]]
+
+
 class SourceScores(Record):
-    """One source's estimates; ``errors`` questions of it ended in an error outcome (scored 0)."""
+    """One source's estimates; ``errors`` rollouts of it ended in an error outcome (scored 0).
+
+    ``n`` counts questions; outcome, usage and budget counts are of rollouts (questions x K).
+    """
 
     n: int
     errors: int
@@ -100,6 +123,8 @@ class SourceScores(Record):
     outcomes: dict[str, int]
     usage: UsageSummary
     budget: BudgetSummary
+    reducers: Reducers = Field(default_factory=dict)
+    variance: dict[str, VarianceShare] = Field(default_factory=dict)
 
 
 class MicroScores(Record):
@@ -109,6 +134,8 @@ class MicroScores(Record):
     n: int
     errors: int
     metrics: dict[str, MetricEstimate]
+    reducers: Reducers = Field(default_factory=dict)
+    variance: dict[str, VarianceShare] = Field(default_factory=dict)
 
 
 class MacroScores(Record):
@@ -118,6 +145,7 @@ class MacroScores(Record):
     sources: int
     errors: int
     metrics: dict[str, MetricEstimate]
+    reducers: Reducers = Field(default_factory=dict)
 
 
 class Overall(Record):
@@ -135,6 +163,8 @@ class BootstrapSettings(Record):
     level: float
     method: str
     strata: str
+    #: what one bootstrap draw resamples: questions, with all K samples of a question together
+    clusters: str = "question"
 
 
 class JoinSummary(Record):
@@ -191,8 +221,27 @@ class PerQuestionFile(Record):
     rows: int
 
 
+class SampleScore(Record):
+    """One of a question's K samples: what that rollout produced and its metric values."""
+
+    sample: int
+    outcome: str
+    stop_reason: str | None
+    present: bool
+    prediction: str | None
+    values: dict[str, float]
+
+
 class QuestionScore(Record):
-    """One row of ``scores_questions.jsonl``: a release question, what the run produced, its metric values."""
+    """One row of ``scores_questions.jsonl``: a release question, what the run produced, its metric values.
+
+    With K > 1 samples: ``values`` are the means over the samples (mean@K),
+    ``outcome``/``prediction``/``stop_reason`` are those of the majority sample
+    (``majority_sample``), ``present`` says every sample has a row, ``usage`` is
+    summed over the samples and ``samples`` holds each one. ``correct`` is c of K
+    for each 0/1 metric and ``majority`` each metric's maj@K value (K = 1: the
+    question's own values).
+    """
 
     id: str
     source: str
@@ -203,6 +252,22 @@ class QuestionScore(Record):
     values: dict[str, float]
     usage: Usage | None = None
     judge_verdict: str | None = None
+    correct: dict[str, int] = Field(default_factory=dict)
+    majority: dict[str, float] = Field(default_factory=dict)
+    majority_sample: int = 0
+    samples: list[SampleScore] = Field(default_factory=list)
+
+    @property
+    def k(self) -> int:
+        """How many samples the question has (1 when ``samples`` is empty)."""
+        return len(self.samples) or 1
+
+    def reduced(self, metric: str, reducer: str) -> float:
+        """This question's value of ``reducer`` (``mean@K``, ``pass@k``, ``maj@K``) for ``metric``."""
+        from aethersearch.scoring.reducers import reducer_value
+
+        return reducer_value(reducer, samples=self.k, mean=self.values[metric], correct=self.correct.get(metric),
+                             majority=self.majority.get(metric, self.values[metric]))
 
 
 class Scores(Record):
@@ -236,16 +301,24 @@ class Scores(Record):
     risk_coverage: dict[str, Any] | None = None
     #: ``scoring.budget_curve`` (``aether score --budget-curve``): accuracy at every smaller tool-call/token budget
     budget_curve: dict[str, Any] | None = None
+    #: K: samples per question (every ``metrics`` figure is then mean@K)
+    samples: int = 1
     per_question: tuple[QuestionScore, ...] = Field(default=(), exclude=True)
 
-    def per_question_values(self, metric: str) -> dict[str, tuple[str, float]]:
-        """``{id: (source, value)}`` of one metric (refused, naming the valid ones, when it was not scored)."""
+    def per_question_values(self, metric: str, reducer: str | None = None) -> dict[str, tuple[str, float]]:
+        """``{id: (source, value)}`` of one metric (refused, naming the valid ones, when it was not scored).
+
+        ``reducer`` (``mean@K``, ``pass@k``, ``maj@K``) picks a K-sample reducer; None is the
+        question's mean over its samples (mean@K; with one sample, the value itself).
+        """
         from aethersearch.errors import ConfigError
 
         if metric not in self.metrics:
             raise ConfigError(f"{self.run_dir} has no {metric!r} scores",
                               fix=f"use one of: {', '.join(self.metrics)}, or rescore the run")
-        return {row.id: (row.source, row.values[metric]) for row in self.per_question}
+        if reducer is None:
+            return {row.id: (row.source, row.values[metric]) for row in self.per_question}
+        return {row.id: (row.source, row.reduced(metric, reducer)) for row in self.per_question}
 
 
 def _rescore(run_dir: Path) -> str:
