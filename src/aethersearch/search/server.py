@@ -51,9 +51,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.corpus.chunking import passage_page
+from aethersearch.corpus.importers import row_contents
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 from aethersearch.search.base import SearchIndex
+from aethersearch.search.modes import RETRIEVAL_MODES, health_facts, retrieval_modes, title_text
 
 JSON = "application/json"
 
@@ -77,13 +79,14 @@ class ServerLimits(Record):
 
 
 class RetrieveRequest(BaseModel):
-    """Search-R1's ``QueryRequest``."""
+    """Search-R1's ``QueryRequest``, plus AetherSearch's ``mode`` (absent: the served index as built)."""
 
     model_config = ConfigDict(extra="ignore")
 
     queries: list[str]
     topk: int | None = None
     return_scores: bool = False
+    mode: str | None = None
 
 
 class AccessRequest(BaseModel):
@@ -107,12 +110,7 @@ def _json(body: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type=JSON)
 
 
-def _contents(raw: dict[str, Any]) -> str:
-    """The row's own ``contents`` when the corpus had one that rebuilding would change, else rebuilt."""
-    own = raw.get("source_contents")
-    if own is not None:
-        return str(own)
-    return f'"{raw.get("title", "")}"\n{raw.get("text", "")}'
+_contents = row_contents  # the row's own ``contents`` when the corpus had one, else ``"Title"\nText``
 
 
 def _wire_id(raw: dict[str, Any]) -> Any:
@@ -170,6 +168,20 @@ class Retriever:
         self.pages_separate = pages_separate  # hits are passages whose url names their page
         self._raw = getattr(store, "raw_at", None)
         self._row_of = getattr(store, "row_of", None)
+        self.modes = retrieval_modes(index)
+
+    def index_for(self, mode: str | None) -> SearchIndex:
+        """The index a request's ``mode`` names; a 400 naming the valid modes otherwise."""
+        if mode is None:
+            return self.index
+        if mode not in RETRIEVAL_MODES:
+            raise HTTPProblem(400, f"unknown retrieval mode {mode!r}; valid modes: {', '.join(RETRIEVAL_MODES)} "
+                                   f"(this server offers: {', '.join(self.modes) or 'none'}; omit mode for the default)")
+        if mode not in self.modes:
+            raise HTTPProblem(400, f"retrieval mode {mode!r} is not offered by this server's "
+                                   f"{getattr(self.index, 'backend', type(self.index).__name__)} index; it offers: "
+                                   f"{', '.join(self.modes) or 'none (omit mode)'}")
+        return self.modes[mode]
 
     def fetch(self, doc_id: str) -> dict[str, Any] | None:
         """``{"id", "contents", "title", "text"}`` of a stored document, or None if absent."""
@@ -200,7 +212,9 @@ class Retriever:
         if not url:
             page = passage_page(str(raw["id"])) if self.pages_separate else str(raw["id"])
             url = url_for(page, self.limits.url_prefix)
-        return {"id": _wire_id(raw), "contents": _contents(raw), "url": url}
+        contents = _contents(raw)
+        title, text = title_text(contents)  # AetherSearch's hits carry title and text, split as they split
+        return {"id": _wire_id(raw), "contents": contents, "url": url, "title": title, "text": text}
 
     def hits(self, results: list[list[tuple[str, float]]]) -> list[list[tuple[dict[str, Any], float]]]:
         """Documents for one request's hits; ``ResponseTooLarge`` once they pass the response limit."""
@@ -212,17 +226,17 @@ class Retriever:
                 if raw is None:  # never a phantom document
                     continue
                 doc = self.wire(raw)
-                budget -= len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
+                budget -= 2 * len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
                 if budget < 0:
                     raise ResponseTooLarge()
                 rows.append((doc, float(score)))
             out.append(rows)
         return out
 
-    def __call__(self, requests: list[list[str]], k: int) -> list[Any]:
+    def __call__(self, requests: list[list[str]], k: int, mode: str | None = None) -> list[Any]:
         """One batched index call for several requests' queries; per request its hits or its error."""
         flat = [q for queries in requests for q in queries]
-        results = self.index.search(flat, k) if flat else []
+        results = self.index_for(mode).search(flat, k) if flat else []
         out: list[Any] = []
         start = 0
         for queries in requests:
@@ -249,27 +263,27 @@ class MicroBatcher:
         self.executor = executor
         self.limits = limits
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[tuple[list[str], int, asyncio.Future[Any]]] | None = None
+        self._queue: asyncio.Queue[tuple[list[str], tuple[int, str | None], asyncio.Future[Any]]] | None = None
         self._workers: list[asyncio.Task[None]] = []
         self.calls = 0  # index calls made (tests and /health read it)
 
-    def _ensure_started(self) -> asyncio.Queue[tuple[list[str], int, asyncio.Future[Any]]]:
+    def _ensure_started(self) -> asyncio.Queue[tuple[list[str], tuple[int, str | None], asyncio.Future[Any]]]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._queue is None:
             self._loop, self._queue = loop, asyncio.Queue()
             self._workers = [loop.create_task(self._work()) for _ in range(self.limits.workers)]
         return self._queue
 
-    async def run(self, queries: list[str], k: int) -> list[list[tuple[dict[str, Any], float]]]:
-        """Results for ``queries`` at ``k``, computed in a (possibly shared) batched call."""
+    async def run(self, queries: list[str], k: int, mode: str | None = None) -> list[list[tuple[dict[str, Any], float]]]:
+        """Results for ``queries`` at ``k`` (and ``mode``), computed in a (possibly shared) batched call."""
         loop = asyncio.get_running_loop()
         if not self.limits.micro_batch:
             self.calls += 1
-            (result,) = await loop.run_in_executor(self.executor, self.fn, [queries], k)
+            (result,) = await loop.run_in_executor(self.executor, self.fn, [queries], k, mode)
         else:
             queue = self._ensure_started()
             future: asyncio.Future[Any] = loop.create_future()
-            queue.put_nowait((queries, k, future))
+            queue.put_nowait((queries, (k, mode), future))
             result = await future
         if isinstance(result, HTTPProblem):
             raise result
@@ -285,13 +299,13 @@ class MicroBatcher:
                 item = queue.get_nowait()
                 batch.append(item)
                 size += len(item[0])
-            groups: dict[int, list[tuple[list[str], int, asyncio.Future[Any]]]] = {}
+            groups: dict[tuple[int, str | None], list[tuple[list[str], tuple[int, str | None], asyncio.Future[Any]]]] = {}
             for item in batch:
                 groups.setdefault(item[1], []).append(item)
-            for k, items in groups.items():
+            for (k, mode), items in groups.items():
                 try:
                     self.calls += 1
-                    results = await loop.run_in_executor(self.executor, self.fn, [item[0] for item in items], k)
+                    results = await loop.run_in_executor(self.executor, self.fn, [item[0] for item in items], k, mode)
                 except Exception as exc:  # noqa: BLE001 -- forwarded: every waiting request gets the error
                     for _, _, future in items:
                         if not future.done():
@@ -413,7 +427,8 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     async def answer(raw: bytes) -> bytes:
         req = _parse(raw, RetrieveRequest)
         topk = _validate_retrieve(req, limits)
-        results = await batcher.run(req.queries, topk) if req.queries else []
+        retriever.index_for(req.mode)  # an unknown or unserved mode is a 400 before any work
+        results = await batcher.run(req.queries, topk, req.mode) if req.queries else []
         body: list[list[Any]]
         if req.return_scores:
             body = [[{"document": doc, "score": score} for doc, score in hits] for hits in results]
@@ -453,6 +468,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
             "store_hash": store.content_hash, "documents": len(store),
             "limits": limits.model_dump(), "index_calls": batcher.calls,
+            **health_facts(index, store, retriever.modes),
         })
 
     app.add_middleware(RetrieveFastPath, answer=answer, max_body_bytes=limits.max_body_bytes)
