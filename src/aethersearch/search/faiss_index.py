@@ -258,3 +258,19 @@ class FaissIndex(IndexIdentity):
         return {"index_ntotal": int(self.index.ntotal), "embedding_dimension": int(self.index.d),
                 "index_type": type(self.index).__name__ if self.gpu_enabled else self.cpu_type,
                 "faiss_gpu_enabled": self.gpu_enabled}
+
+
+def import_searchr1(faiss_file: str | Path, corpus: str | Path, encoder: str, out_dir: str | Path, *,
+                    retriever_name: str = "e5", overwrite: bool = False,
+                    on_document: Callable[[str, int, int], None] | None = None) -> Any:
+    """Serve Search-R1's ``e5_Flat.index`` + ``wiki-18.jsonl`` as an index directory, without re-encoding.
+
+    The corpus is imported into a memory-mapped store in file order (row i = index row i);
+    the index file is linked; the encoder follows Search-R1's conventions for ``retriever_name``.
+    """
+    from aethersearch.search.encoders import searchr1_conventions
+    from aethersearch.search.index_dir import build_index
+
+    config = FaissConfig(encoder=searchr1_conventions(retriever_name, encoder), source_index=str(faiss_file))
+    return build_index(corpus, "faiss", out_dir, config=config.model_dump(), corpus_format="jsonl",
+                       overwrite=overwrite, on_document=on_document)
