@@ -135,7 +135,7 @@ def main() -> None:
             if exact_ids is None:
                 exact_ids = ids
             recall = recall_at_k(exact_ids, ids)
-            bare_qps = statistics.median(per_query(lambda i: index.search(queries[i:i + 1], 10), args.queries)
+            bare_qps = statistics.median(per_query(lambda i, ix=index: ix.search(queries[i:i + 1], 10), args.queries)
                                          for _ in range(args.passes))
             row = {"kind": kind, "recall@10": round(recall, 4), "bare_qps": round(bare_qps, 1), "bytes": size,
                    "build_s": round(build_s, 1), "gb_21m_384": round(size / args.n * WIKI18 / 1e9, 2)}
