@@ -118,6 +118,14 @@ def measure_recall(faiss: Any, index: Any, vectors: np.ndarray, config: FaissCon
     return round(recall_at_k(exact, approx), 4)
 
 
+def served_type(faiss: Any, index: Any) -> str:
+    """The index's class as a reader of its file sees it (``index_factory``'s ``IndexFlat`` reads back as ``IndexFlatIP``)."""
+    name = type(faiss.downcast_index(index)).__name__
+    if name == "IndexFlat":
+        return "IndexFlatIP" if index.metric_type == faiss.METRIC_INNER_PRODUCT else "IndexFlatL2"
+    return name
+
+
 def _to_device(faiss: Any, index: Any, mode: str) -> tuple[Any, bool]:
     """The index on all GPUs when wanted and possible (Search-R1's cloner options), else on CPU."""
     if mode == "off":
@@ -196,13 +204,13 @@ class FaissIndex(IndexIdentity):
             for start in range(0, len(store), 65_536):
                 index.add(np.ascontiguousarray(vectors[start:start + 65_536]))
             apply_search_knobs(faiss, index, config)
-            exact = type(faiss.downcast_index(index)).__name__.startswith("IndexFlat")
+            exact = served_type(faiss, index).startswith("IndexFlat")
             recall = 1.0 if exact else measure_recall(faiss, index, vectors, config)
             faiss.write_index(index, str(target))
             del vectors
         finally:
             os.unlink(vectors_file.name)
-        return {"documents": len(store), "dimension": encoder.dimension, "index_type": type(faiss.downcast_index(index)).__name__,
+        return {"documents": len(store), "dimension": encoder.dimension, "index_type": served_type(faiss, index),
                 "recall_at_10_vs_flat": recall, "index_bytes": target.stat().st_size}
 
     @classmethod
@@ -221,7 +229,7 @@ class FaissIndex(IndexIdentity):
         os.symlink(source, target)
         if on_document is not None:
             on_document(len(store))
-        return {"documents": len(store), "dimension": int(index.d), "index_type": type(faiss.downcast_index(index)).__name__,
+        return {"documents": len(store), "dimension": int(index.d), "index_type": served_type(faiss, index),
                 "imported_from": str(source), "index_bytes": source.stat().st_size}
 
     @classmethod
@@ -231,7 +239,7 @@ class FaissIndex(IndexIdentity):
         config = FaissConfig.model_validate(manifest["config"])
         cpu_index = read_faiss_file(faiss, index_dir / FAISS_DIR / INDEX_FILE)
         apply_search_knobs(faiss, cpu_index, config)
-        cpu_type = type(faiss.downcast_index(cpu_index)).__name__
+        cpu_type = served_type(faiss, cpu_index)
         index, on_gpu = _to_device(faiss, cpu_index, config.gpu)
         return cls(index, TransformerEncoder(config.encoder), store, config, manifest["corpus_hash"],
                    manifest["index_hash"], gpu_enabled=on_gpu, cpu_type=cpu_type)
