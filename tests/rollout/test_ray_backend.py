@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from collections import Counter
 from pathlib import Path
 
@@ -100,8 +102,8 @@ def test_bad_backend_settings_are_config_errors(tmp_path: Path) -> None:
         run_sharded(qs, "search-r1", _env_builder, Budget(), tmp_path / "run", fp, executor="dask")
 
 
-@pytest.mark.skipif(ray_available(), reason="ray is installed: the missing-package error cannot occur")
-def test_the_ray_executor_without_ray_explains_how_to_get_it(tmp_path: Path) -> None:
+def test_the_ray_executor_without_ray_explains_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if absent, also where ray is installed
     qs, rollout = _setup(tmp_path, 2)
     fp = helpers.fingerprint(rollout, SearchR1Agent(), None, count=2)
     with pytest.raises(ConfigError, match="needs the ray package"):

@@ -33,7 +33,8 @@ def _expected(demo_index, queries: list[str], k: int) -> list[list[dict[str, Any
         for doc_id, score in hits:
             doc = demo_index.store.get(doc_id)
             rows.append({"document": {"id": doc_id, "contents": f'"{doc.title}"\n{doc.text}',
-                                      "url": url_for(doc_id, WIKI)}, "score": score})
+                                      "url": url_for(doc_id, WIKI), "title": doc.title, "text": doc.text},
+                         "score": score})
         out.append(rows)
     return out
 
@@ -70,12 +71,12 @@ def test_both_response_shapes(app, demo_index) -> None:  # type: ignore[no-untyp
     with_scores = _run(_post(app, "/retrieve", json={"queries": ["born in"], "topk": 2, "return_scores": True}))
     without = _run(_post(app, "/retrieve", json={"queries": ["born in"], "topk": 2, "return_scores": False}))
     hits = with_scores.json()["result"][0]
-    assert set(hits[0]) == {"document", "score"} and set(hits[0]["document"]) == {"id", "contents", "url"}
+    assert set(hits[0]) == {"document", "score"} and set(hits[0]["document"]) == {"id", "contents", "url", "title", "text"}
     assert isinstance(hits[0]["score"], float)
     assert without.json() == {"result": [[h["document"] for h in hits]]}
     default = _run(_post(app, "/retrieve", json={"queries": ["born in"]}))  # return_scores defaults to false
     default_hits = default.json()["result"][0]
-    assert len(default_hits) == 3 and all(set(h) == {"id", "contents", "url"} for h in default_hits)
+    assert len(default_hits) == 3 and all(set(h) == {"id", "contents", "url", "title", "text"} for h in default_hits)
     assert default_hits[:2] == without.json()["result"][0]
 
 

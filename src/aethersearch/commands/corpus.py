@@ -81,7 +81,10 @@ def register(app: typer.Typer) -> None:
     @index_app.command("build")
     def index_build(
         corpus: Path = typer.Argument(..., help="a store directory, or a corpus file to import first"),
-        backend: str = typer.Option("bm25", "--backend", help="bm25 | bm25-maxscore | dense | hybrid"),
+        backend: str = typer.Option("bm25", "--backend", help="bm25 | bm25-maxscore | dense | faiss | hybrid"),
+        faiss_index: str | None = typer.Option(None, "--faiss-index", help="faiss kind: Flat | HNSW32 | IVF4096,PQ64 "
+                                                                         "(any faiss factory string; --backend faiss)"),
+        encoder: str | None = typer.Option(None, "--encoder", help="Hugging Face model folder or name (--backend faiss)"),
         out: Path = typer.Option(..., "--out", "-o", help="index directory to write"),
         fmt: str = typer.Option("jsonl", "--format", help="format of a raw corpus file"),
         links: Path | None = typer.Option(None, "--links", help="links TSV for a raw corpus"),
@@ -92,6 +95,7 @@ def register(app: typer.Typer) -> None:
         import contextlib
 
         from aethersearch.commands.progress import progress
+        from aethersearch.errors import ConfigError
         from aethersearch.search.index_dir import build_index
 
         with contextlib.ExitStack() as phases:
@@ -104,13 +108,42 @@ def register(app: typer.Typer) -> None:
                 if done % 256 == 0 or done == total:
                     current["update"](done, total or None)
 
-            opened = build_index(corpus, backend, out, config=_settings(settings), corpus_format=fmt,
+            config = _settings(settings)
+            if backend == "faiss":
+                config = faiss_settings(config, faiss_index, encoder)
+            elif faiss_index or encoder:
+                raise ConfigError("--faiss-index and --encoder apply to --backend faiss", fix="pass --backend faiss")
+            opened = build_index(corpus, backend, out, config=config, corpus_format=fmt,
                                  links=links, overwrite=force, on_document=report)
             if current:
                 current["update"](opened.manifest["corpus_size"], opened.manifest["corpus_size"])
         stats = opened.manifest["build_stats"]
         console.print(f"[green]built[/] {backend} index of {opened.manifest['corpus_size']:,} documents in "
                       f"{stats['seconds']:.1f}s (peak RSS {stats['peak_rss_mb']:.0f} MB) -> {escape(str(out))}")
+        console.print(f"index hash {opened.manifest['index_hash']}", soft_wrap=True)
+
+    @index_app.command("import")
+    def index_import(
+        kind: str = typer.Argument(..., metavar="KIND", help="searchr1: Search-R1's faiss index + corpus, as is"),
+        faiss_file: Path = typer.Option(..., "--faiss", help="their index file (e5_Flat.index)"),
+        corpus: Path = typer.Option(..., "--corpus", help="their corpus (wiki-18.jsonl); row i = index row i"),
+        encoder: str = typer.Option(..., "--encoder", help="the query encoder's Hugging Face folder (e5-base-v2)"),
+        out: Path = typer.Option(..., "--out", "-o", help="index directory to write"),
+        retriever_name: str = typer.Option("e5", "--retriever-name", help="their --retriever_name: picks prefixes "
+                                                                           "and pooling (e5, bge, ...)"),
+        force: bool = typer.Option(False, "--force", help="replace an existing index"),
+    ) -> None:
+        """Serve another project's dense index without re-encoding (linked, checked against corpus and encoder)."""
+        from aethersearch.errors import ConfigError
+        from aethersearch.search.faiss_index import import_searchr1
+
+        if kind != "searchr1":
+            raise ConfigError(f"unknown index import kind {kind!r}", fix="use: searchr1")
+        with console.status("importing the corpus and checking the index..."):
+            opened = import_searchr1(faiss_file, corpus, encoder, out, retriever_name=retriever_name, overwrite=force)
+        stats = opened.manifest["build_stats"]
+        console.print(f"[green]imported[/] {stats['index_type']} of {stats['documents']:,} vectors x "
+                      f"{stats['dimension']} -> {escape(str(out))}", soft_wrap=True)
         console.print(f"index hash {opened.manifest['index_hash']}", soft_wrap=True)
 
     @app.command("search")
@@ -194,6 +227,15 @@ def register(app: typer.Typer) -> None:
 
         run_server(str(index), host=host, port=port, limits=limits, pages_dir=str(pages) if pages else None,
                    processes=processes, http=http, loop=loop, on_ready=ready)
+
+
+def faiss_settings(config: dict[str, Any], kind: str | None, encoder: str | None) -> dict[str, Any]:
+    """``--faiss-index`` and ``--encoder`` folded into the faiss backend's ``--set`` settings."""
+    if kind is not None:
+        config = {**config, "factory": kind}
+    if encoder is not None:
+        config = {**config, "encoder": {**config.get("encoder", {}), "model": encoder}}
+    return config
 
 
 def _mb(value: float) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from aethersearch.errors import ConfigError
 
@@ -58,7 +58,10 @@ class WandbLogger:
     def __init__(self, project: str, log_dir: Path, mode: str = "offline") -> None:
         import wandb
 
-        self.run: Any = wandb.init(project=project, dir=str(log_dir), mode=mode, reinit=True)
+        if mode not in ("online", "offline", "disabled"):  # wandb's typed modes; checked before the cast below
+            raise ConfigError(f"unknown wandb mode {mode!r}", fix="use online, offline or disabled")
+        wandb_mode = cast(Literal["online", "offline", "disabled"], mode)
+        self.run: Any = wandb.init(project=project, dir=str(log_dir), mode=wandb_mode, reinit=True)
 
     def log(self, metrics: Mapping[str, float], step: int | None) -> None:
         """``wandb.log`` of the numeric metrics at ``step``."""

@@ -30,7 +30,7 @@ import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 import orjson
@@ -64,6 +64,16 @@ def parse_contents(contents: str) -> tuple[str, str]:
     if len(title) >= 2 and title[0] == '"' and title[-1] == '"':
         title = title[1:-1]
     return title, rest
+
+
+def row_contents(raw: dict[str, Any]) -> str:
+    """A stored row's Search-R1 ``contents``: its own when the corpus gave one, else ``"Title"\\nText``.
+
+    The one rule for what the server returns as ``contents`` and what the faiss
+    backend encodes (Search-R1's index builder encodes ``contents``).
+    """
+    own = raw.get("source_contents")
+    return str(own) if own is not None else f'"{raw.get("title", "")}"\n{raw.get("text", "")}'
 
 
 def read_links_tsv(path: str | Path, *, url_decode: bool = False) -> Iterator[tuple[int, str, str]]:

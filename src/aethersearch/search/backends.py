@@ -16,6 +16,7 @@ INDEX_BACKENDS: dict[str, str] = {
     "bm25": "aethersearch.search.bm25:BM25Index",
     "bm25-maxscore": "aethersearch.search.bm25_maxscore:BM25MaxScoreIndex",
     "dense": "aethersearch.search.dense:DenseIndex",
+    "faiss": "aethersearch.search.faiss_index:FaissIndex",
     "hybrid": "aethersearch.search.hybrid:HybridIndex",
 }
 

@@ -1,4 +1,4 @@
-"""Hybrid retrieval: reciprocal-rank fusion (RRF) of several indexes over the same store.
+"""Hybrid retrieval: reciprocal-rank fusion (RRF), or AetherSearch's min-max score fusion, over one store.
 
 Why RRF (Cormack, Clarke & Buettcher, SIGIR 2009): BM25 and dense scores live on
 different scales, so fusing by rank, ``score(d) = sum_i w_i / (k_rrf + rank_i(d))``,
@@ -6,6 +6,13 @@ needs no score calibration and is robust. Each component contributes its top
 ``depth`` hits; ties are broken by the best single rank, then by id, so fusion is
 deterministic. The component indexes' hashes are stored as an artefact, so the
 hybrid ``index_hash`` changes whenever a component changes.
+
+``fusion="aethersearch-minmax"`` is AetherSearch's own fusion (``hybrid_retrieval_server.py``
+``_fuse_one``, github.com/Muradil-mamat-211/AetherSearch at d2a21bd), exactly: each
+side's top ``depth`` (their ``--dense-topn``/``--bm25-topn``, 20) is min-max normalised
+(all equal -> 1.0), a document missing from a side gets 0 there, the score is
+``alpha * dense + (1 - alpha) * sparse`` (alpha 0.5), and ties keep first appearance,
+dense hits first. It needs exactly one dense and one sparse component.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from aethersearch.corpus.store import JsonlStore
@@ -21,17 +30,21 @@ from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json, loads
 from aethersearch.records import Record
 from aethersearch.search.base import IndexIdentity, SearchIndex
+from aethersearch.search.modes import DENSE_BACKENDS, SPARSE_BACKENDS
 
 HYBRID_DIR = "hybrid"
+MINMAX_DEPTH = 20
 
 
 class HybridConfig(Record):
     """Component index directories (absolute after build), RRF constant, depth and weights."""
 
     indexes: list[str] = Field(min_length=1)
+    fusion: Literal["rrf", "aethersearch-minmax"] = "rrf"
     k_rrf: int = Field(default=60, ge=1)
-    depth: int = Field(default=100, ge=1, description="hits taken from each component")
+    depth: int = Field(default=100, ge=1, description="hits taken from each component (aethersearch-minmax: 20)")
     weights: list[float] | None = None
+    alpha: float = Field(default=0.5, ge=0.0, le=1.0, description="aethersearch-minmax: weight of the dense side")
 
     @model_validator(mode="after")
     def _weights_match(self) -> HybridConfig:
@@ -39,6 +52,14 @@ class HybridConfig(Record):
             raise ConfigError(f"hybrid has {len(self.indexes)} indexes but {len(self.weights)} weights",
                               fix="give one weight per index, or none")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _minmax_depth(cls, data: Any) -> Any:
+        """AetherSearch's fusion takes 20 hits per side (their --dense-topn / --bm25-topn) unless told otherwise."""
+        if isinstance(data, dict) and data.get("fusion") == "aethersearch-minmax" and "depth" not in data:
+            return {**data, "depth": MINMAX_DEPTH}
+        return data
 
 
 def rrf_fuse(rankings: Sequence[Sequence[tuple[str, float]]], k: int, k_rrf: int = 60,
@@ -53,6 +74,29 @@ def rrf_fuse(rankings: Sequence[Sequence[tuple[str, float]]], k: int, k_rrf: int
             best[doc_id] = min(best.get(doc_id, rank), rank)
     order = sorted(fused, key=lambda d: (-fused[d], best[d], d))
     return [(d, fused[d]) for d in order[:k]]
+
+
+def minmax(scores: Sequence[float]) -> list[float]:
+    """AetherSearch's ``minmax``: scale to [0, 1]; a flat list (spread under 1e-12) becomes all 1.0."""
+    if not scores:
+        return []
+    lo, hi = min(scores), max(scores)
+    if hi - lo < 1e-12:
+        return [1.0 for _ in scores]
+    return [(s - lo) / (hi - lo) for s in scores]
+
+
+def minmax_fuse(dense: Sequence[tuple[str, float]], sparse: Sequence[tuple[str, float]], k: int,
+                alpha: float = 0.5) -> list[tuple[str, float]]:
+    """AetherSearch's hybrid fusion of one query's dense and sparse hits into the top ``k``."""
+    combined: dict[str, list[float]] = {}
+    for side, hits in ((0, dense), (1, sparse)):
+        for (doc_id, _), score in zip(hits, minmax([s for _, s in hits]), strict=True):
+            entry = combined.setdefault(doc_id, [0.0, 0.0])
+            entry[side] = max(entry[side], score)
+    ranked = [(doc_id, alpha * d + (1.0 - alpha) * s) for doc_id, (d, s) in combined.items()]
+    ranked.sort(key=lambda pair: pair[1], reverse=True)  # stable: ties keep first appearance
+    return ranked[:k]
 
 
 class HybridIndex(IndexIdentity):
@@ -112,10 +156,32 @@ class HybridIndex(IndexIdentity):
             if callable(warm):
                 warm()
 
+    def _sides(self) -> tuple[SearchIndex, SearchIndex]:
+        """The (dense, sparse) components, in that order, for the min-max fusion and for ``mode``."""
+        kinds = [getattr(c, "backend", "") for c in self.components]
+        dense = [c for c, b in zip(self.components, kinds, strict=True) if b in DENSE_BACKENDS]
+        sparse = [c for c, b in zip(self.components, kinds, strict=True) if b in SPARSE_BACKENDS]
+        if len(dense) != 1 or len(sparse) != 1 or len(self.components) != 2:
+            raise ConfigError(f"this hybrid's components are {kinds}; AetherSearch's fusion and modes need one "
+                              f"dense ({', '.join(sorted(DENSE_BACKENDS))}) and one sparse "
+                              f"({', '.join(sorted(SPARSE_BACKENDS))})", fix="build the hybrid from a faiss and a bm25 index")
+        return dense[0], sparse[0]
+
+    def modes(self) -> dict[str, SearchIndex]:
+        """AetherSearch's retrieval modes this index can serve: ``hybrid`` always, ``dense``/``sparse`` by component."""
+        try:
+            dense, sparse = self._sides()
+        except ConfigError:
+            return {"hybrid": self}
+        return {"hybrid": self, "dense": dense, "sparse": sparse}
+
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
-        """Top-``k`` fused ``(doc_id, rrf score)`` per query."""
+        """Top-``k`` fused ``(doc_id, score)`` per query (RRF score, or AetherSearch's fused min-max score)."""
         if k <= 0:
             return [[] for _ in queries]
+        if self.config.fusion == "aethersearch-minmax":
+            dense, sparse = (side.search(queries, self.config.depth) for side in self._sides())
+            return [minmax_fuse(d, s, k, self.config.alpha) for d, s in zip(dense, sparse, strict=True)]
         depth = max(k, self.config.depth)
         per_component = [component.search(queries, depth) for component in self.components]
         return [rrf_fuse([results[q] for results in per_component], k, self.config.k_rrf, self.config.weights)

@@ -57,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.corpus.chunking import passage_page
+from aethersearch.corpus.importers import row_contents
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 from aethersearch.search.base import SearchIndex
@@ -73,6 +74,7 @@ from aethersearch.search.http_guard import (
     record_from_options,
     uvicorn_options,
 )
+from aethersearch.search.modes import RETRIEVAL_MODES, health_facts, retrieval_modes, title_text
 
 JSON = "application/json"
 
@@ -100,7 +102,8 @@ class ServerLimits(Record):
 
 
 class RetrieveRequest(BaseModel):
-    """Search-R1's ``QueryRequest``, with strict types: ``"topk": true`` is a 422, never topk 1."""
+    """Search-R1's ``QueryRequest`` with strict types (``"topk": true`` is a 422, never topk 1), plus
+    AetherSearch's ``mode`` (absent: the served index as built)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -108,6 +111,9 @@ class RetrieveRequest(BaseModel):
     topk: StrictInt | None = Field(default=None, description="hits per query; null or 0 means the server "
                                                               "default; at most the server's max_topk")
     return_scores: StrictBool = False
+    mode: StrictStr | None = Field(default=None, description="AetherSearch's retrieval mode: hybrid, dense or "
+                                                             "sparse, as this server offers (absent: the index as "
+                                                             "built)")
 
 
 class AccessRequest(BaseModel):
@@ -124,6 +130,8 @@ class WireDocument(BaseModel):
     id: str | int
     contents: str
     url: str
+    title: str = Field(description="AetherSearch's hit title, split from contents as their retriever splits it")
+    text: str = Field(description="AetherSearch's hit text, split from contents as their retriever splits it")
 
 
 class ScoredHit(BaseModel):
@@ -165,12 +173,7 @@ def _json(body: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type=JSON)
 
 
-def _contents(raw: dict[str, Any]) -> str:
-    """The row's own ``contents`` when the corpus had one that rebuilding would change, else rebuilt."""
-    own = raw.get("source_contents")
-    if own is not None:
-        return str(own)
-    return f'"{raw.get("title", "")}"\n{raw.get("text", "")}'
+_contents = row_contents  # the row's own ``contents`` when the corpus had one, else ``"Title"\nText``
 
 
 def _wire_id(raw: dict[str, Any]) -> Any:
@@ -235,6 +238,20 @@ class Retriever:
         self.pages_separate = pages_separate  # hits are passages whose url names their page
         self._raw = getattr(store, "raw_at", None)
         self._row_of = getattr(store, "row_of", None)
+        self.modes = retrieval_modes(index)
+
+    def index_for(self, mode: str | None) -> SearchIndex:
+        """The index a request's ``mode`` names; a 400 naming the valid modes otherwise."""
+        if mode is None:
+            return self.index
+        if mode not in RETRIEVAL_MODES:
+            raise HTTPProblem(400, f"unknown retrieval mode {mode!r}; valid modes: {', '.join(RETRIEVAL_MODES)} "
+                                   f"(this server offers: {', '.join(self.modes) or 'none'}; omit mode for the default)")
+        if mode not in self.modes:
+            raise HTTPProblem(400, f"retrieval mode {mode!r} is not offered by this server's "
+                                   f"{getattr(self.index, 'backend', type(self.index).__name__)} index; it offers: "
+                                   f"{', '.join(self.modes) or 'none (omit mode)'}")
+        return self.modes[mode]
 
     def fetch(self, doc_id: str) -> dict[str, Any] | None:
         """``{"id", "contents", "title", "text"}`` of a stored document, or None if absent."""
@@ -265,7 +282,9 @@ class Retriever:
         if not url:
             page = passage_page(str(raw["id"])) if self.pages_separate else str(raw["id"])
             url = url_for(page, self.limits.url_prefix)
-        return {"id": _wire_id(raw), "contents": _contents(raw), "url": url}
+        contents = _contents(raw)
+        title, text = title_text(contents)  # AetherSearch's hits carry title and text, split as they split
+        return {"id": _wire_id(raw), "contents": contents, "url": url, "title": title, "text": text}
 
     def hits(self, results: list[list[tuple[str, float]]],
              budget: ResponseBudget | None = None) -> list[list[tuple[dict[str, Any], float]]]:
@@ -282,7 +301,8 @@ class Retriever:
                 if raw is None:  # never a phantom document
                     continue
                 doc = self.wire(raw)
-                budget.left -= len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
+                # contents, and the title and text split from it, both travel
+                budget.left -= 2 * len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
                 if budget.left < 0:
                     raise ResponseTooLarge()
                 rows.append((doc, float(score)))
@@ -290,10 +310,10 @@ class Retriever:
         return out
 
     def __call__(self, requests: list[list[str]], k: int,
-                 budgets: Sequence[ResponseBudget | None] | None = None) -> list[Any]:
+                 budgets: Sequence[ResponseBudget | None] | None = None, mode: str | None = None) -> list[Any]:
         """One batched index call for several requests' queries; per request its hits or its error."""
         flat = [q for queries in requests for q in queries]
-        results = self.index.search(flat, k) if flat else []
+        results = self.index_for(mode).search(flat, k) if flat else []
         out: list[Any] = []
         start = 0
         for number, queries in enumerate(requests):
@@ -312,7 +332,7 @@ def too_large(limits: ServerLimits, queries: int, k: int) -> str:
             "or raise the limit with `aether serve --max-response-mb`")
 
 
-_Item = tuple[list[str], int, "asyncio.Future[Any]", ResponseBudget]
+_Item = tuple[list[str], tuple[int, str | None], "asyncio.Future[Any]", ResponseBudget]
 
 
 class MicroBatcher:
@@ -340,27 +360,28 @@ class MicroBatcher:
             self._workers = [loop.create_task(self._work()) for _ in range(self.limits.workers)]
         return self._queue
 
-    async def run(self, queries: list[str], k: int) -> list[list[tuple[dict[str, Any], float]]]:
-        """Results for ``queries`` at ``k``, computed in (possibly shared) batched calls, slice by slice."""
+    async def run(self, queries: list[str], k: int,
+                  mode: str | None = None) -> list[list[tuple[dict[str, Any], float]]]:
+        """Results for ``queries`` at ``k`` (and ``mode``), computed in (possibly shared) batched calls, slice by slice."""
         budget = ResponseBudget(self.limits.max_response_bytes)
         step = self.limits.max_micro_batch
         out: list[list[tuple[dict[str, Any], float]]] = []
         for start in range(0, len(queries), step):
-            result = await self._one(queries[start:start + step], k, budget)
+            result = await self._one(queries[start:start + step], k, budget, mode)
             if isinstance(result, HTTPProblem):  # the reply passed the response limit (Retriever's only refusal)
                 raise HTTPProblem(413, too_large(self.limits, len(queries), k))
             out.extend(result)
         return out
 
-    async def _one(self, queries: list[str], k: int, budget: ResponseBudget) -> Any:
+    async def _one(self, queries: list[str], k: int, budget: ResponseBudget, mode: str | None) -> Any:
         loop = asyncio.get_running_loop()
         if not self.limits.micro_batch:
             self.calls += 1
-            (result,) = await loop.run_in_executor(self.executor, self.fn, [queries], k, [budget])
+            (result,) = await loop.run_in_executor(self.executor, self.fn, [queries], k, [budget], mode)
             return result
         queue = self._ensure_started()
         future: asyncio.Future[Any] = loop.create_future()
-        queue.put_nowait((queries, k, future, budget))
+        queue.put_nowait((queries, (k, mode), future, budget))
         return await future
 
     async def _work(self) -> None:
@@ -373,14 +394,14 @@ class MicroBatcher:
                 item = queue.get_nowait()
                 batch.append(item)
                 size += len(item[0])
-            groups: dict[int, list[_Item]] = {}
+            groups: dict[tuple[int, str | None], list[_Item]] = {}
             for item in batch:
                 groups.setdefault(item[1], []).append(item)
-            for k, items in groups.items():
+            for (k, mode), items in groups.items():
                 try:
                     self.calls += 1
                     results = await loop.run_in_executor(self.executor, self.fn, [item[0] for item in items], k,
-                                                         [item[3] for item in items])
+                                                         [item[3] for item in items], mode)
                 except Exception as exc:  # noqa: BLE001 -- forwarded: every waiting request gets the error
                     for _, _, future, _ in items:
                         if not future.done():
@@ -479,7 +500,8 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     async def answer(raw: bytes) -> bytes:
         req = _parse(raw, RetrieveRequest)
         topk = _validate_retrieve(req, limits)
-        results = await batcher.run(req.queries, topk) if req.queries else []
+        retriever.index_for(req.mode)  # an unknown or unserved mode is a 400 before any work
+        results = await batcher.run(req.queries, topk, req.mode) if req.queries else []
         body: list[list[Any]]
         if req.return_scores:
             body = [[{"document": doc, "score": score} for doc, score in hits] for hits in results]
@@ -519,6 +541,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
             "store_hash": store.content_hash, "documents": len(store),
             "limits": limits.model_dump(), "index_calls": batcher.calls, "refusals": refusals.health(),
+            **health_facts(index, store, retriever.modes),
         })
 
     # Routes parse their own bodies (only ``request``: no dependency solving on the hot path); the

@@ -1,0 +1,159 @@
+"""Dense retrieval at 1M passages x 384 dimensions: our server path vs bare faiss, and three index kinds.
+
+Prints, measured side by side in one run, with faiss limited to ``--threads`` (default 1):
+
+* q/s per thread of **our server path** (``search.server.Retriever`` over a ``FaissIndex``:
+  query -> vector -> ``index.search`` -> store row -> id -> document -> wire dict) and of
+  **bare faiss** (``index.search`` on the same vector) on the same Flat index, one query per
+  call, passes alternated; the ratio ours / bare (goal >= 0.9);
+* Flat vs ``HNSW32`` vs ``IVF4096,PQ64``: recall@10 against Flat on the same queries, bare q/s,
+  index bytes, build seconds;
+* peak RSS of the process, and the memory of each kind extrapolated to wiki-18's 21M
+  passages (bytes per vector x 21,015,324, at 384 and at e5-base's 768 dimensions).
+
+Vectors: encoding 1M passages takes hours on two CPU cores, so passages and queries are
+seeded synthetic unit vectors drawn around 4,096 Gaussian centres (clustered, as text
+embeddings are; uniform random vectors would understate approximate recall). Both sides
+skip text encoding (our encoder is replaced by a lookup of the query's precomputed vector);
+the encoder's own cost is what ``benchmarks/encoders.py`` measures. The store holds 1M
+short synthetic passages. Usage::
+
+    python benchmarks/dense.py [--n 1000000] [--kinds Flat HNSW32 IVF4096,PQ64] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aethersearch.corpus.store import build_store
+from aethersearch.records import Document
+from aethersearch.search.faiss_index import FaissConfig, FaissIndex, _new_index, _train, apply_search_knobs, recall_at_k
+from aethersearch.search.server import Retriever
+
+WIKI18 = 21_015_324
+
+
+def clustered(rng: np.random.Generator, centres: np.ndarray, n: int, spread: float = 0.35) -> np.ndarray:
+    """``n`` unit vectors, each a random centre plus Gaussian noise."""
+    picks = rng.integers(0, len(centres), n)
+    out = centres[picks] + spread * rng.standard_normal((n, centres.shape[1]), dtype=np.float32) / np.sqrt(centres.shape[1])
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out.astype(np.float32)
+
+
+def vectors(n: int, dim: int, queries: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((4096, dim), dtype=np.float32) / np.sqrt(dim)
+    base = np.empty((n, dim), dtype=np.float32)
+    for start in range(0, n, 100_000):
+        base[start:start + 100_000] = clustered(rng, centres, min(100_000, n - start))
+    return base, clustered(rng, centres, queries)
+
+
+class LookupEncoder:
+    """Stands in for the text encoder: the query ``q<i>`` encodes to precomputed vector ``i``."""
+
+    def __init__(self, table: np.ndarray) -> None:
+        self.table = table
+
+    def encode(self, texts: list[str], *, is_query: bool) -> np.ndarray:
+        return self.table[[int(t[1:]) for t in texts]]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def per_query(fn: Any, count: int) -> float:
+    """Queries per second of ``fn(i)`` over ``count`` single-query calls."""
+    start = time.perf_counter()
+    for i in range(count):
+        fn(i)
+    return count / (time.perf_counter() - start)
+
+
+def server_vs_bare(index: Any, store: Any, queries: np.ndarray, passes: int) -> tuple[float, float]:
+    wrapped = FaissIndex(index, LookupEncoder(queries), store, FaissConfig(), "bench", "bench", gpu_enabled=False,
+                         cpu_type=type(index).__name__)
+    retriever = Retriever(wrapped, store)
+    ours, bare = [], []
+    for _ in range(passes):  # alternated, so machine noise hits both alike
+        bare.append(per_query(lambda i: index.search(queries[i:i + 1], 10), len(queries)))
+        ours.append(per_query(lambda i: retriever([[f"q{i}"]], 10), len(queries)))
+    return statistics.median(ours), statistics.median(bare)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--kinds", nargs="+", default=["Flat", "HNSW32", "IVF4096,PQ64"], help="Flat first")
+    parser.add_argument("--train-size", type=int, default=4096 * 40)
+    args = parser.parse_args()
+    import faiss
+
+    faiss.omp_set_num_threads(args.threads)
+    kinds = args.kinds
+    say = lambda text: print(text, flush=True)  # noqa: E731
+    t0 = time.perf_counter()
+    base, queries = vectors(args.n, args.dim, args.queries)
+    say(f"{args.n:,} x {args.dim} clustered unit vectors + {args.queries} queries in {time.perf_counter() - t0:.1f}s; "
+        f"faiss {faiss.__version__}, {args.threads} thread(s); shared 2-core machine")
+    with tempfile.TemporaryDirectory(prefix="aether-dense-bench-") as tmp:
+        t0 = time.perf_counter()
+        store = build_store((Document(id=f"p{i}", title=f"Passage {i}", text=f"synthetic passage number {i}")
+                             for i in range(args.n)), Path(tmp) / "store")
+        say(f"store of {len(store):,} passages in {time.perf_counter() - t0:.1f}s")
+        exact_ids = None
+        rows = []
+        for kind in kinds:
+            config = FaissConfig(factory=kind, train_size=args.train_size)
+            t0 = time.perf_counter()
+            index = _new_index(faiss, args.dim, kind)
+            _train(faiss, index, base, config)
+            for start in range(0, args.n, 100_000):
+                index.add(base[start:start + 100_000])
+            apply_search_knobs(faiss, index, config)
+            build_s = time.perf_counter() - t0
+            path = Path(tmp) / "index.faiss"
+            faiss.write_index(index, str(path))
+            size = path.stat().st_size
+            path.unlink()
+            _, ids = index.search(queries, 10)
+            if exact_ids is None:
+                exact_ids = ids
+            recall = recall_at_k(exact_ids, ids)
+            bare_qps = statistics.median(per_query(lambda i, ix=index: ix.search(queries[i:i + 1], 10), args.queries)
+                                         for _ in range(args.passes))
+            row = {"kind": kind, "recall@10": round(recall, 4), "bare_qps": round(bare_qps, 1), "bytes": size,
+                   "build_s": round(build_s, 1), "gb_21m_384": round(size / args.n * WIKI18 / 1e9, 2)}
+            if kind == "Flat":
+                ours, bare = server_vs_bare(index, store, queries, args.passes)
+                say(f"Flat, one query per call, {args.threads} thread(s): our server path {ours:.1f} q/s, bare faiss "
+                    f"{bare:.1f} q/s, ratio {ours / bare:.3f} (goal >= 0.9)")
+            rows.append(row)
+            say(f"{kind}: recall@10 vs Flat {row['recall@10']:.4f}, bare {row['bare_qps']} q/s, {size / 1e6:.1f} MB "
+                f"({size / args.n:.0f} B/vector), built in {row['build_s']}s; 21M x {args.dim}: {row['gb_21m_384']} GB; "
+                f"peak RSS so far {peak_rss_mb():.0f} MB")
+            del index
+        say("21M extrapolation at e5-base's 768 dimensions: Flat {:.1f} GB (4 B x 768 per vector); HNSW32 adds "
+            "{:.1f} GB of links; IVF4096,PQ64 stays about {:.1f} GB (64-byte codes + 8-byte ids)".format(
+                WIKI18 * 768 * 4 / 1e9, WIKI18 * 32 * 2 * 4 / 1e9, WIKI18 * 72 / 1e9))
+    say(f"peak RSS {peak_rss_mb():.0f} MB")
+    print(*(str(r) for r in rows), sep="\n", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
