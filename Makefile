@@ -7,15 +7,16 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
 # Every extra that runs on a CPU machine, so their tests run instead of skipping (vllm needs a GPU).
 EXTRAS ?= test,faiss,dense,ray,loggers
-# torch first, from PyTorch's CPU index: the PyPI wheel pulls several GB of CUDA libraries.
-TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# torch first: the CPU build from the machine's local wheels (pip's find-links) where it is there, without asking
+# any index; else the package index's (larger) wheel. The PyPI wheel pulls several GB of CUDA libraries.
 
 .PHONY: demo test bench install real-model clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet 'torch>=2.2' --index-url $(TORCH_INDEX)
+	$(BIN)/python -m pip install --quiet --no-index --no-deps 'torch>=2.2' 2>/dev/null \
+	  || echo "torch: no local CPU wheel; the package index's wheel comes with the dense extra"
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 

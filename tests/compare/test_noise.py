@@ -19,8 +19,12 @@ def test_the_flip_rate_is_the_share_of_disagreeing_run_pairs() -> None:
     for row in ([1, 1, 1], [0, 0], [1, 0], [1, 1, 0, 0], [1, 0, 0, None]):
         usable = [v for v in row if v is not None]
         pairs = list(itertools.combinations(usable, 2))
-        assert flip_rates([row]) == [sum(a != b for a, b in pairs) / len(pairs)]
+        assert flip_rates([row]) == [pytest.approx(sum(a != b for a, b in pairs) / len(pairs))]
     assert flip_rates([[1, None, None]]) == [None]
+    # K-sample runs: mean@K scores; twice their variance is the mean squared difference over run pairs
+    means = [0.2, 0.6, 0.4]
+    pairs = list(itertools.combinations(means, 2))
+    assert flip_rates([means]) == [pytest.approx(sum((a - b) ** 2 for a, b in pairs) / len(pairs))]
 
 
 def test_the_floor_scales_with_one_over_root_n() -> None:

@@ -23,6 +23,9 @@ Statistics (named ``serving_noise``, this project's):
   (each run's accuracy has variance ``sum p(1-p) / n^2``). With one noise file the
   other checkpoint is assumed as noisy. ``compare`` marks a delta below it as
   ``within serving noise``.
+* A K-sample run is rerun with its K samples, and its per-question scores are mean@K: the
+  flip rate is then the mean squared difference of those scores over run pairs (for 0/1
+  scores exactly the share of disagreeing pairs), the same estimate of ``2 Var``.
 * A rerun question that ended in an error outcome is left out of that question's
   count (``errors`` says how many); a question with fewer than two usable runs is
   left out of the rate.
@@ -50,7 +53,11 @@ _ERRORS = frozenset({*(o.value for o in ERROR_OUTCOMES), "missing"})
 
 
 def flip_rates(matrix: Sequence[Sequence[float | None]]) -> list[float | None]:
-    """Per question (a row of 0/1 correctness over runs, None = error), the share of run pairs that disagree."""
+    """Per question (its score in each run, None = error), the mean squared difference over run pairs.
+
+    For 0/1 scores that is the share of run pairs that disagree, ``2c(m-c) / (m(m-1))``; for a
+    K-sample run's mean@K scores it is twice their sample variance, the same estimate of ``2 Var``.
+    """
     rates: list[float | None] = []
     for row in matrix:
         usable = [v for v in row if v is not None]
@@ -58,8 +65,7 @@ def flip_rates(matrix: Sequence[Sequence[float | None]]) -> list[float | None]:
         if m < 2:
             rates.append(None)
             continue
-        c = sum(1 for v in usable if v > 0)
-        rates.append(2.0 * c * (m - c) / (m * (m - 1)))
+        rates.append(2.0 * float(np.var(usable, ddof=1)))
     return rates
 
 
@@ -94,16 +100,17 @@ def _sample_ids(ids: list[str], sample: int | None, seed: int) -> list[str]:
     return [qid for qid in ids if qid in chosen]  # release order
 
 
-def _rerun_correctness(rerun_dir: Path, release_dir: Path, ids: list[str], metric: str) -> dict[str, float | None]:
-    """Each sampled question's ``metric`` in one rerun (None for an error outcome or a missing row)."""
-    from aethersearch.scoring.api import per_question_rows
+def _rerun_correctness(rerun_dir: Path, release_dir: Path, ids: list[str], metric: str,
+                       samples: int) -> dict[str, float | None]:
+    """Each sampled question's ``metric`` (mean@K for K samples) in one rerun (None: an error or a missing row)."""
+    from aethersearch.scoring.api import per_question_rows, score_row
     from aethersearch.scoring.join import join, load_release, load_run
 
-    joined = join(load_release(release_dir), load_run(rerun_dir))
+    joined = join(load_release(release_dir), load_run(rerun_dir), samples)
     wanted = set(ids)
     rows = [row for row in joined.rows if row.id in wanted]
-    return {q.id: (None if q.outcome in _ERRORS else q.values[metric])
-            for q in per_question_rows(rows, compat=None)}
+    scored = per_question_rows(rows, [score_row(row, compat=None) for row in rows], samples=samples)
+    return {q.id: (None if q.outcome in _ERRORS else q.values[metric]) for q in scored}
 
 
 def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int = 3, sample: int | None = 50,
@@ -138,7 +145,7 @@ def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int 
     settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
                            endpoint=fingerprint.endpoint, model=fingerprint.model, budget=fingerprint.budget,
                            decoding=fingerprint.decoding, concurrency=base,
-                           limits=fingerprint.limits or RunLimits())
+                           limits=fingerprint.limits or RunLimits(), samples=fingerprint.samples)
     runs: list[dict[str, float | None]] = []
     bound: list[dict[str, Any]] = []
     for index in range(reruns):
@@ -149,7 +156,7 @@ def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int 
         prepared = prepare_run(info, settings.model_copy(update={"concurrency": level}), search,
                                questions=questions, api_key=api_key)
         execute_run(prepared, rerun_dir, enforce=False)
-        runs.append(_rerun_correctness(rerun_dir, release_dir, ids, metric))
+        runs.append(_rerun_correctness(rerun_dir, release_dir, ids, metric, scores.samples))
         bound.append({"dir": str(rerun_dir.relative_to(run_dir)), "concurrency": level,
                       "traces_sha256": sha256_file(rerun_dir / "traces.jsonl")})
     matrix = [[original[qid], *(r[qid] for r in runs)] for qid in ids]
