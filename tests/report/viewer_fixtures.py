@@ -126,7 +126,7 @@ def factorised_rows(rows: list[EvalRow], correct: set[str], chains: set[str]) ->
         gathered = evidence[:1] if row.id in chains else evidence[:min(hops, (i * 7) % 5)]
         out.append({"id": row.id, "source": row.source_dataset, "hops": hops, "evidence": evidence,
                     "gathered": gathered, "parametric": [], "sufficient": gathered == evidence,
-                    "search_credit": len(gathered) / len(evidence),
+                    "search_score": int(gathered == evidence), "evidence_coverage": len(gathered) / len(evidence),
                     "outcome": "abstained" if i % 11 == 5 else "answered", "correct": row.id in correct})
     return out
 
