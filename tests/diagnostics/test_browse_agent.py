@@ -43,6 +43,7 @@ def test_question_intents() -> None:
 def entailing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A demo release constructed with the relation-chain validator, run with the browse agent in the sandbox."""
     from aethersearch.construct.chain_semantics import demo_chain_validator
+    from aethersearch.construct.typed_facts import TypedGraph
     from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree
     from aethersearch.construct.release_writer import write_hintfree_release
     from aethersearch.construct.triples import demo_triples
@@ -63,7 +64,8 @@ def entailing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     pages = {d.id: d for d in world.documents}
     config = ConstructionConfig(max_questions=60)
     result = construct_hintfree(triples.triples, graph, pages, config=config, page_aliases=triples.page_aliases,
-                                validators=[RuleBasedValidator(pages), demo_chain_validator(world)])
+                                validators=[RuleBasedValidator(pages), demo_chain_validator(world)],
+                                typed=TypedGraph.from_edges(world.relations))
     release = write_hintfree_release(result, root / "release", name="webdetective_demo",
                                      source_dataset="webdetective-demo", config=config,
                                      corpus={"kind": "demo-world", "seed": 0}, graph=graph)

@@ -122,21 +122,14 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
 
 
-def _factorised_rows(dom: str) -> dict[str, dict[str, str]]:
-    """Rows of the rendered factorised table(s) with an f1_good_refusal column: label -> column -> cell."""
-    rows: dict[str, dict[str, str]] = {}
-    for table in re.findall(r"<table[^>]*>(.*?)</table>", dom, re.DOTALL):
-        header = re.findall(r"<th[^>]*>([^<]*)</th>", table.split("</tr>", 1)[0])
-        body = [re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", row) for row in table.split("</tr>")[1:]]
-        body = [cells for cells in body if len(cells) == len(header)]
-        if "f1_good_refusal" in header:
-            for cells in body:
-                rows.setdefault(cells[0], dict(zip(header, cells, strict=True)))
-        elif any(cells[0] == "f1_good_refusal" for cells in body):  # a wide matrix shown transposed
-            for column, label in enumerate(header[1:], start=1):
-                entry = rows.setdefault(label, {})
-                for cells in body:
-                    entry.setdefault(cells[0], cells[column])
+def _paper_rows(dom: str) -> dict[str, dict[str, float]]:
+    """The report's runs x metrics table under the papers' names, as rendered: run -> paper label -> mean."""
+    rows: dict[str, dict[str, float]] = {}
+    for table in re.findall(r'<table class="paper">(.*?)</table>', dom, re.DOTALL):
+        header = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+        for row in re.findall(r"<tr><td>(.*?)</tr>", table, re.DOTALL):
+            values = [c.strip() for c in re.findall(r"<td>([^<]*)", "<td>" + row)]
+            rows[values[0]] = {label: float(v) for label, v in zip(header[2:], values[2:], strict=True) if v}
     return rows
 
 
@@ -151,13 +144,12 @@ def test_sandbox_report_renders_in_chromium_with_distinct_failure_modes(demo, tm
     assert check and check.group(1) == "1", "the page's render self-check did not run"
     errors = re.search(r'<pre id="console-errors" data-count="(\d+)">', dom.stdout)
     assert errors and errors.group(1) == "0"
-    rows = _factorised_rows(dom.stdout)
-    overall = rows["overall"]
-    f1_gr, f1_ku = float(overall["f1_good_refusal"]), float(overall["f1_knowledge_utilisation"])
+    (overall,) = _paper_rows(dom.stdout).values()  # the report opens with the runs x metrics table
+    f1_gr, f1_ku = overall["F1_GR"], overall["F1_KU"]
     # the honest baseline fails in distinct ways: it guesses without evidence (F1_GR) and sometimes refuses
     # or misreads with the chain served (F1_KU); neither is the old 1.000 tautology
     assert f1_gr < 1 and f1_ku < 1 and f1_gr != f1_ku
-    assert float(overall["gen_score"]) < float(overall["knowledge_score"])
+    assert overall["GenScore"] < overall["Knowledge Sufficiency"]
     shots = REPO / "test-artifacts"
     shots.mkdir(exist_ok=True)
     shot = shots / "sandbox_report.png"

@@ -23,7 +23,7 @@ def _episode(qid: str, sufficient: bool, outcome: str, correct: bool) -> Episode
     from aethersearch.records import Outcome
 
     return EpisodeEvidence(qid, "demo", 2, ("a", "b"), frozenset({"a", "b"} if sufficient else {"a"}),
-                           frozenset(), Outcome(outcome), correct)
+                           frozenset(), Outcome(outcome), correct, searched_route=sufficient)
 
 
 def test_set_level_figures_are_computed_per_replicate_then_averaged() -> None:
