@@ -22,7 +22,7 @@ PUBLIC_API: dict[str, list[str]] = {
                              "SCHEMA_VERSION", "SearchHit", "Step", "ToolCall", "Trace", "Usage"],
     "aethersearch.text": ["collapse_whitespace", "normalize_answer", "question_key", "template_key",
                           "template_key_of_key"],
-    "aethersearch.jsonl": ["DurableAppender", "TolerantRead", "atomic_write_bytes", "atomic_write_json",
+    "aethersearch.jsonl": ["DurableAppender", "GroupCommitWriter", "TolerantRead", "atomic_write_bytes", "atomic_write_json",
                            "atomic_write_text", "dumps", "dumps_pretty", "encode_jsonl", "iter_jsonl", "loads",
                            "read_jsonl", "read_jsonl_tolerant", "read_records", "sha256_bytes", "sha256_file",
                            "truncate_to", "validate_row", "write_jsonl"],

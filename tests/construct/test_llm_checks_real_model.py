@@ -62,9 +62,11 @@ def test_real_model_verdicts_are_recorded_and_only_a_first_word_valid_passes(rea
     counts = validator.counts()
     assert result.rejected == {reason: n for reason, n in ((INVALID_REASON, counts["invalid"]),
                                                            (UNPARSEABLE_REASON, counts["unparseable"])) if n}
+    # without a judge these mention-only chains are not entailing: they stay in the detour tier
     no_llm = construct_hintfree(triples, graph, pages, validators=[],
-                                config=ConstructionConfig(require_grounding=False))
-    screen = parametric_screen(no_llm.questions, real_server.url, real_server.model, timeout_s=120)
+                                config=ConstructionConfig(require_grounding=False, keep_detours=True))
+    screen = parametric_screen([*no_llm.questions, *no_llm.detours], real_server.url, real_server.model,
+                               timeout_s=120)
     assert set(screen) == {"q1", "q2"} and all(s["screened"] and isinstance(s["prediction"], str)
                                                for s in screen.values())
     assert screen_counts(screen)["screened"] == 2

@@ -23,7 +23,7 @@ import operator
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -144,8 +144,7 @@ class SandboxEpisode:
             if self._trace:
                 raise ToolError(f"episode {self.episode_id} already has actions; restore only a fresh one")
             self._trace = list(calls)
-            self._visited = {c.returned_ids[0] for c in calls if c.tool == "visit" and c.error is None
-                             and c.returned_ids}
+            self._visited = visited_pages(calls)
 
     def documents_of(self, call: ToolCall) -> list[Document]:
         """The documents a logged successful call served, rebuilt (a retried request is answered again).
@@ -155,7 +154,10 @@ class SandboxEpisode:
         """
         store = self._resolver.store
         if call.tool == "search":
-            return [search_hit(self.mask, store.get(i), str(call.arguments.get("query", "")).strip())
+            # the snippets as served then: masked by the pages visited *before* this call
+            position = next((i for i, c in enumerate(self._trace) if c is call), len(self._trace))
+            visited = visited_pages(self._trace[:position])
+            return [search_hit(self.mask, store.get(i), str(call.arguments.get("query", "")).strip(), visited)
                     for i in call.returned_ids]
         return [render_page(self.mask, store.get(i)) for i in call.returned_ids]
 
@@ -256,6 +258,11 @@ class SandboxEpisode:
     async def close(self) -> None:
         """Close the episode."""
         self.close_sync()
+
+
+def visited_pages(calls: Iterable[ToolCall]) -> set[str]:
+    """The pages an episode's successful visits opened (what unlocks their successors in the mask)."""
+    return {c.returned_ids[0] for c in calls if c.tool == "visit" and c.error is None and c.returned_ids}
 
 
 def unknown_page_message(name: str) -> str:
