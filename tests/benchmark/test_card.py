@@ -9,13 +9,10 @@ hash and ``checksums.sha256``) must fail both verifiers, naming what differs.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -23,7 +20,7 @@ from aethersearch.benchmark.verify import verify_release
 from aethersearch.release_layout import release_layout
 
 from .conftest_helpers import build_demo
-from .test_tamper import regenerate_checksums
+from .test_tamper import load_verifier, regenerate_checksums
 
 #: The Eval-1400 card's sections, in its order.
 CARD_SECTIONS = ["Dataset overview", "Evaluation contract", "Release at a glance", "Source composition",
@@ -43,15 +40,6 @@ CARD_CONTRACT = ["During training", "After training", "Base / SFT / DPO / RL com
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _, result = build_demo(tmp_path_factory.mktemp("card"))
     return result.release_dir
-
-
-def _standalone(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("card_test_verify_release", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def card_structure(text: str) -> tuple[list[str], list[str], list[str]]:
@@ -115,7 +103,7 @@ def _edit_card_carefully(release: Path, work: Path, old: str, new: str) -> Path:
     manifest = json.loads(layout.manifest.read_bytes())
     data = card.read_bytes()
     manifest["files"]["README.md"] = {"sha256": hashlib.sha256(data).hexdigest(), "rows": data.count(b"\n")}
-    standalone = _standalone(copy / "verify_release.py")
+    standalone = load_verifier(copy / "verify_release.py")
     layout.manifest.write_bytes(standalone.pretty_json(manifest))
     regenerate_checksums(copy)
     return copy
@@ -135,7 +123,7 @@ def test_a_hand_edited_card_fails_both_verifiers(release: Path, tmp_path: Path, 
     failed = [c for c in report.checks if not c.ok]
     assert {c.name for c in failed} == {"card figures"}, [c.line() for c in failed]
     assert names in failed[0].detail, failed[0].detail
-    standalone = _standalone(release / "verify_release.py")  # a pristine judge
+    standalone = load_verifier(release / "verify_release.py")  # a pristine judge
     lines = [c.line() for c in standalone.run_checks(edited) if not c.ok]
     assert lines and all(line.startswith("FAIL card figures") for line in lines), lines
 

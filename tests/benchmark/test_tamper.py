@@ -36,7 +36,8 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return result.release_dir
 
 
-def _verifier(path: Path) -> ModuleType:
+def load_verifier(path: Path) -> ModuleType:
+    """A release's own ``verify_release.py`` imported as a module (the standalone judge)."""
     spec = importlib.util.spec_from_file_location("pristine_verify_release", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -138,7 +139,7 @@ def test_every_random_tamper_with_regenerated_checksums_fails_both_verifiers(pri
     judge_path = tmp_path / "judge" / "verify_release.py"
     judge_path.parent.mkdir()
     shutil.copy(pristine / "verify_release.py", judge_path)
-    judge = _verifier(judge_path)
+    judge = load_verifier(judge_path)
     assert verify_release(pristine).ok and all(c.ok for c in judge.run_checks(pristine))
     rng = random.Random(20261202)
     missed = []
@@ -171,7 +172,7 @@ def _failures(release: Path, judge: ModuleType) -> tuple[list[str], list[str]]:
 
 @pytest.mark.parametrize("edit", ["seed", "quota", "planned", "isolation", "card_path", "diagnostics", "subdir"])
 def test_named_tampers_from_the_issue_are_reported_by_name(pristine: Path, tmp_path: Path, edit: str) -> None:
-    judge = _verifier(pristine / "verify_release.py")
+    judge = load_verifier(pristine / "verify_release.py")
     work = tmp_path / "rel"
     shutil.copytree(pristine, work)
     layout = release_layout(work)

@@ -114,6 +114,24 @@ MAX_QUESTIONS = typer.Option(None, "--max-questions")
 MAX_ALTERNATIVES = typer.Option(8, "--max-alternatives")
 GROUNDING = typer.Option(True, "--grounding/--no-grounding")
 FORCE = typer.Option(False, "--force")
+# The model checks and the entailment options every real-page construction (wikispeedia, wikipedia) takes.
+VALIDATOR_ENDPOINT = typer.Option(None, "--validator-endpoint",
+                                  help="OpenAI-compatible base URL: the LLM entailment judge")
+VALIDATOR_MODEL = typer.Option(None, "--validator-model")
+SCREEN_ENDPOINT = typer.Option(None, "--screen-endpoint", help="OpenAI-compatible base URL: run the parametric screen")
+SCREEN_MODEL = typer.Option(None, "--screen-model")
+KEY_ENV = typer.Option(None, "--key-env", help="env var holding the endpoints' API key")
+FACT_SEEDS = typer.Option(True, "--fact-seeds/--no-fact-seeds",
+                          help="also derive minimal-need seeds from the pages' typed facts")
+HOPS = typer.Option(None, "--hops", help="target hop mix, e.g. 2:0.15,3:0.55,4:0.30 (of --max-questions); the "
+                                         "build reports what the graph allowed against it")
+KEEP_MEMORISED = typer.Option(False, "--keep-memorised", help="keep (marked) the questions the --screen-endpoint "
+                                                              "model answers without search; default: drop them")
+REVIEW = typer.Option(None, "--review", help="question review decisions (the audit's form, merged by `aether "
+                                             "review`): retain or exclude each question; the build writes "
+                                             "OUT.question_review.todo.json with the undecided ones")
+DETOURS = typer.Option(None, "--detours-out", help="also write the chains that do not entail their answer, as a "
+                                                   "separately named detour-tier release in this directory")
 
 
 def model_checks(validator_endpoint: str | None, validator_model: str | None, screen_endpoint: str | None,
@@ -181,31 +199,19 @@ def register(app: typer.Typer) -> None:
         force: bool = FORCE,
         seeds: Path | None = typer.Option(None, "--seeds", help="folder holding the seed question lists (qa/, "
                                                                 "search_r1_processed/ ...; default: DATA/..)"),
-        validator_endpoint: str | None = typer.Option(None, "--validator-endpoint",
-                                                      help="OpenAI-compatible base URL: add the LLM chain validator"),
-        validator_model: str | None = typer.Option(None, "--validator-model"),
-        screen_endpoint: str | None = typer.Option(None, "--screen-endpoint",
-                                                   help="OpenAI-compatible base URL: run the parametric screen"),
-        screen_model: str | None = typer.Option(None, "--screen-model"),
-        key_env: str | None = typer.Option(None, "--key-env", help="env var holding the endpoints' API key"),
+        validator_endpoint: str | None = VALIDATOR_ENDPOINT,
+        validator_model: str | None = VALIDATOR_MODEL,
+        screen_endpoint: str | None = SCREEN_ENDPOINT,
+        screen_model: str | None = SCREEN_MODEL,
+        key_env: str | None = KEY_ENV,
         unlinked: bool = typer.Option(False, "--unlinked-seeds/--linked-seeds-only",
                                       help="also use seed pairs whose subject page does not link the answer "
                                            "(shortest path as is; rows record direct_link null)"),
-        fact_seeds: bool = typer.Option(True, "--fact-seeds/--no-fact-seeds",
-                                        help="also derive minimal-need seeds from the pages' typed facts"),
-        hops: str | None = typer.Option(None, "--hops", help="target hop mix, e.g. 2:0.15,3:0.55,4:0.30 "
-                                                             "(of --max-questions); the build reports what the "
-                                                             "graph allowed against it"),
-        keep_memorised: bool = typer.Option(False, "--keep-memorised",
-                                            help="keep (marked) the questions the --screen-endpoint model answers "
-                                                 "without search; default: drop them"),
-        review: Path | None = typer.Option(None, "--review",
-                                           help="question review decisions (the audit's form, merged by `aether "
-                                                "review`): retain or exclude each question; the build writes "
-                                                "OUT.question_review.todo.json with the undecided ones"),
-        detours: Path | None = typer.Option(None, "--detours-out",
-                                            help="also write the chains that do not entail their answer, as a "
-                                                 "separately named detour-tier release in this directory"),
+        fact_seeds: bool = FACT_SEEDS,
+        hops: str | None = HOPS,
+        keep_memorised: bool = KEEP_MEMORISED,
+        review: Path | None = REVIEW,
+        detours: Path | None = DETOURS,
     ) -> None:
         """Construct hint-free questions on real Wikispeedia pages from real single-hop seed questions.
 
@@ -248,20 +254,16 @@ def register(app: typer.Typer) -> None:
         keep_disambiguation: bool = typer.Option(False, "--keep-disambiguation",
                                                  help="keep disambiguation pages as ordinary pages"),
         force: bool = FORCE,
-        validator_endpoint: str | None = typer.Option(None, "--validator-endpoint",
-                                                      help="OpenAI-compatible base URL: the LLM entailment judge"),
-        validator_model: str | None = typer.Option(None, "--validator-model"),
-        screen_endpoint: str | None = typer.Option(None, "--screen-endpoint",
-                                                   help="OpenAI-compatible base URL: run the parametric screen"),
-        screen_model: str | None = typer.Option(None, "--screen-model"),
-        key_env: str | None = typer.Option(None, "--key-env", help="env var holding the endpoints' API key"),
-        fact_seeds: bool = typer.Option(True, "--fact-seeds/--no-fact-seeds",
-                                        help="also derive minimal-need seeds from the pages' typed facts"),
-        hops: str | None = typer.Option(None, "--hops", help="target hop mix, e.g. 2:0.15,3:0.55,4:0.30"),
-        keep_memorised: bool = typer.Option(False, "--keep-memorised", help="keep (marked) memorised questions"),
-        review: Path | None = typer.Option(None, "--review", help="question review decisions (aether review)"),
-        detours: Path | None = typer.Option(None, "--detours-out", help="write non-entailing chains here, as "
-                                                                        "a separately named detour tier"),
+        validator_endpoint: str | None = VALIDATOR_ENDPOINT,
+        validator_model: str | None = VALIDATOR_MODEL,
+        screen_endpoint: str | None = SCREEN_ENDPOINT,
+        screen_model: str | None = SCREEN_MODEL,
+        key_env: str | None = KEY_ENV,
+        fact_seeds: bool = FACT_SEEDS,
+        hops: str | None = HOPS,
+        keep_memorised: bool = KEEP_MEMORISED,
+        review: Path | None = REVIEW,
+        detours: Path | None = DETOURS,
     ) -> None:
         """Construct hint-free questions on the articles of a real Wikipedia dump (the Wikispeedia construction).
 
