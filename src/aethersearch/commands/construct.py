@@ -120,6 +120,9 @@ VALIDATOR_ENDPOINT = typer.Option(None, "--validator-endpoint",
 VALIDATOR_MODEL = typer.Option(None, "--validator-model")
 SCREEN_ENDPOINT = typer.Option(None, "--screen-endpoint", help="OpenAI-compatible base URL: run the parametric screen")
 SCREEN_MODEL = typer.Option(None, "--screen-model")
+UNLINKED = typer.Option(False, "--unlinked-seeds/--linked-seeds-only",
+                        help="also use seed pairs whose subject page does not link the answer (shortest path as is; "
+                             "rows record direct_link null)")
 KEY_ENV = typer.Option(None, "--key-env", help="env var holding the endpoints' API key")
 FACT_SEEDS = typer.Option(True, "--fact-seeds/--no-fact-seeds",
                           help="also derive minimal-need seeds from the pages' typed facts")
@@ -204,9 +207,7 @@ def register(app: typer.Typer) -> None:
         screen_endpoint: str | None = SCREEN_ENDPOINT,
         screen_model: str | None = SCREEN_MODEL,
         key_env: str | None = KEY_ENV,
-        unlinked: bool = typer.Option(False, "--unlinked-seeds/--linked-seeds-only",
-                                      help="also use seed pairs whose subject page does not link the answer "
-                                           "(shortest path as is; rows record direct_link null)"),
+        unlinked: bool = UNLINKED,
         fact_seeds: bool = FACT_SEEDS,
         hops: str | None = HOPS,
         keep_memorised: bool = KEEP_MEMORISED,
@@ -249,7 +250,7 @@ def register(app: typer.Typer) -> None:
         max_questions: int | None = MAX_QUESTIONS,
         max_alternatives: int = MAX_ALTERNATIVES,
         grounding: bool = GROUNDING,
-        unlinked: bool = typer.Option(False, "--unlinked-seeds/--linked-seeds-only"),
+        unlinked: bool = UNLINKED,
         workers: int = typer.Option(1, "--workers", min=1, help="processes parsing wikitext"),
         keep_disambiguation: bool = typer.Option(False, "--keep-disambiguation",
                                                  help="keep disambiguation pages as ordinary pages"),

@@ -36,7 +36,8 @@ from aethersearch.compare.paired import (
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json
 from aethersearch.scoring.metrics import BINARY_METRICS
-from aethersearch.scoring.risk_coverage import aurc_bootstrap_difference
+from aethersearch.scoring.risk_coverage import RiskInputs, aurc_bootstrap_difference
+from aethersearch.scoring.run_confidence import run_inputs
 from aethersearch.scoring.reducers import MAJ, MEAN, parse_reducer
 from aethersearch.scoring.scores_file import Scores, read_scores
 
@@ -165,14 +166,13 @@ def mark_serving_noise(results: dict[str, dict[str, Any]], noise_a: dict[str, An
         entry["within_noise"] = bool(abs(entry["delta"]) < floor)
 
 
-def compare_aurc(a: Scores, b: Scores, run_a: Path, run_b: Path, *, resamples: int, seed: int) -> dict[str, Any]:
-    """Paired difference in AURC (b - a) over the same questions, with a bootstrap CI (``scoring.risk_coverage``)."""
-    from aethersearch.scoring.run_confidence import run_inputs
+def compare_aurc(a: tuple[str, RiskInputs], b: tuple[str, RiskInputs], *, resamples: int,
+                 seed: int) -> dict[str, Any]:
+    """Paired difference in AURC (b - a) over the same questions, with a bootstrap CI (``scoring.risk_coverage``).
 
-    signal_a, inputs_a = run_inputs(run_a, a)
-    signal_b, inputs_b = run_inputs(run_b, b)
-    return {"signal": [signal_a, signal_b],
-            **aurc_bootstrap_difference(inputs_a, inputs_b, resamples=resamples, seed=seed)}
+    ``a`` and ``b`` are each run's signal and inputs (``run_confidence.run_inputs``), read once per run.
+    """
+    return {"signal": [a[0], b[0]], **aurc_bootstrap_difference(a[1], b[1], resamples=resamples, seed=seed)}
 
 
 def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
@@ -195,13 +195,13 @@ def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
     all_scores = [read_scores(d) for d in run_dirs]
     _check_same_questions(names, all_scores)
     noises = [read_noise(d) for d in run_dirs]
+    confidence = [run_inputs(d, s) for d, s in zip(run_dirs, all_scores, strict=True)]
     pairs = []
-    for name, run_dir, scores, noise in zip(names[1:], run_dirs[1:], all_scores[1:], noises[1:], strict=True):
+    for name, scores, noise, inputs in zip(names[1:], all_scores[1:], noises[1:], confidence[1:], strict=True):
         pair = compare_pair(all_scores[0], scores, metrics, alpha=alpha, resamples=resamples, seed=seed,
                             reducer=reducer)
         mark_serving_noise(pair["results"], noises[0], noise)
-        pair["risk_coverage"] = compare_aurc(all_scores[0], scores, run_dirs[0], run_dir, resamples=resamples,
-                                             seed=seed)
+        pair["risk_coverage"] = compare_aurc(confidence[0], inputs, resamples=resamples, seed=seed)
         pairs.append({"a": names[0], "b": name, **pair})
     result = {
         "runs": [{"name": n, "run_dir": str(d), "model": fp.model, "endpoint": fp.endpoint,
