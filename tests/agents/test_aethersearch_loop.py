@@ -30,7 +30,7 @@ from aethersearch.scoring.aethersearch_compat import episode_score, trace_action
 from aethersearch.scoring.join import load_release
 
 from tests.agents.aethersearch_behaviours import ASSISTANT, EOS, OverlapEnv, behaviours, corpus
-from tests.conftest import require_shared
+from tests.conftest import Eval1400Build, require_shared
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CONCURRENCY = 32
@@ -108,15 +108,10 @@ def test_demo_release_matches_their_loop(tmp_path: Path) -> None:
 @pytest.mark.realdata
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_eval1400_matches_their_loop(tmp_path: Path) -> None:
-    """All 1,400 questions of the real release (built from ../shared/data, about 3 minutes)."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.eval1400 import write_eval1400_config
-
-    shared = require_shared("wikispeedia").parent
-    release_dir = tmp_path / "eval1400"
-    build_from_config(write_eval1400_config(shared, tmp_path / "cfg"), release_dir, auto_review=True)
-    _check_release(FIXTURES / "aethersearch_loop_eval1400.json.gz", release_dir, shared / "wikispeedia")
+def test_eval1400_matches_their_loop(eval1400_build: Eval1400Build) -> None:
+    """All 1,400 questions of the real release (the session's shared build of ../shared/data)."""
+    _check_release(FIXTURES / "aethersearch_loop_eval1400.json.gz", eval1400_build.release_dir,
+                   require_shared("wikispeedia"))
 
 
 def test_eos_stays_in_the_context_and_no_stop_strings_are_sent() -> None:

@@ -6,32 +6,27 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from aethersearch.benchmark.audit import audit_selection_file
-from aethersearch.benchmark.build import BuildResult, build_from_config
-from aethersearch.benchmark.eval1400 import write_eval1400_config
+from aethersearch.benchmark.build import BuildResult
+from aethersearch.benchmark.release import load_manifest
 from aethersearch.benchmark.replay import replay_release
+from aethersearch.benchmark.verify import verify_release
 from aethersearch.jsonl import read_jsonl
-from aethersearch.text import question_key
 from aethersearch.release_layout import release_layout
+from aethersearch.text import question_key
+from tests.conftest import Eval1400Build
 
-pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.timeout(1800)]  # the shared build
 
 
 @pytest.fixture(scope="module")
-def audited(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BuildResult]:
-    """eval1400 with the audit on and --auto-review (PopQA's public slice capped at 150 and
-    Bamboogle at 110 so the audit's exclusions can be replaced instead of causing a shortage)."""
-    root = tmp_path_factory.mktemp("eval1400")
-    config = write_eval1400_config(shared_data, root / "cfg", popqa_plan={"planned": 200, "cap": 150})
-    data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    for source in data["sources"]:
-        if source["dataset"] == "bamboogle":
-            source["cap"] = 110
-    data["audit"] = {}
-    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return root, build_from_config(config, root / "release", auto_review=True)
+def audited(eval1400_build: Eval1400Build) -> tuple[Path, BuildResult]:
+    """The README's eval1400 build (audit on, --auto-review; PopQA's public slice is 200 of the card's 213,
+    so the audit's exclusions are replaced by quota redistribution), shared with the other real-data tests."""
+    release = eval1400_build.release_dir
+    result = BuildResult(release, load_manifest(release), {}, verify_release(release))
+    return eval1400_build.root, result
 
 
 def test_every_selected_question_was_audited_against_every_training_question(
