@@ -35,7 +35,7 @@ real-model: $(STAMP)
 test: $(STAMP) real-model
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 ## Run every benchmark (slow; prints ratios against each issue's reference).
 bench: $(STAMP)

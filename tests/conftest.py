@@ -36,17 +36,28 @@ class Eval1400Build(NamedTuple):
     release_dir: Path
 
 
-#: pytest-xdist runs the users of one shared build on one worker (``--dist loadgroup``), so the build is made
-#: once per session instead of once per worker; the file lock keeps it right under any other distribution.
-SHARED_BUILD_GROUPS = {"eval1400_build": "eval1400", "real_server": "realmodel"}
+#: Session-wide expensive resources, and the order in which their users run first. Under pytest-xdist's
+#: ``--dist worksteal`` (``make test``) the collection is cut into contiguous chunks, one per worker, and a
+#: worker steals only from the *end* of another's queue: modules that need one of these come first, so they
+#: share one worker (one build, one model server) and the longest work starts at once. (``--dist loadgroup``
+#: would say this with marks, but pytest-xdist 3.8 writes the group into ``item._nodeid``, which pytest 9
+#: no longer reads.) Under any other distribution the build's file lock still makes it once; a model server
+#: may then start once per worker.
+SHARED_RESOURCES = ("eval1400_build", "real_server")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put every test that needs a session-wide expensive resource in that resource's xdist group."""
+    """Run modules that use a shared resource first (grouped by resource), then modules with a ``slow`` test
+    (the longest work starts early, none is left alone at the end), then the rest; order kept within each."""
+    slow, rest = len(SHARED_RESOURCES), len(SHARED_RESOURCES) + 1
+    rank: dict[Path, int] = {}
     for item in items:
-        for fixture, group in SHARED_BUILD_GROUPS.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(group))
+        used = [i for i, name in enumerate(SHARED_RESOURCES) if name in getattr(item, "fixturenames", ())]
+        if item.get_closest_marker("slow"):
+            used.append(slow)
+        if used:
+            rank[item.path] = min(rank.get(item.path, rest), *used)
+    items.sort(key=lambda item: rank.get(item.path, rest))
 
 
 def session_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -60,7 +71,7 @@ def eval1400_build(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) 
     """The audited Eval-1400 release of the public data, built once and shared read-only.
 
     It takes minutes (the near-duplicate audit visits every selected question against ~47k training
-    questions), and three modules need exactly this build. Tests must not write into it.
+    questions), and two modules need exactly this build. Tests must not write into it.
     """
     from filelock import FileLock
 
