@@ -174,3 +174,12 @@ def test_compare_gives_the_paired_aurc_and_ece_differences_of_two_stated_runs(tm
     assert pair["ece"]["a"] == pytest.approx(0.1) and pair["ece"]["b"] == pytest.approx(0.9)
     assert pair["ece"]["delta"] == pytest.approx(0.8)
 
+
+
+def test_the_report_legend_carries_ece_and_the_stated_count() -> None:
+    from aethersearch.report.charts import risk_label
+
+    risk = {"aurc": 0.25, "signal": "stated", "ece": 0.4, "stated": {"stated": 3, "answered": 5}}
+    assert risk_label("rl", risk) == "rl (AURC 0.250, stated, ECE 0.400, 3/5 stated)"
+    assert risk_label("base", {"aurc": 0.5, "signal": "effort", "ece": None, "stated": None}) == \
+        "base (AURC 0.500, effort)"
