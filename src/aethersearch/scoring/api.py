@@ -55,7 +55,6 @@ from aethersearch.scoring.judge import (
 from aethersearch.scoring.metrics import ABSTENTION_AWARE, ALL_METRICS, BINARY_METRICS, score_all
 from aethersearch.scoring.reducers import question_summary, reducer_names
 from aethersearch.scoring.run_confidence import run_risk_coverage
-from aethersearch.stated_confidence import elicits_confidence
 from aethersearch.scoring.scores_file import (
     QUESTIONS_FILE,
     SCORES_FILE,
@@ -64,6 +63,7 @@ from aethersearch.scoring.scores_file import (
     Scores,
     read_scores,
 )
+from aethersearch.stated_confidence import elicits_confidence
 
 __all__ = [
     "QUESTIONS_FILE",
