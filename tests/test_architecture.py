@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aethersearch"
 
 # Lower index = lower layer. A module may import its own layer or lower ones.
 LAYERS: list[set[str]] = [
-    {"errors", "records", "jsonl", "text", "abstention", "registry", "environment", "release_layout", "__init__", "__version__"},
+    {"errors", "records", "jsonl", "text", "abstention", "stated_confidence", "registry", "environment", "release_layout", "__init__", "__version__"},
     {"benchmark", "corpus"},
     {"search"},
     {"sandbox", "construct"},

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aethersearch.compare.checkpoints import compare_runs
-from aethersearch.compare.noise import NOISE_FILE, flip_rates, measure_noise, noise_floor, read_noise
+from aethersearch.compare.noise import NOISE_FILE, concurrency_levels, flip_rates, measure_noise, noise_floor, read_noise
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_json, sha256_file
 from aethersearch.scoring.api import score_run
@@ -25,6 +25,12 @@ def test_the_flip_rate_is_the_share_of_disagreeing_run_pairs() -> None:
     means = [0.2, 0.6, 0.4]
     pairs = list(itertools.combinations(means, 2))
     assert flip_rates([means]) == [pytest.approx(sum((a - b) ** 2 for a, b in pairs) / len(pairs))]
+
+
+def test_default_concurrencies_vary_from_the_first_rerun_on() -> None:
+    assert concurrency_levels(1) == [1, 4]  # not 1, 1, 4: two reruns of a concurrency-1 run must differ
+    assert concurrency_levels(4) == [1, 4, 16]
+    assert concurrency_levels(4, [2, 2]) == [2, 2]  # given levels are used as given
 
 
 def test_the_floor_scales_with_one_over_root_n() -> None:

@@ -112,3 +112,18 @@ def test_sharded_runs_go_through_the_same_path_and_write_the_same_run(demo: tupl
     assert single.errors.errored == sharded.errors.errored == 0
     for name in ("run.json", "predictions.jsonl"):
         assert (tmp_path / "sharded" / name).read_bytes() == (tmp_path / "single" / name).read_bytes()
+
+
+def test_a_finished_run_on_a_llama_cpp_server_resumes(demo: tuple[Path, Path], tmp_path: Path) -> None:
+    # llama.cpp's top_k "off" is 0, known only once the server is asked; a finished run resumes without
+    # asking it, so the recorded sent_decoding must stand (it was refused as "different settings")
+    release, index = demo
+    args = ["run", str(release), "--out", str(tmp_path / "run"), "--agent", "search-r1", "--model", "m",
+            "--index", str(index), "--no-progress"]
+    with ScriptedServer(search_r1_rule(lambda q: "Paris", searches=0), chat_template="t") as server:
+        first = CliRunner().invoke(app, [*args, "--endpoint", server.url], catch_exceptions=False)
+        again = CliRunner().invoke(app, [*args, "--endpoint", server.url], catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    assert orjson.loads((tmp_path / "run" / "run.json").read_bytes())["sent_decoding"]["top_k"] == 0
+    assert again.exit_code == 0, again.output
+    assert "already finished" in again.output

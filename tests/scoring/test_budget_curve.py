@@ -36,6 +36,7 @@ def test_questions_that_spent_more_than_b_are_exhausted_never_wrong(tmp_path: Pa
     assert (points[0]["correct"], points[0]["wrong"], points[0]["exhausted"]) == (1, 1, 4)
     assert (points[2]["correct"], points[2]["wrong"], points[2]["exhausted"]) == (2, 3, 1)
     assert points[3]["exhausted"] == 0
+    assert all(p["not_answered"] == 0 for p in points.values())
     # at the run's own budget the curve is the run's score
     assert points[3]["em"]["mean"] == pytest.approx(scores.overall.micro.metrics["em"].mean)
     assert points[0]["em"]["mean"] == pytest.approx(1 / 6)
@@ -57,3 +58,19 @@ def test_predictions_without_run_json_have_no_budget_to_truncate(tmp_path: Path)
     (run / "run.json").unlink()
     with pytest.raises(ConfigError, match="needs the run's run.json"):
         score_run(run, release, resamples=10, budget_curve=True)
+
+
+def test_a_question_that_ended_without_an_answer_within_the_budget_is_not_answered_never_wrong(tmp_path: Path) -> None:
+    rows = eval_rows(1)  # 3 questions: right, wrong, ran out of turns having spent one tool call
+    release = write_release(tmp_path / "release", rows)
+    path = tmp_path / "run"
+    path.mkdir()
+    write_jsonl(path / "traces.jsonl", [trace(rows[0].id, rows[0].question, rows[0].answers[0]),
+                                        trace(rows[1].id, rows[1].question, "wrong guess"),
+                                        trace(rows[2].id, rows[2].question, None, outcome="budget")])
+    atomic_write_json(path / "run.json", fingerprint(len(rows), agent="search-r1", budget=Budget(max_tool_calls=2),
+                                                     release_data_sha256=eval_sha256(rows)))
+    scores = score_run(path, release, resamples=20, budget_curve=True)
+    assert scores.budget_curve is not None
+    point = {p["budget"]: p for p in scores.budget_curve["axes"]["tool_calls"]["points"]}[1]
+    assert (point["correct"], point["wrong"], point["not_answered"], point["exhausted"]) == (1, 1, 1, 0)

@@ -75,7 +75,7 @@ def test_unknown_compat_mode_is_a_config_error_naming_valid_modes() -> None:
 
 def test_prediction_rows_marked_answered_without_text_count_as_no_answer() -> None:
     assert resolve_prediction(None, Outcome.ANSWERED).outcome is Outcome.NO_ANSWER_TAG
-    assert resolve_prediction("x", Outcome.BUDGET) == (None, Outcome.BUDGET, 0)
+    assert resolve_prediction("x", Outcome.BUDGET)[:3] == (None, Outcome.BUDGET, 0)
     assert resolve_prediction("Paris", Outcome.ANSWERED).prediction == "Paris"
 
 

@@ -15,7 +15,6 @@ from aethersearch.scoring.risk_coverage import (
     aurc_bootstrap_difference,
     expected_calibration_error,
     risk_coverage,
-    stated_confidence,
 )
 from tests.scoring.factory import eval_rows, write_release, write_run
 
@@ -63,15 +62,6 @@ def test_a_model_whose_errors_are_its_least_confident_answers_has_the_lower_aurc
     bad = risk_coverage(outcomes, correct, [0.1, 0.2, 0.8, 0.9], signal="stated")
     assert good.aurc is not None and bad.aurc is not None and good.aurc < bad.aurc
     assert good.aurc == pytest.approx((0 + 0 + 1 / 3 + 2 / 4) / 4)
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("Exact Answer: Paris\nConfidence: 85%", 0.85), ("<answer>x</answer> <confidence>0.4</confidence>", 0.4),
-    ("confidence score = 70", 0.7), ("Confidence: 150%", 1.0), ("no number here", None), (None, None),
-    ("Confidence: 20%\n... revised. Confidence: 60%", 0.6),
-])
-def test_stated_confidence_is_read_from_the_reply(text: str | None, expected: float | None) -> None:
-    assert stated_confidence(text) == (pytest.approx(expected) if expected is not None else None)
 
 
 def test_expected_calibration_error_on_a_hand_computed_case() -> None:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from aethersearch.errors import ConfigError
 from aethersearch.records import Document
+from aethersearch.stated_confidence import PROMPT_VARIANTS
 
 SEARCH_R1_PROMPT = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first "
@@ -30,6 +31,18 @@ SEARCH_R1_PROMPT = (
     "the answer inside <answer> and </answer>, without detailed illustrations. For example, "
     "<answer> Beijing </answer>. Question: {question}\n"
 )
+
+_SEARCH_R1_ANSWER_SENTENCE = "without detailed illustrations. For example, <answer> Beijing </answer>. "
+
+#: The ``stated-confidence`` prompt variant (:mod:`aethersearch.stated_confidence`): Search-R1's prompt with
+#: its answer sentence asking, inside the answer tags and after the answer, for BrowseComp-Plus's
+#: "Confidence: {your confidence score between 0% and 100% for your answer}" (search_agent/prompts.py).
+#: Inside the tags because Search-R1 stops generating at ``</answer>``. Braces doubled for ``str.format``.
+SEARCH_R1_CONFIDENCE_PROMPT = SEARCH_R1_PROMPT.replace(
+    _SEARCH_R1_ANSWER_SENTENCE,
+    "without detailed illustrations, and end it, inside the same tags, with your confidence in the answer "
+    "in the format Confidence: {{your confidence score between 0% and 100% for your answer}}. "
+    "For example, <answer> Beijing Confidence: 90% </answer>. ")
 
 SEARCH_R1_INVALID_ACTION = (
     "\nMy previous action is invalid. If I want to search, I should put the query between "
@@ -76,6 +89,14 @@ REACT_SYSTEM_PROMPT = (
     "and </answer> (for example <answer> Beijing </answer>). If the evidence is not there and "
     "you do not know, reply <answer> I don't know </answer>."
 )
+
+def search_r1_prompt_for(variant: str) -> str:
+    """The Search-R1 prompt of a named variant (:data:`aethersearch.stated_confidence.PROMPT_VARIANTS`)."""
+    prompts = dict(zip(PROMPT_VARIANTS, (SEARCH_R1_PROMPT, SEARCH_R1_CONFIDENCE_PROMPT), strict=True))
+    if variant not in prompts:
+        raise ConfigError(f"unknown prompt_variant {variant!r}", fix=f"use one of: {', '.join(PROMPT_VARIANTS)}")
+    return prompts[variant]
+
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 

@@ -27,6 +27,12 @@ Behaviour matched to ``search_r1/llm_agent/generation.py`` and ``infer.py``
   spent, the runner's forced final answer is Search-R1's final rollout: one more
   generation on the same context, in which a search is not executed.
 
+``prompt_variant="stated-confidence"`` (opt-in, recorded in ``run.json``'s
+``agent_config`` and prompt hash, so ``compare`` never pairs it with the plain
+prompt) asks for a confidence inside the answer tags
+(:mod:`aethersearch.stated_confidence`); the recorded prediction is the answer
+without it, and the final step's notes keep what was read (``stated_confidence``).
+
 Known, documented difference: Search-R1 concatenates token ids, we concatenate
 text, so a tokenizer that does not round-trip the text may tokenize a boundary
 differently.
@@ -46,9 +52,9 @@ from aethersearch.agents.formatting import (
 )
 from aethersearch.agents.prompts import (
     SEARCH_R1_INVALID_ACTION,
-    SEARCH_R1_PROMPT,
     SEARCH_R1_STOP,
     render_search_r1_docs,
+    search_r1_prompt_for,
     search_r1_observation,
     search_r1_question,
 )
@@ -56,6 +62,12 @@ from aethersearch.agents.stops import STOP_MODES, generate
 from aethersearch.agents.tokenizers import check_tokenizer_spec, observation_tokenizer
 from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, LLMCall, Outcome
+from aethersearch.stated_confidence import (
+    PROMPT_VARIANT_KEY,
+    PROMPT_VARIANTS,
+    STATED_CONFIDENCE,
+    split_confidence,
+)
 
 _ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
 
@@ -84,7 +96,7 @@ class SearchR1Agent(Agent):
 
     def __init__(self, topk: int = 3, max_obs_tokens: int = 500, tokenizer: str = "served",
                  prompt_format: str = "auto", chat_template: str = "served", max_prompt_tokens: int = 4096,
-                 stop_mode: str = "server") -> None:
+                 stop_mode: str = "server", prompt_variant: str = PROMPT_VARIANTS[0]) -> None:
         check_prompt_settings(prompt_format, chat_template)
         check_tokenizer_spec(tokenizer)
         if stop_mode not in STOP_MODES:
@@ -96,16 +108,26 @@ class SearchR1Agent(Agent):
         self.chat_template = chat_template
         self.max_prompt_tokens = max_prompt_tokens
         self.stop_mode = stop_mode
+        self.prompt = search_r1_prompt_for(prompt_variant)  # refuses an unknown variant by name
+        self.prompt_variant = prompt_variant
 
     def config(self) -> dict[str, Any]:
-        """Every setting that changes what the model sees."""
-        return {"topk": self.topk, "max_obs_tokens": self.max_obs_tokens, "tokenizer": self.tokenizer,
-                "prompt_format": self.prompt_format, "chat_template": self.chat_template,
-                "max_prompt_tokens": self.max_prompt_tokens, "stop_mode": self.stop_mode}
+        """Every setting that changes what the model sees.
+
+        The prompt variant is recorded only when it is not Search-R1's own prompt, so
+        every run made before the variant existed keeps its contract.
+        """
+        config: dict[str, Any] = {
+            "topk": self.topk, "max_obs_tokens": self.max_obs_tokens, "tokenizer": self.tokenizer,
+            "prompt_format": self.prompt_format, "chat_template": self.chat_template,
+            "max_prompt_tokens": self.max_prompt_tokens, "stop_mode": self.stop_mode}
+        if self.prompt_variant != PROMPT_VARIANTS[0]:
+            config[PROMPT_VARIANT_KEY] = self.prompt_variant
+        return config
 
     def prompt_template(self) -> str:
         """Prompt, chat template and invalid-action text, hashed into run.json."""
-        return "\x00".join([SEARCH_R1_PROMPT, template_text(self.chat_template), SEARCH_R1_INVALID_ACTION])
+        return "\x00".join([self.prompt, template_text(self.chat_template), SEARCH_R1_INVALID_ACTION])
 
     def question_seen(self, question: str) -> str:
         """The question with Search-R1's appended ``?``."""
@@ -124,7 +146,7 @@ class SearchR1Agent(Agent):
         Called by :meth:`_generate` on an episode's first turn only.
         """
         chosen = await resolve_format(self.prompt_format, self.chat_template, episode.llm)
-        prompt = SEARCH_R1_PROMPT.format(question=episode.question_seen)
+        prompt = self.prompt.format(question=episode.question_seen)
         if chosen.format == "chat":
             prompt = await render_chat_prompt(prompt, self.chat_template, self.tokenizer, episode.llm)
         # the stops of this episode's decoding in Search-R1's priority order, chosen once (not per turn)
@@ -180,14 +202,23 @@ class SearchR1Agent(Agent):
         episode.add_step(llm=record, tool_calls=[result.call], observation=cut, notes=notes)
         return str(cut)
 
+    def _answer(self, content: str, notes: dict[str, Any]) -> str:
+        """The answer without its stated confidence (stated-confidence variant; noted in the step), else as is."""
+        if self.prompt_variant != STATED_CONFIDENCE:
+            return content
+        stated = split_confidence(content)
+        notes["stated_confidence"] = {"value": stated.confidence, "status": stated.status}
+        return stated.answer
+
     async def solve(self, episode: Episode) -> AgentOutput:
         """Generate, act, observe until an answer (the runner's budget ends the search turns)."""
         while True:
             record, notes, text = await self._generate(episode)
             action, content = parse_action(text)
             if action == "answer":
+                answer = self._answer(content, notes)
                 episode.add_step(llm=record, notes=notes)
-                return finish(episode.state["response"], content, "answer")
+                return finish(episode.state["response"], answer, "answer")
             if action == "search":
                 observation = await self._observe(episode, record, notes, content)
             else:
@@ -200,8 +231,9 @@ class SearchR1Agent(Agent):
         """Search-R1's final rollout: one more generation; a search in it is not executed."""
         record, notes, text = await self._generate(episode)
         notes["forced_final"] = True
-        episode.add_step(llm=record, notes=notes)
         action, content = parse_action(text)
+        answer = self._answer(content, notes) if action == "answer" else content
+        episode.add_step(llm=record, notes=notes)
         if action == "answer":
-            return finish(episode.state["response"], content, "budget")
+            return finish(episode.state["response"], answer, "budget")
         return AgentOutput(episode.state["response"], None, Outcome.BUDGET, "budget")

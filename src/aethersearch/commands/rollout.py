@@ -38,8 +38,10 @@ ERROR_RATE_HELP = ("share of questions allowed to end in error before the run fa
                    "0: any question still in error after its retries fails the run")
 
 
-def _agent_config(pairs: list[str], prompt_format: str | None = None, topk: int | None = None) -> dict[str, Any]:
-    """``--agent-config KEY=VALUE`` options (JSON values where they parse), plus ``--prompt-format`` and ``--topk``.
+def _agent_config(pairs: list[str], prompt_format: str | None = None, topk: int | None = None,
+                  prompt_variant: str | None = None) -> dict[str, Any]:
+    """``--agent-config KEY=VALUE`` options (JSON values where they parse), plus ``--prompt-format``, ``--topk``
+    and ``--prompt-variant`` (Search-R1's ``stated-confidence`` variant; ``aethersearch.stated_confidence``).
 
     ``--topk`` is the one spelling of "documents per search" across the CLI (``aether search --topk``);
     it sets the agent's ``topk``, so run.json records what the agent really asks for.
@@ -49,6 +51,8 @@ def _agent_config(pairs: list[str], prompt_format: str | None = None, topk: int 
         config["prompt_format"] = prompt_format
     if topk is not None:
         config["topk"] = topk
+    if prompt_variant is not None:
+        config["prompt_variant"] = prompt_variant
     return config
 
 
@@ -120,6 +124,9 @@ def _print_table(scores: Any) -> None:
 
 
 RUN_AGENT_DEFAULT = "search-r1"
+PROMPT_VARIANT_HELP = ("search-r1 agent: search-r1 (its own prompt, default) or stated-confidence (asks for "
+                       "'Confidence: N%' inside the answer tags, as BrowseComp-Plus does; never compared with the "
+                       "plain prompt)")
 """The agent of `aether run` and of `aether eval RELEASE` (one default for both)."""
 
 
@@ -158,6 +165,7 @@ def register(app: typer.Typer) -> None:
         agent: str = typer.Option(RUN_AGENT_DEFAULT, "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default: the chat template when the server reports one), chat or raw"),
+        prompt_variant: str | None = typer.Option(None, "--prompt-variant", help=PROMPT_VARIANT_HELP),
         endpoint: str | None = typer.Option(None, "--endpoint", help=ENDPOINT_HELP),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
@@ -201,7 +209,7 @@ def register(app: typer.Typer) -> None:
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
-                release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk), endpoint=endpoint,
+                release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint,
                 model=model, api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                                    token_budget=token_budget, context_tokens=context_tokens),
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
@@ -216,6 +224,7 @@ def register(app: typer.Typer) -> None:
                                                                 "the demo without RELEASE uses the lexical agent"),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default), chat or raw"),
+        prompt_variant: str | None = typer.Option(None, "--prompt-variant", help=PROMPT_VARIANT_HELP),
         endpoint: str | None = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL, or vllm-offline"),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
@@ -261,7 +270,7 @@ def register(app: typer.Typer) -> None:
                 console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
                 result = pipeline.run_demo(out, sandbox=sandbox, progress=update, samples=samples)
             else:
-                options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk), endpoint=endpoint, model=model,
+                options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint, model=model,
                                api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                                      token_budget=token_budget, context_tokens=context_tokens),
                                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens,

@@ -127,9 +127,14 @@ def print_selective(console: Any, scores: Scores) -> None:
     """Risk–coverage (AURC, max coverage, ECE) and, when scored, the budget curve's points."""
     risk = scores.risk_coverage
     if risk is not None and risk["aurc"] is not None:
-        ece = "" if risk["ece"] is None else f", ECE {risk['ece']:.3f}"
+        ece = "" if risk["ece"] is None else f", ECE {risk['ece']:.3f} over {risk.get('ece_answers')} stated"
         console.print(f"risk-coverage ({risk['signal']} confidence): AURC {risk['aurc']:.3f} over coverage up to "
                       f"{100 * risk['coverage_max']:.1f}% ({risk['covered']} of {risk['n']} answered){ece}")
+        stated = risk.get("stated")
+        if stated:
+            console.print(f"stated confidence: {stated['stated']} of {stated['answered']} answers stated one; "
+                          f"{stated['missing']} missing, {stated['unparseable']} unparseable, "
+                          f"{stated['out_of_range']} out of range (ranked last, left out of ECE)")
     curve = scores.budget_curve
     if curve is not None:
         metric = curve["metrics"][0]
@@ -193,6 +198,10 @@ def print_comparison(result: dict[str, Any]) -> None:
         if risk.get("delta") is not None:
             console.print(f"AURC {pair['b']} - {pair['a']}: {risk['delta']:+.3f} (95% CI {risk['ci_low']:+.3f} .. "
                           f"{risk['ci_high']:+.3f}; signals {', '.join(risk['signal'])})")
+        ece = risk.get("ece") or {}
+        if ece.get("delta") is not None:
+            console.print(f"ECE {pair['b']} - {pair['a']}: {ece['delta']:+.3f} (95% CI {ece['ci_low']:+.3f} .. "
+                          f"{ece['ci_high']:+.3f}; {ece['a']:.3f} -> {ece['b']:.3f})")
         for metric, flips in pair["flips"].items():
             console.print(f"{metric} flips: wrong->right {len(flips['wrong_to_right'])}, "
                           f"right->wrong {len(flips['right_to_wrong'])}")

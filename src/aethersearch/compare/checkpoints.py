@@ -36,7 +36,7 @@ from aethersearch.compare.paired import (
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json
 from aethersearch.scoring.metrics import BINARY_METRICS
-from aethersearch.scoring.risk_coverage import RiskInputs, aurc_bootstrap_difference
+from aethersearch.scoring.risk_coverage import RiskInputs, aurc_bootstrap_difference, ece_bootstrap_difference
 from aethersearch.scoring.run_confidence import run_inputs
 from aethersearch.scoring.reducers import MAJ, MEAN, parse_reducer
 from aethersearch.scoring.scores_file import Scores, read_scores
@@ -171,8 +171,13 @@ def compare_aurc(a: tuple[str, RiskInputs], b: tuple[str, RiskInputs], *, resamp
     """Paired difference in AURC (b - a) over the same questions, with a bootstrap CI (``scoring.risk_coverage``).
 
     ``a`` and ``b`` are each run's signal and inputs (``run_confidence.run_inputs``), read once per run.
+    When both runs stated their confidence, ``ece`` holds each run's ECE and the paired
+    difference with its CI (same draws); otherwise it is None (ECE needs a stated confidence).
     """
-    return {"signal": [a[0], b[0]], **aurc_bootstrap_difference(a[1], b[1], resamples=resamples, seed=seed)}
+    both_stated = a[0] == b[0] == "stated"
+    ece = ece_bootstrap_difference(a[1], b[1], resamples=resamples, seed=seed) if both_stated else None
+    return {"signal": [a[0], b[0]], **aurc_bootstrap_difference(a[1], b[1], resamples=resamples, seed=seed),
+            "ece": ece}
 
 
 def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
@@ -195,7 +200,7 @@ def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
     all_scores = [read_scores(d) for d in run_dirs]
     _check_same_questions(names, all_scores)
     noises = [read_noise(d) for d in run_dirs]
-    confidence = [run_inputs(d, s) for d, s in zip(run_dirs, all_scores, strict=True)]
+    confidence = [run_inputs(s) for s in all_scores]
     pairs = []
     for name, scores, noise, inputs in zip(names[1:], all_scores[1:], noises[1:], confidence[1:], strict=True):
         pair = compare_pair(all_scores[0], scores, metrics, alpha=alpha, resamples=resamples, seed=seed,

@@ -45,7 +45,7 @@ from aethersearch.jsonl import atomic_write_json, loads, sha256_file
 from aethersearch.records import ERROR_OUTCOMES, RunLimits
 from aethersearch.scoring.aggregate import estimate
 
-__all__ = ["NOISE_FILE", "flip_rates", "measure_noise", "noise_floor", "read_noise"]
+__all__ = ["NOISE_FILE", "concurrency_levels", "flip_rates", "measure_noise", "noise_floor", "read_noise"]
 
 NOISE_FILE = "noise.json"
 Z95 = 1.959963984540054
@@ -113,6 +113,16 @@ def _rerun_correctness(rerun_dir: Path, release_dir: Path, ids: list[str], metri
     return {q.id: (None if q.outcome in _ERRORS else q.values[metric]) for q in scored}
 
 
+def concurrency_levels(base: int, given: Sequence[int] | None = None) -> list[int]:
+    """The concurrencies the reruns cycle over: ``given``, else 1, the run's own and 4x it, each once.
+
+    Each once: a run made at concurrency 1 would otherwise be rerun at 1 and 1 again by
+    ``--reruns 2``, varying nothing. On llama.cpp it is the interleaving of questions that
+    changes greedy text (a cached prefix vs a cold evaluation of the same prompt).
+    """
+    return list(given) if given else list(dict.fromkeys([1, base, 4 * base]))
+
+
 def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int = 3, sample: int | None = 50,
                   seed: int = 0, concurrencies: Sequence[int] | None = None, metric: str = "em",
                   api_key: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -141,7 +151,7 @@ def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int 
     wanted = set(ids)
     questions = [q for q in load_rollout_questions(info.rollout_path) if q.id in wanted]
     base = fingerprint.concurrency or 1
-    levels = list(concurrencies) if concurrencies else [1, base, 4 * base]
+    levels = concurrency_levels(base, concurrencies)
     settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
                            endpoint=fingerprint.endpoint, model=fingerprint.model, budget=fingerprint.budget,
                            decoding=fingerprint.decoding, concurrency=base,

@@ -147,6 +147,17 @@ def delta_chart(pair: Mapping[str, Any], metric: str) -> str:
     return _svg(fig)
 
 
+def risk_label(name: str, risk: Mapping[str, Any]) -> str:
+    """A run's legend entry: AURC, the signal and, for stated confidence, ECE and how many answers stated one."""
+    label = f"{name} (AURC {_finite(risk['aurc']):.3f}, {risk['signal']}"
+    if risk.get("ece") is not None:
+        label += f", ECE {risk['ece']:.3f}"
+    stated = risk.get("stated")
+    if stated:
+        label += f", {stated['stated']}/{stated['answered']} stated"
+    return label + ")"
+
+
 def risk_coverage_chart(runs: Mapping[str, Scores]) -> str:
     """Selective risk against coverage, one line per run (``scores.json`` ``risk_coverage``), AURC in the legend."""
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
@@ -155,8 +166,7 @@ def risk_coverage_chart(runs: Mapping[str, Scores]) -> str:
         if not risk or not risk["curve"]["coverage"]:
             continue
         ax.step(risk["curve"]["coverage"], risk["curve"]["risk"], where="post",
-                color=_PALETTE[index % len(_PALETTE)], label=f"{name} (AURC {_finite(risk['aurc']):.3f}, "
-                                                              f"{risk['signal']})")
+                color=_PALETTE[index % len(_PALETTE)], label=risk_label(name, risk))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("coverage (share of questions answered, most confident first)")

@@ -211,6 +211,10 @@ def with_served_model(prepared: PreparedRun, run_dir: str | Path) -> PreparedRun
     sender = getattr(prepared.llm, "sent_decoding", None)
     if sender is not None and finished is None:  # exact now that the server said what it is (top_k "off")
         update["sent_decoding"] = sender(prepared.agent.effective_decoding(prepared.settings.decoding))
+    elif sender is not None and finished is not None:
+        # the server was not asked what it is, so the client-side guess (top_k -1) would differ from the
+        # recorded, server-exact form (llama.cpp: top_k 0) and refuse the resume: the recorded one stands
+        update["sent_decoding"] = finished.sent_decoding
     return prepared._replace(fingerprint=prepared.fingerprint.model_copy(update=update))
 
 

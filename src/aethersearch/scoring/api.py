@@ -63,6 +63,7 @@ from aethersearch.scoring.scores_file import (
     Scores,
     read_scores,
 )
+from aethersearch.stated_confidence import elicits_confidence
 
 __all__ = [
     "QUESTIONS_FILE",
@@ -173,7 +174,8 @@ def per_question_rows(rows: list[JoinedRow], values: list[dict[str, float]], *,
             id=lead.id, source=lead.source, outcome=lead.outcome, stop_reason=lead.stop_reason,
             present=all(r.present for r in group), prediction=lead.prediction, values=means,
             usage=lead.usage if samples == 1 else _summed_usage(group), judge_verdict=None, correct=correct,
-            majority=majority, majority_sample=chosen, samples=kept))
+            majority=majority, majority_sample=chosen, samples=kept, stated_confidence=lead.confidence,
+            confidence_status=lead.confidence_status))
     return out
 
 
@@ -248,13 +250,15 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     With ``strict`` a run with any error outcome or missing question is refused
     (:class:`ScoreRefused`). ``budget_curve`` adds accuracy at every smaller budget
     (``scoring.budget_curve``; refused for agents whose prompt states the budget).
-    The risk–coverage curve (``scoring.risk_coverage``) is always added. Returns what
+    The risk–coverage curve (``scoring.risk_coverage``) is always added, on the answers' stated
+    confidence when the run's prompt asked for one (``prompt_variant: stated-confidence``). Returns what
     was written, with ``per_question`` attached.
     """
     check_compat(compat)
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = read_fingerprint(run_dir)
-    run = load_run(run_dir, compat=compat)
+    elicited = fingerprint is not None and elicits_confidence(fingerprint.agent_config)
+    run = load_run(run_dir, compat=compat, stated_confidence=elicited)
     gold = bind_gold(release_dir, run_dir, fingerprint, run.path)
     release = load_release(release_dir)
     _check_size(fingerprint, release_dir, len(release))
@@ -286,7 +290,7 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     # make an unreadable scores.json); scores.json pins it by sha256 and is
     # written second, so a reader never pairs a summary with other rows.
     curve = budget_curve_section(scored, fingerprint, resamples=resamples, seed=seed) if budget_curve else None
-    risk = run_risk_coverage(run_dir, run.kind, scored).as_dict()
+    risk = run_risk_coverage(scored, elicited=elicited).as_dict()
     questions = encode_jsonl(scored)
     atomic_write_bytes(run_dir / QUESTIONS_FILE, questions)
     result = Scores.model_validate({

@@ -13,7 +13,9 @@ Conventions (this project's, named ``budget_curve``):
 
 * A question that would have run out at ``b`` counts as **budget-exhausted**, never
   as wrong. It adds 0 to the accuracy (the denominator stays every release question,
-  as in ``scores.json``) and is counted in ``exhausted`` beside ``correct``/``wrong``.
+  as in ``scores.json``) and is counted in ``exhausted`` beside ``correct``, ``wrong``
+  (answered, not correct) and ``not_answered`` (within ``b`` but the episode ended
+  without an answer of its own: a refusal, no answer tag, or its turn limit).
   A rerun would give it one forced final answer (``rollout/budget.py``), which the
   run never made at ``b``; so the curve is a lower bound below the run's own budget,
   and the gap to real reruns is measured (``benchmarks/budget_curve.py``).
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from aethersearch.errors import ConfigError
-from aethersearch.records import ERROR_OUTCOMES, RunFingerprint
+from aethersearch.records import ERROR_OUTCOMES, Outcome, RunFingerprint
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, estimate
 from aethersearch.scoring.scores_file import QuestionScore
 
@@ -96,8 +98,11 @@ def budget_curve(rows: Sequence[QuestionScore], fingerprint: RunFingerprint | No
                 found = estimate(values, resamples=resamples, seed=seed, name=f"budget/{axis}/{budget}/{metric}")
                 point[metric] = found.as_dict()
             correct = np.array([r.values.get(metrics[0], 0.0) for r in rows]) * within
+            answered = np.array([r.outcome == Outcome.ANSWERED.value for r in rows]) & within
             point["correct"] = int((correct > 0).sum())
-            point["wrong"] = int(within.sum()) - point["correct"]
+            point["wrong"] = int((answered & (correct <= 0)).sum())
+            # within the budget but ended without an answer (refusal, no tag, its own budget): never "wrong"
+            point["not_answered"] = int(within.sum()) - point["correct"] - point["wrong"]
             points.append(point)
         axes[axis] = {"limit": limits[axis], "points": points}
     return {"convention": "budget_curve: a question that spent more than b counts as budget-exhausted (0, never "

@@ -21,6 +21,12 @@ Two extraction rules:
   (None unless the last action is the one valid answer); the join keeps the
   actions and executed queries so their R_task can be computed.
 
+Stated confidence: for a run whose prompt asked for one (``run.json`` agent setting
+``prompt_variant: stated-confidence``), every extracted answer is split by
+:func:`aethersearch.stated_confidence.split_confidence` (the agent's own rule), so the
+metrics, the abstention rule and the gold never see "Confidence: 80%" as part of the
+answer; the confidence and how it was read ride along on the :class:`Extraction`.
+
 Abstention: the shape of a refusal is decided by ``aethersearch.abstention`` (the
 definition the agents use too); then **gold wins**: an extracted answer with
 Search-R1 EM 1 against any gold alias is an answer, always (:func:`settle`),
@@ -37,6 +43,7 @@ from aethersearch.errors import ConfigError
 from aethersearch.records import ERROR_OUTCOMES, Outcome, Trace
 from aethersearch.scoring.aethersearch_compat import check_trajectory, trace_actions
 from aethersearch.scoring.metrics import Golds, em
+from aethersearch.stated_confidence import split_confidence
 
 ANSWER_SPAN = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 #: Observation blocks the harness appended to the response: retrieved text, not the model's words.
@@ -63,6 +70,10 @@ class Extraction(NamedTuple):
     prediction: str | None
     outcome: Outcome
     matches: int
+    confidence: float | None = None
+    """The stated confidence in [0, 1] (stated-confidence runs only; None when not stated)."""
+    confidence_status: str | None = None
+    """How the confidence was read (``aethersearch.stated_confidence.STATUSES``); None: not asked for."""
 
 
 def check_compat(compat: str | None) -> None:
@@ -114,7 +125,24 @@ def settle(extraction: Extraction, golds: Golds) -> Extraction:
     return extraction
 
 
-def resolve_trace(trace: Trace, *, compat: str | None = None, golds: Golds | None = None) -> Extraction:
+def with_stated_confidence(extraction: Extraction) -> Extraction:
+    """Split the stated confidence off the extracted answer; the outcome is decided on the answer alone.
+
+    Stopped and tagless episodes keep their outcome (an empty answer left once the confidence
+    is taken away is classified as an empty answer in a plain run is).
+    """
+    if extraction.prediction is None:
+        return extraction._replace(confidence=None, confidence_status="missing")
+    stated = split_confidence(extraction.prediction)
+    outcome = extraction.outcome
+    if outcome in (Outcome.ANSWERED, Outcome.ABSTAINED):
+        outcome = _classify(stated.answer)
+    return extraction._replace(prediction=stated.answer, outcome=outcome,
+                               confidence=stated.confidence, confidence_status=stated.status)
+
+
+def resolve_trace(trace: Trace, *, compat: str | None = None, golds: Golds | None = None,
+                  stated_confidence: bool = False) -> Extraction:
     """The scored prediction and outcome of one recorded episode (never calls the agent).
 
     Stopped episodes (budget, endpoint or tool error) keep their outcome and score
@@ -122,9 +150,12 @@ def resolve_trace(trace: Trace, *, compat: str | None = None, golds: Golds | Non
     agent that reports its answer another way (function calling) is taken at
     its recorded ``prediction``. With ``compat="searchr1"`` the scored string is
     Search-R1's prompt+response extraction whatever the outcome. With ``golds``
-    the outcome is settled against them (:func:`settle`).
+    the outcome is settled against them (:func:`settle`). ``stated_confidence`` (the
+    run's prompt asked for one) splits it off the answer first (:func:`with_stated_confidence`).
     """
     extraction = _resolve_trace(trace, compat=compat)
+    if stated_confidence:
+        extraction = with_stated_confidence(extraction)
     return extraction if golds is None else settle(extraction, golds)
 
 

@@ -79,6 +79,10 @@ class JoinedRow(NamedTuple):
     """``--compat aethersearch``: the episode's action texts, executed queries and system validity."""
     sample: int = 0
     """Which of the run's K samples of the question this row is."""
+    confidence: float | None = None
+    """The stated confidence (stated-confidence runs; ``scoring.extract.with_stated_confidence``)."""
+    confidence_status: str | None = None
+    """How it was read (``aethersearch.stated_confidence.STATUSES``); None when the prompt asked for none."""
 
 
 class JoinResult(NamedTuple):
@@ -114,8 +118,12 @@ def load_release(release_dir: Path) -> list[EvalRow]:
     return rows
 
 
-def load_run(run_dir: Path, *, compat: str | None = None) -> RunFile:
-    """Read a run's traces (preferred: raw responses can be re-extracted) or its predictions."""
+def load_run(run_dir: Path, *, compat: str | None = None, stated_confidence: bool = False) -> RunFile:
+    """Read a run's traces (preferred: raw responses can be re-extracted) or its predictions.
+
+    ``stated_confidence`` (the run's prompt asked for one) reads it off each answer; a
+    ``predictions.jsonl`` run has only the agent's answers, so its confidences are missing.
+    """
     check_compat(compat)
     run_dir = Path(run_dir)
     traces = run_dir / TRACES_FILE
@@ -124,7 +132,7 @@ def load_run(run_dir: Path, *, compat: str | None = None) -> RunFile:
         entries = []
         for number, value in iter_jsonl(traces):
             trace = validate_row(traces, number, value, Trace)
-            entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat), trace.usage,
+            entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat, stated_confidence=stated_confidence), trace.usage,
                                     trace.attempt, trace.stop_reason,
                                     trace_actions(trace) if compat == "aethersearch" else None, trace.sample))
         return RunFile(traces, "traces", entries)
@@ -135,8 +143,10 @@ def load_run(run_dir: Path, *, compat: str | None = None) -> RunFile:
         entries = []
         for number, value in iter_jsonl(predictions):
             row = validate_row(predictions, number, value, Prediction)
-            entries.append(RunEntry(number, row.id, resolve_prediction(row.prediction, row.outcome), None,
-                                    sample=row.sample))
+            extraction = resolve_prediction(row.prediction, row.outcome)
+            if stated_confidence:
+                extraction = extraction._replace(confidence_status="missing")
+            entries.append(RunEntry(number, row.id, extraction, None, sample=row.sample))
         return RunFile(predictions, "predictions", entries)
     raise DataError(run_dir, f"run directory has neither {TRACES_FILE} nor {PREDICTIONS_FILE}",
                     fix="pass the directory the runner wrote (it holds run.json and traces.jsonl)")
@@ -200,5 +210,6 @@ def join(release: list[EvalRow], run: RunFile, samples: int = 1) -> JoinResult:
                 settled = settle(found.extraction, gold.answers)  # gold wins over a refusal-shaped answer
                 rows.append(JoinedRow(gold.id, gold.source_dataset, gold.question, list(gold.answers),
                                       settled.prediction, Outcome(settled.outcome).value, True, found.usage,
-                                      found.stop_reason, found.actions, sample))
+                                      found.stop_reason, found.actions, sample, settled.confidence,
+                                      settled.confidence_status))
     return JoinResult(rows, missing, sorted(duplicates), sorted(unknown), str(run.path), sorted(retried))

@@ -256,6 +256,10 @@ class QuestionScore(Record):
     majority: dict[str, float] = Field(default_factory=dict)
     majority_sample: int = 0
     samples: list[SampleScore] = Field(default_factory=list)
+    stated_confidence: float | None = None
+    """The confidence the answer states, in [0, 1] (runs with the stated-confidence prompt only)."""
+    confidence_status: str | None = None
+    """``stated``, ``missing``, ``unparseable`` or ``out_of_range``; None when the prompt asked for none."""
 
     @property
     def k(self) -> int:

@@ -19,10 +19,12 @@ from typing import Any, NamedTuple
 from markupsafe import Markup, escape
 
 from aethersearch.errors import AetherError
+from aethersearch.agents.prompts import SEARCH_R1_CONFIDENCE_PROMPT
 from aethersearch.records import DiagnosticsRow, Document, Outcome, Trace
 from aethersearch.report.viewer.runs import LoadedRun
 from aethersearch.sandbox.mask import ChainMask
 from aethersearch.scoring.extract import resolve_trace, searchr1_prompt
+from aethersearch.stated_confidence import elicits_confidence
 
 TAG = re.compile(r"<(think|search|answer|information|tool_call)>(.*?)</\1>", re.DOTALL)
 PROMPTS_KNOWN = {"search-r1": searchr1_prompt}
@@ -113,11 +115,13 @@ def _turns(trace: Mapping[str, Any], corpus: Corpus | None, mask: ChainMask | No
     return turns
 
 
-def _extraction(trace: Mapping[str, Any], compat: str | None, golds: Sequence[str]) -> dict[str, Any]:
-    """How the scored answer was taken from the response: the scorer's own ``resolve_trace``."""
+def _extraction(trace: Mapping[str, Any], compat: str | None, golds: Sequence[str], *,
+                stated_confidence: bool = False) -> dict[str, Any]:
+    """How the scored answer was taken from the response: the scorer's own ``resolve_trace``
+    (with the stated confidence split off, as the scorer does, for stated-confidence runs)."""
     try:
         record = Trace.model_validate({k: v for k, v in trace.items() if k in Trace.model_fields})
-        found = resolve_trace(record, compat=compat, golds=list(golds) or None)
+        found = resolve_trace(record, compat=compat, golds=list(golds) or None, stated_confidence=stated_confidence)
     except (AetherError, ValueError) as exc:
         return {"prediction": trace.get("prediction"), "outcome": trace.get("outcome"),
                 "rule": f"the trace does not validate as a Trace record ({exc}); shown as recorded"}
@@ -131,6 +135,9 @@ def _extraction(trace: Mapping[str, Any], compat: str | None, golds: Sequence[st
         rule = f"the episode stopped ({found.outcome.value}): nothing is scored"
     else:
         rule = "no <answer> tag in the response: scored as no_answer_tag, never as a wrong answer"
+    if found.confidence_status is not None:
+        stated = "no confidence" if found.confidence is None else f"confidence {100 * found.confidence:g}%"
+        rule += f"; stated confidence split off the answer: {stated} ({found.confidence_status})"
     return {"prediction": found.prediction, "outcome": found.outcome.value, "rule": rule}
 
 
@@ -191,6 +198,11 @@ def trace_view(run: LoadedRun, qid: str, golds: Sequence[str], diagnostics: Diag
     mask = ChainMask.from_json(mask_json) if isinstance(mask_json, dict) else None
     agent = str(trace.get("agent") or "")
     template = PROMPTS_KNOWN.get(run.fingerprint.agent if run.fingerprint else agent)
+    stated = bool(run.fingerprint and elicits_confidence(run.fingerprint.agent_config))
+    if stated:  # the stated-confidence variant's prompt, not Search-R1's own
+
+        def template(question: str) -> str:
+            return SEARCH_R1_CONFIDENCE_PROMPT.format(question=question)
     question = str(trace.get("question_seen") or "")
     scored = run.questions.get(qid)
     return {
@@ -198,7 +210,7 @@ def trace_view(run: LoadedRun, qid: str, golds: Sequence[str], diagnostics: Diag
         "prompt": template(question) if template else None,
         "turns": _turns(trace, corpus, mask, golds),
         "response": segments(str(trace.get("response") or ""), golds),
-        "extraction": _extraction(trace, run.scores.compat if run.scores else None, golds),
+        "extraction": _extraction(trace, run.scores.compat if run.scores else None, golds, stated_confidence=stated),
         "values": dict(scored.values) if scored else {},
         "stop_reason": trace.get("stop_reason"), "error": trace.get("error"), "usage": trace.get("usage") or {},
         "elapsed_s": trace.get("elapsed_s"), "attempt": trace.get("attempt", 1),
