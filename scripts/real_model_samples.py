@@ -3,7 +3,8 @@
 Usage (after scripts/install_real_model.sh; one model server, so run it alone):
 
     flock /tmp/realmodel.lock python scripts/real_model_samples.py OUT [--samples 5] [--per-source 5]
-        [--temperature 0.8] [--max-tokens 200] [--max-turns 3]
+        [--temperature 0.8] [--max-tokens 200] [--max-turns 3] [--call-timeout 600]
+        [--question-deadline 3600] [--attempts 3]
 
 It builds the demo world's corpus, BM25 index and a release of ``--per-source``
 questions from each of the six demo sources other than Bamboogle (30 by default),
@@ -11,6 +12,14 @@ serves SmolLM2-135M-Instruct with ``scripts/serve_gguf.py`` on a free local port
 runs ``aether run --samples K`` with sampling on, scores the run and prints EM's
 mean@K, pass@1..K and maj@K with their 95% CIs (clustered by question) and the
 within-question variance share. The figures are what ``OUT/run/scores.json`` holds.
+
+Why the long timeouts and the attempts: on a shared 2-core machine one 200-token
+call of the 135M model took up to 4 minutes, past ``aether run``'s 60 s call
+timeout, and a run with any errored sample exits non-zero (``--max-error-rate``
+0), so the first such sample ended the script before anything was scored. The
+run is resumable: each further attempt reruns exactly the errored (id, sample)
+pairs; if some still fail after ``--attempts``, the script exits 1 naming them,
+and rerunning it with the same OUT retries them.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -78,9 +88,50 @@ def serve(gguf: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 def aether(*args: str) -> None:
     """Run one ``aether`` command of this venv; its failure ends the script with its exit code."""
-    done = subprocess.run([str(Path(sys.executable).with_name("aether")), *args], check=False)
-    if done.returncode != 0:
-        raise SystemExit(done.returncode)
+    code = aether_code(*args)
+    if code != 0:
+        raise SystemExit(code)
+
+
+def aether_code(*args: str) -> int:
+    """Run one ``aether`` command of this venv; return its exit code."""
+    return subprocess.run([str(Path(sys.executable).with_name("aether")), *args], check=False).returncode
+
+
+def errored_samples(traces: Path) -> list[str]:
+    """``id#sample`` of every (id, sample) whose latest trace is an error outcome (what a resume reruns)."""
+    from aethersearch.rollout.store import RETRIED_OUTCOMES
+
+    retried = {outcome.value for outcome in RETRIED_OUTCOMES}
+    latest: dict[tuple[str, int], str] = {}
+    if traces.is_file():
+        for line in traces.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                latest[(row["id"], int(row.get("sample", 0)))] = row.get("outcome")
+    return [f"{key[0]}#{key[1]}" for key, outcome in sorted(latest.items()) if outcome in retried]
+
+
+def rollout(run_args: list[str], run_dir: Path, attempts: int,
+            run: Callable[..., int] = aether_code) -> None:
+    """``aether run`` until it succeeds, at most ``attempts`` times (each resume reruns only errored samples).
+
+    Exits 1 with the errored samples named, and how to retry them, when the last attempt still fails.
+    """
+    code = 0
+    for attempt in range(1, attempts + 1):
+        code = run(*run_args)
+        if code == 0:
+            return
+        left = errored_samples(run_dir / "traces.jsonl")
+        print(f"aether run exited {code} (attempt {attempt} of {attempts}); errored samples: "
+              f"{', '.join(left[:10]) or 'none recorded'}", file=sys.stderr)
+    left = errored_samples(run_dir / "traces.jsonl")
+    raise SystemExit(f"error: aether run still failed after {attempts} attempts (exit {code}); "
+                     f"{len(left)} sample(s) ended in an error outcome in {run_dir / 'traces.jsonl'}: "
+                     f"{', '.join(left[:10])}. Nothing was scored. Fix: check the model server "
+                     f"({run_dir.parent / 'server.log'}), raise --call-timeout/--question-deadline, and rerun "
+                     f"this script with the same OUT (finished samples are kept)")
 
 
 def main() -> None:
@@ -91,6 +142,9 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--max-turns", type=int, default=3)
+    parser.add_argument("--call-timeout", type=float, default=600.0, help="seconds one model call may take")
+    parser.add_argument("--question-deadline", type=float, default=3600.0, help="seconds one rollout may take")
+    parser.add_argument("--attempts", type=int, default=3, help="aether run attempts (resumes) before giving up")
     args = parser.parse_args()
     status = json.loads((Path(sys.prefix) / "real-model.json").read_text())
     if status.get("status") != "ok":
@@ -100,10 +154,12 @@ def main() -> None:
     proc, url = serve(status["gguf"], args.out / "server.log")
     try:
         start = time.monotonic()
-        aether("run", str(release), "--out", str(args.out / "run"), "--agent", "search-r1", "--endpoint", url,
-               "--model", "smollm2", "--index", str(index), "--concurrency", "1", "--samples", str(args.samples),
-               "--temperature", str(args.temperature), "--max-tokens", str(args.max_tokens),
-               "--max-turns", str(args.max_turns), "--max-tool-calls", str(args.max_turns), "--no-progress")
+        rollout(["run", str(release), "--out", str(args.out / "run"), "--agent", "search-r1", "--endpoint", url,
+                 "--model", "smollm2", "--index", str(index), "--concurrency", "1", "--samples", str(args.samples),
+                 "--temperature", str(args.temperature), "--max-tokens", str(args.max_tokens),
+                 "--max-turns", str(args.max_turns), "--max-tool-calls", str(args.max_turns),
+                 "--call-timeout", str(args.call_timeout), "--question-deadline", str(args.question_deadline),
+                 "--no-progress"], args.out / "run", args.attempts)
         wall = time.monotonic() - start
     finally:
         proc.terminate()

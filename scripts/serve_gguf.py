@@ -7,7 +7,11 @@ tokenizer endpoints sit under ``/extras``. aethersearch asks every server the sa
 questions (``GET /props`` → ``chat_template``; ``POST /apply-template``;
 ``POST /tokenize`` / ``/detokenize``), so this adds those routes with llama-server's
 request and reply shapes, computed from the GGUF itself. The agents' code path is then
-the one a real ``llama-server`` exercises.
+the one a real ``llama-server`` exercises. It also adds llama-server's native
+``POST /completion`` for what ``/v1/completions`` cannot do here: a **token-id
+prompt** (llama-cpp-python's request type takes only strings) and the generated ids
+back (``return_tokens``), with ``stop_type`` ``eos``/``limit``, so a loop can keep
+the end-of-sequence id in its context as AetherSearch's does (``--agent aethersearch``).
 
 Two model aliases share one GGUF: ``--alias`` (default ``smollm2``) chats with the
 GGUF's own template; ``--tools-alias`` (``smollm2-tools``) uses llama-cpp-python's
@@ -69,6 +73,65 @@ def register_bounded_tools_format() -> None:
     llama_chat_format.register_chat_completion_handler(BOUNDED_TOOLS_FORMAT)(handler)
 
 
+def _completion_route(app: Any, alias: str) -> None:
+    """llama-server's ``POST /completion`` (token-id or text prompt, no stop strings) on the served model.
+
+    Request fields read: ``prompt`` (list of ids, or text tokenized with special
+    tokens parsed), ``n_predict``, ``temperature``, ``top_k``, ``top_p``, ``min_p``,
+    ``repeat_penalty``, ``seed``. The reply has llama-server's ``content``,
+    ``tokens`` (the generated ids, the end-of-generation id excluded),
+    ``stop_type`` (``eos`` or ``limit``), ``tokens_predicted`` and ``tokens_evaluated``.
+    """
+    import contextlib
+
+    import llama_cpp
+    from fastapi import Body
+    from fastapi.responses import JSONResponse
+    from llama_cpp.server.app import get_llama_proxy
+    from starlette.concurrency import run_in_threadpool
+
+    def generate(llama: Any, body: dict[str, Any]) -> dict[str, Any] | JSONResponse:
+        prompt = body.get("prompt", "")
+        if isinstance(prompt, str):
+            ids = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        elif isinstance(prompt, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            ids = list(prompt)
+        else:
+            return JSONResponse({"error": {"code": 400, "type": "invalid_request_error",
+                                           "message": "prompt must be a string or a list of token ids"}}, 400)
+        n_predict = int(body.get("n_predict", body.get("max_tokens", 128)))
+        if not ids or len(ids) + n_predict > llama.n_ctx():
+            return JSONResponse({"error": {"code": 400, "type": "exceed_context_size_error", "message":
+                                           f"the request exceeds the available context size ({len(ids)} prompt "
+                                           f"+ {n_predict} tokens > {llama.n_ctx()})"}}, 400)
+        if body.get("seed") is not None:
+            llama.set_seed(int(body["seed"]))
+        temperature = float(body.get("temperature", 0.8))
+        out: list[int] = []
+        stop_type = "limit"
+        if n_predict > 0:
+            for token in llama.generate(ids, top_k=int(body.get("top_k", 40)), top_p=float(body.get("top_p", 0.95)),
+                                        min_p=float(body.get("min_p", 0.05)), temp=temperature,
+                                        repeat_penalty=float(body.get("repeat_penalty", 1.0))):
+                if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
+                    stop_type = "eos"
+                    break
+                out.append(int(token))
+                if len(out) >= n_predict:
+                    break
+        content = llama.detokenize(out, prev_tokens=ids).decode("utf-8", "replace")
+        reply: dict[str, Any] = {"content": content, "stop": True, "stop_type": stop_type,
+                                 "tokens_predicted": len(out), "tokens_evaluated": len(ids)}
+        if body.get("return_tokens"):
+            reply["tokens"] = out
+        return reply
+
+    @app.post("/completion")
+    async def completion(body: dict[str, Any] = Body(...)) -> Any:  # noqa: B008
+        async with contextlib.asynccontextmanager(get_llama_proxy)() as proxy:
+            return await run_in_threadpool(generate, proxy(alias), body)
+
+
 def build_app(model: str, *, alias: str, tools_alias: str | None, n_ctx: int, threads: int,
               host: str, port: int) -> Any:
     """llama-cpp-python's FastAPI app with llama-server's /props, /apply-template, /tokenize, /detokenize."""
@@ -117,6 +180,7 @@ def build_app(model: str, *, alias: str, tools_alias: str | None, n_ctx: int, th
         tokens = [int(t) for t in body.get("tokens") or []]
         return {"content": vocab.detokenize(tokens, special=True).decode("utf-8", "replace")}
 
+    _completion_route(app, alias)
     return app
 
 

@@ -22,13 +22,13 @@ import asyncio
 import email.utils
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import aiohttp
 import orjson
 
-from aethersearch.agents.served import LLAMA_CPP, ServedModel, ServerFacts
+from aethersearch.agents.served import LLAMA_CPP, ServedModel, ServerFacts, completion_stop_type
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding, LLMCall, RunLimits
 
@@ -62,6 +62,18 @@ class Completion(NamedTuple):
         return LLMCall.trusted(text=self.text, prompt_tokens=self.prompt_tokens, completion_tokens=tokens,
                                finish_reason=self.finish_reason, elapsed_s=round(self.elapsed_s, 6),
                                tool_calls_raw=list(self.tool_calls))
+
+
+class TokenCompletion(NamedTuple):
+    """A completion of a token-id context: the reply, the generated ids, whether it ended at end-of-sequence.
+
+    ``token_ids`` excludes the end-of-sequence id (llama-server's ``tokens``); the
+    caller puts it back into its context when ``ended_eos``.
+    """
+
+    completion: Completion
+    token_ids: tuple[int, ...]
+    ended_eos: bool
 
 
 @runtime_checkable
@@ -245,6 +257,39 @@ class OpenAIClient:
         fields = await self._decoding_fields(decoding)
         return await self._post("/completions", {"model": self.model, "prompt": prompt, **fields}, _completion_choice)
 
+    async def complete_ids(self, ids: Sequence[int], decoding: Decoding) -> TokenCompletion:
+        """Continue a context given as token ids on llama-server's ``POST /completion`` (no stop strings).
+
+        Why not ``/v1/completions``: only this route, on the servers that have it,
+        returns the generated ids, so a loop can keep its context in ids and put the
+        end-of-sequence id back as AetherSearch's loop does. Call it only after
+        :meth:`ServedModel.token_route` said ``token_ids``. Retries, deadlines and
+        refusals are :meth:`complete`'s; a 200 without ``content``, ``tokens`` and
+        a ``stop_type`` is a malformed reply.
+        """
+        fields = self._cached_fields(decoding) or await self._decoding_fields(decoding)
+        n_predict = fields["max_tokens"] if fields["max_tokens"] is not None else -1  # llama-server: -1 = no cap
+        body: dict[str, Any] = {"prompt": list(ids), "n_predict": n_predict, "return_tokens": True,
+                                "cache_prompt": True, **{key: fields[key] for key in _NATIVE_FIELDS}}
+        if "seed" in fields:
+            body["seed"] = fields["seed"]
+        generated: list[tuple[int, ...]] = []
+
+        def parse(data: Any) -> _Choice:
+            content, tokens, stop_type = data["content"], data["tokens"], completion_stop_type(data)
+            if not isinstance(content, str) or stop_type is None:
+                raise TypeError("no content string or stop_type")
+            if not isinstance(tokens, list) or not all(type(t) is int for t in tokens):
+                raise TypeError("tokens is not a list of ids")
+            generated.append(tuple(tokens))
+            # the usage Completion reads, in OpenAI's names
+            data["usage"] = {"prompt_tokens": data.get("tokens_evaluated") or len(ids),
+                             "completion_tokens": data.get("tokens_predicted") or len(tokens)}
+            return {"finish_reason": "length" if stop_type == "limit" else "stop", "stop_type": stop_type}, content, []
+
+        completion = await self._post("/completion", body, parse, root=True)
+        return TokenCompletion(completion, generated[-1], completion.finish_reason == "stop")
+
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
                    tools: list[dict[str, Any]] | None = None) -> Completion:
         """Chat completion; ``tool_calls`` are returned raw (agents validate them)."""
@@ -363,7 +408,8 @@ class OpenAIClient:
             return min(self.max_retry_after_s, retry_after + 0.1 * jitter)
         return jitter
 
-    async def _post(self, path: str, body: dict[str, Any], parse: Callable[[Any], _Choice]) -> Completion:
+    async def _post(self, path: str, body: dict[str, Any], parse: Callable[[Any], _Choice], *,
+                    root: bool = False) -> Completion:
         """POST with retries on transient failures; returns the reply as a :class:`Completion`.
 
         ``parse`` pulls the choice out of a 200 reply; a 200 whose body is not JSON
@@ -372,12 +418,13 @@ class OpenAIClient:
         overloaded worker's empty reply). A 4xx other than 408/409/429 is the
         server refusing this exact request: raised at once with its kind
         (``context_length``, ``invalid_request``, ``auth``, ``not_found``).
+        ``root`` puts ``path`` under the server's root instead of ``…/v1``.
         """
         session = self._session
         if session is None or session.closed:
             session = self._ensure_session()
         assert self._semaphore is not None
-        url = self.base_url + path
+        url = (self.served.root if root else self.base_url) + path
         payload = orjson.dumps(body)
         start = time.monotonic()
         deadline = start + self.deadline_s
@@ -439,6 +486,9 @@ class OpenAIClient:
 
 
 _Choice = tuple[dict[str, Any], str, list[dict[str, Any]]]
+#: decoding fields llama-server's ``/completion`` reads under the names :func:`decoding_body` gives them
+_NATIVE_FIELDS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty",
+                  "frequency_penalty")
 
 #: Phrases servers use when a prompt does not fit (vLLM, SGLang, llama.cpp, TGI, OpenAI).
 _CONTEXT_PHRASES = ("maximum context length", "context length", "context_length", "exceeds the available context",

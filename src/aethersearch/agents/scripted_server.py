@@ -13,7 +13,10 @@ stop string is cut and reported as ``stop_reason``) and honours ``max_tokens``
 Like real servers it also answers the model queries of :mod:`aethersearch.agents.served`:
 ``POST /tokenize`` and ``/detokenize`` (llama-server's shapes; a token is a
 whitespace-led word), and, when built with a ``chat_template``, ``GET /props`` and
-``POST /apply-template`` (ChatML around the messages). ``stop_reason=False`` makes
+``POST /apply-template`` (ChatML around the messages). ``token_completion=True``
+adds llama-server's ``POST /completion`` (a token-id prompt, the generated ids back
+with ``stop_type``; the responder sees ``kind`` ``"completion"`` and the prompt
+detokenized) and names ``<|im_end|>`` as ``eos_token`` in ``/props``. ``stop_reason=False`` makes
 it answer like llama.cpp, which does not say which stop string ended a reply.
 
 Run it in a thread of the test process (:class:`ScriptedServer`, so the test can
@@ -39,6 +42,8 @@ import orjson
 from aiohttp import web
 
 _TOKEN = re.compile(r"\S+\s*")
+#: the end-of-sequence text ``/props`` names when the server continues by token ids
+SCRIPTED_EOS = "<|im_end|>"
 _PIECE = re.compile(r"\s*\S+|\s+\Z")  # pieces that concatenate back to the text (its /tokenize)
 _QUESTION = re.compile(r"Question: (.*?)\n", re.DOTALL)
 
@@ -46,7 +51,7 @@ _QUESTION = re.compile(r"Question: (.*?)\n", re.DOTALL)
 class ScriptedRequest(NamedTuple):
     """What a responder sees: the endpoint kind, the parsed body and the prompt as one text."""
 
-    kind: str  # "completions" | "chat"
+    kind: str  # "completions" | "chat" | "completion" (llama-server's native route)
     body: dict[str, Any]
     text: str
 
@@ -159,8 +164,10 @@ class _App:
 
     def __init__(self, responder: Responder, latency_s: float, faults: Faults | None,
                  key: Callable[[ScriptedRequest], str | None] | None, model: str,
-                 chat_template: str | None = None, stop_reason: bool = True, tokenize: bool = True) -> None:
+                 chat_template: str | None = None, stop_reason: bool = True, tokenize: bool = True,
+                 token_completion: bool = False) -> None:
         self.responder = responder
+        self.token_completion = token_completion
         self.chat_template = chat_template
         self.report_stop = stop_reason
         self.serve_tokenizer = tokenize
@@ -186,6 +193,8 @@ class _App:
         if self.chat_template is not None:
             app.router.add_get("/props", self.props)
             app.router.add_post("/apply-template", self.apply_template)
+        if self.token_completion:
+            app.router.add_post("/completion", self.native_completion)
         return app
 
     def token_ids(self, text: str) -> list[int]:
@@ -216,14 +225,40 @@ class _App:
 
     async def props(self, request: web.Request) -> web.Response:
         self.model_queries += 1
-        return web.json_response({"chat_template": self.chat_template,
-                                  "default_generation_settings": {"n_ctx": 4096}})
+        props: dict[str, Any] = {"chat_template": self.chat_template, "default_generation_settings": {"n_ctx": 4096}}
+        if self.token_completion:
+            props["eos_token"] = SCRIPTED_EOS
+        return web.json_response(props)
 
     async def apply_template(self, request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
         self.model_queries += 1
         return web.json_response({"prompt": _chatml(body.get("messages") or [])})
 
+
+    async def native_completion(self, request: web.Request) -> web.Response:
+        """llama-server's ``/completion``: the reply cut to ``n_predict`` ids (``limit``), else ``eos``."""
+        body = orjson.loads(await request.read())
+        prompt = body.get("prompt", "")
+        with self.lock:
+            self.stats.requests += 1
+            text = "".join(self.pieces[int(t)] for t in prompt) if isinstance(prompt, list) else str(prompt)
+        reply = self.responder(ScriptedRequest("completion", body, text))
+        if isinstance(reply, str):
+            reply = Reply(reply)
+        ids = self.token_ids(reply.text)
+        n_predict = int(body.get("n_predict", -1))
+        stop_type = "limit" if reply.finish_reason == "length" else "eos"
+        if 0 <= n_predict < len(ids):
+            ids, stop_type = ids[:n_predict], "limit"
+        with self.lock:
+            content = "".join(self.pieces[i] for i in ids)
+        answer: dict[str, Any] = {"content": content, "stop": True, "stop_type": stop_type,
+                                  "tokens_predicted": len(ids),
+                                  "tokens_evaluated": len(prompt) if isinstance(prompt, list) else count_tokens(text)}
+        if body.get("return_tokens"):
+            answer["tokens"] = ids
+        return web.json_response(answer)
 
     async def models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
@@ -400,8 +435,10 @@ class ScriptedServer:
     def __init__(self, responder: Responder, *, latency_s: float = 0.0, faults: Faults | None = None,
                  key: Callable[[ScriptedRequest], str | None] | None = question_of,
                  host: str = "127.0.0.1", port: int = 0, model: str = "scripted",
-                 chat_template: str | None = None, stop_reason: bool = True, tokenize: bool = True) -> None:
-        self._app = _App(responder, latency_s, faults, key, model, chat_template, stop_reason, tokenize)
+                 chat_template: str | None = None, stop_reason: bool = True, tokenize: bool = True,
+                 token_completion: bool = False) -> None:
+        self._app = _App(responder, latency_s, faults, key, model, chat_template, stop_reason, tokenize,
+                         token_completion)
         self.host = host
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None

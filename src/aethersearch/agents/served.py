@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import orjson
@@ -59,6 +59,22 @@ class ServerFacts(Record):
     n_ctx: int | None = None
 
 
+class TokenRoute(Record):
+    """Whether this server continues a context given as token ids, and why (recorded in ``run.json``).
+
+    ``mode`` ``token_ids``: ``route`` takes a token-id prompt and returns the
+    generated ids, and the end-of-sequence token is ``eos_token_id`` (its text
+    ``eos_text``, one id that detokenizes back to it). ``text``: one of those was
+    not established; ``reason`` names which probe failed and how.
+    """
+
+    mode: Literal["token_ids", "text"]
+    route: str | None = None
+    eos_token_id: int | None = None
+    eos_text: str | None = None
+    reason: str
+
+
 class ServedModel:
     """Queries one OpenAI-compatible server about its model (template, tokenizer), with caches.
 
@@ -77,6 +93,8 @@ class ServedModel:
         self._lock: asyncio.Lock | None = None
         self._tokens: dict[str, tuple[int, ...]] = {}
         self._prefix: tuple[int, ...] = ()  # what /extras/tokenize prepends (BOS) to every text
+        self._token_route: TokenRoute | None = None
+        self._route_lock: asyncio.Lock | None = None
 
     async def complete(self, prompt: str, decoding: Any) -> Any:
         """An unbudgeted text completion (stop-string checks and continuations within one turn)."""
@@ -148,6 +166,57 @@ class ServedModel:
                 found.setdefault("flavor", LLAMA_CPP)  # llama-cpp-python
         return ServerFacts(**found), True
 
+    async def token_route(self) -> TokenRoute:
+        """Probe once (cached) whether the server continues by token ids: llama-server's ``POST /completion``.
+
+        Why probed, never assumed from the server's name: a route that takes a
+        token-id prompt but loses the generated ids, or an EOS that is not one
+        token, would silently change the context. Every condition is checked on
+        the server itself: its ``GET /props`` names the EOS text, ``/tokenize``
+        makes it exactly one id that ``/detokenize`` turns back into that text, and
+        a one-token ``/completion`` with a token-id prompt answers ``content``,
+        the generated ``tokens`` and a ``stop_type``. vLLM's and SGLang's
+        ``/v1/completions`` take token-id prompts too but return text, not the
+        generated ids, so they are not used (the reason says so).
+        """
+        if self._token_route is not None:
+            return self._token_route
+        facts = await self.facts()
+        if self._route_lock is None:
+            self._route_lock = asyncio.Lock()
+        async with self._route_lock:
+            if self._token_route is None:
+                self._token_route = await self._probe_token_route(facts)
+        return self._token_route
+
+    async def _probe_token_route(self, facts: ServerFacts) -> TokenRoute:
+        if facts.tokenize is None:
+            return TokenRoute(mode="text", reason="the server has no tokenize route, so no token-id context "
+                                                  "can be built")
+        status, props = await self._call("GET", "/props")
+        eos = props.get("eos_token") if status == 200 and isinstance(props, dict) else None
+        if not isinstance(eos, str) or not eos:
+            return TokenRoute(mode="text", reason=f"GET /props (HTTP {status}) names no eos_token, so the "
+                                                  "end-of-sequence id cannot be put back into the context")
+        eos_ids = await self.tokenize(eos)
+        if len(eos_ids) != 1 or await self.detokenize(eos_ids) != eos:
+            return TokenRoute(mode="text", eos_text=eos,
+                              reason=f"the EOS text {eos!r} is {len(eos_ids)} token(s) that do not detokenize "
+                                     "back to it")
+        probe_ids = list(await self.tokenize("Hello"))
+        status, reply = await self._call("POST", "/completion", {
+            "prompt": probe_ids, "n_predict": 1, "temperature": 0.0, "return_tokens": True, "cache_prompt": False})
+        tokens = reply.get("tokens") if isinstance(reply, dict) else None
+        well_formed = (status == 200 and isinstance(reply, dict) and isinstance(reply.get("content"), str)
+                       and isinstance(tokens, list) and all(type(t) is int for t in tokens)
+                       and completion_stop_type(reply) is not None)
+        if not well_formed:
+            return TokenRoute(mode="text", eos_token_id=eos_ids[0], eos_text=eos,
+                              reason=f"POST /completion with a token-id prompt answered HTTP {status}, not "
+                                     f"llama-server's content/tokens/stop_type: {str(reply)[:120]}")
+        return TokenRoute(mode="token_ids", route="/completion", eos_token_id=eos_ids[0], eos_text=eos,
+                          reason="POST /completion takes token-id prompts and returns the generated ids")
+
     async def _template_by_tokenize(self) -> dict[str, Any]:
         """vLLM/SGLang: tokenizing ``messages`` succeeds only when the model has a chat template."""
         status, reply = await self._call("POST", "/tokenize", {
@@ -217,3 +286,14 @@ class ServedModel:
             if status == 200 and isinstance(reply, dict) and isinstance(reply.get("tokens"), list):
                 return await self.detokenize([int(t) for t in reply["tokens"]])
         return None
+
+
+def completion_stop_type(reply: dict[str, Any]) -> Literal["eos", "limit", "word"] | None:
+    """Why a llama-server ``/completion`` reply ended: ``stop_type`` (current), else the older ``stopped_*`` flags."""
+    stop_type = reply.get("stop_type")
+    if stop_type in ("eos", "limit", "word"):
+        return stop_type  # type: ignore[no-any-return]
+    for flag, kind in (("stopped_eos", "eos"), ("stopped_limit", "limit"), ("stopped_word", "word")):
+        if reply.get(flag) is True:
+            return kind  # type: ignore[return-value]
+    return None

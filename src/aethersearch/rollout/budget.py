@@ -23,9 +23,10 @@ recorded as such in the trace. Nothing else is ever allowed past the limits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from aethersearch.agents.llm import LLM, Completion
+from aethersearch.agents.llm import LLM, Completion, TokenCompletion
 from aethersearch.agents.tokenizers import get_tokenizer
 from aethersearch.environment import Environment, ToolResult
 from aethersearch.errors import BudgetExhausted, ConfigError
@@ -142,6 +143,22 @@ class BudgetedLLM:
         """Admit, then complete."""
         result = await self._llm.complete(prompt, self.tracker.before_llm(decoding, self._prompt_tokens(prompt)))
         self.tracker.after_llm(result)
+        return result
+
+    @property
+    def supports_token_ids(self) -> bool:
+        """Whether the wrapped client can continue a token-id context (:meth:`complete_ids`)."""
+        return callable(getattr(self._llm, "complete_ids", None))
+
+    async def complete_ids(self, ids: Sequence[int], decoding: Decoding) -> TokenCompletion:
+        """Admit (the context counted in ids), then continue the token-id context."""
+        inner = getattr(self._llm, "complete_ids", None)
+        if inner is None:
+            raise ConfigError(f"the model client {type(self._llm).__name__} cannot send token-id prompts",
+                              fix="check supports_token_ids first and continue by text")
+        context = len(ids) if self.tracker.budget.max_context_tokens is not None else 0
+        result: TokenCompletion = await inner(ids, self.tracker.before_llm(decoding, context))
+        self.tracker.after_llm(result.completion)
         return result
 
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,

@@ -120,20 +120,25 @@ def make_llm(settings: RunSettings, *, api_key: str | None = None) -> Any:
                         max_retries=limits.max_retries)
 
 
-def served_model(llm: Any, question_count: int) -> dict[str, Any] | None:
+def served_model(llm: Any, question_count: int, agent: Any | None = None) -> dict[str, Any] | None:
     """Ask the endpoint what it serves (``GET /v1/models``); an unreachable endpoint fails the run now.
 
     Why before any question: against a dead endpoint every question would fail
     one by one (41 s for a 4-question evaluate on the old path) and the run would
-    end in a pile of errors; one preflight call says the same at once.
+    end in a pile of errors; one preflight call says the same at once. An agent
+    with a ``probe_server(llm)`` coroutine adds what it found out about the server
+    (``--agent aethersearch``: whether it continues by token ids, and why).
     """
     probe = getattr(llm, "served_model", None)
     if probe is None:
         return {"id": llm.model} if getattr(llm, "model", None) else None
+    agent_probe = getattr(agent, "probe_server", None)
 
     async def ask() -> dict[str, Any] | None:
         try:
             result: dict[str, Any] | None = await probe()
+            if agent_probe is not None:
+                result = {**(result or {}), **(await agent_probe(llm))}
             return result
         finally:
             close = getattr(llm, "aclose", None)
@@ -206,7 +211,8 @@ def with_served_model(prepared: PreparedRun, run_dir: str | Path) -> PreparedRun
     if prepared.llm is None:
         return prepared
     finished = _finished_run(Path(run_dir), [q.id for q in prepared.questions], prepared.fingerprint.samples)
-    served = finished.served_model if finished is not None else served_model(prepared.llm, len(prepared.questions))
+    served = (finished.served_model if finished is not None
+              else served_model(prepared.llm, len(prepared.questions), prepared.agent))
     update: dict[str, Any] = {"served_model": served}
     sender = getattr(prepared.llm, "sent_decoding", None)
     if sender is not None and finished is None:  # exact now that the server said what it is (top_k "off")
