@@ -13,6 +13,8 @@ runtime limited to ``--threads`` threads:
 The choice this informs is recorded in ``search/encoders.py``. Usage::
 
     python benchmarks/encoders.py [--threads 1] [--queries 64]
+
+The export needs the ``onnx`` package besides onnxruntime (torch writes the file through it).
 """
 
 from __future__ import annotations
@@ -63,7 +65,19 @@ def onnx_encoder(folder: str, threads: int, work: Path) -> Any:
     sample = tokenizer(["an example"], return_tensors="pt")
     names = list(sample.keys())
     path = work / "model.onnx"
-    torch.onnx.export(model, tuple(sample[n] for n in names), str(path), input_names=names,
+
+    class ByName(torch.nn.Module):
+        """The tokenizer's tensors passed by name: the exporter passes them by position, and the model's
+        positional order (input_ids, attention_mask, token_type_ids, ...) is not the tokenizer's."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors: Any) -> Any:
+            return self.model(**dict(zip(names, tensors, strict=True))).last_hidden_state
+
+    torch.onnx.export(ByName().eval(), tuple(sample[n] for n in names), str(path), input_names=names,
                       output_names=["last_hidden_state"], dynamo=False, opset_version=17,
                       dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names + ["last_hidden_state"]})
     options = onnxruntime.SessionOptions()
@@ -87,6 +101,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=64)
     parser.add_argument("--passes", type=int, default=3)
     args = parser.parse_args()
+    if importlib.util.find_spec("onnx") is None:  # torch's exporter writes the file through it
+        raise SystemExit("the ONNX export needs the `onnx` package (not a dependency of aethersearch): "
+                         "`pip install onnx`, or `pip install --target DIR onnx` and put DIR on PYTHONPATH")
     import torch
     from sentence_transformers import SentenceTransformer
 

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +121,9 @@ class Load:
         self.base, self.words, self.kind = base, words, kind
         self.latencies: list[float] = []
         self.errors = 0
+        self.error_kinds: Counter[str] = Counter()
         self.episodes = 0
+        self.runs = 0  # run ids carry it: a later round never reuses an id an earlier one left open
 
     def _query(self, rng: random.Random) -> str:
         return " ".join(rng.choice(self.words) for _ in range(rng.randint(1, 3)))
@@ -130,12 +134,14 @@ class Load:
             async with session.request(method, self.base + path, json=body) as response:
                 data = await response.json(content_type=None)
                 ok = response.status < 500 and (response.status == 200 or "call" in data)
-        except Exception:  # noqa: BLE001 -- counted: a load test reports errors, it does not stop at one
+        except Exception as error:  # noqa: BLE001 -- counted: a load test reports errors, it does not stop at one
             self.errors += 1
+            self.error_kinds[type(error).__name__] += 1
             return None
         self.latencies.append(time.perf_counter() - started)
         if not ok:
             self.errors += 1
+            self.error_kinds[f"HTTP {response.status} {method} {path.split('/')[-1] or path}"] += 1
             return None
         return data
 
@@ -146,7 +152,7 @@ class Load:
                 await self._timed(session, "POST", "/retrieve", {"queries": [self._query(rng)], "topk": 3})
                 continue
             created = await self._timed(session, "POST", "/episodes",
-                                        {"question_id": f"q{rng.randrange(200)}", "run_id": f"c{number}-{rng.random()}"})
+                                        {"question_id": f"q{rng.randrange(200)}", "run_id": f"r{self.runs}-c{number}-{rng.random()}"})
             if created is None:
                 continue
             eid = created["episode_id"]
@@ -159,7 +165,8 @@ class Load:
     async def run(self, clients: int, seconds: float, max_episodes: int | None = None) -> dict[str, Any]:
         import aiohttp
 
-        self.latencies, self.errors = [], 0
+        self.latencies, self.errors, self.error_kinds = [], 0, Counter()
+        self.runs += 1
         connector = aiohttp.TCPConnector(limit=0, force_close=False)
         timeout = aiohttp.ClientTimeout(total=120)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
@@ -170,20 +177,22 @@ class Load:
         lat = sorted(self.latencies) or [float("nan")]
         return {"requests_per_s": len(self.latencies) / wall, "p50_ms": 1000 * lat[len(lat) // 2],
                 "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))], "errors": self.errors,
+                "error_kinds": dict(self.error_kinds.most_common(4)),
                 "requests": len(self.latencies)}
 
 
 def rounds(name: str, load: Load, pid: int, levels: list[int], seconds: float, repeat: int) -> None:
     rss_by_round: list[float] = []
     p99: dict[int, list[float]] = {level: [] for level in levels}
-    print(f"\n== {name} (pid {pid}); RSS after start-up {_rss_mb(pid):.0f} MB")
+    print(f"\n== {name} (pid {pid}); RSS after start-up {_rss_mb(pid):.0f} MB; {load_text()}", flush=True)
     for number in range(1, repeat + 1):
         for level in levels:
             result = asyncio.run(load.run(level, seconds))
             p99[level].append(result["p99_ms"])
             print(f"round {number} clients {level:5d}: {result['requests_per_s']:8.0f} req/s  p50 "
-                  f"{result['p50_ms']:7.1f} ms  p99 {result['p99_ms']:8.1f} ms  errors {result['errors']}  "
-                  f"RSS {_rss_mb(pid):.0f} MB", flush=True)
+                  f"{result['p50_ms']:7.1f} ms  p99 {result['p99_ms']:8.1f} ms  errors {result['errors']} "
+                  f"{result['error_kinds'] or ''}  "
+                  f"RSS {_rss_mb(pid):.0f} MB; {load_text()}", flush=True)
         rss_by_round.append(_rss_mb(pid))
     first = rss_by_round[0]
     print(f"{name}: RSS per round (MB) {', '.join(f'{r:.0f}' for r in rss_by_round)}; relative to round 1: "
@@ -192,18 +201,27 @@ def rounds(name: str, load: Load, pid: int, levels: list[int], seconds: float, r
         print(f"{name}: p99 at {level} clients per round (ms): {', '.join(f'{v:.1f}' for v in values)}")
 
 
-def episodes_run(load: Load, pid: int, total: int, clients: int) -> None:
-    """Drive ``total`` finished episodes; RSS after warm-up, after the first 1%, then every 10%."""
+def episodes_run(load: Load, pid: int, total: int, clients: int, every: int | None = None) -> None:
+    """Drive ``total`` finished episodes; RSS after warm-up, after the first 1%, then every ``every`` (10%)."""
     start = _rss_mb(pid)
-    step = max(1, total // 10)
+    step = every or max(1, total // 10)
+    began = time.monotonic()
     asyncio.run(load.run(clients, 1e9, max_episodes=max(1, total // 100)))
     first = _rss_mb(pid)
-    print(f"\n== sandbox episodes: RSS after start-up {start:.0f} MB, after {load.episodes:,} episodes {first:.0f} MB")
+    print(f"\n== sandbox episodes, {clients} clients: RSS after start-up {start:.0f} MB, after {load.episodes:,} "
+          f"episodes {first:.0f} MB; {load_text()}", flush=True)
     while load.episodes < total:
-        asyncio.run(load.run(clients, 1e9, max_episodes=min(total, load.episodes + step)))
+        result = asyncio.run(load.run(clients, 1e9, max_episodes=min(total, load.episodes + step)))
         rss = _rss_mb(pid)
-        print(f"{load.episodes:9,d} episodes: RSS {rss:.0f} MB ({rss / first:.3f} of the first 1%; "
-              f"{rss / start:.3f} of start-up), errors {load.errors}", flush=True)
+        print(f"{load.episodes:9,d} episodes in {time.monotonic() - began:6.0f} s: RSS {rss:.0f} MB ({rss / first:.3f} "
+              f"of the first 1%; {rss / start:.3f} of start-up); last stretch {result['requests_per_s']:.0f} req/s, "
+              f"p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms, errors {result['errors']} {result['error_kinds'] or ''}; "
+              f"{load_text()}",
+              flush=True)
+
+
+def load_text() -> str:
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def main() -> None:
@@ -214,6 +232,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("retrieve", "sandbox"), default=None)
     parser.add_argument("--episodes", type=int, default=0, help="instead: this many sandbox episodes, RSS along")
     parser.add_argument("--episode-clients", type=int, default=64)
+    parser.add_argument("--report-every", type=int, default=None, help="episodes between RSS lines (default 10%%)")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     if max(levels) > 4096 or args.rounds > 10:
@@ -239,7 +258,7 @@ def main() -> None:
                 _wait_ready(f"http://127.0.0.1:{port}", process)
                 load = Load(f"http://127.0.0.1:{port}", words, "sandbox")
                 if args.episodes:
-                    episodes_run(load, process.pid, args.episodes, args.episode_clients)
+                    episodes_run(load, process.pid, args.episodes, args.episode_clients, args.report_every)
                 else:
                     rounds("sandbox", load, process.pid, levels, args.seconds, args.rounds)
         finally:

@@ -106,3 +106,20 @@ def test_id_lookup_goes_through_the_bucket_directory_and_finds_every_id(tmp_path
     (tmp_path / "store" / "id_buckets.npy").unlink()
     older = open_store(tmp_path / "store")
     assert [older.row_of(doc.id) for doc in docs[:200]] == list(range(200))
+
+
+def test_lookup_arrays_are_plain_views_of_their_maps_that_outlive_the_opener(tmp_path: Path) -> None:
+    """The id -> row -> document path reads scalars; ``np.memmap`` runs Python on each (see benchmarks/dense.py)."""
+    import gc
+
+    import numpy as np
+
+    build_store(DOCS, tmp_path / "s")
+    store = open_store(tmp_path / "s")
+    for name in ("_offsets", "_id_offsets", "_hashes", "_rows", "_buckets"):
+        array = getattr(store, name)
+        if array is not None:
+            assert type(array) is np.ndarray and not array.flags.writeable, name
+            assert isinstance(array.base, np.memmap), name  # still the file's map, not a copy in memory
+    gc.collect()
+    assert [store.row_of(d.id) for d in DOCS] == list(range(50)) and store.get("doc7") == DOCS[7]

@@ -116,6 +116,17 @@ def bucket_bits(count: int) -> int:
     return max(0, count.bit_length() - 2)
 
 
+def _mapped_array(path: Path) -> np.ndarray:
+    """``path`` memory-mapped read-only, as a plain ndarray view of the map.
+
+    ``np.memmap``'s ``__getitem__`` is Python code that runs on every scalar read; the hot
+    paths here (id -> row -> document, about ten reads per hit) read scalars, and through the
+    plain view they cost a fifth as much. The view keeps the map open (its ``base``).
+    """
+    mapped: np.ndarray = np.load(path, mmap_mode="r").view(np.ndarray)
+    return mapped
+
+
 def bucket_directory(sorted_hashes: np.ndarray) -> np.ndarray:
     """Start of every bucket (top ``bucket_bits`` bits of the hash) in ``sorted_hashes``, plus the end."""
     bits = bucket_bits(len(sorted_hashes))
@@ -157,12 +168,12 @@ class JsonlStore:
                             fix="pass a directory written by build_store")
         self.manifest: dict[str, Any] = manifest
         self._count = int(manifest["count"])
-        self._offsets = np.load(self.directory / "offsets.npy", mmap_mode="r")
-        self._id_offsets = np.load(self.directory / "id_offsets.npy", mmap_mode="r")
-        self._hashes = np.load(self.directory / "id_hashes.npy", mmap_mode="r")
-        self._rows = np.load(self.directory / "id_rows.npy", mmap_mode="r")
+        self._offsets = _mapped_array(self.directory / "offsets.npy")
+        self._id_offsets = _mapped_array(self.directory / "id_offsets.npy")
+        self._hashes = _mapped_array(self.directory / "id_hashes.npy")
+        self._rows = _mapped_array(self.directory / "id_rows.npy")
         buckets = self.directory / "id_buckets.npy"
-        self._buckets = np.load(buckets, mmap_mode="r") if buckets.is_file() else None
+        self._buckets = _mapped_array(buckets) if buckets.is_file() else None
         self._bucket_shift = np.uint64(64 - bucket_bits(self._count))
         self._docs = self._map(self.directory / "documents.jsonl")
         self._ids = self._map(self.directory / "ids.bin")
