@@ -26,7 +26,8 @@ from typing import Any
 import orjson
 import yaml
 
-from aethersearch.corpus.demo_world import DemoFact, DemoMultiHop, DemoWorld, generate_world
+from aethersearch.corpus.demo_builder import DemoFact, DemoMultiHop
+from aethersearch.corpus.demo_world import DemoWorld, generate_world
 from aethersearch.jsonl import atomic_write_bytes, atomic_write_text, encode_jsonl, sha256_file
 
 PER_SOURCE_ROWS = 30
