@@ -64,7 +64,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Build the demo sandbox world, run EvidenceLoop on its first K questions, factorise; return the summary."""
-    from aethersearch.construct.hintfree import build_demo_sandbox_release
+    from aethersearch.construct.build import build_demo_sandbox_release
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.pipeline import verify_or_refuse
     from aethersearch.rollout.fingerprint import load_rollout_questions, release_info

@@ -78,7 +78,7 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     sandbox report's path). Rerunning resumes (finished questions are
     not redone); the release, corpus and index are rebuilt deterministically.
     """
-    from aethersearch.construct.hintfree import build_demo_sandbox_release
+    from aethersearch.construct.build import build_demo_sandbox_release
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.report.html import write_report
     from aethersearch.pipeline import run_release

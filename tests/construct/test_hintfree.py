@@ -17,7 +17,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from aethersearch.construct.hintfree import (ConstructionConfig, build_demo_release, construct_hintfree)
+from aethersearch.construct.build import build_demo_release
+from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree
 from aethersearch.benchmark.verify import verify_release
 from aethersearch.construct.triples import QATriple
 from aethersearch.construct.validate import Candidate, RuleBasedValidator, Verdict

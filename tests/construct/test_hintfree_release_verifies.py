@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aethersearch.benchmark.verify import verify_release
-from aethersearch.construct.hintfree import build_demo_sandbox_release
+from aethersearch.construct.build import build_demo_sandbox_release
 
 
 @pytest.fixture(scope="module")
