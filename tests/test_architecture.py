@@ -28,8 +28,8 @@ LAYERS: list[set[str]] = [
     {"agents"},
     {"rollout"},
     {"scoring"},
-    {"compare", "report", "interop"},
-    {"pipeline", "diagnose", "cli", "commands", "api"},
+    {"compare", "report", "interop", "diagnostics"},
+    {"pipeline", "demo", "cli", "commands", "api"},
 ]
 GOLD_READERS = {"benchmark", "construct", "scoring", "compare", "report", "interop"}
 ROLLOUT_SIDE = {"agents", "rollout"}

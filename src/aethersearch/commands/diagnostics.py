@@ -1,7 +1,7 @@
 """`aether factorise` and `aether probe forget|lead-astray|distractors`: WebDetective diagnostics of a run.
 
 Thin commands: parse options, call one public function of
-``aethersearch.scoring.probes`` (or ``aethersearch.diagnose``), print with rich.
+``aethersearch.scoring.probes`` (or ``aethersearch.diagnostics.rerun``), print with rich.
 Heavy imports stay inside the functions so ``aether --help`` stays fast.
 """
 
@@ -161,7 +161,7 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency", min=1),
     ) -> None:
         """Re-ask the run's sufficient-evidence failures with only the clean hop statements they were served."""
-        from aethersearch.diagnose import agent_for
+        from aethersearch.diagnostics.rerun import agent_for
         from aethersearch.scoring.probes import lead_astray_probe
 
         summary = lead_astray_probe(run, release, store=_store(corpus), llm=_llm(endpoint, model, run),
@@ -183,7 +183,7 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency", min=1),
     ) -> None:
         """Robustness probe (not the paper's Lead-astray): rerun with seeded corpus distractors injected."""
-        from aethersearch.diagnose import agent_for, environment_factory_for
+        from aethersearch.diagnostics.rerun import agent_for, environment_factory_for
         from aethersearch.scoring.probes import distractor_probe
 
         store = _store(corpus)
