@@ -1,7 +1,8 @@
 """Import boundaries: imports point down the layer table, and the rollout side never reaches gold.
 
-Gold answers are read only by ``benchmark`` (building/verifying releases),
-``construct`` (writing releases) and ``scoring``. ``agents`` and ``rollout`` must
+Gold answers are read only by the curation stages (``sources``, ``isolation``,
+``selection``, ``audit``, ``release``, ``curation``: building/verifying releases),
+``construct`` (writing releases), ``scoring`` and what reads scores. ``agents`` and ``rollout`` must
 not import any of them, directly or transitively, so an agent can never see gold.
 
 A plain ``import`` is not the only edge: a string registry
@@ -21,8 +22,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aethersearch"
 
 # Lower index = lower layer. A module may import its own layer or lower ones.
 LAYERS: list[set[str]] = [
-    {"errors", "records", "jsonl", "text", "abstention", "registry", "environment", "release_layout", "__init__", "__version__"},
-    {"benchmark", "corpus"},
+    {"errors", "records", "jsonl", "text", "abstention", "registry", "environment", "release_layout", "config_files",
+     "__init__", "__version__"},
+    {"corpus"},
+    # the curation stages, in the card's order; the release's verifier template is the card's rule book, read by
+    # isolation, selection and the replay, so ``release`` sits below the stages before it
+    {"sources"},
+    {"release"},
+    {"isolation"},
+    {"selection"},
+    {"audit"},
+    {"curation"},
     {"search"},
     {"sandbox", "construct"},
     {"agents"},
@@ -31,7 +41,8 @@ LAYERS: list[set[str]] = [
     {"compare", "report", "interop", "diagnostics"},
     {"pipeline", "demo", "cli", "commands", "api"},
 ]
-GOLD_READERS = {"benchmark", "construct", "scoring", "compare", "report", "interop"}
+GOLD_READERS = {"sources", "isolation", "selection", "audit", "release", "curation", "construct", "scoring",
+                "diagnostics", "compare", "report", "interop"}
 ROLLOUT_SIDE = {"agents", "rollout"}
 
 

@@ -31,8 +31,8 @@ DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
 
 def build_demo_inputs(out_dir: Path, *, seed: int = 0) -> tuple[Path, Path]:
     """Demo world corpus + BM25 index, and the demo release; returns (release_dir, index_dir)."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.search.index_dir import build_index
 

@@ -44,7 +44,7 @@ class EvalResult(NamedTuple):
 
 def verify_or_refuse(release_dir: Path) -> None:
     """Run the full release verifier; any failed check refuses the evaluation (IntegrityError)."""
-    from aethersearch.benchmark.verify import verify_release
+    from aethersearch.release.verify import verify_release
 
     report = verify_release(release_dir)
     if not report.ok:

@@ -97,8 +97,8 @@ def _check_release(fixture: Path, release_dir: Path, wikispeedia: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_demo_release_matches_their_loop(tmp_path: Path) -> None:
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
 
     release_dir = tmp_path / "demo_release"
     build_from_config(write_demo_sources(tmp_path / "demo_release_sources"), release_dir)
@@ -110,8 +110,8 @@ def test_demo_release_matches_their_loop(tmp_path: Path) -> None:
 @pytest.mark.timeout(3600)
 def test_eval1400_matches_their_loop(tmp_path: Path) -> None:
     """All 1,400 questions of the real release (built from ../shared/data, about 3 minutes)."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.eval1400 import write_eval1400_config
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.curation.eval1400 import write_eval1400_config
 
     shared = require_shared("wikispeedia").parent
     release_dir = tmp_path / "eval1400"

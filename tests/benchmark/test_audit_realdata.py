@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aethersearch.benchmark.audit import audit_selection_file
-from aethersearch.benchmark.build import BuildResult, build_from_config
-from aethersearch.benchmark.eval1400 import write_eval1400_config
-from aethersearch.benchmark.replay import replay_release
+from aethersearch.audit.near_duplicates import audit_selection_file
+from aethersearch.curation.build import BuildResult, build_from_config
+from aethersearch.curation.eval1400 import write_eval1400_config
+from aethersearch.release.replay import replay_release
 from aethersearch.jsonl import read_jsonl
 from aethersearch.text import question_key
 from aethersearch.release_layout import release_layout

@@ -38,8 +38,8 @@ class OnePageEnvironment:
 @pytest.fixture(scope="module")
 def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real, verifiable release: ``evaluate`` verifies it like ``aether run`` does."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
 
     root = tmp_path_factory.mktemp("demo")
     return build_from_config(write_demo_sources(root / "src"), root / "release").release_dir

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.benchmark.verify import verify_release
+from aethersearch.release.verify import verify_release
 from aethersearch.construct.build import build_demo_sandbox_release
 
 

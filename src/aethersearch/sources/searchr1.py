@@ -17,14 +17,14 @@ from typing import Any
 
 import orjson
 
-from aethersearch.benchmark.sources.base import (
+from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
     make_candidate,
     require_answers,
     require_str,
 )
-from aethersearch.benchmark.sources.flashrag import metadata_diagnostics
+from aethersearch.sources.flashrag import metadata_diagnostics
 from aethersearch.errors import DataError
 
 _COLUMNS = ("id", "question", "golden_answers", "answer", "reward_model", "data_source", "metadata")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 
-from aethersearch.benchmark.sources.base import (
+from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
     make_candidate,

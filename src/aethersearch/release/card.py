@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aethersearch.benchmark import verify_release_template as standalone
-from aethersearch.benchmark.release import Manifest
+from aethersearch.release import verify_release_template as standalone
+from aethersearch.release.manifest import Manifest
 
 #: The card's ``tags`` (the Eval-1400 card's, less its project-specific ``sft-eval``).
 TAGS = ("aethersearch", "agentic-search", "retrieval-augmented-generation", "multi-hop-question-answering",

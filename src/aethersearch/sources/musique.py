@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aethersearch.benchmark.sources.base import (
+from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
     load_json,

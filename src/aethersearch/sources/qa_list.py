@@ -10,7 +10,7 @@ an ``id``/``_id`` field is present; ``type`` goes to diagnostics.
 
 from __future__ import annotations
 
-from aethersearch.benchmark.sources.base import (
+from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
     load_json,

@@ -19,9 +19,9 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from aethersearch.benchmark.config import read_mapping, validation_message
-from aethersearch.benchmark.sources import read_source
-from aethersearch.benchmark.sources.base import Candidate
+from aethersearch.config_files import read_mapping, validation_message
+from aethersearch.sources import read_source
+from aethersearch.sources.base import Candidate
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import sha256_bytes, sha256_file
 from aethersearch.text import question_key, template_key_of_key
@@ -108,7 +108,7 @@ def registry_content_sha256(path: Path) -> str:
     The replay recomputes it from the file with its own YAML read and the shipped
     verifier's canonical JSON, so both sides hash exactly the mapping the file holds.
     """
-    from aethersearch.benchmark.verify_release_template import pretty_json
+    from aethersearch.release.verify_release_template import pretty_json
 
     data = {k: v for k, v in read_mapping(path, what="training registry").items() if k != "data_root"}
     return sha256_bytes(pretty_json(data))

@@ -27,7 +27,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aethersearch import jsonl
-from aethersearch.benchmark.audit_policy import POLICY_NAME, auto_decide
+from aethersearch.audit.policy import POLICY_NAME, auto_decide
 from aethersearch.errors import DataError, ReviewRequired
 from aethersearch.text import question_key
 

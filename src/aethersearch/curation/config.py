@@ -22,10 +22,9 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from aethersearch.errors import ConfigError
+from aethersearch.config_files import read_mapping, validation_message
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -38,7 +37,7 @@ class SourceConfig(_Strict):
     """One official source file and its place in the plan."""
 
     dataset: str = Field(description="source_dataset written into every row, e.g. 'nq'")
-    format: str = Field(description="adapter name, see aethersearch.benchmark.sources.FORMATS")
+    format: str = Field(description="adapter name, see aethersearch.sources.FORMATS")
     path: str = Field(description="the file, relative to the config's data_root (recorded as written)")
     split: str = Field(description="the upstream split, e.g. 'dev', 'test', 'validation'")
     planned: int | None = Field(default=None, ge=0, description="planned count; default planned_per_source")
@@ -80,7 +79,7 @@ class BuildConfig(_Strict):
     training_registry: str | None = Field(default=None, description="training registry file (YAML/JSON)")
     exclusions: str | list[dict[str, Any]] | None = Field(
         default=None, description="reviewed exclusions: a list file (YAML/JSON) or the entries inline")
-    audit: dict[str, Any] | None = Field(default=None, description="opaque section for benchmark.audit")
+    audit: dict[str, Any] | None = Field(default=None, description="opaque section for aethersearch.audit")
     max_audit_rounds: int = Field(default=10, ge=1)
     license: str = "other"
     hub_repo: str | None = Field(default=None, description="the Hub dataset id the card's load_dataset example uses "
@@ -146,32 +145,6 @@ class LoadedConfig(NamedTuple):
         """An absolute path for a data file (source, path option) written in the config."""
         path = Path(relative)
         return path if path.is_absolute() else self.data_dir / path
-
-
-def read_mapping(path: Path, *, what: str) -> dict[str, Any]:
-    """Parse a YAML (``.yaml``/``.yml``) or JSON file whose top level is a mapping."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror}", fix="check the path") from None
-    try:
-        data = yaml.safe_load(text)  # YAML is a superset of JSON, so one parser reads both
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: {what} is not valid YAML/JSON: {exc}", fix="fix the syntax") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: {what} must be a mapping at the top level, got {type(data).__name__}",
-                          fix="see the example config written by `aether build --demo`")
-    return data
-
-
-def validation_message(path: Path | str, exc: ValidationError, *, what: str) -> ConfigError:
-    """Turn the first pydantic error into a ConfigError naming file and field."""
-    first = exc.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    return ConfigError(f"{path}: {what} field {field!r}: {first['msg']}",
-                       fix="see the field descriptions in aethersearch.benchmark.config")
 
 
 def parse_config(data: dict[str, Any], *, base_dir: Path, path: Path | None = None) -> LoadedConfig:

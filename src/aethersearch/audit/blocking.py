@@ -28,7 +28,7 @@ import numpy as np
 from rapidfuzz import process
 from scipy import sparse
 
-from aethersearch.benchmark.audit_similarity import check_threshold, scorer_function
+from aethersearch.audit.similarity import check_threshold, scorer_function
 
 BLOCKING_RULE = "char {n}-gram blocking: candidates share >= 1 of the query's {k} rarest n-grams"
 

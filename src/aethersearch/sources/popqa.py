@@ -16,7 +16,7 @@ import io
 
 import orjson
 
-from aethersearch.benchmark.sources.base import (
+from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
     make_candidate,

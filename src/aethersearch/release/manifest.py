@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from aethersearch.benchmark import verify_release_template as standalone
+from aethersearch.release import verify_release_template as standalone
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_bytes, encode_jsonl, sha256_bytes
 from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow, Record, RolloutQuestion
@@ -214,12 +214,12 @@ def row_id(name: str, index: int) -> str:
 
 def verifier_source() -> bytes:
     """The standalone, standard-library-only verifier copied into every release."""
-    return resources.files("aethersearch.benchmark").joinpath("verify_release_template.py").read_bytes()
+    return resources.files("aethersearch.release").joinpath("verify_release_template.py").read_bytes()
 
 
 def _citation(fmt: str) -> str:
     """The ``Citation:`` paragraph of a source adapter's module docstring."""
-    from aethersearch.benchmark.sources import FORMATS
+    from aethersearch.sources import FORMATS
 
     if fmt not in FORMATS:
         return ""

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import orjson
 import yaml
 
-from aethersearch.benchmark.verify_release_template import card_quotas
+from aethersearch.release.verify_release_template import card_quotas
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import atomic_write_bytes
 

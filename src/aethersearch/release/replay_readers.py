@@ -1,6 +1,6 @@
 """The replay's own minimal readers of the original source and training files.
 
-Why separate from ``benchmark/sources``: the independent validation must not
+Why separate from ``aethersearch/sources``: the independent validation must not
 reuse the builder's adapters, or a bug there (an off-by-one row number, a lost
 alias, a skipped row) would be reproduced by the check meant to catch it. These
 readers share nothing with the builder except ``aethersearch.text.question_key``
@@ -247,7 +247,7 @@ def read_original(fmt: str, path: Path, options: dict[str, Any] | None = None) -
     reader = READERS.get(fmt)
     if reader is None:
         raise DataError(path, f"the replay has no reader for format {fmt!r}",
-                        fix=f"add one to aethersearch.benchmark.replay_sources (known: {sorted(READERS)})")
+                        fix=f"add one to aethersearch.release.replay_readers (known: {sorted(READERS)})")
     try:
         return reader(path, dict(options or {}))
     except (KeyError, IndexError, TypeError, ValueError, SyntaxError) as exc:

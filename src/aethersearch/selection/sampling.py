@@ -27,9 +27,9 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from aethersearch.benchmark.sources.base import Candidate
-from aethersearch.benchmark.training import sort_key
-from aethersearch.benchmark.verify_release_template import card_quotas
+from aethersearch.sources.base import Candidate
+from aethersearch.isolation.training import sort_key
+from aethersearch.release.verify_release_template import card_quotas
 from aethersearch.errors import ConfigError, ShortageError
 
 __all__ = [

@@ -15,7 +15,7 @@ same two methods run over the whole candidate pool at stricter thresholds (the
 character pass blocked by rare n-grams, ``audit_blocking``) and drop near-certain
 duplicates automatically, with the reason recorded.
 
-``make_audit_hooks`` is what ``benchmark.build`` calls; ``audit_questions`` and
+``make_audit_hooks`` is what ``curation.build`` calls; ``audit_questions`` and
 ``audit_selection_file`` serve the standalone ``aether audit`` command.
 """
 
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from aethersearch.benchmark.audit_blocking import blocked_similarity, build_gram_index
-from aethersearch.benchmark.audit_review import (
+from aethersearch.audit.blocking import blocked_similarity, build_gram_index
+from aethersearch.audit.review import (
     FlaggedPair,
     ReviewDecision,
     pair_key,
@@ -36,13 +36,13 @@ from aethersearch.benchmark.audit_review import (
     require_reviews,
     resolve_reviews,
 )
-from aethersearch.benchmark.audit_similarity import exhaustive_similarity
-from aethersearch.benchmark.audit_tokens import SCORE_FORMULA, build_token_index, rare_token_pairs
+from aethersearch.audit.similarity import exhaustive_similarity
+from aethersearch.audit.rare_tokens import SCORE_FORMULA, build_token_index, rare_token_pairs
 from aethersearch.errors import ConfigError
 from aethersearch.text import question_key
 
 if TYPE_CHECKING:  # the builder's types; imported lazily at run time
-    from aethersearch.benchmark.sources.base import Candidate
+    from aethersearch.sources.base import Candidate
 
 AUDIT_SCHEMA_VERSION = 1
 
@@ -101,7 +101,7 @@ def parse_settings(audit_config: dict[str, Any] | None) -> AuditSettings:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"audit config field audit.{where}: {first['msg']}",
-                          fix="see AuditSettings in aethersearch/benchmark/audit.py") from None
+                          fix="see AuditSettings in aethersearch/audit/near_duplicates.py") from None
 
 
 class TrainingUnion:
@@ -227,7 +227,7 @@ def audit_pool(keys: Sequence[str], union: TrainingUnion, settings: AuditSetting
 def _audit_decision() -> Any:
     """The builder's AuditDecision, or an identical local NamedTuple if select.py is absent."""
     try:
-        from aethersearch.benchmark.select import AuditDecision
+        from aethersearch.selection.sampling import AuditDecision
     except ImportError:
         return _LocalAuditDecision
     return AuditDecision
@@ -346,7 +346,7 @@ def make_audit_hooks(audit_config: dict[str, Any], training_keys: Sequence[str],
                      reviews_path: Path | None, auto_review: bool, stage_keys: dict[str, set[str]] | None = None,
                      progress: Report = _silent
                      ) -> tuple[Callable[[Sequence[Candidate]], dict[str, str]], Callable[[Sequence[Candidate]], Any]]:
-    """The (PoolFilter, SelectionAudit) pair ``benchmark.build.build_release`` runs.
+    """The (PoolFilter, SelectionAudit) pair ``curation.build.build_release`` runs.
 
     ``progress`` hears ``audit pool``, ``audit similarity`` and ``audit rare tokens``.
     """
@@ -411,7 +411,7 @@ def audit_selection_file(target: Path, registry: Path, *, audit_config: dict[str
     ``progress`` hears ``training files`` (read and hash-checked), ``similarity``
     and ``rare tokens``.
     """
-    from aethersearch.benchmark.training import build_exclusion_sets, load_registry
+    from aethersearch.isolation.training import build_exclusion_sets, load_registry
 
     recorded_settings, recorded = recorded_audit(target)
     settings = parse_settings({**{k: v for k, v in (recorded_settings or {}).items()

@@ -12,25 +12,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aethersearch.benchmark.sources.base import Candidate, SourceContext, SourceRows
+from aethersearch.sources.base import Candidate, SourceContext, SourceRows
 from aethersearch.errors import ConfigError
 from aethersearch.registry import resolve
 
 FORMATS: dict[str, str] = {
-    "nq_open_jsonl": "aethersearch.benchmark.sources.nq_open:read",
-    "triviaqa_json": "aethersearch.benchmark.sources.triviaqa:read_official",
-    "triviaqa_dpr_tsv": "aethersearch.benchmark.sources.triviaqa:read_dpr_tsv",
-    "dpr_tsv": "aethersearch.benchmark.sources.triviaqa:read_dpr_tsv",
-    "popqa_tsv": "aethersearch.benchmark.sources.popqa:read",
-    "hotpotqa_json": "aethersearch.benchmark.sources.hotpotqa:read",
-    "2wiki_json": "aethersearch.benchmark.sources.twowiki:read",
-    "musique_jsonl": "aethersearch.benchmark.sources.musique:read",
-    "bamboogle_csv": "aethersearch.benchmark.sources.bamboogle:read_csv",
-    "bamboogle_jsonl": "aethersearch.benchmark.sources.bamboogle:read_jsonl",
-    "r1searcher_jsonl": "aethersearch.benchmark.sources.bamboogle:read_jsonl",
-    "flashrag_jsonl": "aethersearch.benchmark.sources.flashrag:read",
-    "searchr1_parquet": "aethersearch.benchmark.sources.searchr1:read",
-    "qa_list_json": "aethersearch.benchmark.sources.qa_list:read",
+    "nq_open_jsonl": "aethersearch.sources.nq_open:read",
+    "triviaqa_json": "aethersearch.sources.triviaqa:read_official",
+    "triviaqa_dpr_tsv": "aethersearch.sources.triviaqa:read_dpr_tsv",
+    "dpr_tsv": "aethersearch.sources.triviaqa:read_dpr_tsv",
+    "popqa_tsv": "aethersearch.sources.popqa:read",
+    "hotpotqa_json": "aethersearch.sources.hotpotqa:read",
+    "2wiki_json": "aethersearch.sources.twowiki:read",
+    "musique_jsonl": "aethersearch.sources.musique:read",
+    "bamboogle_csv": "aethersearch.sources.bamboogle:read_csv",
+    "bamboogle_jsonl": "aethersearch.sources.bamboogle:read_jsonl",
+    "r1searcher_jsonl": "aethersearch.sources.bamboogle:read_jsonl",
+    "flashrag_jsonl": "aethersearch.sources.flashrag:read",
+    "searchr1_parquet": "aethersearch.sources.searchr1:read",
+    "qa_list_json": "aethersearch.sources.qa_list:read",
 }
 
 #: Options whose value is a file path (resolved against the config file; hashed into the manifest).

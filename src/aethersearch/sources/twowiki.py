@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aethersearch.benchmark.sources.base import (
+from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
     load_json,
@@ -26,7 +26,7 @@ from aethersearch.benchmark.sources.base import (
     require_str,
     unique_in_order,
 )
-from aethersearch.benchmark.sources.hotpotqa import context_titles, parse_supporting_facts
+from aethersearch.sources.hotpotqa import context_titles, parse_supporting_facts
 from aethersearch.errors import DataError
 from aethersearch.jsonl import iter_jsonl
 

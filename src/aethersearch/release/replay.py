@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from aethersearch.benchmark.replay_sources import RawRow, read_original
-from aethersearch.benchmark.verify_release_template import card_quotas, manifest_core_sha256, pretty_json
+from aethersearch.release.replay_readers import RawRow, read_original
+from aethersearch.release.verify_release_template import card_quotas, manifest_core_sha256, pretty_json
 from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.jsonl import atomic_write_bytes
 from aethersearch.release_layout import release_layout

@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from aethersearch.benchmark import verify_release_template as standalone
-from aethersearch.benchmark.release import MANIFEST_MODELS
+from aethersearch.release import verify_release_template as standalone
+from aethersearch.release.manifest import MANIFEST_MODELS
 from aethersearch.errors import DataError
 from aethersearch.jsonl import iter_jsonl, loads, validate_row
 from aethersearch.records import DiagnosticsRow, EvalRow

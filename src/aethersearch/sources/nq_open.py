@@ -9,7 +9,7 @@ Official file: google-research-datasets/natural-questions ``nq_open/NQ-open.dev.
 
 from __future__ import annotations
 
-from aethersearch.benchmark.sources.base import (
+from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
     make_candidate,

@@ -21,7 +21,7 @@ import ast
 import csv
 import io
 
-from aethersearch.benchmark.sources.base import (
+from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
     load_json,

@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 import orjson
 
 from aethersearch import __version__
-from aethersearch.benchmark.card import dataset_card
-from aethersearch.benchmark.config import LoadedConfig, SourceConfig, load_config
-from aethersearch.benchmark.release import (
+from aethersearch.release.card import dataset_card
+from aethersearch.curation.config import LoadedConfig, SourceConfig, load_config
+from aethersearch.release.manifest import (
     SAMPLING_DESCRIPTION,
     ExclusionRecord,
     FileDigest,
@@ -42,7 +42,7 @@ from aethersearch.benchmark.release import (
     verifier_source,
     write_release_files,
 )
-from aethersearch.benchmark.select import (
+from aethersearch.selection.sampling import (
     AuditDecision,
     PlanEntry,
     PoolFilter,
@@ -51,9 +51,9 @@ from aethersearch.benchmark.select import (
     sample,
     sampling_order,
 )
-from aethersearch.benchmark.sources import PATH_OPTIONS, read_source
-from aethersearch.benchmark.sources.base import ROW_NUMBER_CONVENTION, Candidate, SourceRows
-from aethersearch.benchmark.training import (
+from aethersearch.sources import PATH_OPTIONS, read_source
+from aethersearch.sources.base import ROW_NUMBER_CONVENTION, Candidate, SourceRows
+from aethersearch.isolation.training import (
     ExclusionSets,
     IsolationResult,
     Removal,
@@ -68,7 +68,7 @@ from aethersearch.benchmark.training import (
     parse_exclusions,
     resolve_exclusions,
 )
-from aethersearch.benchmark.verify import VerifyReport, verify_release
+from aethersearch.release.verify import VerifyReport, verify_release
 from aethersearch.errors import AetherError, ConfigError, IntegrityError
 from aethersearch.jsonl import sha256_bytes, sha256_file
 from aethersearch.records import DiagnosticsRow, EvalRow
@@ -374,7 +374,7 @@ def _independent_validation(staging: Path, loaded: LoadedConfig, manifest: Manif
 
     A failed replay stops the build: a release whose own replay disagrees is not published.
     """
-    from aethersearch.benchmark.replay import replay_report
+    from aethersearch.release.replay import replay_report
 
     report, data = replay_report(staging, base_dir=loaded.base_dir)
     if not report.ok:
@@ -388,11 +388,11 @@ def _independent_validation(staging: Path, loaded: LoadedConfig, manifest: Manif
 def build_from_config(config_path: str | Path, out_dir: str | Path, *, pool_filter: PoolFilter | None = None,
                       selection_audit: SelectionAudit | None = None, auto_review: bool = False,
                       progress: StageReport | None = None) -> BuildResult:
-    """Load a config file and build its release; an ``audit:`` section wires in ``benchmark.audit``'s hooks."""
+    """Load a config file and build its release; an ``audit:`` section wires in ``audit.near_duplicates``'s hooks."""
     loaded = load_config(config_path)
     audit_config = loaded.config.audit
     if audit_config is not None and pool_filter is None and selection_audit is None:
-        from aethersearch.benchmark.audit import make_audit_hooks  # lazy: owned by issue 3
+        from aethersearch.audit.near_duplicates import make_audit_hooks  # lazy: owned by issue 3
 
         sets, _ = _training(loaded)
         reviews = audit_config.get("reviews")
