@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from aethersearch import pipeline
-from aethersearch.agents.scripted_server import Reply, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedServer
 from aethersearch.cli import app
 from aethersearch.demo import DEMO_BUDGET
 from aethersearch.errors import IntegrityError
@@ -92,7 +92,7 @@ def test_eval_with_an_llm_agent_against_the_scripted_server(demo: tuple[Path, st
 
 
 def test_aether_run_drives_search_r1_over_the_index_and_resumes(demo: tuple[Path, str], tmp_path: Path) -> None:
-    from aethersearch.agents.scripted_server import search_r1_rule
+    from aethersearch.testing.scripted_server import search_r1_rule
 
     out, _ = demo
     args = ["run", str(out / "release"), "--out", str(tmp_path / "run"), "--agent", "search-r1",

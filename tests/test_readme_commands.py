@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

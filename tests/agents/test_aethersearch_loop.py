@@ -21,7 +21,7 @@ import pytest
 from aethersearch.agents.aethersearch_loop import AetherSearchAgent
 from aethersearch.agents.llm import OpenAIClient
 from aethersearch.agents.prompts import search_r1_question
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.jsonl import sha256_file
 from aethersearch.records import Budget, Decoding, RolloutQuestion, Trace
 from aethersearch.release_layout import release_layout

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aethersearch.agents.replicas import ReplicaPool, split_endpoints
-from aethersearch.agents.scripted_server import ScriptedServer
+from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.jsonl import read_jsonl
@@ -109,7 +109,7 @@ def test_cli_run_over_two_replicas_and_refusal_of_mixed_models(tmp_path: Path) -
     from typer.testing import CliRunner
 
     from aethersearch import demo
-    from aethersearch.agents.scripted_server import search_r1_rule
+    from aethersearch.testing.scripted_server import search_r1_rule
     from aethersearch.cli import app
 
     release, index = demo.build_demo_inputs(tmp_path / "demo")

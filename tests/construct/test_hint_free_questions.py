@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.commands.construct import parse_hop_mix
 from aethersearch.construct.hint_screen import SPECIFICATION_THRESHOLD, specification
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import ScriptedServer
+from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.jsonl import write_jsonl
 from aethersearch.records import Budget, Decoding, Outcome, RolloutQuestion
 from aethersearch.rollout.fingerprint import build_fingerprint, release_info

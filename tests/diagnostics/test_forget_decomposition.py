@@ -49,7 +49,7 @@ def test_bad_decompositions_name_the_row_and_step(steps, needle) -> None:
 def test_forget_probe_runs_on_a_seven_source_release_and_credits_parametric_pages(tmp_path) -> None:
     from aethersearch.agents.base import make_agent
     from aethersearch.agents.llm import OpenAIClient
-    from aethersearch.agents.scripted_server import Reply, ScriptedServer, question_of
+    from aethersearch.testing.scripted_server import Reply, ScriptedServer, question_of
     from aethersearch.corpus.store import open_store
     from aethersearch.pipeline import build_demo_inputs
     from aethersearch.rollout.fingerprint import build_fingerprint, release_info

@@ -6,7 +6,7 @@ import pytest
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import ScriptedServer
+from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.jsonl import loads
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 from aethersearch.rollout.fingerprint import build_fingerprint, release_info

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from aethersearch import pipeline
-from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
 from aethersearch.cli import app
 from aethersearch.demo import DEMO_BUDGET, build_demo_inputs
@@ -87,7 +87,7 @@ def test_a_finished_run_resumes_without_its_model_server(demo: tuple[Path, Path]
 
 
 def test_run_json_records_what_replicas_are_sent_and_serve(demo: tuple[Path, Path], tmp_path: Path) -> None:
-    from aethersearch.agents.scripted_server import Reply
+    from aethersearch.testing.scripted_server import Reply
 
     release, _ = demo
     with ScriptedServer(lambda r: Reply("<answer> Paris </answer>"), model="m") as a, \

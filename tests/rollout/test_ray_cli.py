@@ -32,7 +32,7 @@ def test_cli_run_on_a_local_ray_cluster_writes_one_resumable_run(tmp_path: Path)
     import ray
 
     from aethersearch import demo
-    from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+    from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 
     release, index = demo.build_demo_inputs(tmp_path / "demo")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=80 * 2**20)

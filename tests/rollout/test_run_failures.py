@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import Faults, Reply, ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import Faults, Reply, ScriptedServer, search_r1_rule
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.api import evaluate
 from aethersearch.demo import build_demo_inputs

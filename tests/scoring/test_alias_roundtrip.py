@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
 from aethersearch.release.manifest import (
     encode_release_rows,
