@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from aethersearch.rollout.session import RunSettings, SearchSetup, execute_run, prepare_run
     from aethersearch.rollout.store import TRACES
     from aethersearch.sandbox.episode import open_sandbox
-    from aethersearch.scoring.probes import factorise_run
+    from aethersearch.diagnostics.probes import factorise_run
     from aethersearch.search.index_dir import build_index
 
     out: Path = args.out

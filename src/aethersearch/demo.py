@@ -108,7 +108,7 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     from aethersearch.rollout.session import RunSettings, SearchSetup
     from aethersearch.sandbox.episode import open_sandbox
     from aethersearch.scoring.api import score_run
-    from aethersearch.scoring.probes import (
+    from aethersearch.diagnostics.probes import (
         distractor_probe,
         factorise_run,
         forget_probe,

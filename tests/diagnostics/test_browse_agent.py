@@ -54,7 +54,7 @@ def entailing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from aethersearch.rollout.fingerprint import build_fingerprint, release_info
     from aethersearch.rollout.runner import run_questions
     from aethersearch.sandbox.episode import open_sandbox
-    from aethersearch.scoring.probes import factorise_run, load_traces
+    from aethersearch.diagnostics.probes import factorise_run, load_traces
     from aethersearch.search.index_dir import build_index
 
     root = tmp_path_factory.mktemp("browse")

@@ -1,6 +1,6 @@
 """Rebuild what a finished run used -- its agent and its clean environment -- so a probe can rerun it.
 
-Why: the Lead-astray and distractor probes (``aethersearch.scoring.probes``)
+Why: the Lead-astray and distractor probes (``aethersearch.diagnostics.probes``)
 rerun a run's questions under the run's own settings; ``run.json`` records the
 agent, its configuration and the environment kind, and these two functions turn
 that record back into live objects through the agent registry and the index.
@@ -21,7 +21,7 @@ from aethersearch.records import RolloutQuestion
 def agent_for(run_dir: Path) -> Agent:
     """The agent a run used, rebuilt from its run.json (``agent`` + ``agent_config``) through the registry."""
     from aethersearch.agents.base import make_agent
-    from aethersearch.scoring.probes import load_fingerprint
+    from aethersearch.diagnostics.probes import load_fingerprint
 
     fingerprint = load_fingerprint(run_dir)
     return make_agent(fingerprint.agent, **fingerprint.agent_config)
@@ -34,7 +34,7 @@ def environment_factory_for(run_dir: Path, release_dir: Path, store: Any,
     ``sandbox`` runs reopen the masked sandbox of the release over the index;
     ``search`` runs an in-process index environment.
     """
-    from aethersearch.scoring.probes import load_fingerprint
+    from aethersearch.diagnostics.probes import load_fingerprint
     from aethersearch.search.environment import IndexEnvironment
     from aethersearch.search.index_dir import open_index
 

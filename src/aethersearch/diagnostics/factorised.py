@@ -24,7 +24,7 @@ Over a set Q of episodes, S = {q: sufficient(q)}, I = Q \\ S, R = refused
 F1_GR = 2|R∩I| / (|R| + |I|), F1_KU = 2|C∩S| / (|A| + |S|) (precision over every
 answered question), GenScore = (F1_GR + F1_KU) / 2 × KS, Pass@1 = |C| / |Q|.
 
-What counts as *served* on a hint-free chain: ``scoring.chain_evidence``. For
+What counts as *served* on a hint-free chain: ``diagnostics.chain_evidence``. For
 the 7-source benchmark there is no masked path; see ``text_requirements`` /
 ``episode_from_text``: the requirements are "a gold alias occurs in retrieved
 text" plus each supporting page having been retrieved.
@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.errors import DataError
 from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Trace
-from aethersearch.scoring.chain_evidence import chain_evidence, edges_served, hops_gathered, route_found
+from aethersearch.diagnostics.chain_evidence import chain_evidence, edges_served, hops_gathered, route_found
 from aethersearch.scoring.extract import resolve_trace
 from aethersearch.scoring.metric_names import definitions
 from aethersearch.scoring.metrics import em

@@ -1,7 +1,7 @@
 """Distractor robustness probe: does *injected* noise derail synthesis of evidence the agent still reached?
 
 A robustness test of this project's own, not WebDetective's Lead-astray (which
-is about the noise of the agent's *own* trajectory: ``probe_leadastray.py``;
+is about the noise of the agent's *own* trajectory: ``lead_astray.py``;
 both are written out in ``docs/webdetective-metrics.md``). The agent is rerun
 with the same settings, except that its environment inserts distractor
 passages drawn from the corpus into every observation at a controlled ratio,
@@ -32,7 +32,7 @@ from aethersearch.corpus.base import DocumentStore
 from aethersearch.environment import Environment, ToolResult
 from aethersearch.errors import ConfigError
 from aethersearch.records import Document
-from aethersearch.scoring.factorised import EpisodeEvidence
+from aethersearch.diagnostics.factorised import EpisodeEvidence
 
 
 def _title_key(title: str) -> str:

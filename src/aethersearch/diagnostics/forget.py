@@ -12,7 +12,7 @@ sub-question; then, per hop fact f = (q, i):
   that happened at another hop, e.g. one the model never knew.
 
 The full run fails at the first hop it never reached: hop i is reached when
-its evidence was served to the agent (``gathered``, see ``scoring.chain_evidence``)
+its evidence was served to the agent (``gathered``, see ``diagnostics.chain_evidence``)
 or the agent itself named the hop's answer entity (in a query, a visit, its
 reasoning or its answer); a wrong run that reached every hop failed at the
 last one (it had the chain but answered wrong).
@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 
 from aethersearch.errors import DataError
 from aethersearch.records import DiagnosticsRow, RolloutQuestion, Trace
-from aethersearch.scoring.factorised import (
+from aethersearch.diagnostics.factorised import (
     ANSWER_REQUIREMENT,
     PAGE_PREFIX,
     alias_in_text,

@@ -1,7 +1,7 @@
 """Lead-astray, as WebDetective describes it: the agent's own noisy trajectory derails it.
 
 WebDetective (arXiv:2510.05137) separates two ways an agent loses knowledge it
-had: Forget (``probe_forget.py``) and Lead-astray, failures where the noise of
+had: Forget (``forget.py``) and Lead-astray, failures where the noise of
 the model's *own* trajectory (irrelevant pages, failed attempts) derails it
 although the clean evidence it gathered would have sufficed. So:
 
@@ -9,7 +9,7 @@ although the clean evidence it gathered would have sufficed. So:
   run failed q (answered wrongly or refused; endpoint/tool errors excluded):
   the same failures Forget is a rate over;
 * clean(q)       = the hop statements the run was served (any route's, see
-  ``scoring.chain_evidence``), and nothing else;
+  ``diagnostics.chain_evidence``), and nothing else;
 * led_astray(q)  = eligible(q) AND the agent, re-asked with only clean(q),
   answers q correctly (the noise was what stood in the way).
 
@@ -24,7 +24,7 @@ sentence is "the hop statement" is this project's rule (the sentence of the
 served page naming the next node; docs/webdetective-metrics.md).
 
 The injected-distractor test this module used to hold is now the separately
-named distractor robustness probe (``probe_distractors.py``).
+named distractor robustness probe (``distractors.py``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import Any
 
 from aethersearch.environment import ToolResult
 from aethersearch.records import ERROR_OUTCOMES, Document, ToolCall, Trace
-from aethersearch.scoring.chain_evidence import ChainEvidence, edges_served
-from aethersearch.scoring.factorised import EpisodeEvidence
+from aethersearch.diagnostics.chain_evidence import ChainEvidence, edges_served
+from aethersearch.diagnostics.factorised import EpisodeEvidence
 
 NO_PAGE = "no such page: only the evidence served earlier in this question is available"
 

@@ -12,12 +12,12 @@ resume like any run and never touch the original traces.
   the probe has been run.
 * :func:`forget_probe` — the hop sub-questions (a hint-free release's
   ``hop_questions``, or MuSiQue decompositions on the 7-source benchmark) through
-  the ``direct`` agent (no tools), compared with the full run (see ``probe_forget.py``).
+  the ``direct`` agent (no tools), compared with the full run (see ``forget.py``).
 * :func:`lead_astray_probe` — the paper's Lead-astray: the run's own agent and
   settings re-asked on its sufficient-evidence failures with only the clean
-  hop statements its trajectory was served (see ``probe_leadastray.py``).
+  hop statements its trajectory was served (see ``lead_astray.py``).
 * :func:`distractor_probe` — this project's robustness probe: the run's agent
-  rerun with seeded corpus distractors in every observation (``probe_distractors.py``).
+  rerun with seeded corpus distractors in every observation (``distractors.py``).
 
 Both paper probes are rates over the same failures (``S \\ C``); ``probes.json``
 carries them side by side under ``degradation`` with Forget minus Lead-astray.
@@ -53,7 +53,7 @@ from aethersearch.records import (
 from aethersearch.release_layout import release_layout
 from aethersearch.rollout.samples import unit_label
 from aethersearch.scoring.extract import Extraction, resolve_trace
-from aethersearch.scoring.factorised import (
+from aethersearch.diagnostics.factorised import (
     EpisodeEvidence,
     episode_from_sandbox,
     episode_from_text,
@@ -64,10 +64,10 @@ from aethersearch.scoring.factorised import (
 )
 from aethersearch.scoring.join import load_release
 from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, judge_cases
-from aethersearch.scoring.chain_evidence import chain_evidence
-from aethersearch.scoring.probe_distractors import NoisyEnvironment, distractor_summary
+from aethersearch.diagnostics.chain_evidence import chain_evidence
+from aethersearch.diagnostics.distractors import NoisyEnvironment, distractor_summary
 from aethersearch.scoring.reducers import SAMPLE_MEAN_RULE, mean_over_samples
-from aethersearch.scoring.probe_forget import (
+from aethersearch.diagnostics.forget import (
     agent_text,
     failure_hop,
     forget_over_failures,
@@ -75,7 +75,7 @@ from aethersearch.scoring.probe_forget import (
     probe_questions,
     rollout_rows,
 )
-from aethersearch.scoring.probe_leadastray import (
+from aethersearch.diagnostics.lead_astray import (
     CleanEvidenceEnvironment,
     clean_evidence,
     lead_astray_summary,
@@ -213,7 +213,7 @@ def episodes_for_run(traces: Mapping[str, Trace], diagnostics: Mapping[str, Diag
 
     Chain mode (a hint-free release: every row has a multi-hop path) judges
     each hop from the text served to the agent, rebuilt from ``store``
-    (``scoring.chain_evidence``); the masked rendering applies when the run
+    (``diagnostics.chain_evidence``); the masked rendering applies when the run
     browsed the sandbox. Text mode needs ``store`` too. ``correct`` (question id
     -> verdict, e.g. from the LLM judge) overrides exact match.
     """
