@@ -51,7 +51,7 @@ def test_forget_probe_runs_on_a_seven_source_release_and_credits_parametric_page
     from aethersearch.agents.llm import OpenAIClient
     from aethersearch.testing.scripted_server import Reply, ScriptedServer, question_of
     from aethersearch.corpus.store import open_store
-    from aethersearch.pipeline import build_demo_inputs
+    from aethersearch.demo import build_demo_inputs
     from aethersearch.rollout.fingerprint import build_fingerprint, release_info
     from aethersearch.rollout.runner import NoEnvironment, run_questions
     from aethersearch.diagnostics.probes import factorise_run, forget_probe
