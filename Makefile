@@ -31,10 +31,11 @@ demo: $(STAMP)
 real-model: $(STAMP)
 	bash scripts/install_real_model.sh $(VENV)
 
-## Install, lint (ruff with bugbear), type-check (mypy strict) and run the whole test suite.
+## Install, lint (ruff with bugbear), type-check (mypy strict), build the docs (every page and link) and run the whole test suite.
 test: $(STAMP) real-model
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy src
+	$(BIN)/mkdocs build --strict --site-dir site
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 ## Run every benchmark (slow; prints ratios against each issue's reference).
@@ -42,4 +43,4 @@ bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) demo_out .pytest_cache
+	rm -rf $(VENV) demo_out .pytest_cache site

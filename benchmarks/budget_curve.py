@@ -18,7 +18,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from aethersearch import pipeline
+from aethersearch import demo, pipeline
 from aethersearch.records import Budget
 from aethersearch.scoring.api import score_run
 
@@ -34,7 +34,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temp dir)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="budget_curve_"))
-    release, index = pipeline.build_demo_inputs(out / "demo")
+    release, index = demo.build_demo_inputs(out / "demo")
     search = pipeline.index_search(index)
 
     def run(budget: int) -> Path:

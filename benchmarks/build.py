@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from time import perf_counter
 
-from aethersearch.benchmark.build import STAGES, build_from_config
+from aethersearch.curation.build import STAGES, build_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AETHER_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -33,7 +33,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if args.quick:
-            from aethersearch.benchmark.demo_sources import write_demo_sources
+            from aethersearch.sources.demo import write_demo_sources
 
             config = write_demo_sources(work / "src")
             label = "demo (140 questions)"
@@ -41,7 +41,7 @@ def main() -> int:
             if not (SHARED / "SOURCES.json").is_file():
                 print(f"real data not found at {SHARED}; run with --quick or set AETHER_SHARED_DATA", file=sys.stderr)
                 return 2
-            from aethersearch.benchmark.eval1400 import write_eval1400_config
+            from aethersearch.curation.eval1400 import write_eval1400_config
 
             config = write_eval1400_config(SHARED, work / "cfg", popqa_plan={"planned": 150})
             label = "eval1400 over ../shared/data"

@@ -78,7 +78,7 @@ import orjson
 
 from aethersearch.agents.llm import Completion, OpenAIClient
 from aethersearch.agents.prompts import SEARCH_R1_PROMPT, render_search_r1_docs, search_r1_observation
-from aethersearch.agents.scripted_server import (
+from aethersearch.testing.scripted_server import (
     ScriptedRequest,
     apply_stop,
     count_tokens,

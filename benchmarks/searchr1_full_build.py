@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from time import perf_counter
 
-from aethersearch.benchmark.build import STAGES, build_from_config
-from aethersearch.benchmark.searchr1_test import write_searchr1_test_config
+from aethersearch.curation.build import STAGES, build_from_config
+from aethersearch.curation.searchr1_test import write_searchr1_test_config
 
 OFFICIAL = {"nq": 3610, "triviaqa": 11313, "popqa": 14267, "hotpotqa": 7405, "2wikimultihopqa": 12576,
             "musique": 2417, "bamboogle": 125}

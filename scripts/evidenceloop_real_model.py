@@ -64,14 +64,14 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Build the demo sandbox world, run EvidenceLoop on its first K questions, factorise; return the summary."""
-    from aethersearch.construct.hintfree import build_demo_sandbox_release
+    from aethersearch.construct.build import build_demo_sandbox_release
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.pipeline import verify_or_refuse
     from aethersearch.rollout.fingerprint import load_rollout_questions, release_info
     from aethersearch.rollout.session import RunSettings, SearchSetup, execute_run, prepare_run
     from aethersearch.rollout.store import TRACES
     from aethersearch.sandbox.episode import open_sandbox
-    from aethersearch.scoring.probes import factorise_run
+    from aethersearch.diagnostics.probes import factorise_run
     from aethersearch.search.index_dir import build_index
 
     out: Path = args.out

@@ -43,8 +43,8 @@ SOURCES = ("nq", "triviaqa", "popqa", "hotpotqa", "2wikimultihopqa", "musique")
 
 def build_inputs(out: Path, per_source: int) -> tuple[Path, Path]:
     """The demo corpus and index, and a release of ``per_source`` questions from each of SOURCES."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.search.index_dir import build_index
 

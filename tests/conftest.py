@@ -75,8 +75,8 @@ def eval1400_build(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) 
     """
     from filelock import FileLock
 
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.eval1400 import write_eval1400_config
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.curation.eval1400 import write_eval1400_config
 
     shared_root = session_temp_root(tmp_path_factory)
     root = shared_root / "eval1400-build"

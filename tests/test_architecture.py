@@ -1,13 +1,18 @@
 """Import boundaries: imports point down the layer table, and the rollout side never reaches gold.
 
-Gold answers are read only by ``benchmark`` (building/verifying releases),
-``construct`` (writing releases) and ``scoring``. ``agents`` and ``rollout`` must
+Gold answers are read only by the curation stages (``sources``, ``isolation``,
+``selection``, ``audit``, ``release``, ``curation``: building/verifying releases),
+``construct`` (writing releases), ``scoring`` and what reads scores. ``agents`` and ``rollout`` must
 not import any of them, directly or transitively, so an agent can never see gold.
 
 A plain ``import`` is not the only edge: a string registry
 (``{"x": "aethersearch.scoring.metrics:em"}``) loads its target lazily, so every
 string constant that names an ``aethersearch`` module counts as an import here.
 And every agent class must live in ``agents/``, where this boundary is enforced.
+
+Test doubles (``aethersearch.testing``, e.g. the scripted LLM server) ship in the
+package for the tests, the benchmarks and users' tests, but no product module may
+import them, and no product module may import the repository's ``tests`` package.
 """
 
 from __future__ import annotations
@@ -21,17 +26,29 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aethersearch"
 
 # Lower index = lower layer. A module may import its own layer or lower ones.
 LAYERS: list[set[str]] = [
-    {"errors", "records", "jsonl", "text", "abstention", "stated_confidence", "registry", "environment", "release_layout", "__init__", "__version__"},
-    {"benchmark", "corpus"},
+    {"errors", "records", "jsonl", "text", "abstention", "stated_confidence", "registry", "environment", "release_layout", "config_files",
+     "__init__", "__version__"},
+    {"corpus"},
+    # the curation stages, in the card's order; the release's verifier template is the card's rule book, read by
+    # isolation, selection and the replay, so ``release`` sits below the stages before it
+    {"sources"},
+    {"release"},
+    {"isolation"},
+    {"selection"},
+    {"audit"},
+    {"curation"},
     {"search"},
     {"sandbox", "construct"},
     {"agents"},
     {"rollout"},
     {"scoring"},
-    {"compare", "report", "interop"},
-    {"pipeline", "diagnose", "cli", "commands", "api"},
+    {"compare", "report", "interop", "diagnostics"},
+    {"pipeline", "demo", "cli", "commands", "api"},
+    # test doubles: above everything, so they may drive any product module; nothing in the product imports them
+    {"testing"},
 ]
-GOLD_READERS = {"benchmark", "construct", "scoring", "compare", "report", "interop"}
+GOLD_READERS = {"sources", "isolation", "selection", "audit", "release", "curation", "construct", "scoring",
+                "diagnostics", "compare", "report", "interop"}
 ROLLOUT_SIDE = {"agents", "rollout"}
 
 
@@ -160,3 +177,40 @@ def test_agent_registry_points_into_agents() -> None:
 
     stray = {name: target for name, target in AGENTS.items() if not target.startswith("aethersearch.agents.")}
     assert not stray, f"AGENTS entries must name classes under aethersearch.agents: {stray}"
+
+
+#: The package of shipped test doubles; only tests, benchmarks and the doubles themselves import it.
+TEST_DOUBLES = "aethersearch.testing"
+
+
+def _names_tests_package(path: Path) -> list[str]:
+    """Imports of the repository's ``tests`` package in a product file (``import tests...``, ``from tests...``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        found.extend(name for name in names if name == "tests" or name.startswith("tests."))
+    return found
+
+
+def test_product_never_imports_test_doubles() -> None:
+    """``aethersearch.testing`` is for tests: a product path that imported it could talk to a scripted server."""
+    graph = _graph()
+    assert any(m.startswith(TEST_DOUBLES + ".") for m in graph), "the test doubles package moved: update TEST_DOUBLES"
+    offenders = sorted(f"{module} imports {target}" for module, imported in graph.items()
+                       if _area(module) != "testing"
+                       for target in imported if target == TEST_DOUBLES or target.startswith(TEST_DOUBLES + "."))
+    assert not offenders, "product modules must not import the test doubles:\n" + "\n".join(offenders)
+
+
+def test_product_never_imports_the_tests_package() -> None:
+    offenders = sorted(f"{path.relative_to(PACKAGE)}: {name}" for path in PACKAGE.rglob("*.py")
+                       for name in _names_tests_package(path))
+    assert not offenders, "product modules must not import tests/:\n" + "\n".join(offenders)
+
+
+def test_the_double_detector_sees_an_import_and_a_registry_string() -> None:
+    """The detector itself: a plain import and a lazy registry string both count as importing a double."""
+    source = ('from aethersearch.testing.scripted_server import ScriptedServer\n'
+              'LLMS = {"fake": "aethersearch.testing.scripted_server:ScriptedServer"}\n')
+    assert _imports_of_source(source, "<test>") == {"aethersearch.testing.scripted_server"}

@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from aethersearch import pipeline
-from aethersearch.agents.scripted_server import Reply, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedServer
 from aethersearch.cli import app
+from aethersearch.demo import DEMO_BUDGET
 from aethersearch.errors import IntegrityError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.release_layout import release_layout
@@ -61,7 +62,7 @@ def test_eval_resumes_the_finished_demo_run_without_redoing_it(demo: tuple[Path,
     out, _ = demo
     before = (out / "run" / "traces.jsonl").read_bytes()
     result = pipeline.run_eval(out / "release", out, pipeline.index_search(out / "index"), agent="lexical",
-                               budget=pipeline.DEMO_BUDGET)
+                               budget=DEMO_BUDGET)
     assert (result.summary.attempted, result.summary.skipped) == (0, 140)
     assert (out / "run" / "traces.jsonl").read_bytes() == before
     assert result.table[-1]["source"] == "all" and result.table[-1]["n"] == 140
@@ -91,7 +92,7 @@ def test_eval_with_an_llm_agent_against_the_scripted_server(demo: tuple[Path, st
 
 
 def test_aether_run_drives_search_r1_over_the_index_and_resumes(demo: tuple[Path, str], tmp_path: Path) -> None:
-    from aethersearch.agents.scripted_server import search_r1_rule
+    from aethersearch.testing.scripted_server import search_r1_rule
 
     out, _ = demo
     args = ["run", str(out / "release"), "--out", str(tmp_path / "run"), "--agent", "search-r1",
@@ -117,7 +118,7 @@ def test_eval_through_a_started_search_server_gives_the_same_predictions(demo: t
     with pipeline.search_server_process(out / "index") as url:
         search = pipeline.server_search(url)
         result = pipeline.run_eval(out / "release", tmp_path, search, agent="lexical",
-                                   budget=pipeline.DEMO_BUDGET, concurrency=8)
+                                   budget=DEMO_BUDGET, concurrency=8)
     in_process = orjson.loads((out / "run" / "run.json").read_bytes())
     served = orjson.loads((tmp_path / "run" / "run.json").read_bytes())
     assert (served["corpus_hash"], served["index_hash"]) == (in_process["corpus_hash"], in_process["index_hash"])

@@ -1,4 +1,7 @@
-"""Every command the README shows runs as written, so the README cannot drift from the CLI.
+"""Every command the README and its docs pages show runs as written, so neither can drift from the CLI.
+
+The pages are ``tests/doc_pages.py``'s list: the README, then the docs pages that
+took over its sections, read in that order as one text.
 
 * Every fenced ``bash`` block is executed command by command in one working
   directory, in README order, with only *inputs* swapped for small local ones:
@@ -29,12 +32,11 @@ from typing import Any
 
 import pytest
 
-from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
+from tests.doc_pages import fenced_blocks, pages
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 SHARED = Path(os.environ.get("AETHER_SHARED_DATA", ROOT.parent / "shared" / "data"))
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 INLINE = re.compile(r"`(aether [^`]+)`")
 #: commands of the build block: they keep the real ``eval1400`` built from the public data
 BUILD_COMMANDS = ("eval1400-config", "build", "review", "verify", "replay", "audit")
@@ -44,8 +46,13 @@ CHECKPOINTS = ("base", "sft", "dpo", "rl")
 
 
 def blocks(language: str) -> list[str]:
-    """The README's fenced blocks in ``language``."""
-    return [body for lang, body in FENCE.findall(README.read_text(encoding="utf-8")) if lang == language]
+    """The fenced blocks in ``language`` of the README and its docs pages, in page order."""
+    return fenced_blocks(language)
+
+
+def all_text() -> str:
+    """The README and its docs pages, one after the other."""
+    return "\n".join(page.read_text(encoding="utf-8") for page in pages())
 
 
 def commands(block: str) -> list[str]:
@@ -80,7 +87,7 @@ def _click_command(words: list[str]) -> tuple[Any, list[str], str]:
 
 
 def test_every_readme_command_parses() -> None:
-    text = README.read_text(encoding="utf-8")
+    text = all_text()
     found = INLINE.findall(text) + [c for lang in ("bash",) for b in blocks(lang) for c in commands(b)
                                     if c.startswith("aether ")]
     assert len(found) > 30
@@ -205,7 +212,7 @@ def test_readme_bash_blocks_run(work: dict[str, Any]) -> None:
         for block in blocks("python"):
             code = _substitute(block, work).replace('"demo_out/release"', repr(str(work["root"] / "demo_out/release")))
             namespace: dict[str, Any] = {}
-            exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 -- the README's own example
+            exec(compile(code, "README.md and docs/", "exec"), namespace)  # noqa: S102 -- the README's own example
             assert namespace["metrics"], "the README's evaluate() example returned no metrics"
     finally:
         for proc in work["background"]:
@@ -219,3 +226,19 @@ def test_readme_build_block_is_run_verbatim_by_the_release_test() -> None:
     (build,) = [b for b in blocks("bash") if _is_build_block(b)]
     assert [shlex.split(c)[1] for c in commands(build)] == ["eval1400-config", "build", "review", "build", "verify",
                                                           "replay", "audit"]
+
+
+def test_every_command_page_is_in_the_docs_site() -> None:
+    """A page listed in tests/doc_pages.py but left out of mkdocs.yml's nav would be tested yet never published."""
+    import yaml
+
+    def nav_files(node: Any) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, dict):
+            return [f for value in node.values() for f in nav_files(value)]
+        return [f for item in node for f in nav_files(item)] if isinstance(node, list) else []
+
+    nav = set(nav_files(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]))
+    missing = [str(page.relative_to(ROOT)) for page in pages()[1:] if str(page.relative_to(ROOT / "docs")) not in nav]
+    assert not missing, f"command pages missing from mkdocs.yml's nav: {missing}"

@@ -6,10 +6,8 @@ small functions the CLI (and ``make demo``) compose. It is the one place on the
 evaluation path that may touch gold, and only *after* the run: scoring reads
 ``eval.jsonl``; the runner never does.
 
-With no release given, :func:`run_demo` builds everything from the embedded demo
-world: corpus + BM25 index, the demo release, a ``lexical`` (no-LLM) run, scores,
-the HTML report, and — when ``aethersearch.diagnose`` is importable — the sandbox
-evaluation with its factorised metrics and probes.
+With no release given, ``aether eval`` runs the embedded demo instead
+(``aethersearch.demo.run_demo``), which composes these same functions.
 """
 
 from __future__ import annotations
@@ -32,9 +30,6 @@ from aethersearch.rollout.session import RunSettings, SearchSetup
 if TYPE_CHECKING:
     from aethersearch.scoring.scores_file import MetricEstimate, Scores
 
-DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
-
-
 class EvalResult(NamedTuple):
     """One finished evaluation: the run, its scores, the per-source table and the report."""
 
@@ -49,7 +44,7 @@ class EvalResult(NamedTuple):
 
 def verify_or_refuse(release_dir: Path) -> None:
     """Run the full release verifier; any failed check refuses the evaluation (IntegrityError)."""
-    from aethersearch.benchmark.verify import verify_release
+    from aethersearch.release.verify import verify_release
 
     report = verify_release(release_dir)
     if not report.ok:
@@ -225,63 +220,19 @@ def run_eval(release_dir: Path, out_dir: Path, search: SearchSetup, **run_option
     return EvalResult(run_dir, release_dir, summary, scores, source_table(scores), report_path, {})
 
 
-def build_demo_inputs(out_dir: Path, *, seed: int = 0) -> tuple[Path, Path]:
-    """Demo world corpus + BM25 index, and the demo release; returns (release_dir, index_dir)."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
-    from aethersearch.corpus.importers import import_corpus
-    from aethersearch.search.index_dir import build_index
+def search_for(index: Path | None, search_url: str | None, agent: str, tools: str) -> Any:
+    """The tools an agent gets: a retrieval server, an in-process index, or none for tool-free agents.
 
-    out = Path(out_dir)
-    store = import_corpus("demo", "demo", out / "corpus", seed=seed, overwrite=True).store
-    # ~750 pages: numpy scoring beats paying numba's JIT compile on every demo run
-    build_index(store, "bm25", out / "index", config={"numba": False}, overwrite=True)
-    config = write_demo_sources(out / "demo_sources", seed=seed)
-    release = build_from_config(config, out / "release")
-    return release.release_dir, out / "index"
-
-
-def sandbox_demo(out_dir: Path) -> dict[str, Any] | None:
-    """The issue-8 sandbox part of the demo, when ``aethersearch.diagnose`` provides it."""
-    try:
-        from aethersearch.diagnose import run_sandbox_demo
-    except ImportError:
-        return None
-    return run_sandbox_demo(out_dir)
-
-
-def run_demo(out_dir: Path, *, concurrency: int = 8, sandbox: bool = True,
-             progress: Callable[[Any], None] | None = None, samples: int = 1) -> EvalResult:
-    """The embedded demo: no model server, no downloads, under a minute on 2 cores.
-
-    ``samples`` K > 1 rolls each question out K times; the lexical agent is
-    deterministic, so its K samples agree and pass@k = mean@K = maj@K (the demo
-    shows the keys, a sampled model shows the spread).
+    ``aether run``, ``aether eval`` and ``aether noise`` resolve their ``--index``/``--search-url`` options here.
     """
-    out = Path(out_dir)
-    release_dir, index_dir = build_demo_inputs(out)
-    result = run_eval(release_dir, out, index_search(index_dir), agent="lexical", budget=DEMO_BUDGET,
-                      concurrency=concurrency, progress=progress, samples=samples)
-    extra: dict[str, Any] = {}
-    if sandbox:
-        try:
-            sandbox_summary = sandbox_demo(out)
-        except ImportError as exc:  # a half-installed optional part must not sink the main result
-            extra["sandbox_error"] = f"the sandbox part of the demo could not run: {exc}"
-        else:
-            if sandbox_summary is not None:
-                extra["sandbox"] = sandbox_summary
-                result = result._replace(report_path=_demo_report(result, out))
-    return result._replace(extra=extra)
+    from aethersearch.agents.base import make_agent
+    from aethersearch.errors import ConfigError
 
-
-def _demo_report(result: EvalResult, out: Path) -> Path:
-    """One demo report holding both evaluations: the benchmark run and the sandbox run.
-
-    The sandbox run carries ``factorised.json`` and ``probes.json``, so the
-    report shows the factorised table and the probe rates beside the per-source
-    scores. The two runs answer different releases, so they are not compared.
-    """
-    from aethersearch.report.html import write_report
-
-    return write_report([result.run_dir, out / "sandbox_run"], out / "report.html", compare=False)
+    offered = tuple(t for t in tools.split(",") if t)
+    if search_url:
+        return server_search(search_url, offered)
+    if index is not None:
+        return index_search(index, offered)
+    if make_agent(agent).environment == "none":
+        return no_search()
+    raise ConfigError(f"agent {agent!r} needs a search tool", fix="pass --index DIR or --search-url URL")

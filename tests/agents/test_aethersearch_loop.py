@@ -21,7 +21,7 @@ import pytest
 from aethersearch.agents.aethersearch_loop import AetherSearchAgent
 from aethersearch.agents.llm import OpenAIClient
 from aethersearch.agents.prompts import search_r1_question
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.jsonl import sha256_file
 from aethersearch.records import Budget, Decoding, RolloutQuestion, Trace
 from aethersearch.release_layout import release_layout
@@ -97,8 +97,8 @@ def _check_release(fixture: Path, release_dir: Path, wikispeedia: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_demo_release_matches_their_loop(tmp_path: Path) -> None:
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
 
     release_dir = tmp_path / "demo_release"
     build_from_config(write_demo_sources(tmp_path / "demo_release_sources"), release_dir)

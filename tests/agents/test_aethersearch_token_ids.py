@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aethersearch.agents.aethersearch_loop import AetherSearchAgent
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import SCRIPTED_EOS, Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import SCRIPTED_EOS, Reply, ScriptedRequest, ScriptedServer
 from aethersearch.environment import ToolResult
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, ToolCall, Trace

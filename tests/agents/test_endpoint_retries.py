@@ -11,7 +11,7 @@ import pytest
 
 from aethersearch.agents.llm import OpenAIClient, _retry_after
 from aethersearch.agents.react import tool_schema
-from aethersearch.agents.scripted_server import Faults, Reply, ScriptedServer
+from aethersearch.testing.scripted_server import Faults, Reply, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import EndpointError
 from aethersearch.jsonl import read_jsonl

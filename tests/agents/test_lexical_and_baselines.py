@@ -7,7 +7,7 @@ import asyncio
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.lexical import LexicalAgent, answer_type
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, Document, Outcome, RolloutQuestion
 from aethersearch.rollout.runner import NoEnvironment, run_episode

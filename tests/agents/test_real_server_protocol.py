@@ -19,7 +19,7 @@ import pytest
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.llm import OpenAIClient, decoding_body
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.records import Budget, Decoding, Document, Outcome, RolloutQuestion
 from aethersearch.rollout.runner import run_episode

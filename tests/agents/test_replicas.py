@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aethersearch.agents.replicas import ReplicaPool, split_endpoints
-from aethersearch.agents.scripted_server import ScriptedServer
+from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.jsonl import read_jsonl
@@ -108,11 +108,11 @@ def test_endpoint_list_parsing() -> None:
 def test_cli_run_over_two_replicas_and_refusal_of_mixed_models(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from aethersearch import pipeline
-    from aethersearch.agents.scripted_server import search_r1_rule
+    from aethersearch import demo
+    from aethersearch.testing.scripted_server import search_r1_rule
     from aethersearch.cli import app
 
-    release, index = pipeline.build_demo_inputs(tmp_path / "demo")
+    release, index = demo.build_demo_inputs(tmp_path / "demo")
     rule = search_r1_rule(lambda q: "Paris", searches=1)
     with ScriptedServer(rule, model="qwen-sft") as a, ScriptedServer(rule, model="qwen-sft") as b, \
             ScriptedServer(rule, model="other") as c:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aethersearch.benchmark.build import BuildResult, build_from_config
-from aethersearch.benchmark.demo_sources import write_demo_sources
+from aethersearch.curation.build import BuildResult, build_from_config
+from aethersearch.sources.demo import write_demo_sources
 
 
 def build_demo(root: Path, **hooks) -> tuple[Path, BuildResult]:

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
 
-from aethersearch.benchmark.audit import TrainingUnion, audit_questions, make_audit_hooks, parse_settings
-from aethersearch.benchmark.audit_similarity import exhaustive_similarity
-from aethersearch.benchmark.sources.base import Candidate
+from aethersearch.audit.near_duplicates import TrainingUnion, audit_questions, make_audit_hooks, parse_settings
+from aethersearch.audit.similarity import exhaustive_similarity
+from aethersearch.sources.base import Candidate
 from aethersearch.errors import ConfigError, DataError, ReviewRequired
 from aethersearch.text import question_key
 

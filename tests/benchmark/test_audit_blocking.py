@@ -14,8 +14,8 @@ import string
 
 import pytest
 
-from aethersearch.benchmark.audit_blocking import blocked_similarity, build_gram_index
-from aethersearch.benchmark.audit_similarity import exhaustive_similarity
+from aethersearch.audit.blocking import blocked_similarity, build_gram_index
+from aethersearch.audit.similarity import exhaustive_similarity
 from aethersearch.text import question_key
 from tests.conftest import require_shared
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.benchmark.audit_policy import auto_decide
-from aethersearch.benchmark.audit_review import TODO, apply_review_file, load_reviews, pair_key
+from aethersearch.audit.policy import auto_decide
+from aethersearch.audit.review import TODO, apply_review_file, load_reviews, pair_key
 
 
 @pytest.mark.parametrize(("selected", "training", "decision", "why"), [

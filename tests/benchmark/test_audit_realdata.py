@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.benchmark.audit import audit_selection_file
-from aethersearch.benchmark.build import BuildResult
-from aethersearch.benchmark.release import load_manifest
-from aethersearch.benchmark.replay import replay_release
-from aethersearch.benchmark.verify import verify_release
+from aethersearch.audit.near_duplicates import audit_selection_file
+from aethersearch.curation.build import BuildResult
+from aethersearch.release.manifest import load_manifest
+from aethersearch.release.replay import replay_release
+from aethersearch.release.verify import verify_release
 from aethersearch.jsonl import read_jsonl
 from aethersearch.release_layout import release_layout
 from aethersearch.text import question_key

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aethersearch.benchmark.build import build_from_config
-from aethersearch.benchmark.config import load_config
-from aethersearch.benchmark.release import Manifest
-from aethersearch.benchmark.select import AuditDecision
+from aethersearch.curation.build import build_from_config
+from aethersearch.curation.config import load_config
+from aethersearch.release.manifest import Manifest
+from aethersearch.selection.sampling import AuditDecision
 from aethersearch.errors import AetherError, ConfigError, IntegrityError, ShortageError
 from aethersearch.jsonl import read_jsonl, sha256_file
 from aethersearch.text import question_key
@@ -59,7 +59,7 @@ def test_exclusion_really_removes_the_overlapping_training_questions(demo) -> No
     assert iso["internal_duplicates_removed"] == 1 and iso["cross_source_duplicates_removed"] == 1
     assert iso["final_exact_overlap_by_stage"] == {"SFT": 0, "DPO": 0, "RL": 0}
     registry = yaml.safe_load((config.parent / "train" / "registry.yaml").read_text())
-    from aethersearch.benchmark.sources import read_source
+    from aethersearch.sources import read_source
 
     training = set()
     for entry in registry["files"]:
@@ -145,7 +145,7 @@ def test_datasets_load_dataset_reads_the_validation_split_offline(demo, monkeypa
 
 
 def test_a_shortage_fails_the_build_and_leaves_no_release(tmp_path: Path) -> None:
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.sources.demo import write_demo_sources
 
     config_path = write_demo_sources(tmp_path / "src")
     config = yaml.safe_load(config_path.read_text())
@@ -161,7 +161,7 @@ def test_the_shortage_messages_suggested_fix_builds(tmp_path: Path) -> None:
     """Following the fix the message suggests, literally, gives a release of the planned size."""
     import re
 
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.sources.demo import write_demo_sources
 
     config_path = write_demo_sources(tmp_path / "src")
     config = yaml.safe_load(config_path.read_text())
@@ -270,7 +270,7 @@ def test_audit_section_wires_in_benchmark_audit_lazily(tmp_path: Path, demo, mon
         seen.update(config=audit_config, n=len(training_keys), reviews=reviews_path, auto=auto_review)
         return (lambda pool: {}), (lambda sel: AuditDecision({}, [], {"flagged": 0}))
 
-    monkeypatch.setitem(sys.modules, "aethersearch.benchmark.audit",
+    monkeypatch.setitem(sys.modules, "aethersearch.audit.near_duplicates",
                         types.SimpleNamespace(make_audit_hooks=make_audit_hooks))
     data = yaml.safe_load(demo[0].read_text())
     data["audit"] = {"threshold": 90, "reviews": "reviews.yaml"}
@@ -299,7 +299,7 @@ def test_cli_build_and_verify(tmp_path: Path, demo) -> None:
 
 
 def test_integrity_error_type_is_used_for_bad_pins(tmp_path: Path) -> None:
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.sources.demo import write_demo_sources
 
     config = write_demo_sources(tmp_path / "src")
     with (config.parent / "train" / "dpo_questions.json").open("a") as handle:
@@ -309,7 +309,7 @@ def test_integrity_error_type_is_used_for_bad_pins(tmp_path: Path) -> None:
 
 
 def test_a_pinned_source_whose_hash_changed_is_refused(tmp_path: Path) -> None:
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.sources.demo import write_demo_sources
 
     config_path = write_demo_sources(tmp_path / "src")
     data = yaml.safe_load(config_path.read_text())
@@ -332,7 +332,7 @@ def test_cli_demo_build_writes_sources_beside_the_release(tmp_path: Path) -> Non
 
 
 def test_cli_verify_replay_agrees_with_the_build(demo) -> None:
-    pytest.importorskip("aethersearch.benchmark.replay", reason="the issue-3 replay module is not present")
+    pytest.importorskip("aethersearch.release.replay", reason="the issue-3 replay module is not present")
     from typer.testing import CliRunner
 
     from aethersearch.cli import app
@@ -357,7 +357,7 @@ def test_json_config_and_json_registry_build_the_same_rows(tmp_path: Path, demo)
 
 
 def test_load_manifest_reads_a_release_and_refuses_other_directories(tmp_path: Path, demo) -> None:
-    from aethersearch.benchmark.release import load_manifest
+    from aethersearch.release.manifest import load_manifest
     from aethersearch.errors import DataError
 
     manifest = load_manifest(demo[1].release_dir)

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aethersearch.benchmark.build import STAGES, build_from_config
-from aethersearch.benchmark.demo_sources import write_demo_sources
+from aethersearch.curation.build import STAGES, build_from_config
+from aethersearch.sources.demo import write_demo_sources
 
 
 def test_build_reports_every_stage_in_order(tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ def test_cli_build_writes_plain_stage_lines_when_not_a_terminal(tmp_path: Path) 
 
 
 def test_the_audit_reports_its_steps_until_complete(tmp_path: Path) -> None:
-    from aethersearch.benchmark.audit import audit_selection_file
+    from aethersearch.audit.near_duplicates import audit_selection_file
 
     config = write_demo_sources(tmp_path / "src")
     release = build_from_config(config, tmp_path / "rel").release_dir

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.benchmark.verify import verify_release
+from aethersearch.release.verify import verify_release
 from aethersearch.release_layout import release_layout
 
 from .conftest_helpers import build_demo
@@ -50,7 +50,7 @@ def card_structure(text: str) -> tuple[list[str], list[str], list[str]]:
 
 
 def _standalone_tables(text: str) -> dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]]:
-    from aethersearch.benchmark.verify_release_template import card_tables
+    from aethersearch.release.verify_release_template import card_tables
 
     return card_tables(text)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aethersearch.benchmark.build import build_from_config
-from aethersearch.benchmark.sources.base import Candidate
-from aethersearch.benchmark.training import check_exclusions_match, parse_exclusions, resolve_exclusions
+from aethersearch.curation.build import build_from_config
+from aethersearch.sources.base import Candidate
+from aethersearch.isolation.training import check_exclusions_match, parse_exclusions, resolve_exclusions
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.release_layout import release_layout

@@ -17,9 +17,9 @@ from types import ModuleType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aethersearch.benchmark.release import verifier_source
-from aethersearch.benchmark.replay import replay_quotas
-from aethersearch.benchmark.select import PlanEntry, compute_quotas
+from aethersearch.release.manifest import verifier_source
+from aethersearch.release.replay import replay_quotas
+from aethersearch.selection.sampling import PlanEntry, compute_quotas
 from aethersearch.errors import ConfigError
 
 

@@ -1,6 +1,6 @@
 """The README's release commands, verbatim from the README text, build the card's release on the real data.
 
-The block is read from README.md (the fenced ``bash`` block that starts with
+The block is read from the README's pages (``tests/doc_pages.py``: the fenced ``bash`` block that starts with
 ``aether eval1400-config``) and every command runs exactly as written, from a
 working directory whose ``../shared/data`` is the public data. The first
 ``aether build`` must stop for review (exit 2, template written); every other
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from aethersearch.release_layout import release_layout
+from tests.doc_pages import fenced_blocks
 
 from .test_card import assert_card_structure
 
@@ -35,10 +35,8 @@ CARD_FILES = {"eval_1400.jsonl", "eval_1400_rollout_questions.jsonl", "eval_1400
 
 
 def readme_release_commands() -> list[str]:
-    """The README's release block, one command per line, comments dropped."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"^```bash\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
-    (block,) = [b for b in blocks if b.lstrip().startswith("aether eval1400-config")]
+    """The README's release block (now on docs/guides/build-a-release.md), one command per line, comments dropped."""
+    (block,) = [b for b in fenced_blocks("bash") if b.lstrip().startswith("aether eval1400-config")]
     return [shlex.join(words) for line in block.replace("\\\n", " ").splitlines()
             if (words := shlex.split(line, comments=True))]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.benchmark.build import build_from_config
-from aethersearch.benchmark.eval1400 import write_eval1400_config
+from aethersearch.curation.build import build_from_config
+from aethersearch.curation.eval1400 import write_eval1400_config
 from aethersearch.errors import ShortageError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.text import question_key
@@ -42,7 +42,7 @@ def test_real_build_has_zero_training_overlap_and_the_card_composition(shared_da
     assert result.manifest.training.union_size > 40_000
     assert {f.stage for f in result.manifest.training.files} == {"SFT", "RL"}
     # independently of the builder's counters: no selected key is a training key
-    from aethersearch.benchmark.training import build_exclusion_sets, load_registry
+    from aethersearch.isolation.training import build_exclusion_sets, load_registry
 
     registry = tmp_path / "cfg" / "training_registry.yaml"
     sets = build_exclusion_sets(load_registry(registry), registry.parent)
@@ -66,7 +66,7 @@ def test_cli_writes_the_real_config_and_builds_it(shared_data: Path, tmp_path: P
     done = runner.invoke(app, ["build", str(tmp_path / "cfg" / "build.yaml"), "--out", str(tmp_path / "rel")])
     assert done.exit_code == 0, done.output
     assert "eval1400: 1400 questions" in done.output  # PopQA's shortfall of 184 went to the other five
-    from aethersearch.benchmark.release import load_manifest
+    from aethersearch.release.manifest import load_manifest
 
     quotas = [c["quota"] for c in load_manifest(tmp_path / "rel").composition]
     assert quotas == [252, 252, 16, 252, 252, 251, 125]

@@ -15,10 +15,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aethersearch.benchmark import verify_release_template as standalone
-from aethersearch.benchmark.build import build_from_config
-from aethersearch.benchmark.demo_sources import write_demo_sources
-from aethersearch.benchmark.verify import verify_release
+from aethersearch.release import verify_release_template as standalone
+from aethersearch.curation.build import build_from_config
+from aethersearch.sources.demo import write_demo_sources
+from aethersearch.release.verify import verify_release
 from aethersearch.errors import ConfigError
 from aethersearch.text import question_key
 from aethersearch.release_layout import release_layout
@@ -147,7 +147,7 @@ def test_builds_in_processes_with_different_hash_seeds_are_byte_identical(tmp_pa
 
 
 def test_flashrag_metadata_with_malformed_supporting_facts_is_kept_verbatim_not_a_crash(tmp_path: Path) -> None:
-    from aethersearch.benchmark.sources import read_source
+    from aethersearch.sources import read_source
 
     path = tmp_path / "hotpotqa.jsonl"
     rows = [{"id": "a", "question": "q1?", "golden_answers": ["x"],
@@ -164,8 +164,8 @@ def test_flashrag_metadata_with_malformed_supporting_facts_is_kept_verbatim_not_
 
 
 def test_an_exclusion_key_is_used_verbatim_so_a_key_copied_from_the_audit_file_matches(tmp_path: Path) -> None:
-    from aethersearch.benchmark.sources.base import Candidate
-    from aethersearch.benchmark.training import (
+    from aethersearch.sources.base import Candidate
+    from aethersearch.isolation.training import (
         check_exclusions_match,
         empty_exclusion_sets,
         isolate,

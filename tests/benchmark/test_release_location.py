@@ -17,9 +17,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from aethersearch.benchmark.build import build_from_config
-from aethersearch.benchmark.demo_sources import write_demo_sources
-from aethersearch.benchmark.replay import replay_release
+from aethersearch.curation.build import build_from_config
+from aethersearch.sources.demo import write_demo_sources
+from aethersearch.release.replay import replay_release
 from aethersearch.cli import app
 from aethersearch.jsonl import read_jsonl
 

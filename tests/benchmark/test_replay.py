@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aethersearch.benchmark.build import build_from_config
-from aethersearch.benchmark.demo_sources import write_demo_sources
-from aethersearch.benchmark.replay import default_output, replay_release
+from aethersearch.curation.build import build_from_config
+from aethersearch.sources.demo import write_demo_sources
+from aethersearch.release.replay import default_output, replay_release
 from aethersearch.errors import ReviewRequired
 from aethersearch.jsonl import read_jsonl, sha256_file
 from aethersearch.text import question_key

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from aethersearch.benchmark.replay import default_output, replay_release
+from aethersearch.release.replay import default_output, replay_release
 from aethersearch.cli import app
 from aethersearch.errors import AetherError, ConfigError
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "aethersearch" / "benchmark"
+SRC = Path(__file__).resolve().parents[2] / "src" / "aethersearch" / "release"
 
 
 @pytest.fixture
@@ -85,13 +85,13 @@ def _imports(path: Path) -> set[str]:
 
 def test_replay_shares_only_the_normalisation_function_with_the_builder() -> None:
     """A builder bug cannot hide itself: the replay imports none of the builder's modules."""
-    for name in ("replay.py", "replay_sources.py"):
+    for name in ("replay.py", "replay_readers.py"):
         project = {m for m in _imports(SRC / name) if m.startswith("aethersearch")}
         # verify_release_template: the quota rule's one specification and canonical JSON (stdlib only);
         # release_layout: the release's file names
         assert project <= {"aethersearch.text", "aethersearch.errors", "aethersearch.jsonl",
-                           "aethersearch.benchmark.replay_sources", "aethersearch.release_layout",
-                           "aethersearch.benchmark.verify_release_template"}, (name, project)
+                           "aethersearch.release.replay_readers", "aethersearch.release_layout",
+                           "aethersearch.release.verify_release_template"}, (name, project)
     text_imports = ast.parse((SRC / "replay.py").read_text(encoding="utf-8"))
     from_text = {alias.name for node in ast.walk(text_imports)
                  if isinstance(node, ast.ImportFrom) and node.module == "aethersearch.text"

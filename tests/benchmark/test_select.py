@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aethersearch.benchmark.select import PlanEntry, compute_quotas, sample, sampling_order
-from aethersearch.benchmark.sources.base import Candidate
+from aethersearch.selection.sampling import PlanEntry, compute_quotas, sample, sampling_order
+from aethersearch.sources.base import Candidate
 from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.text import question_key
 
@@ -103,7 +103,7 @@ def test_sampling_order_is_deterministic_independent_of_input_order_and_seeded_p
 
 
 def test_null_source_ids_sort_before_strings_then_by_key_then_row() -> None:
-    from aethersearch.benchmark.training import sort_key
+    from aethersearch.isolation.training import sort_key
 
     a = Candidate("x", "dev", None, 9, "f", "b?", ["a"], "b", {})
     b = Candidate("x", "dev", None, 2, "f", "c", ["a"], "c", {})

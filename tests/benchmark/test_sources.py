@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.benchmark.sources import FORMATS, read_source
+from aethersearch.sources import FORMATS, read_source
 from aethersearch.errors import ConfigError, DataError
 from tests.conftest import require_shared
 

@@ -21,7 +21,7 @@ from types import ModuleType
 
 import pytest
 
-from aethersearch.benchmark.verify import verify_release
+from aethersearch.release.verify import verify_release
 from aethersearch.release_layout import release_layout
 
 from .conftest_helpers import build_demo

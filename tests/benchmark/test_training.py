@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aethersearch.benchmark.sources.base import Candidate
-from aethersearch.benchmark.training import (
+from aethersearch.sources.base import Candidate
+from aethersearch.isolation.training import (
     Exclusion,
     build_exclusion_sets,
     final_overlap,
@@ -113,7 +113,7 @@ def test_candidate_template_equals_template_key_of_the_question() -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from aethersearch.benchmark.training import candidate_template
+    from aethersearch.isolation.training import candidate_template
     from aethersearch.text import template_key
 
     @given(st.text(max_size=40))

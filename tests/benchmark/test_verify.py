@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from aethersearch.benchmark.verify import verify_release
+from aethersearch.release.verify import verify_release
 from aethersearch.release_layout import release_layout
 from tests.benchmark.conftest_helpers import build_demo
 

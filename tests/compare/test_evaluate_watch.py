@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate, evaluate_run
 from aethersearch.compare.watch import Checkpoint, discover, read_history, watch
 from aethersearch.environment import ToolResult
@@ -38,8 +38,8 @@ class OnePageEnvironment:
 @pytest.fixture(scope="module")
 def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real, verifiable release: ``evaluate`` verifies it like ``aether run`` does."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
 
     root = tmp_path_factory.mktemp("demo")
     return build_from_config(write_demo_sources(root / "src"), root / "release").release_dir
@@ -228,7 +228,7 @@ def test_aether_watch_against_a_dead_endpoint_writes_no_score(tmp_path: Path, de
 
 def test_evaluate_with_samples_rolls_each_question_out_k_times_with_its_own_seeds(tmp_path: Path,
                                                                                    demo_release: Path) -> None:
-    from aethersearch.agents.scripted_server import question_of
+    from aethersearch.testing.scripted_server import question_of
     from aethersearch.records import Decoding
 
     rows = [EvalRow.model_validate(row) for row in read_jsonl(release_layout(demo_release).eval)]

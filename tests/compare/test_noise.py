@@ -76,9 +76,9 @@ def test_a_noise_file_for_other_scores_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_measure_noise_reruns_the_sample_with_the_runs_settings(tmp_path: Path) -> None:
-    from aethersearch import pipeline
+    from aethersearch import demo, pipeline
 
-    release, index = pipeline.build_demo_inputs(tmp_path / "demo")
+    release, index = demo.build_demo_inputs(tmp_path / "demo")
     run = tmp_path / "run"
     pipeline.run_agent(release, run, pipeline.index_search(index), agent="lexical", concurrency=4)
     score_run(run, release, resamples=50)

@@ -35,7 +35,8 @@ def _free_port() -> int:
 
 
 def test_sandbox_serve_answers_a_real_client_on_loopback(tmp_path: Path) -> None:
-    from aethersearch.construct.hintfree import build_demo_release, ConstructionConfig
+    from aethersearch.construct.build import build_demo_release
+    from aethersearch.construct.hintfree import ConstructionConfig
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.search.index_dir import build_index
 

@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from aethersearch.cli import app
-from aethersearch.construct.hintfree import ConstructionConfig, build_demo_release
+from aethersearch.construct.build import build_demo_release
+from aethersearch.construct.hintfree import ConstructionConfig
 from aethersearch.errors import ConfigError
 
 

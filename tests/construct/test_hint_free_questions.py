@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.commands.construct import parse_hop_mix
 from aethersearch.construct.hint_screen import SPECIFICATION_THRESHOLD, specification
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree
@@ -213,7 +213,7 @@ def test_a_compass_word_is_skipped_only_when_no_linked_title_starts_with_it() ->
 def test_a_person_retains_or_excludes_questions_through_the_audits_review_file(tmp_path) -> None:
     import json
 
-    from aethersearch.benchmark.audit_review import apply_review_file
+    from aethersearch.audit.review import apply_review_file
     from aethersearch.construct.page_release import build_page_release
     from aethersearch.construct.release_writer import companion_path
     from aethersearch.errors import ShortageError

@@ -17,8 +17,9 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from aethersearch.construct.hintfree import (ConstructionConfig, build_demo_release, construct_hintfree)
-from aethersearch.benchmark.verify import verify_release
+from aethersearch.construct.build import build_demo_release
+from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree
+from aethersearch.release.verify import verify_release
 from aethersearch.construct.triples import QATriple
 from aethersearch.construct.validate import Candidate, RuleBasedValidator, Verdict
 from aethersearch.corpus.demo_world import generate_world

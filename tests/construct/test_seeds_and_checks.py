@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree, hop_statement
 from aethersearch.construct.llm_checks import (
     INVALID_REASON,

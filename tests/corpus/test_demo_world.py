@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.corpus.demo_world import DemoWorld, generate_world, slugify, write_world
+from aethersearch.corpus.demo_builder import slugify
+from aethersearch.corpus.demo_world import DemoWorld, generate_world, write_world
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import read_jsonl
 

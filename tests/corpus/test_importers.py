@@ -9,7 +9,6 @@ import pytest
 
 from aethersearch.corpus.chunking import ChunkConfig, chunk_document, passage_page
 from aethersearch.corpus.importers import (
-    LinkStats,
     import_corpus,
     iter_dpr_tsv,
     iter_jsonl_corpus,
@@ -17,6 +16,7 @@ from aethersearch.corpus.importers import (
     iter_wikispeedia,
     parse_contents,
 )
+from aethersearch.corpus.link_stats import LinkStats
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.records import Document
 

@@ -22,7 +22,7 @@ class DemoSandbox(NamedTuple):
 
 @pytest.fixture(scope="session")
 def demo_sandbox(tmp_path_factory: pytest.TempPathFactory) -> DemoSandbox:
-    from aethersearch.construct.hintfree import build_demo_sandbox_release
+    from aethersearch.construct.build import build_demo_sandbox_release
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.sandbox.episode import open_sandbox
     from aethersearch.search.index_dir import build_index

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, question_of
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, question_of
 from aethersearch.text import normalize_answer
 
 _SUMMARY = re.compile(r"^\[(E\d+)\] (.+?): (.*)$", re.MULTILINE)

@@ -12,7 +12,7 @@ from aethersearch.agents.browse import (
     question_intent,
     read_statements,
 )
-from aethersearch.diagnose import DEMO_BUDGET
+from aethersearch.demo import SANDBOX_DEMO_BUDGET
 from aethersearch.environment import ToolResult
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Decoding, Document, RolloutQuestion, ToolCall
@@ -54,7 +54,7 @@ def entailing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from aethersearch.rollout.fingerprint import build_fingerprint, release_info
     from aethersearch.rollout.runner import run_questions
     from aethersearch.sandbox.episode import open_sandbox
-    from aethersearch.scoring.probes import factorise_run, load_traces
+    from aethersearch.diagnostics.probes import factorise_run, load_traces
     from aethersearch.search.index_dir import build_index
 
     root = tmp_path_factory.mktemp("browse")
@@ -76,10 +76,10 @@ def entailing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                  for r in read_jsonl(release_layout(release).rollout)]
     agent = LexicalBrowseAgent()
     fingerprint = build_fingerprint(release_info(release), question_count=len(questions), agent=agent,
-                                    budget=DEMO_BUDGET, decoding=Decoding(), endpoint=None, model=None,
+                                    budget=SANDBOX_DEMO_BUDGET, decoding=Decoding(), endpoint=None, model=None,
                                     corpus_hash=store.content_hash, index_hash=index.index_hash,
                                     environment="sandbox", retrieval_topk=agent.topk)
-    run_questions(questions, agent, lambda q: sandbox.episode(q.id, run_id="t"), DEMO_BUDGET, root / "run",
+    run_questions(questions, agent, lambda q: sandbox.episode(q.id, run_id="t"), SANDBOX_DEMO_BUDGET, root / "run",
                   fingerprint, concurrency=4)
     return {"traces": load_traces(root / "run"), "factorised": factorise_run(root / "run", release, store=store),
             "gold": {r["id"]: r["answers"] for r in read_jsonl(release_layout(release).eval)},

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from aethersearch.cli import app
-from aethersearch.diagnose import run_sandbox_demo
+from aethersearch.demo import run_sandbox_demo
 from aethersearch.errors import DataError
 from aethersearch.jsonl import loads
 

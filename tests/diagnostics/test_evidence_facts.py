@@ -9,7 +9,7 @@ import pytest
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.evidence_memory import EvidenceMemory
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.errors import ToolError
 from aethersearch.records import Budget, Outcome
 from tests.diagnostics.evidenceloop_rules import evidenceloop_rule

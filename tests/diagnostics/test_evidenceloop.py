@@ -9,7 +9,7 @@ import pytest
 from aethersearch.agents.base import Episode, make_agent
 from aethersearch.agents.evidence_memory import EvidenceMemory
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import ScriptedServer
+from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.environment import ToolResult
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
 from aethersearch.records import (
@@ -114,7 +114,7 @@ def test_rejected_claims_loop_then_the_synthesiser_decides() -> None:
 def _synthesising(rule, verdicts: str | None = None):
     """``rule``, except that the synthesiser answers from memory and (optionally) the verifier replies ``verdicts``."""
     def respond(request):
-        from aethersearch.agents.scripted_server import Reply
+        from aethersearch.testing.scripted_server import Reply
 
         messages = request.body.get("messages") or []
         first = messages[0]["content"] if messages else request.text
@@ -202,7 +202,7 @@ def test_memory_keeps_one_eid_per_document_and_fetches_full_text() -> None:
 
 def test_fetch_reads_full_documents_by_eid_without_a_tool_call() -> None:
     def rule(request):
-        from aethersearch.agents.scripted_server import Reply
+        from aethersearch.testing.scripted_server import Reply
 
         messages = request.body["messages"]
         first = messages[0]["content"]

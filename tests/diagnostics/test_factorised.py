@@ -18,8 +18,8 @@ from aethersearch.records import (
 )
 from aethersearch.sandbox.episode import DictStore
 from aethersearch.sandbox.mask import ChainMask
-from aethersearch.scoring.chain_evidence import chain_mask, served_pages
-from aethersearch.scoring.factorised import (
+from aethersearch.diagnostics.chain_evidence import chain_mask, served_pages
+from aethersearch.diagnostics.factorised import (
     episode_from_sandbox,
     episode_from_text,
     factorise,
@@ -339,7 +339,7 @@ def test_text_mode_unknown_document_names_the_episode() -> None:
 def test_a_release_without_evidence_chains_needs_the_corpus() -> None:
     from aethersearch.errors import ConfigError
     from aethersearch.records import EvalRow
-    from aethersearch.scoring.probes import episodes_for_run
+    from aethersearch.diagnostics.probes import episodes_for_run
 
     gold = {"h1": EvalRow(id="h1", question="?", answers=GOLD, source_dataset="nq", source_split="dev",
                           source_id=None, source_row_number=1, source_file="nq.jsonl")}

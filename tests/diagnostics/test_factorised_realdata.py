@@ -14,7 +14,7 @@ from aethersearch.records import (
     ToolCall,
     Trace,
 )
-from aethersearch.scoring.factorised import episode_from_text, factorise
+from aethersearch.diagnostics.factorised import episode_from_text, factorise
 from tests.conftest import require_shared
 from tests.diagnostics.test_factorised import MemoryStore
 

@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from aethersearch.records import DiagnosticsRow, Document, EvalRow, Outcome
 from aethersearch.sandbox.episode import DictStore
 from aethersearch.sandbox.mask import ChainMask
-from aethersearch.scoring.factorised import (
+from aethersearch.diagnostics.factorised import (
     EpisodeEvidence,
     episode_from_sandbox,
     factorise,
     factorised_metrics,
 )
-from aethersearch.scoring.probes import episodes_for_run
+from aethersearch.diagnostics.probes import episodes_for_run
 from tests.diagnostics.test_factorised import CHAIN, DIAG, FULL, GOLD, HALF, trace
 
 

@@ -6,13 +6,13 @@ import pytest
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import ScriptedServer
+from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.jsonl import loads
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 from aethersearch.rollout.fingerprint import build_fingerprint, release_info
 from aethersearch.rollout.runner import run_questions
-from aethersearch.scoring.probe_forget import probe_questions
-from aethersearch.scoring.probes import (
+from aethersearch.diagnostics.forget import probe_questions
+from aethersearch.diagnostics.probes import (
     distractor_probe,
     factorise_run,
     forget_probe,

@@ -10,13 +10,13 @@ from aethersearch.environment import ToolResult
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.records import DiagnosticsRow, Document, Outcome, ToolCall
 from aethersearch.sandbox.episode import DictStore
-from aethersearch.scoring.factorised import EpisodeEvidence
-from aethersearch.scoring.probe_distractors import (
+from aethersearch.diagnostics.factorised import EpisodeEvidence
+from aethersearch.diagnostics.distractors import (
     NoisyEnvironment,
     distractor_count,
     distractor_summary,
 )
-from aethersearch.scoring.probe_forget import (
+from aethersearch.diagnostics.forget import (
     agent_text,
     failure_hop,
     forget_over_failures,
@@ -214,7 +214,7 @@ def test_paper_forget_is_a_rate_over_sufficient_evidence_failures() -> None:
 
 
 def test_sufficient_failures_excludes_correct_insufficient_and_errors() -> None:
-    from aethersearch.scoring.probe_leadastray import sufficient_failures
+    from aethersearch.diagnostics.lead_astray import sufficient_failures
 
     episodes = [_ep("ok", True, {"b", "c"}), _ep("fail", False, {"b", "c"}), _ep("blind", False, {"b"}),
                 _ep("err", False, {"b", "c"})._replace(outcome=Outcome.ENDPOINT_ERROR),
@@ -223,8 +223,8 @@ def test_sufficient_failures_excludes_correct_insufficient_and_errors() -> None:
 
 
 def test_clean_evidence_holds_only_the_served_hop_statements() -> None:
-    from aethersearch.scoring.chain_evidence import chain_evidence
-    from aethersearch.scoring.probe_leadastray import CleanEvidenceEnvironment, clean_evidence
+    from aethersearch.diagnostics.chain_evidence import chain_evidence
+    from aethersearch.diagnostics.lead_astray import CleanEvidenceEnvironment, clean_evidence
     from tests.diagnostics.test_factorised import CHAIN, DIAG, trace
 
     noisy = trace("q", ["x", "p0", "p1"], Outcome.ANSWERED, "Chad Cornes", searches=["a", "b"], query="city")

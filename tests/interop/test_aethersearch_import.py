@@ -20,8 +20,8 @@ PREDICTIONS = Path(__file__).parent / "fixtures" / "aethersearch_demo_prediction
 
 @pytest.fixture(scope="module")
 def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
 
     root = tmp_path_factory.mktemp("demo")
     build_from_config(write_demo_sources(root / "demo_release_sources"), root / "demo_release")

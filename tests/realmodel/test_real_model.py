@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from aethersearch.records import Outcome
+from tests.doc_pages import section as doc_section
 from tests.realmodel.conftest import RealServer
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.timeout(600)]
@@ -37,8 +38,8 @@ SOURCES = ("nq", "hotpotqa", "bamboogle")  # one question each: a handful that f
 
 def _tiny_demo(out: Path) -> tuple[Path, Path]:
     """The demo world's corpus and BM25 index, and a release of one question per source in SOURCES."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.search.index_dir import build_index
 
@@ -232,8 +233,7 @@ def test_the_readme_laptop_commands_run_against_the_real_server(real_server: Rea
     The server is this session's (the README starts it the same way: ``scripts/serve_gguf.py``);
     the tiny demo release stands in for the full one to keep the test short.
     """
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Try it with a real model on a laptop", 1)[1].split("\n### ", 1)[0]
+    section = doc_section("Try it with a real model on a laptop")  # README's section, now on docs/guides/real-model.md
     block = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
     commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
     evals = [c for c in commands if c.startswith("aether eval") and "--endpoint" in c]

@@ -17,7 +17,7 @@ from aethersearch.corpus.store import build_store
 from aethersearch.jsonl import atomic_write_json, read_jsonl, write_jsonl
 from aethersearch.records import Document, EvalRow
 from aethersearch.scoring.api import score_run
-from aethersearch.scoring.factorised import episodes_from_rows, factorise
+from aethersearch.diagnostics.factorised import episodes_from_rows, factorise
 from tests.scoring.factory import eval_rows, eval_sha256, fingerprint, write_checksums, write_release
 
 PER_SOURCE = 30

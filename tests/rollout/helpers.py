@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aethersearch.agents.scripted_server import search_r1_rule
+from aethersearch.testing.scripted_server import search_r1_rule
 from aethersearch.jsonl import write_jsonl
 from aethersearch.records import Budget, Decoding, RolloutQuestion, RunFingerprint
 from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aethersearch.agents.scripted_server import ScriptedRequest, ScriptedServer, question_of
+from aethersearch.testing.scripted_server import ScriptedRequest, ScriptedServer, question_of
 from aethersearch.jsonl import read_jsonl, read_jsonl_tolerant
 from aethersearch.rollout.samples import derive_seed
 from tests.rollout import helpers

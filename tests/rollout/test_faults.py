@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import Faults, ScriptedServer
+from aethersearch.testing.scripted_server import Faults, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import EndpointError
 from aethersearch.jsonl import read_jsonl

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient, _chat_choice, _completion_choice
-from aethersearch.agents.scripted_server import ScriptedServer
+from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Budget, Decoding, Outcome, Record, Trace, Usage

@@ -9,16 +9,17 @@ import pytest
 from typer.testing import CliRunner
 
 from aethersearch import pipeline
-from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
 from aethersearch.cli import app
+from aethersearch.demo import DEMO_BUDGET, build_demo_inputs
 from aethersearch.records import RunFingerprint
 from aethersearch.release_layout import release_layout
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return pipeline.build_demo_inputs(tmp_path_factory.mktemp("demo"))
+    return build_demo_inputs(tmp_path_factory.mktemp("demo"))
 
 
 def test_api_and_cli_write_identical_run_json_for_identical_settings(demo: tuple[Path, Path],
@@ -86,7 +87,7 @@ def test_a_finished_run_resumes_without_its_model_server(demo: tuple[Path, Path]
 
 
 def test_run_json_records_what_replicas_are_sent_and_serve(demo: tuple[Path, Path], tmp_path: Path) -> None:
-    from aethersearch.agents.scripted_server import Reply
+    from aethersearch.testing.scripted_server import Reply
 
     release, _ = demo
     with ScriptedServer(lambda r: Reply("<answer> Paris </answer>"), model="m") as a, \
@@ -105,7 +106,7 @@ def test_sharded_runs_go_through_the_same_path_and_write_the_same_run(demo: tupl
     from aethersearch.rollout.session import RunSettings
 
     release, index = demo
-    settings = RunSettings(agent="lexical", budget=pipeline.DEMO_BUDGET)
+    settings = RunSettings(agent="lexical", budget=DEMO_BUDGET)
     search = pipeline.index_search(index)
     single = pipeline.run_release(release, tmp_path / "single", settings, search)
     sharded = pipeline.run_release(release, tmp_path / "sharded", settings, search, shards=3, executor="local")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import Faults, ScriptedServer
+from aethersearch.testing.scripted_server import Faults, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import read_jsonl
@@ -131,7 +131,7 @@ def test_ray_workers_write_the_same_run_directory(tmp_path: Path) -> None:
 
 def test_sharded_samples_send_the_same_seeded_requests_as_one_process(tmp_path: Path) -> None:
     """K = 3 over 2 shards: every (id, sample) once, each with the seed a single process sends."""
-    from aethersearch.agents.scripted_server import question_of
+    from aethersearch.testing.scripted_server import question_of
     from aethersearch.records import Decoding
 
     qs, rollout = _setup(tmp_path, 8)

@@ -31,10 +31,10 @@ def test_shards_without_ray_are_refused_cleanly(tmp_path: Path) -> None:
 def test_cli_run_on_a_local_ray_cluster_writes_one_resumable_run(tmp_path: Path) -> None:
     import ray
 
-    from aethersearch import pipeline
-    from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+    from aethersearch import demo
+    from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 
-    release, index = pipeline.build_demo_inputs(tmp_path / "demo")
+    release, index = demo.build_demo_inputs(tmp_path / "demo")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=80 * 2**20)
     try:
         address = ray.get_runtime_context().gcs_address  # the cluster this test started

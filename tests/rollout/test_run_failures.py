@@ -19,11 +19,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from aethersearch import pipeline
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import Faults, Reply, ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import Faults, Reply, ScriptedServer, search_r1_rule
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.api import evaluate
+from aethersearch.demo import build_demo_inputs
 from aethersearch.errors import RunFailed, RunLocked
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Budget, Decoding, RunLimits
@@ -39,7 +39,7 @@ FAST = RunLimits(call_timeout_s=5.0, question_deadline_s=30.0, max_retries=1, st
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A real, verifiable demo release (140 questions) and its BM25 index."""
-    return pipeline.build_demo_inputs(tmp_path_factory.mktemp("demo"))
+    return build_demo_inputs(tmp_path_factory.mktemp("demo"))
 
 
 def _closed_port() -> int:

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.agents.scripted_server import ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import ScriptedRequest, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.jsonl import read_jsonl, sha256_file

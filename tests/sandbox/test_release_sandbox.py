@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.construct.hintfree import build_demo_sandbox_release
+from aethersearch.construct.build import build_demo_sandbox_release
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.sandbox.episode import open_sandbox

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aethersearch.agents.scripted_server import ScriptedServer, search_r1_rule
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
-from aethersearch.benchmark.release import (
+from aethersearch.release.manifest import (
     encode_release_rows,
 )
-from aethersearch.benchmark.verify import verify_release
+from aethersearch.release.verify import verify_release
 from aethersearch.jsonl import read_jsonl, read_records, sha256_bytes
 from aethersearch.records import EvalRow
 from aethersearch.scoring.api import read_scores
@@ -47,8 +47,8 @@ ANSWERS: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def demo_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real release built from the demo sources (``evaluate_run`` verifies the release it runs on)."""
-    from aethersearch.benchmark.build import build_from_config
-    from aethersearch.benchmark.demo_sources import write_demo_sources
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
 
     root = tmp_path_factory.mktemp("roundtrip")
     return build_from_config(write_demo_sources(root / "src"), root / "release").release_dir
@@ -65,7 +65,7 @@ def release_with_golds(source: Path, out: Path, golds: list[list[str]]) -> list[
     """
     import yaml
 
-    from aethersearch.benchmark.build import build_from_config
+    from aethersearch.curation.build import build_from_config
 
     sources = out.parent / "src"
     shutil.copytree(source.parent / "src", sources)

@@ -10,7 +10,7 @@ import pytest
 
 from aethersearch.agents.llm import OpenAIClient
 from aethersearch.agents.prompts import SEARCH_R1_CONFIDENCE_PROMPT, SEARCH_R1_PROMPT
-from aethersearch.agents.scripted_server import Reply, ScriptedRequest, ScriptedServer
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.compare.checkpoints import compare_runs
 from aethersearch.compare.fingerprints import check_contract

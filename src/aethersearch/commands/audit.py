@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         """Audit selected questions against every training question; print the top flagged pairs."""
         from rich.table import Table
 
-        from aethersearch.benchmark.audit import audit_selection_file
+        from aethersearch.audit.near_duplicates import audit_selection_file
         from aethersearch.commands.progress import stage_progress
         from aethersearch.jsonl import atomic_write_json
 
@@ -76,10 +76,10 @@ def register(app: typer.Typer) -> None:
         template: Path = typer.Argument(..., help="the review template the build wrote (*.todo.json), filled in"),
         out: Path = typer.Option(..., "--out", "-o", help="the review file the build config names (audit.reviews)"),
         auto: bool = typer.Option(False, "--auto", help="decide every remaining TODO by the documented "
-                                  "conservative policy (aethersearch.benchmark.audit_policy)"),
+                                  "conservative policy (aethersearch.audit.policy)"),
     ) -> None:
         """Apply a decisions file: merge the decided pairs of a filled-in template into the review file."""
-        from aethersearch.benchmark.audit_review import apply_review_file
+        from aethersearch.audit.review import apply_review_file
 
         decided, automatic, todo = apply_review_file(template, out, auto=auto)
         typer.echo(f"{out}: {decided} decision(s) from the template, {automatic} by the policy, {todo} still TODO")
@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
         """
         from rich.markup import escape
 
-        from aethersearch.benchmark.replay import replay_release
+        from aethersearch.release.replay import replay_release
 
         report = replay_release(release, base_dir=base_dir, config=config, output=out)
         console = make_console()

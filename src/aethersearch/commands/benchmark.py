@@ -16,7 +16,7 @@ import typer
 
 def _build_with_progress(config: Path, out: Path, auto_review: bool) -> Any:
     """Build with one progress display per stage (and per audit step): a rich bar on a terminal, plain lines in a log."""
-    from aethersearch.benchmark.build import build_from_config
+    from aethersearch.curation.build import build_from_config
     from aethersearch.commands.progress import stage_progress
 
     with stage_progress("build") as report:
@@ -37,11 +37,11 @@ def register(app: typer.Typer) -> None:
         """Build a release: read sources, exclude training questions, select, write and verify."""
         from rich.table import Table
 
-        from aethersearch.benchmark.config import load_config
+        from aethersearch.curation.config import load_config
         from aethersearch.errors import ConfigError
 
         if demo:
-            from aethersearch.benchmark.demo_sources import write_demo_sources
+            from aethersearch.sources.demo import write_demo_sources
 
             out = out or Path("demo_release")
             config = write_demo_sources(out.parent / f"{out.name}_sources")
@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
         """Verify a release: checksums, rows, ids, schema, projection; print OK/FAIL per check."""
         from rich.markup import escape
 
-        from aethersearch.benchmark.verify import verify_release
+        from aethersearch.release.verify import verify_release
 
         console = make_console()
         report = verify_release(release)
@@ -83,11 +83,11 @@ def register(app: typer.Typer) -> None:
             console.print(f"[{colour}]{escape(check.line())}[/]", highlight=False)
         ok = report.ok
         if replay:
-            if importlib.util.find_spec("aethersearch.benchmark.replay") is None:
-                console.print("[red]FAIL replay: aethersearch.benchmark.replay is not available[/]")
+            if importlib.util.find_spec("aethersearch.release.replay") is None:
+                console.print("[red]FAIL replay: aethersearch.release.replay is not available[/]")
                 ok = False
             else:
-                from aethersearch.benchmark.replay import replay_release
+                from aethersearch.release.replay import replay_release
 
                 replayed = replay_release(release, base_dir=base_dir)
                 for replay_check in replayed.checks:
@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
                                    "step 5; --no-audit only for quick experiments)"),
     ) -> None:
         """Write the real benchmark's build config over the public data; print its path."""
-        from aethersearch.benchmark.eval1400 import POPQA_FILES, write_eval1400_config
+        from aethersearch.curation.eval1400 import POPQA_FILES, write_eval1400_config
         from aethersearch.errors import ConfigError
 
         if popqa not in POPQA_FILES:
@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Option("searchr1_test", help="release name (row ids start with it)"),
     ) -> None:
         """Write a build config making a release of every row of the Search-R1 test parquet; print its path."""
-        from aethersearch.benchmark.searchr1_test import write_searchr1_test_config
+        from aethersearch.curation.searchr1_test import write_searchr1_test_config
 
         typer.echo(write_searchr1_test_config(parquet, out, name=name))
 
@@ -135,6 +135,6 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, help="demo world seed"),
     ) -> None:
         """Write the embedded demo sources (every official layout) and a build config; print its path."""
-        from aethersearch.benchmark.demo_sources import write_demo_sources
+        from aethersearch.sources.demo import write_demo_sources
 
         typer.echo(write_demo_sources(out, seed=seed))

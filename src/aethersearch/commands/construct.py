@@ -180,7 +180,7 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="replace an existing release"),
     ) -> None:
         """Construct hint-free questions over the embedded demo world."""
-        from aethersearch.construct.hintfree import build_demo_release
+        from aethersearch.construct.build import build_demo_release
 
         with construction_progress() as on_candidate:
             built = build_demo_release(out, seed=seed, overwrite=force,
@@ -224,7 +224,7 @@ def register(app: typer.Typer) -> None:
         marked). A dead endpoint stops the build with a non-zero exit and
         writes nothing.
         """
-        from aethersearch.construct.hintfree import build_wikispeedia_release
+        from aethersearch.construct.build import build_wikispeedia_release
         from aethersearch.corpus.importers import iter_wikispeedia, wikispeedia_paths
 
         config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked,

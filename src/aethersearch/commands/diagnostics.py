@@ -1,7 +1,7 @@
 """`aether factorise` and `aether probe forget|lead-astray|distractors`: WebDetective diagnostics of a run.
 
 Thin commands: parse options, call one public function of
-``aethersearch.scoring.probes`` (or ``aethersearch.diagnose``), print with rich.
+``aethersearch.diagnostics.probes`` (or ``aethersearch.diagnostics.rerun``), print with rich.
 Heavy imports stay inside the functions so ``aether --help`` stays fast.
 """
 
@@ -88,7 +88,7 @@ def _judge(url: str | None, model: str, key_env: str | None) -> Any:
 def _llm(endpoint: str | None, model: str | None, run: Path) -> Any:
     """An LLM client for the probes: the given endpoint/model, else the run's own (None if it had none)."""
     from aethersearch.errors import ConfigError
-    from aethersearch.scoring.probes import load_fingerprint
+    from aethersearch.diagnostics.probes import load_fingerprint
 
     fingerprint = load_fingerprint(run)
     endpoint = endpoint or fingerprint.endpoint
@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         judge_key_env: str | None = typer.Option(None, "--judge-key-env", help="Env var holding the judge API key."),
     ) -> None:
         """Write factorised.json (Knowledge Sufficiency, Search Score, F1_GR, F1_KU, GenScore, Pass@1)."""
-        from aethersearch.scoring.probes import factorise_run
+        from aethersearch.diagnostics.probes import factorise_run
 
         result = factorise_run(run, release, store=_store(corpus),
                                judge=_judge(judge, judge_model, judge_key_env))
@@ -142,7 +142,7 @@ def register(app: typer.Typer) -> None:
         judge_key_env: str | None = typer.Option(None, "--judge-key-env", help="Env var holding the judge API key."),
     ) -> None:
         """Ask each hop's sub-question without search; Forget = sufficient-evidence failures whose failing hop is known."""
-        from aethersearch.scoring.probes import forget_probe
+        from aethersearch.diagnostics.probes import forget_probe
 
         summary = forget_probe(run, release, llm=_llm(endpoint, model, run), concurrency=concurrency,
                                store=_store(corpus), judge=_judge(judge, judge_model, judge_key_env))
@@ -161,8 +161,8 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency", min=1),
     ) -> None:
         """Re-ask the run's sufficient-evidence failures with only the clean hop statements they were served."""
-        from aethersearch.diagnose import agent_for
-        from aethersearch.scoring.probes import lead_astray_probe
+        from aethersearch.diagnostics.rerun import agent_for
+        from aethersearch.diagnostics.probes import lead_astray_probe
 
         summary = lead_astray_probe(run, release, store=_store(corpus), llm=_llm(endpoint, model, run),
                                     concurrency=concurrency, agent=agent_for(run))
@@ -183,8 +183,8 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency", min=1),
     ) -> None:
         """Robustness probe (not the paper's Lead-astray): rerun with seeded corpus distractors injected."""
-        from aethersearch.diagnose import agent_for, environment_factory_for
-        from aethersearch.scoring.probes import distractor_probe
+        from aethersearch.diagnostics.rerun import agent_for, environment_factory_for
+        from aethersearch.diagnostics.probes import distractor_probe
 
         store = _store(corpus)
         factory = environment_factory_for(run, release, store, index)

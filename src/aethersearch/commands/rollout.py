@@ -139,22 +139,6 @@ def _check_release_dir(release: Path) -> None:
                           fix="pass a release built by `aether build` (or omit RELEASE for the embedded demo)")
 
 
-def search_for(index: Path | None, search_url: str | None, agent: str, tools: str) -> Any:
-    """The tools an agent gets: a retrieval server, an in-process index, or none for tool-free agents."""
-    from aethersearch import pipeline
-    from aethersearch.agents.base import make_agent
-    from aethersearch.errors import ConfigError
-
-    offered = tuple(t for t in tools.split(",") if t)
-    if search_url:
-        return pipeline.server_search(search_url, offered)
-    if index is not None:
-        return pipeline.index_search(index, offered)
-    if make_agent(agent).environment == "none":
-        return pipeline.no_search()
-    raise ConfigError(f"agent {agent!r} needs a search tool", fix="pass --index DIR or --search-url URL")
-
-
 def register(app: typer.Typer) -> None:
     """Add ``run`` and ``eval``."""
 
@@ -205,7 +189,7 @@ def register(app: typer.Typer) -> None:
 
         _check_release_dir(release)
         _warn_identical_samples(samples, temperature)
-        search = search_for(index, search_url, agent, tools)
+        search = pipeline.search_for(index, search_url, agent, tools)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
@@ -256,7 +240,7 @@ def register(app: typer.Typer) -> None:
 
         With no RELEASE: the embedded demo (demo world, demo release, lexical agent), no model server needed.
         """
-        from aethersearch import pipeline
+        from aethersearch import demo, pipeline
         from aethersearch.errors import ConfigError
         from aethersearch.records import Decoding
         from aethersearch.rollout.budget import resolve_budget
@@ -268,7 +252,7 @@ def register(app: typer.Typer) -> None:
         with _progress_bar(progress) as update:
             if release is None:
                 console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
-                result = pipeline.run_demo(out, sandbox=sandbox, progress=update, samples=samples)
+                result = demo.run_demo(out, sandbox=sandbox, progress=update, samples=samples)
             else:
                 options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint, model=model,
                                api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
@@ -283,7 +267,7 @@ def register(app: typer.Typer) -> None:
                     with pipeline.search_server_process(index) as url:
                         result = pipeline.run_eval(release, out, pipeline.server_search(url, offered), **options)
                 else:
-                    result = pipeline.run_eval(release, out, search_for(index, search_url, agent, tools), **options)
+                    result = pipeline.run_eval(release, out, pipeline.search_for(index, search_url, agent, tools), **options)
         _print_summary(result.summary)
         _print_table(result.scores)
         sandbox_summary = result.extra.get("sandbox")

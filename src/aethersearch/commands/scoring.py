@@ -274,10 +274,9 @@ def register(app: typer.Typer) -> None:
         api_key: Annotated[str | None, typer.Option(envvar="AETHER_API_KEY")] = None,
     ) -> None:
         """Rerun a finished run's questions under its exact settings and write its serving-noise floor (noise.json)."""
-        from aethersearch.commands.rollout import search_for
         from aethersearch.compare.fingerprints import load_fingerprint
         from aethersearch.compare.noise import measure_noise
-        from aethersearch.pipeline import verify_or_refuse
+        from aethersearch.pipeline import search_for, verify_or_refuse
 
         verify_or_refuse(release)
         search = search_for(index, search_url, load_fingerprint(run).agent, tools)

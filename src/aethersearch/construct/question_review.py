@@ -2,7 +2,7 @@
 
 WebDetective ends construction with a person reading each question. The
 decisions are a file under version control in exactly the form the
-near-duplicate audit uses (``benchmark.audit_review``), so ``aether review``
+near-duplicate audit uses (``audit.review``), so ``aether review``
 merges a filled-in template the same way:
 
     [{"pair": ["<question>", "<answer>"], "decision": "exclude" | "retain",
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from aethersearch.benchmark.audit_review import TODO, ReviewDecision, load_reviews, pair_key
+from aethersearch.audit.review import TODO, ReviewDecision, load_reviews, pair_key
 from aethersearch.construct.hintfree import ConstructedQuestion
 from aethersearch.jsonl import dumps_pretty
 

@@ -1,6 +1,6 @@
 """Write a hint-free construction as a release in the benchmark's own format.
 
-Files (same formats as ``aethersearch.benchmark.release``, whose row encoder
+Files (same formats as ``aethersearch.release.manifest``, whose row encoder
 and checksum writer are reused): ``eval.jsonl`` (``records.EvalRow``: the
 single-hop question text, gold aliases, provenance of the triple),
 ``rollout_questions.jsonl`` (exactly ``id``, ``question``), ``diagnostics.jsonl``
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aethersearch.benchmark.release import (
+from aethersearch.release.manifest import (
     HINTFREE_MANIFEST_KIND,
     HintfreeManifest,
     encode_release_rows,

@@ -99,7 +99,7 @@ def read_seed_questions(data_root: str | Path, sources: Sequence[tuple[str, str,
     that exists but cannot be read is recorded with the reason, never dropped
     silently.
     """
-    from aethersearch.benchmark.sources import read_source
+    from aethersearch.sources import read_source
 
     root = Path(data_root)
     questions: list[SeedQuestion] = []

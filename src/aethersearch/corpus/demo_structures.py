@@ -35,12 +35,7 @@ appended after the old ones.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
-
-from aethersearch.corpus.demo_world import _OCCUPATIONS, _CITY_SUFFIX, _Entity, _join, _Names
-
-if TYPE_CHECKING:
-    from aethersearch.corpus.demo_world import _Builder
+from aethersearch.corpus.demo_builder import CITY_SUFFIXES, OCCUPATIONS, Entity, Names, WorldBuilder, join_names
 
 _REGION_KINDS = ("Highlands", "Valley", "Coast", "Lowlands", "Plains", "Marches")
 _LANDMARK_KINDS = ("Bridge", "Tower", "Abbey", "Lighthouse", "Gate", "Fountain", "Aqueduct", "Amphitheatre")
@@ -72,10 +67,10 @@ TOWNS_PER_REGION = 3
 FAMILY_SHAPES = ("two", "three", "four") * 9
 
 
-def add_structures(builder: _Builder, countries: list[_Entity], cities: list[_Entity], orgs: list[_Entity]) -> None:
+def add_structures(builder: WorldBuilder, countries: list[Entity], cities: list[Entity], orgs: list[Entity]) -> None:
     """Append the geography, organisation-country and family structures to ``builder`` (see module doc)."""
     rng = random.Random(f"aethersearch-demo-structures:{builder.seed}")
-    names = _Names(rng)
+    names = Names(rng)
     names.used_titles = builder.names.used_titles  # shared: titles and words stay unique world-wide
     names.used_words = builder.names.used_words
     _geography(builder, rng, names, countries, cities)
@@ -85,31 +80,31 @@ def add_structures(builder: _Builder, countries: list[_Entity], cities: list[_En
         _family(builder, rng, names, shape)
 
 
-def _say(rng: random.Random, kind: str, page: _Entity, obj: _Entity, relation: str,
+def _say(rng: random.Random, kind: str, page: Entity, obj: Entity, relation: str,
          obj_text: str | None = None) -> None:
     """State ``relation(page, obj)`` on ``page`` in one of the ``_PHRASES[kind]`` phrasings."""
     sentence = rng.choice(_PHRASES[kind]).format(s=page.title, o=obj.title if obj_text is None else obj_text)
     page.say(sentence[0].upper() + sentence[1:], obj, relation=relation)
 
 
-def _new(builder: _Builder, kind: str, title: str, **attrs: object) -> _Entity:
-    entity = _Entity(kind, title, **attrs)
+def _new(builder: WorldBuilder, kind: str, title: str, **attrs: object) -> Entity:
+    entity = Entity(kind, title, **attrs)
     builder.pages.append(entity)
     return entity
 
 
-def _geography(builder: _Builder, rng: random.Random, names: _Names, countries: list[_Entity],
-               cities: list[_Entity]) -> None:
-    regions_of: dict[str, list[_Entity]] = {}
+def _geography(builder: WorldBuilder, rng: random.Random, names: Names, countries: list[Entity],
+               cities: list[Entity]) -> None:
+    regions_of: dict[str, list[Entity]] = {}
     for country in countries:
         regions = [_new(builder, "region", names.title(lambda: f"{names.word(2, 2)} {rng.choice(_REGION_KINDS)}"),
                         country=country) for _ in range(REGIONS_PER_COUNTRY)]
         regions_of[country.id] = regions
         for region in regions:
             _say(rng, "region_country", region, country, "located_in")
-        country.say(f"{country.title} is divided into the regions {_join([r.title for r in regions])}.", *regions,
+        country.say(f"{country.title} is divided into the regions {join_names([r.title for r in regions])}.", *regions,
                     relation="inverse:located_in")
-    members: dict[str, list[_Entity]] = {}
+    members: dict[str, list[Entity]] = {}
     for city in cities:
         region = rng.choice(regions_of[city.attrs["country"].id])
         _say(rng, "city_region", city, region, "located_in")
@@ -118,18 +113,18 @@ def _geography(builder: _Builder, rng: random.Random, names: _Names, countries: 
         for region in regions_of[country.id]:
             own = members.get(region.id, [])
             if own:
-                region.say(f"Cities of {region.title} include {_join([c.title for c in own])}.", *own,
+                region.say(f"Cities of {region.title} include {join_names([c.title for c in own])}.", *own,
                            relation="inverse:located_in")
-            towns = [_new(builder, "town", names.title(lambda: names.word(2, 3, rng.choice(_CITY_SUFFIX))))
+            towns = [_new(builder, "town", names.title(lambda: names.word(2, 3, rng.choice(CITY_SUFFIXES))))
                      for _ in range(TOWNS_PER_REGION)]
-            region.say(f"Towns of {region.title} include {_join([t.title for t in towns])}.", *towns,
+            region.say(f"Towns of {region.title} include {join_names([t.title for t in towns])}.", *towns,
                        relation="inverse:located_in")
             for town in towns:
                 _say(rng, "town_region", town, region, "located_in")
                 _landmark(builder, rng, names, town, country)
 
 
-def _landmark(builder: _Builder, rng: random.Random, names: _Names, town: _Entity, country: _Entity) -> None:
+def _landmark(builder: WorldBuilder, rng: random.Random, names: Names, town: Entity, country: Entity) -> None:
     """One landmark in ``town`` itself (3-hop chain) or in a district of it (4-hop chain)."""
     place, where = town, town.title
     if rng.random() < 0.5:
@@ -145,16 +140,16 @@ def _landmark(builder: _Builder, rng: random.Random, names: _Names, town: _Entit
     builder.fact("located_in", landmark, country, rng=rng, templates="landmark_country")
 
 
-def _person(builder: _Builder, rng: random.Random, names: _Names, surname: str, year: int) -> _Entity:
+def _person(builder: WorldBuilder, rng: random.Random, names: Names, surname: str, year: int) -> Entity:
     given = names.word(2, 2)
     person = _new(builder, "person", names.title(lambda: f"{given} {surname}"), surname=surname, year=year)
-    occupation = rng.choice(_OCCUPATIONS)
+    occupation = rng.choice(OCCUPATIONS)
     article = "an" if occupation[0] in "aeiou" else "a"
     person.say(f"{person.title} ({year}) was {article} {occupation} of the {surname} family.")
     return person
 
 
-def _family(builder: _Builder, rng: random.Random, names: _Names, shape: str) -> None:
+def _family(builder: WorldBuilder, rng: random.Random, names: Names, shape: str) -> None:
     """A family whose father (or mother) fact on the first child has a 2-, 3- or 4-hop entailing chain."""
     surname = names.word(2, 3)
     year = rng.randint(1801, 1900)
@@ -171,7 +166,7 @@ def _family(builder: _Builder, rng: random.Random, names: _Names, shape: str) ->
         _say(rng, "sibling", second, first, "sibling")
         _say(rng, "father", second, father, "father")
         _say(rng, "mother", second, mother, "mother")
-        mother.say(f"The children of {mother.title} were {_join([c.title for c in children])}.", *children,
+        mother.say(f"The children of {mother.title} were {join_names([c.title for c in children])}.", *children,
                    relation="inverse:mother")
     else:  # other = the stepmother, married to the father; first -> ... -> stepmother -> father
         stepmother = other
@@ -187,5 +182,5 @@ def _family(builder: _Builder, rng: random.Random, names: _Names, shape: str) ->
         _say(rng, "spouse", stepmother, father, "spouse")
         stepmother.say(f"{stepmother.title} was the stepmother of {last.title}.", last, relation="inverse:stepmother")
         father.say(f"{father.title} married {stepmother.title}.", stepmother, relation="spouse")
-    father.say(f"The children of {father.title} were {_join([c.title for c in children])}.", *children,
+    father.say(f"The children of {father.title} were {join_names([c.title for c in children])}.", *children,
                relation="inverse:father")

@@ -28,7 +28,6 @@ import re
 import sys
 import tarfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote
@@ -36,25 +35,11 @@ from urllib.parse import unquote
 import orjson
 
 from aethersearch.corpus.chunking import ChunkConfig, chunk_documents
+from aethersearch.corpus.link_stats import LinkStats
 from aethersearch.corpus.store import JsonlStore, build_store
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl
 from aethersearch.records import Document
-
-
-@dataclass
-class LinkStats:
-    """Links read, kept and dropped (target or source not a page of the corpus)."""
-
-    read: int = 0
-    kept: int = 0
-    dropped: int = 0
-    dropped_examples: list[tuple[str, str]] = field(default_factory=list)
-
-    def drop(self, source: str, target: str) -> None:
-        self.dropped += 1
-        if len(self.dropped_examples) < 5:
-            self.dropped_examples.append((source, target))
 
 
 def parse_contents(contents: str) -> tuple[str, str]:

@@ -41,7 +41,7 @@ import numpy as np
 import orjson
 
 from aethersearch.corpus.graph import LinkGraph
-from aethersearch.corpus.importers import LinkStats
+from aethersearch.corpus.link_stats import LinkStats
 from aethersearch.corpus.mediawiki import DumpReader
 from aethersearch.corpus.wikitext import ParsedPage, article_target, normalize_title, parse_wikitext
 from aethersearch.errors import AetherError, DataError

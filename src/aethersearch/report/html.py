@@ -30,7 +30,7 @@ from aethersearch.compare.watch import read_history
 from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_text, dumps_pretty, iter_jsonl
 from aethersearch.report import charts
-from aethersearch.report.layout import display_labels, has_model_usage, release_groups, source_matrix
+from aethersearch.report.layout import display_labels, fmt, has_model_usage, release_groups, source_matrix
 from aethersearch.report.metric_names import DECOUPLING_AXES, PER_HOP_METRICS
 from aethersearch.report.paper import RAW_TITLES, Cell, run_metrics, shown_columns
 from aethersearch.report.viewer import VIEWER_URL
@@ -45,21 +45,6 @@ DEFAULT_VIEWER_URL = VIEWER_URL
 TABLE_METRICS: tuple[str, ...] = ("em", "subem", "subem_answered", "f1", "f1_answered", "cover_em", "squad_em",
                                   "popqa_acc", "judge")
 CHART_METRICS: tuple[str, ...] = ("em", "f1")
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """Display form of a number (``—`` for missing or NaN)."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return "—" if value != value else f"{value:.{digits}f}"
-    if isinstance(value, list | tuple):
-        return f"[{len(value)} items]"
-    return str(value)
 
 
 def _slug(text: str) -> str:

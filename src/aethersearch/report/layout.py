@@ -1,4 +1,5 @@
-"""What a paper table needs from several runs: labels from what differs, one source x run table, release groups.
+"""What a paper table needs from several runs: labels from what differs, one source x run table, release groups,
+and the one number format (``fmt``) every table of the report shares.
 
 Why: a reader of a checkpoint comparison wants one table whose columns say what
 changed between runs (``model=sft-ckpt`` vs ``model=rl-ckpt``, or ``topk=5``), not
@@ -17,6 +18,21 @@ from aethersearch.scoring.scores_file import Scores
 #: Fingerprint fields that never make a useful label (hashes of the release, software version).
 _UNLABELLED = frozenset({"schema_version", "release_id", "release_data_sha256", "rollout_sha256", "question_count",
                          "software_version", "endpoint", "served_model", "sent_decoding", "limits"})
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """Display form of a number (``—`` for missing or NaN)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return "—" if value != value else f"{value:.{digits}f}"
+    if isinstance(value, list | tuple):
+        return f"[{len(value)} items]"
+    return str(value)
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -92,8 +108,6 @@ def release_groups(all_scores: Sequence[Scores]) -> list[ReleaseGroup]:
 
 def source_matrix(all_scores: Sequence[Scores], members: Sequence[int], metric: str = "em") -> list[dict[str, Any]]:
     """Rows ``{"source", "n", "cells": [{"mean", "low", "high"} per run]}``, sources then overall micro/macro."""
-    from aethersearch.report.html import fmt
-
     sources: list[str] = []
     for i in members:
         sources.extend(s for s in all_scores[i].by_source if s not in sources)

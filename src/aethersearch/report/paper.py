@@ -7,7 +7,7 @@ metric set changes the table, the figures and the viewer follow together. The
 point estimates are the published ones (``scores.json``, ``factorised.json``,
 ``probes.json`` exactly as written); the intervals are 95% percentile
 bootstraps over questions: for the factorised metrics by recomputing
-:func:`aethersearch.scoring.factorised.factorised_metrics` on resampled
+:func:`aethersearch.diagnostics.factorised.factorised_metrics` on resampled
 ``factorised_questions.jsonl`` rows (so the interval belongs to the same
 definition as the point), for the probe rates over their 0/1 outcomes.
 """
@@ -25,7 +25,7 @@ from aethersearch.errors import DataError
 from aethersearch.jsonl import iter_jsonl, loads
 from aethersearch.report.metric_names import PAPER_METRICS, PER_HOP_METRICS, QA_METRICS, PaperMetric, paper_metric
 from aethersearch.scoring.aggregate import DEFAULT_SEED, estimate, percentile_interval, rng_for
-from aethersearch.scoring.factorised import episodes_from_rows, factorised_metrics
+from aethersearch.diagnostics.factorised import episodes_from_rows, factorised_metrics
 from aethersearch.scoring.scores_file import Scores
 
 FACTORISED_FILE = "factorised.json"

@@ -5,7 +5,7 @@ two checkpoints may only be compared when their contract fields agree. The runne
 never opens ``eval.jsonl``: it checks the rollout projection's sha256 against the
 release's ``checksums.sha256`` (and reads the release id and data hash from
 ``manifest.json``), so a tampered or half-copied release is refused. The full
-verifier (``aethersearch.benchmark.verify``) is run one layer up by ``aether eval``.
+verifier (``aethersearch.release.verify``) is run one layer up by ``aether eval``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Why one module: three places must agree byte for byte on what an agent was
 shown -- the episode that serves it, the no-leak test that compares it with a
 world where masked pages do not exist, and the factorised scorer that decides
-which hops of a chain the agent was *told* (``scoring.factorised``). They all
+which hops of a chain the agent was *told* (``diagnostics.factorised``). They all
 call the functions below, so the rule lives in one place.
 
 **Snippet policy** (WebDetective: search shows titles and snippets; a page's

@@ -183,7 +183,7 @@ def find_release(explicit: Path | None, runs: Sequence[LoadedRun]) -> Release | 
     """The release to show gold from: ``--release``, else the one the first scored run recorded (None if absent)."""
     from aethersearch.release_layout import release_layout
     from aethersearch.scoring.join import load_release
-    from aethersearch.scoring.probes import load_diagnostics
+    from aethersearch.diagnostics.probes import load_diagnostics
 
     candidates: list[Path] = [Path(explicit)] if explicit is not None else []
     if explicit is None:

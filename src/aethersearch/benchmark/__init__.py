@@ -1,1 +1,0 @@
-"""Benchmark curation: official sources -> exclusion, selection, audit -> frozen release."""

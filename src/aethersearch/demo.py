@@ -1,0 +1,153 @@
+"""The embedded demo (``aether eval`` with no release, ``make demo``): the main job and the sandbox evaluation.
+
+Why a module above ``pipeline``: the demo builds its own inputs (demo world
+corpus and index, demo release, hint-free sandbox release), then runs both
+evaluations through the pipeline's one run path; the sandbox part also runs the
+diagnostics (factorised metrics, probes). Nothing below imports it, so the
+pipeline stays the plain verify → run → score → report wiring.
+
+:func:`run_demo` builds everything from the embedded demo world: corpus + BM25
+index, the demo release, a ``lexical`` (no-LLM) run, scores, the HTML report,
+and :func:`run_sandbox_demo`: a hint-free sandbox release, a no-LLM browsing
+baseline (``lexical-browse``, ``agents.browse.LexicalBrowseAgent``: it answers
+from the sentences it was served and abstains when its reading grammar finds
+none, so the factorised table shows real failure modes), its scores, factorised
+metrics and probes (Forget, Lead-astray, distractor robustness). Everything is
+seeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aethersearch.agents.browse import LexicalBrowseAgent
+from aethersearch.pipeline import EvalResult, index_search, run_eval, run_release
+from aethersearch.records import Budget
+
+DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
+
+
+def build_demo_inputs(out_dir: Path, *, seed: int = 0) -> tuple[Path, Path]:
+    """Demo world corpus + BM25 index, and the demo release; returns (release_dir, index_dir)."""
+    from aethersearch.curation.build import build_from_config
+    from aethersearch.sources.demo import write_demo_sources
+    from aethersearch.corpus.importers import import_corpus
+    from aethersearch.search.index_dir import build_index
+
+    out = Path(out_dir)
+    store = import_corpus("demo", "demo", out / "corpus", seed=seed, overwrite=True).store
+    # ~750 pages: numpy scoring beats paying numba's JIT compile on every demo run
+    build_index(store, "bm25", out / "index", config={"numba": False}, overwrite=True)
+    config = write_demo_sources(out / "demo_sources", seed=seed)
+    release = build_from_config(config, out / "release")
+    return release.release_dir, out / "index"
+
+
+def sandbox_demo(out_dir: Path) -> dict[str, Any] | None:
+    """The issue-8 sandbox part of the demo (:func:`run_sandbox_demo`)."""
+    return run_sandbox_demo(out_dir)
+
+
+def run_demo(out_dir: Path, *, concurrency: int = 8, sandbox: bool = True,
+             progress: Callable[[Any], None] | None = None, samples: int = 1) -> EvalResult:
+    """The embedded demo: no model server, no downloads, under a minute on 2 cores.
+
+    ``samples`` K > 1 rolls each question out K times; the lexical agent is
+    deterministic, so its K samples agree and pass@k = mean@K = maj@K (the demo
+    shows the keys, a sampled model shows the spread).
+    """
+    out = Path(out_dir)
+    release_dir, index_dir = build_demo_inputs(out)
+    result = run_eval(release_dir, out, index_search(index_dir), agent="lexical", budget=DEMO_BUDGET,
+                      concurrency=concurrency, progress=progress, samples=samples)
+    extra: dict[str, Any] = {}
+    if sandbox:
+        try:
+            sandbox_summary = sandbox_demo(out)
+        except ImportError as exc:  # a half-installed optional part must not sink the main result
+            extra["sandbox_error"] = f"the sandbox part of the demo could not run: {exc}"
+        else:
+            if sandbox_summary is not None:
+                extra["sandbox"] = sandbox_summary
+                result = result._replace(report_path=_demo_report(result, out))
+    return result._replace(extra=extra)
+
+
+def _demo_report(result: EvalResult, out: Path) -> Path:
+    """One demo report holding both evaluations: the benchmark run and the sandbox run.
+
+    The sandbox run carries ``factorised.json`` and ``probes.json``, so the
+    report shows the factorised table and the probe rates beside the per-source
+    scores. The two runs answer different releases, so they are not compared.
+    """
+    from aethersearch.report.html import write_report
+
+    return write_report([result.run_dir, out / "sandbox_run"], out / "report.html", compare=False)
+
+
+SANDBOX_DEMO_BUDGET = Budget(max_tool_calls=10, max_turns=None)
+
+
+def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concurrency: int = 8) -> dict[str, Any]:
+    """Sandbox evaluation on the demo world: release, no-LLM browse run, scores, factorised metrics, probes.
+
+    Writes under ``out_dir``: ``sandbox_release/`` (the hint-free release),
+    ``sandbox_corpus/`` and ``sandbox_index/`` (store and BM25 index of the demo
+    world), and ``sandbox_run/`` (run.json, traces.jsonl, scores.json,
+    factorised.json, probes.json), and ``sandbox_report.html`` (the HTML report
+    of that run: its factorised table and probe rates). Returns a summary for
+    the caller to print and to include in its own report (``report`` is the
+    sandbox report's path). Rerunning resumes (finished questions are
+    not redone); the release, corpus and index are rebuilt deterministically.
+    """
+    from aethersearch.construct.build import build_demo_sandbox_release
+    from aethersearch.corpus.importers import import_corpus
+    from aethersearch.report.html import write_report
+    from aethersearch.rollout.session import RunSettings, SearchSetup
+    from aethersearch.sandbox.episode import open_sandbox
+    from aethersearch.scoring.api import score_run
+    from aethersearch.diagnostics.probes import (
+        distractor_probe,
+        factorise_run,
+        forget_probe,
+        lead_astray_probe,
+    )
+    from aethersearch.search.index_dir import build_index
+
+    out = Path(out_dir)
+    release_dir = build_demo_sandbox_release(out / "sandbox_release", seed=seed)
+    store = import_corpus("demo", "demo", out / "sandbox_corpus", seed=seed, overwrite=True).store
+    # ~1,100 pages: plain numpy scoring beats paying numba's JIT compile on every demo run
+    opened = build_index(store, "bm25", out / "sandbox_index", config={"numba": False}, overwrite=True)
+    sandbox = open_sandbox(release_dir, opened.index, store)
+    agent = LexicalBrowseAgent()
+    run_dir = out / "sandbox_run"
+    # the one run path (verified release, same run.json fields as `aether run`), with the masked sandbox as tools
+    search = SearchSetup(lambda q: sandbox.episode(q.id, run_id="demo"), store.content_hash,
+                         opened.index.index_hash, "masked sandbox", environment="sandbox")
+    summary = run_release(release_dir, run_dir, RunSettings(agent=agent.name, budget=SANDBOX_DEMO_BUDGET,
+                                                            concurrency=concurrency), search, agent=agent)
+    scores = score_run(run_dir, release_dir)
+    factorised = factorise_run(run_dir, release_dir, store=store)
+    forget = forget_probe(run_dir, release_dir, llm=None, store=store)
+    lead_astray = lead_astray_probe(run_dir, release_dir, store=store, agent=agent, concurrency=concurrency)
+    distractors = distractor_probe(run_dir, release_dir, store=store, ratio=ratio, seed=seed, agent=agent,
+                                   environment_factory=lambda q: sandbox.episode(q.id, run_id="demo-noisy"),
+                                   concurrency=concurrency)
+    # the sandbox run's own report: written after the probes so it shows their rates
+    report_path = write_report([run_dir], out / "sandbox_report.html", release_dir=release_dir)
+    return {
+        "run_dir": str(run_dir),
+        "report": str(report_path),
+        "release_dir": str(release_dir),
+        "agent": agent.name,
+        "questions": summary.total,
+        "outcomes": summary.outcomes,
+        "em": scores.overall.micro.metrics["em"].mean,
+        "factorised": factorised["overall"],
+        "factorised_by_hops": factorised["by_hops"],
+        "budget": factorised["run"]["budget"],
+        "probes": {"forget": forget, "lead_astray": lead_astray, "distractors": distractors},
+    }

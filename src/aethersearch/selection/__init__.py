@@ -1,0 +1,1 @@
+"""Curation stage 3, selection: the card's quotas and the seeded, deterministic sampling per source."""
