@@ -535,8 +535,9 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
         detours_out=detours_out, overwrite=overwrite, review=review, on_candidate=on_candidate)
 
 
-def no_questions(result: ConstructionResult, validators: Sequence[ChainValidator]) -> None:
-    """Raise the ShortageError of an empty build, naming an enforced LLM validator that rejected everything."""
+def no_questions(result: ConstructionResult, validators: Sequence[ChainValidator], detail: str = "") -> None:
+    """Raise the ShortageError of an empty build, naming an enforced LLM validator that rejected everything;
+    ``detail`` (e.g. the chain census of the corpus) ends the message."""
     from aethersearch.errors import ShortageError
 
     for validator in validators:
@@ -550,5 +551,5 @@ def no_questions(result: ConstructionResult, validators: Sequence[ChainValidator
                     f"(rejected by reason: {result.rejected}); no release was written",
                     fix="use a model that answers VALID/INVALID as its first word, or build the validator with "
                         "enforce=False to record its verdicts without enforcing them")
-    raise ShortageError(f"construction accepted no questions (rejected: {result.rejected})",
+    raise ShortageError(f"construction accepted no questions (rejected: {result.rejected}){detail}",
                         fix="relax --min-hops/--max-hops or check the triples and graph")

@@ -52,6 +52,7 @@ from aethersearch.construct.hintfree import (
 )
 from aethersearch.construct.question_review import TEMPLATE_NAME, UNDECIDED, apply_question_review
 from aethersearch.construct.triples import QATriple, TripleSet
+from aethersearch.construct.typed_facts import FactSet, TypedGraph
 from aethersearch.construct.validate import ChainValidator, RuleBasedValidator
 from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.records import Document
@@ -66,13 +67,19 @@ class SeedPool(NamedTuple):
     review: list[dict[str, Any]]
     rejected: dict[str, int]
     stats: dict[str, Any]
+    facts: FactSet
 
 
 def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *, fact_seeds: bool,
-                 corpus_name: str, max_hops: int) -> tuple[SeedPool, Any]:
-    """Dataset seeds (when ``seeds_root`` is given) plus typed-fact seeds; returns the pool and the typed graph."""
+                 corpus_name: str, max_hops: int, page_aliases: Mapping[str, Sequence[str]] | None = None
+                 ) -> tuple[SeedPool, TypedGraph]:
+    """Dataset seeds (when ``seeds_root`` is given) plus typed-fact seeds; returns the pool and the typed graph.
+
+    ``page_aliases`` (a dump's redirect titles) name their pages for both: a seed answer or subject given
+    by a redirect title resolves to its article, and a fact sentence may name its subject or object so.
+    """
     from aethersearch.construct.seeds import MATCH_RULE, read_seed_questions, resolve_seeds
-    from aethersearch.construct.typed_facts import TypedGraph, extract_facts
+    from aethersearch.construct.typed_facts import extract_facts
     from aethersearch.construct.typed_facts import fact_seeds as derive_fact_seeds
 
     triples: list[QATriple] = []
@@ -84,13 +91,13 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
         if not questions:
             raise ConfigError(f"no seed question lists found under {seeds_root}",
                               fix="pass the folder holding qa/ (../shared/data) as seeds_root / --seeds")
-        resolved = resolve_seeds(questions, pages)
+        resolved = resolve_seeds(questions, pages, page_aliases)
         triples += resolved.triples
         review += resolved.review
         rejected.update({f"seed_{k}": v for k, v in resolved.rejected.items()})
         stats.update({"seed_files": read, "seed_questions": len(questions), "resolved": len(resolved.triples),
                       "match_rule": MATCH_RULE})
-    facts = extract_facts(pages.values())
+    facts = extract_facts(pages.values(), page_aliases)
     typed = TypedGraph(facts.facts)
     if fact_seeds:
         derived = derive_fact_seeds(typed, facts, pages, source=corpus_name, max_hops=max_hops)
@@ -102,12 +109,21 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
             rejected["fact_seed_ambiguous"] = derived.ambiguous
     if not triples and seeds_root is not None:
         raise ShortageError(f"no seed resolved to pages of this corpus (rejected: {rejected}) and the pages' typed "
-                            f"facts gave {stats.get('fact_seeds', {}).get('seeds', 0)} seeds",
+                            f"facts gave {stats.get('fact_seeds', {}).get('seeds', 0)} seeds; "
+                            f"{census_note(pages, typed, facts, max_hops)}",
                             fix="build on a corpus that holds the seed questions' subject and answer pages")
     if not triples:
         raise ConfigError("no seeds: no dataset seed list was given and the pages carry no typed facts",
                           fix="pass --seeds (the folder holding qa/) or keep --fact-seeds on a corpus with prose")
-    return SeedPool(triples, review, rejected, stats), typed
+    return SeedPool(triples, review, rejected, stats, facts), typed
+
+
+def census_note(pages: Mapping[str, Document], typed: TypedGraph, facts: FactSet, max_hops: int) -> str:
+    """What the corpus's link graph allows (``construct.chain_census``), for the message of an empty build."""
+    from aethersearch.construct.chain_census import chain_census
+
+    links = {page_id: [link for link in doc.links if link in pages] for page_id, doc in pages.items()}
+    return chain_census(links, typed, facts, max_hops=max_hops).summary()
 
 
 def apply_screen(result: ConstructionResult, screened: Mapping[str, dict[str, Any]] | None, *,
@@ -158,7 +174,7 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
         config = config.model_copy(update={"keep_detours": True})
     pages = {doc.id: doc for doc in documents}
     pool, typed = gather_seeds(pages, seeds_root, fact_seeds=fact_seeds, corpus_name=source_dataset,
-                               max_hops=config.max_hops)
+                               max_hops=config.max_hops, page_aliases=page_aliases)
     graph = LinkGraph.from_documents(documents)
     used = list(validators) if validators is not None else [
         RuleBasedValidator(pages, require_grounding=config.require_grounding)]
@@ -166,7 +182,7 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
                                 judge=judge, page_aliases=page_aliases, on_candidate=on_candidate)
     result = result._replace(rejected=dict(sorted({**pool.rejected, **result.rejected}.items())))
     if not result.questions:
-        no_questions(result, used)
+        no_questions(result, used, f"; {census_note(pages, typed, pool.facts, config.max_hops)}")
     screened_raw = screen(result.questions) if screen is not None else None
     result, screened = apply_screen(result, screened_raw, keep_memorised=keep_memorised)
     reviewed = apply_question_review(result.questions, Path(review) if review is not None else None, pages)

@@ -46,7 +46,8 @@ MATCH_RULE = (
     "articles, '_' as space), or a title minus its trailing parenthetical when that short form is unique and "
     "not itself a title; subject: the longest page title (<= 6 tokens) that is a whole-token span of the "
     "normalised question with a capitalised word in the question as written, other than the answer page "
-    "(a whole capitalised run, not after a determiner; pages linking to the answer first, then longer, then earlier)"
+    "(a whole capitalised run, not after a determiner; pages linking to the answer first, then longer, then earlier); "
+    "a page's redirect titles (aliases) name it as its title does, unless two pages share the alias"
 )
 
 #: (dataset, adapter format, path under ../shared/data, split) of the seed question lists.
@@ -122,18 +123,35 @@ def read_seed_questions(data_root: str | Path, sources: Sequence[tuple[str, str,
 
 
 class TitleIndex:
-    """Normalised page titles -> page id, with unique parenthetical-free short forms for answers."""
+    """Normalised page titles -> page id, with unique parenthetical-free short forms for answers.
 
-    def __init__(self, pages: Iterable[Document]) -> None:
+    ``aliases`` (page id -> other names: a dump's redirect titles, "ANOVA" for "Analysis of variance") name
+    their page too, for answers and subjects alike: a redirect is the wiki's own statement that the name
+    means that page. A page's title wins over another page's alias of the same form; an alias that two
+    pages share names neither (it is ambiguous).
+    """
+
+    def __init__(self, pages: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None) -> None:
         self.full: dict[str, str] = {}
         short: dict[str, set[str]] = {}
+        ids: set[str] = set()
         for doc in pages:
+            ids.add(doc.id)
             key = _norm(doc.title)
             if key:
                 self.full.setdefault(key, doc.id)
             base = _norm(_PAREN.sub("", doc.title))
             if base and base != key:
                 short.setdefault(base, set()).add(doc.id)
+        named: dict[str, set[str]] = {}
+        for page, names in (aliases or {}).items():
+            if page not in ids:
+                continue
+            for name in names:
+                key = _norm(name)
+                if key and key not in self.full:
+                    named.setdefault(key, set()).add(page)
+        self.full.update({key: next(iter(pages_)) for key, pages_ in named.items() if len(pages_) == 1})
         self.short = {k: next(iter(v)) for k, v in short.items() if len(v) == 1 and k not in self.full}
 
     def answer_page(self, answers: Sequence[str]) -> tuple[str, str, str] | None:
@@ -181,9 +199,13 @@ _QUESTION_WORDS = frozenset({"who", "what", "which", "where", "when", "how", "wh
                              "name", "on", "this", "a", "an", "is", "was", "are", "did", "does", "do"})
 
 
-def resolve_seeds(questions: Sequence[SeedQuestion], pages: Mapping[str, Document]) -> SeedResolution:
-    """Resolve each seed question to ``(v0, vn)`` by :data:`MATCH_RULE`; count every rejection by reason."""
-    index = TitleIndex(pages.values())
+def resolve_seeds(questions: Sequence[SeedQuestion], pages: Mapping[str, Document],
+                  aliases: Mapping[str, Sequence[str]] | None = None) -> SeedResolution:
+    """Resolve each seed question to ``(v0, vn)`` by :data:`MATCH_RULE`; count every rejection by reason.
+
+    ``aliases`` (page id -> redirect titles) are matched as page names (see :class:`TitleIndex`).
+    """
+    index = TitleIndex(pages.values(), aliases)
     inbound: dict[str, set[str]] = {}
     for doc in pages.values():
         for link in doc.links:
