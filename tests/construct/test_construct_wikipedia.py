@@ -90,6 +90,11 @@ def test_the_real_excerpt_imports_but_its_pages_resolve_no_seed(tmp_path: Path) 
     dump = require_shared("wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
     from aethersearch.construct.wikipedia import build_wikipedia_release
 
-    with pytest.raises(ShortageError, match="seed_answer_not_a_page"):
+    with pytest.raises(ShortageError, match="seed_answer_not_a_page") as raised:
         build_wikipedia_release(dump, tmp_path / "release", seeds_root=SHARED_DATA)
     assert not (tmp_path / "release").exists()
+    # and why no typed-fact seed either: the chain census of the excerpt's own link graph
+    message = str(raised.value)
+    assert "the link graph has 86 links between its pages, 0 of them typed" in message
+    assert "'untyped_hop': 190" in message and "composes" not in message.split("by reason:")[1].split(";")[0]
+    assert "located_in 27" in message  # "is a province of Canada": the patterns match, the object is outside
