@@ -98,7 +98,8 @@ def _tidy(text: str) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _not_prose(namespaces: frozenset[str]) -> re.Pattern[str]:
-    """Comments (to the end when unclosed, as MediaWiki reads them), references, formulas (TeX is not prose), and namespaced or interlanguage links without nested links (category lines, ``[[fr:...]]``)."""
+    """Comments (to the end when unclosed, as MediaWiki reads them), references, formulas (TeX is not prose),
+    and namespaced or interlanguage links without nested links (category lines, ``[[fr:...]]``)."""
     prefixes = "|".join(sorted((re.escape(n) for n in namespaces), key=len, reverse=True))
     return re.compile(r"<!--.*?(?:-->|\Z)|<ref\b[^>]*/>|<ref\b[^>]*>.*?</ref\s*>|<math\b[^>]*>.*?</math\s*>|"
                       rf"\[\[\s*(?:(?i:{prefixes})|[a-z][a-z-]{{1,11}})\s*:[^\[\]]*\]\]", re.DOTALL)
