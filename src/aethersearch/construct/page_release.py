@@ -54,6 +54,7 @@ from aethersearch.construct.question_review import TEMPLATE_NAME, UNDECIDED, app
 from aethersearch.construct.triples import QATriple, TripleSet
 from aethersearch.construct.typed_facts import FactSet, TypedGraph
 from aethersearch.construct.validate import ChainValidator, RuleBasedValidator
+from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.records import Document
 
@@ -81,6 +82,7 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
     from aethersearch.construct.seeds import MATCH_RULE, read_seed_questions, resolve_seeds
     from aethersearch.construct.typed_facts import extract_facts
     from aethersearch.construct.typed_facts import fact_seeds as derive_fact_seeds
+    from aethersearch.corpus.page_texts import page_titles
 
     triples: list[QATriple] = []
     review: list[dict[str, Any]] = []
@@ -97,7 +99,7 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
         rejected.update({f"seed_{k}": v for k, v in resolved.rejected.items()})
         stats.update({"seed_files": read, "seed_questions": len(questions), "resolved": len(resolved.triples),
                       "match_rule": MATCH_RULE})
-    facts = extract_facts(pages.values(), page_aliases)
+    facts = extract_facts(pages.values(), page_aliases, titles=page_titles(pages))
     typed = TypedGraph(facts.facts)
     if fact_seeds:
         derived = derive_fact_seeds(typed, facts, pages, source=corpus_name, max_hops=max_hops)
@@ -145,16 +147,24 @@ def apply_screen(result: ConstructionResult, screened: Mapping[str, dict[str, An
                            hop_distribution=dict(sorted(hops.items()))), records
 
 
-def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, name: str, source_dataset: str,
-                       corpus: dict[str, Any], config: ConstructionConfig | None = None,
+def build_page_release(documents: Sequence[Document] | Mapping[str, Document], out_dir: str | Path, *, name: str,
+                       source_dataset: str, corpus: dict[str, Any], config: ConstructionConfig | None = None,
                        seeds_root: str | Path | None = None, fact_seeds: bool = True,
                        validators: Sequence[ChainValidator] | None = None, judge: EntailmentJudge | None = None,
                        screen: Screen | None = None, keep_memorised: bool = False,
                        detours_out: str | Path | None = None, overwrite: bool = False,
                        review: str | Path | None = None,
                        page_aliases: Mapping[str, Sequence[str]] | None = None,
-                       on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
+                       on_candidate: Callable[[int, int, int], None] | None = None,
+                       graph: LinkGraph | None = None) -> BuiltRelease:
     """Pages + seeds -> the release of entailing hint-free questions (see the module docstring).
+
+    ``documents`` is the page list, or a mapping page id -> page in page order: a
+    :class:`~aethersearch.corpus.page_texts.PageTexts` reads each page from the on-disk page store
+    when it is needed, so construction holds the graph, the typed facts and the names, never every
+    page's text (the facts come from one streamed pass, the validator's corpus index holds only the
+    seeds' answer tokens). ``graph`` is the pages' link graph when the import built it already
+    (else it is built from the pages' links).
 
     ``page_aliases`` (page id -> other names, e.g. a dump's redirect titles) are hidden by the
     sandbox mask with the page's own title.
@@ -165,19 +175,20 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
     """
     from aethersearch.construct.llm_checks import screen_counts
     from aethersearch.construct.release_writer import write_hintfree_release
-    from aethersearch.corpus.graph import LinkGraph
-    from aethersearch.corpus.hashing import corpus_hash
+    from aethersearch.corpus.page_texts import pages_hash
     from aethersearch.jsonl import encode_jsonl
 
     config = config or ConstructionConfig()
     if detours_out is not None:
         config = config.model_copy(update={"keep_detours": True})
-    pages = {doc.id: doc for doc in documents}
+    pages = documents if isinstance(documents, Mapping) else {doc.id: doc for doc in documents}
     pool, typed = gather_seeds(pages, seeds_root, fact_seeds=fact_seeds, corpus_name=source_dataset,
                                max_hops=config.max_hops, page_aliases=page_aliases)
-    graph = LinkGraph.from_documents(documents)
+    if graph is None:
+        graph = LinkGraph.from_documents(pages.values())
     used = list(validators) if validators is not None else [
-        RuleBasedValidator(pages, require_grounding=config.require_grounding)]
+        RuleBasedValidator(pages, require_grounding=config.require_grounding,
+                           answers=[answer for triple in pool.triples for answer in triple.answers])]
     result = construct_hintfree(pool.triples, graph, pages, config=config, validators=used, typed=typed,
                                 judge=judge, page_aliases=page_aliases, on_candidate=on_candidate)
     result = result._replace(rejected=dict(sorted({**pool.rejected, **result.rejected}.items())))
@@ -212,7 +223,7 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
                              "seed_pair_distances_note": "hop distance of each distinct seed pair before any text "
                                                          "check: what the graph permits",
                              **checks}
-    corpus = {**corpus, "documents": len(documents), "corpus_hash": corpus_hash(documents)}
+    corpus = {**corpus, "documents": len(pages), "corpus_hash": pages_hash(pages)}
     common: dict[str, Any] = {"source_dataset": source_dataset, "config": config, "corpus": corpus, "graph": graph,
                               "triple_stats": stats, "overwrite": overwrite, "per_source": True}
     path = write_hintfree_release(result, out_dir, name=name, screen=screened,

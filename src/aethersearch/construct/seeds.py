@@ -132,17 +132,28 @@ class TitleIndex:
     """
 
     def __init__(self, pages: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None) -> None:
+        self._index(((doc.id, doc.title) for doc in pages), aliases)
+
+    @classmethod
+    def from_titles(cls, titles: Mapping[str, str], aliases: Mapping[str, Sequence[str]] | None = None
+                    ) -> TitleIndex:
+        """The index of pages given as id -> title (no page text read: a page store's titles suffice)."""
+        index = cls.__new__(cls)
+        index._index(titles.items(), aliases)
+        return index
+
+    def _index(self, pages: Iterable[tuple[str, str]], aliases: Mapping[str, Sequence[str]] | None) -> None:
         self.full: dict[str, str] = {}
         short: dict[str, set[str]] = {}
         ids: set[str] = set()
-        for doc in pages:
-            ids.add(doc.id)
-            key = _norm(doc.title)
+        for page, title in pages:
+            ids.add(page)
+            key = _norm(title)
             if key:
-                self.full.setdefault(key, doc.id)
-            base = _norm(_PAREN.sub("", doc.title))
+                self.full.setdefault(key, page)
+            base = _norm(_PAREN.sub("", title))
             if base and base != key:
-                short.setdefault(base, set()).add(doc.id)
+                short.setdefault(base, set()).add(page)
         named: dict[str, set[str]] = {}
         for page, names in (aliases or {}).items():
             if page not in ids:
@@ -205,17 +216,22 @@ def resolve_seeds(questions: Sequence[SeedQuestion], pages: Mapping[str, Documen
 
     ``aliases`` (page id -> redirect titles) are matched as page names (see :class:`TitleIndex`).
     """
-    index = TitleIndex(pages.values(), aliases)
+    from aethersearch.corpus.page_texts import page_titles
+
+    index = TitleIndex.from_titles(page_titles(pages), aliases)
+    answer_pages = [index.answer_page(q.answers) for q in questions]
+    # pages linking to an answer page, in one streamed pass (only answer pages' in-links are kept)
+    wanted = {found[0] for found in answer_pages if found is not None}
     inbound: dict[str, set[str]] = {}
     for doc in pages.values():
         for link in doc.links:
-            inbound.setdefault(link, set()).add(doc.id)
+            if link in wanted:
+                inbound.setdefault(link, set()).add(doc.id)
     linking = {page: frozenset(sources) for page, sources in inbound.items()}
     rejected: Counter[str] = Counter()
     triples: list[QATriple] = []
     review: list[dict[str, Any]] = []
-    for q in questions:
-        found = index.answer_page(q.answers)
+    for q, found in zip(questions, answer_pages, strict=True):
         if found is None:
             rejected["answer_not_a_page"] += 1
             continue

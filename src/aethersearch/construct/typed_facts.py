@@ -80,8 +80,13 @@ class FactSet(NamedTuple):
     object_not_a_page: dict[str, int] = {}
 
 
-def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None) -> FactSet:
+def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None, *,
+                  titles: Mapping[str, str] | None = None) -> FactSet:
     """The typed facts of every page, in page and sentence order (one per relation per sentence).
+
+    Streamed when ``titles`` (page id -> title of every page) is given: each page is read once, in
+    order, and dropped after its sentences are matched, so a page store's texts never sit in memory
+    together (``corpus.page_texts``); without it the pages are listed first to learn their titles.
 
     A fact's sentence is prose (``statements.is_prose``, at most
     ``MAX_STATEMENT_WORDS`` words) about the page's subject (it starts with the
@@ -90,8 +95,11 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     links to. ``aliases`` (page id -> other names: a dump's redirect titles) are
     the names the wiki itself says mean that page ("Afro-asiatic languages").
     """
-    docs = list(documents)
-    names: dict[str, list[str]] = {doc.id: [doc.title, *(aliases or {}).get(doc.id, ())] for doc in docs}
+    docs: Iterable[Document] = documents
+    if titles is None:
+        docs = list(documents)
+        titles = {doc.id: doc.title for doc in docs}
+    names: dict[str, list[str]] = {page: [title, *(aliases or {}).get(page, ())] for page, title in titles.items()}
     facts: list[TypedFact] = []
     kinds: dict[str, str] = {}
     outside: Counter[str] = Counter()

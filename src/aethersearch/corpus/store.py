@@ -218,6 +218,11 @@ class JsonlStore:
         value: dict[str, Any] = orjson.loads(self._docs[start:end])
         return value
 
+    def raw_line(self, row: int) -> bytes:
+        """Row ``row``'s canonical JSON line, undecoded (one slice of the memory map)."""
+        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        return bytes(self._docs[start:end])
+
     def id_at(self, row: int) -> str:
         """The id in row ``row`` without parsing its JSON."""
         start, end = int(self._id_offsets[row]), int(self._id_offsets[row + 1])
