@@ -75,9 +75,11 @@ class PageTexts(Mapping[str, Document]):
         self._titles: dict[str, str] | None = None
 
     @classmethod
-    def write(cls, documents: Iterable[Document], directory: str | Path, *, source: str) -> PageTexts:
-        """Stream ``documents`` into a page store at ``directory`` (replacing one there) and open it."""
-        return cls(build_store(documents, directory, source=source, overwrite=True))
+    def write(cls, documents: Iterable[Document], directory: str | Path, *, source: str,
+              overwrite: bool = False) -> PageTexts:
+        """Stream ``documents`` into a page store at ``directory`` and open it (a non-empty ``directory`` is a
+        ConfigError unless ``overwrite``: ``build_store``'s rule, so a mistyped path never loses a folder)."""
+        return cls(build_store(documents, directory, source=source, overwrite=overwrite))
 
     def __getitem__(self, page_id: str) -> Document:
         cached = self._cache.get(page_id)

@@ -160,7 +160,7 @@ def _parsed_text(wikitext: str, namespaces: frozenset[str], links: dict[str, Non
         return ""  # the segment is one template (an infobox): plain_text drops it whole, so skip that pass
     # bold/italic quote runs are dropped by a regex afterwards: wikitextparser's own pass pairs them up, which
     # is a third of plain_text's cost, and an agent reads the words, not the emphasis
-    return parsed.plain_text(replace_bolds_and_italics=False)
+    return str(parsed.plain_text(replace_bolds_and_italics=False))
 
 
 def parse_wikitext(wikitext: str, namespaces: frozenset[str], *, fast_path: bool = True) -> ParsedPage:
