@@ -63,7 +63,7 @@ class _StreamedValues(ValuesView[Document]):
     _mapping: PageTexts
 
     def __iter__(self) -> Iterator[Document]:
-        return iter(self._mapping.store)
+        return self._mapping.store.stream()
 
 
 class PageTexts(Mapping[str, Document]):
@@ -110,8 +110,8 @@ class PageTexts(Mapping[str, Document]):
         """Page id -> title, read once from the store (the names stay in memory; the texts do not)."""
         if self._titles is None:
             titles: dict[str, str] = {}
-            for row in range(len(self.store)):
-                titles[self.store.id_at(row)] = orjson.loads(self.store.raw_line(row))["title"]
+            for row, line in enumerate(self.store.stream_raw()):
+                titles[self.store.id_at(row)] = orjson.loads(line)["title"]
             self._titles = titles
         return self._titles
 
