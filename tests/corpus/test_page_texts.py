@@ -36,3 +36,11 @@ def test_the_cache_keeps_its_budget_and_the_most_recent_entries() -> None:
     assert cache.get("b") is None and cache.get("a") == "A" and cache.get("c") == "C" and cache.used == 8
     cache.put("big", "X", 50)  # one entry always stays, even over budget
     assert cache.get("big") == "X" and cache.get("a") is None and cache.used == 50
+
+
+def test_a_streamed_pass_that_hands_mapped_pages_back_still_reads_every_line(tmp_path: Path) -> None:
+    big = [Document(id=f"B{i}", title=f"Big {i}", text="word " * 2000, links=[]) for i in range(12)]
+    pages = PageTexts.write(iter(big), tmp_path / "pages", source="test")
+    lines = list(pages.store.stream_raw(release_every=1))  # a release after every line (10 KB each, > a page)
+    assert lines == [pages.store.raw_line(row) for row in range(12)] and list(pages.values()) == big
+    assert pages["B3"] == big[3]  # the map still reads after its pages were handed back

@@ -206,11 +206,12 @@ class JsonlStore:
         for row in range(self._count):
             yield self.doc_at(row)
 
-    def stream_raw(self) -> Iterator[bytes]:
+    def stream_raw(self, release_every: int = 1 << 22) -> Iterator[bytes]:
         """Every row's JSON line in store order, for one pass over the whole store: the mapped file pages
         behind the read position are handed back (``MADV_DONTNEED``) every few MB, so a pass leaves the
-        process's resident memory flat instead of holding the whole file mapped in."""
-        step = 1 << 22  # bytes read between releases
+        process's resident memory flat instead of holding the whole file mapped in (``release_every``: bytes
+        read between two releases)."""
+        step = release_every
         released = 0
         for row in range(self._count):
             yield self.raw_line(row)
