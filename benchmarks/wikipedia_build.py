@@ -191,6 +191,8 @@ def main() -> None:
     parser.add_argument("--redirects", type=float, default=0.5, help="redirect pages per article")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", type=Path, default=None, help="where dumps and stores go (default: a temp dir)")
+    parser.add_argument("--keep-dumps", type=Path, default=None,
+                        help="keep generated dumps in this folder and reuse them on the next run")
     parser.add_argument("--compare", action="store_true", help="first compare the candidate libraries")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of each --compare measurement")
     parser.add_argument("--run-one", nargs=3, metavar=("DUMP", "WORKERS", "STORE"), help=argparse.SUPPRESS)
@@ -203,13 +205,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         rows = []
         for pages in (int(p) for p in args.pages.split(",") if p):
-            dump = Path(tmp) / f"gen-{pages}.xml.bz2"
-            t0 = time.perf_counter()
-            made = generate_dump(dump, pages, mean_links=args.mean_links, redirects=args.redirects, seed=args.seed)
-            print(f"generated {pages:,} articles + {made['redirects']:,} redirects, {made['links_written']:,} links, "
-                  f"{made['article_xml_bytes'] / pages:,.0f} bytes of XML per article, "
-                  f"{made['compressed_bytes'] / 2**20:.1f} MiB bz2, in {time.perf_counter() - t0:.0f} s", flush=True)
-            for workers in (int(w) for w in args.workers.split(",")):
+            dump = _dump(Path(tmp), args.keep_dumps, pages, args)
+            for workers in (int(w) for w in args.workers.split(",") if w):
                 out = subprocess.run([sys.executable, __file__, "--run-one", str(dump), str(workers),
                                       str(Path(tmp) / "store")], check=True, capture_output=True, text=True,
                                      env={**os.environ})
@@ -220,6 +217,26 @@ def main() -> None:
                       f"peak RSS {row['peak_rss_mib']:6.0f} MiB (largest worker {row['worker_peak_rss_mib']:.0f}), "
                       f"{row['links']:,} links, graph {row['graph_bytes_per_link']:.2f} B/link", flush=True)
         _extrapolate(rows)
+
+
+def _dump(tmp: Path, keep: Path | None, pages: int, args: argparse.Namespace) -> Path:
+    """The generated dump of ``pages`` articles: reused from ``keep`` when a run with the same parameters
+    left it there (generating 100k articles takes longer than importing them), else written (and kept)."""
+    name = f"gen-{pages}-s{args.seed}-l{args.mean_links:.3f}-r{args.redirects:.3f}.xml.bz2"
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        if (keep / name).is_file():
+            print(f"reusing {keep / name} ({(keep / name).stat().st_size / 2**20:.1f} MiB bz2)", flush=True)
+            return keep / name
+    dump = (keep or tmp) / name
+    part = dump.with_name(f".{name}.part")
+    t0 = time.perf_counter()
+    made = generate_dump(part, pages, mean_links=args.mean_links, redirects=args.redirects, seed=args.seed)
+    os.replace(part, dump)
+    print(f"generated {pages:,} articles + {made['redirects']:,} redirects, {made['links_written']:,} links, "
+          f"{made['article_xml_bytes'] / pages:,.0f} bytes of XML per article, "
+          f"{made['compressed_bytes'] / 2**20:.1f} MiB bz2, in {time.perf_counter() - t0:.0f} s", flush=True)
+    return dump
 
 
 def _extrapolate(rows: list[dict[str, Any]]) -> None:

@@ -90,6 +90,39 @@ def test_the_real_excerpt_imports_but_its_pages_resolve_no_seed(tmp_path: Path) 
     dump = require_shared("wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
     from aethersearch.construct.wikipedia import build_wikipedia_release
 
-    with pytest.raises(ShortageError, match="seed_answer_not_a_page"):
+    with pytest.raises(ShortageError, match="seed_answer_not_a_page") as raised:
         build_wikipedia_release(dump, tmp_path / "release", seeds_root=SHARED_DATA)
     assert not (tmp_path / "release").exists()
+    # and why no typed-fact seed either: the chain census of the excerpt's own link graph
+    message = str(raised.value)
+    assert "the link graph has 86 links between its pages, 0 of them typed" in message
+    assert "'untyped_hop': 190" in message and "composes" not in message.split("by reason:")[1].split(";")[0]
+    assert "located_in 27" in message  # "is a province of Canada": the patterns match, the object is outside
+
+
+def test_pages_read_back_from_the_store_build_the_same_release_as_pages_in_memory(tmp_path: Path) -> None:
+    """The streamed construction (PageTexts over the import's page store, the import's graph) writes the
+    release, byte for byte, that the in-memory page list gives."""
+    from aethersearch.construct.page_release import build_page_release
+    from aethersearch.construct.wikipedia import build_wikipedia_release
+    from aethersearch.corpus.wikipedia import WikipediaDump
+
+    extra = [Page(f"Town {i}", f"'''Town {i}''' is a town in [[Nigeria]]. It lies near [[Abuja]].") for i in range(5)]
+    dump = write_export(tmp_path / "mini.xml.bz2", [*PAGES, *extra], compress=True)
+    seeds = _seeds(tmp_path / "seeds")
+    streamed = build_wikipedia_release(dump, tmp_path / "streamed", seeds_root=seeds, store=tmp_path / "pages")
+    reader = WikipediaDump(dump)
+    documents = list(reader.documents())
+    in_memory = build_page_release(documents, tmp_path / "memory", name="webdetective_wikipedia",
+                                   source_dataset="wikipedia", corpus=loads(
+                                       release_layout(streamed.path).manifest.read_bytes())["corpus"],
+                                   seeds_root=seeds, page_aliases=reader.aliases)
+    # 13 seeds (one dataset seed, the rest typed facts) went through the validator's corpus index
+    assert streamed.result.considered == 13 and streamed.result.rejected and streamed.result.questions
+    files = sorted(p.name for p in streamed.path.iterdir())
+    assert files == sorted(p.name for p in in_memory.path.iterdir()) and "manifest.json" in files
+    for name in files:
+        assert (streamed.path / name).read_bytes() == (in_memory.path / name).read_bytes(), name
+    for companion in ("seed_review.jsonl", "question_review.todo.json"):
+        assert (tmp_path / f"streamed.{companion}").read_bytes() == (tmp_path / f"memory.{companion}").read_bytes()
+    assert (tmp_path / "pages" / "store.json").is_file()  # --store keeps the page store the build read

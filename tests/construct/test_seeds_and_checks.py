@@ -256,3 +256,20 @@ def test_real_seed_lists_are_read_and_resolved_to_wikispeedia_pages(wikispeedia_
     by_question = {r["question"]: r for r in result.review}
     capital = by_question["What is the capital of Algeria"]
     assert (capital["subject_page"], capital["answer_page"]) == ("Algeria", "Algiers")
+
+
+def test_redirect_aliases_name_their_page_for_answers_and_subjects() -> None:
+    pages = {**PAGES, "Analysis_of_variance": Document(id="Analysis_of_variance", title="Analysis of variance",
+                                                       text="", links=["France"])}
+    aliases = {"Analysis_of_variance": ["ANOVA"], "France": ["French Republic"], "Paris": ["France"]}
+    # the answer "ANOVA" is a redirect title: its article answers; the subject "French Republic" likewise
+    result = resolve_seeds([_seed("Which test is named for the French Republic?", ["ANOVA"])], pages, aliases)
+    assert [(t.subject, t.answer_page) for t in result.triples] == [("France", "Analysis_of_variance")]
+    # without the aliases neither name is a page
+    assert resolve_seeds([_seed("Which test is named for the French Republic?", ["ANOVA"])], pages).rejected == {
+        "answer_not_a_page": 1}
+    # a title wins over another page's alias of the same form ("France" stays the page France)
+    assert TitleIndex(pages.values(), aliases).answer_page(["France"]) == ("France", "France", "title")
+    # an alias two pages share names neither
+    shared = {"Paris": ["Lutetia"], "France": ["Lutetia"]}
+    assert TitleIndex(pages.values(), shared).answer_page(["Lutetia"]) is None

@@ -254,6 +254,9 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(1, "--workers", min=1, help="processes parsing wikitext"),
         keep_disambiguation: bool = typer.Option(False, "--keep-disambiguation",
                                                  help="keep disambiguation pages as ordinary pages"),
+        store: Path | None = typer.Option(None, "--store", help="keep the page store the construction reads "
+                                          "its pages from here (default: a temporary one beside --out, removed "
+                                          "after the build); `aether index build` and `aether sandbox serve` take it"),
         force: bool = FORCE,
         validator_endpoint: str | None = VALIDATOR_ENDPOINT,
         validator_model: str | None = VALIDATOR_MODEL,
@@ -279,7 +282,7 @@ def register(app: typer.Typer) -> None:
         judge, screen = model_checks(validator_endpoint, validator_model, screen_endpoint, screen_model, key_env)
         with construction_progress() as on_candidate:
             built = build_wikipedia_release(dump, out, seeds_root=seeds, config=config, overwrite=force,
-                                            workers=workers, keep_disambiguation=keep_disambiguation,
+                                            workers=workers, keep_disambiguation=keep_disambiguation, store=store,
                                             fact_seeds=fact_seeds, judge=judge, screen=screen,
                                             keep_memorised=keep_memorised, detours_out=detours, review=review,
                                             on_candidate=on_candidate)

@@ -52,7 +52,9 @@ from aethersearch.construct.hintfree import (
 )
 from aethersearch.construct.question_review import TEMPLATE_NAME, UNDECIDED, apply_question_review
 from aethersearch.construct.triples import QATriple, TripleSet
+from aethersearch.construct.typed_facts import FactSet, TypedGraph
 from aethersearch.construct.validate import ChainValidator, RuleBasedValidator
+from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.records import Document
 
@@ -66,14 +68,21 @@ class SeedPool(NamedTuple):
     review: list[dict[str, Any]]
     rejected: dict[str, int]
     stats: dict[str, Any]
+    facts: FactSet
 
 
 def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *, fact_seeds: bool,
-                 corpus_name: str, max_hops: int) -> tuple[SeedPool, Any]:
-    """Dataset seeds (when ``seeds_root`` is given) plus typed-fact seeds; returns the pool and the typed graph."""
+                 corpus_name: str, max_hops: int, page_aliases: Mapping[str, Sequence[str]] | None = None
+                 ) -> tuple[SeedPool, TypedGraph]:
+    """Dataset seeds (when ``seeds_root`` is given) plus typed-fact seeds; returns the pool and the typed graph.
+
+    ``page_aliases`` (a dump's redirect titles) name their pages for both: a seed answer or subject given
+    by a redirect title resolves to its article, and a fact sentence may name its subject or object so.
+    """
     from aethersearch.construct.seeds import MATCH_RULE, read_seed_questions, resolve_seeds
-    from aethersearch.construct.typed_facts import TypedGraph, extract_facts
+    from aethersearch.construct.typed_facts import extract_facts
     from aethersearch.construct.typed_facts import fact_seeds as derive_fact_seeds
+    from aethersearch.corpus.page_texts import page_titles
 
     triples: list[QATriple] = []
     review: list[dict[str, Any]] = []
@@ -84,13 +93,13 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
         if not questions:
             raise ConfigError(f"no seed question lists found under {seeds_root}",
                               fix="pass the folder holding qa/ (../shared/data) as seeds_root / --seeds")
-        resolved = resolve_seeds(questions, pages)
+        resolved = resolve_seeds(questions, pages, page_aliases)
         triples += resolved.triples
         review += resolved.review
         rejected.update({f"seed_{k}": v for k, v in resolved.rejected.items()})
         stats.update({"seed_files": read, "seed_questions": len(questions), "resolved": len(resolved.triples),
                       "match_rule": MATCH_RULE})
-    facts = extract_facts(pages.values())
+    facts = extract_facts(pages.values(), page_aliases, titles=page_titles(pages))
     typed = TypedGraph(facts.facts)
     if fact_seeds:
         derived = derive_fact_seeds(typed, facts, pages, source=corpus_name, max_hops=max_hops)
@@ -102,12 +111,21 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
             rejected["fact_seed_ambiguous"] = derived.ambiguous
     if not triples and seeds_root is not None:
         raise ShortageError(f"no seed resolved to pages of this corpus (rejected: {rejected}) and the pages' typed "
-                            f"facts gave {stats.get('fact_seeds', {}).get('seeds', 0)} seeds",
+                            f"facts gave {stats.get('fact_seeds', {}).get('seeds', 0)} seeds; "
+                            f"{census_note(pages, typed, facts, max_hops)}",
                             fix="build on a corpus that holds the seed questions' subject and answer pages")
     if not triples:
         raise ConfigError("no seeds: no dataset seed list was given and the pages carry no typed facts",
                           fix="pass --seeds (the folder holding qa/) or keep --fact-seeds on a corpus with prose")
-    return SeedPool(triples, review, rejected, stats), typed
+    return SeedPool(triples, review, rejected, stats, facts), typed
+
+
+def census_note(pages: Mapping[str, Document], typed: TypedGraph, facts: FactSet, max_hops: int) -> str:
+    """What the corpus's link graph allows (``construct.chain_census``), for the message of an empty build."""
+    from aethersearch.construct.chain_census import chain_census
+
+    links = {page_id: [link for link in doc.links if link in pages] for page_id, doc in pages.items()}
+    return chain_census(links, typed, facts, max_hops=max_hops).summary()
 
 
 def apply_screen(result: ConstructionResult, screened: Mapping[str, dict[str, Any]] | None, *,
@@ -129,16 +147,24 @@ def apply_screen(result: ConstructionResult, screened: Mapping[str, dict[str, An
                            hop_distribution=dict(sorted(hops.items()))), records
 
 
-def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, name: str, source_dataset: str,
-                       corpus: dict[str, Any], config: ConstructionConfig | None = None,
+def build_page_release(documents: Sequence[Document] | Mapping[str, Document], out_dir: str | Path, *, name: str,
+                       source_dataset: str, corpus: dict[str, Any], config: ConstructionConfig | None = None,
                        seeds_root: str | Path | None = None, fact_seeds: bool = True,
                        validators: Sequence[ChainValidator] | None = None, judge: EntailmentJudge | None = None,
                        screen: Screen | None = None, keep_memorised: bool = False,
                        detours_out: str | Path | None = None, overwrite: bool = False,
                        review: str | Path | None = None,
                        page_aliases: Mapping[str, Sequence[str]] | None = None,
-                       on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
+                       on_candidate: Callable[[int, int, int], None] | None = None,
+                       graph: LinkGraph | None = None) -> BuiltRelease:
     """Pages + seeds -> the release of entailing hint-free questions (see the module docstring).
+
+    ``documents`` is the page list, or a mapping page id -> page in page order: a
+    :class:`~aethersearch.corpus.page_texts.PageTexts` reads each page from the on-disk page store
+    when it is needed, so construction holds the graph, the typed facts and the names, never every
+    page's text (the facts come from one streamed pass, the validator's corpus index holds only the
+    seeds' answer tokens). ``graph`` is the pages' link graph when the import built it already
+    (else it is built from the pages' links).
 
     ``page_aliases`` (page id -> other names, e.g. a dump's redirect titles) are hidden by the
     sandbox mask with the page's own title.
@@ -149,24 +175,25 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
     """
     from aethersearch.construct.llm_checks import screen_counts
     from aethersearch.construct.release_writer import write_hintfree_release
-    from aethersearch.corpus.graph import LinkGraph
-    from aethersearch.corpus.hashing import corpus_hash
+    from aethersearch.corpus.page_texts import pages_hash
     from aethersearch.jsonl import encode_jsonl
 
     config = config or ConstructionConfig()
     if detours_out is not None:
         config = config.model_copy(update={"keep_detours": True})
-    pages = {doc.id: doc for doc in documents}
+    pages = documents if isinstance(documents, Mapping) else {doc.id: doc for doc in documents}
     pool, typed = gather_seeds(pages, seeds_root, fact_seeds=fact_seeds, corpus_name=source_dataset,
-                               max_hops=config.max_hops)
-    graph = LinkGraph.from_documents(documents)
+                               max_hops=config.max_hops, page_aliases=page_aliases)
+    if graph is None:
+        graph = LinkGraph.from_documents(pages.values())
     used = list(validators) if validators is not None else [
-        RuleBasedValidator(pages, require_grounding=config.require_grounding)]
+        RuleBasedValidator(pages, require_grounding=config.require_grounding,
+                           answers=[answer for triple in pool.triples for answer in triple.answers])]
     result = construct_hintfree(pool.triples, graph, pages, config=config, validators=used, typed=typed,
                                 judge=judge, page_aliases=page_aliases, on_candidate=on_candidate)
     result = result._replace(rejected=dict(sorted({**pool.rejected, **result.rejected}.items())))
     if not result.questions:
-        no_questions(result, used)
+        no_questions(result, used, f"; {census_note(pages, typed, pool.facts, config.max_hops)}")
     screened_raw = screen(result.questions) if screen is not None else None
     result, screened = apply_screen(result, screened_raw, keep_memorised=keep_memorised)
     reviewed = apply_question_review(result.questions, Path(review) if review is not None else None, pages)
@@ -196,7 +223,7 @@ def build_page_release(documents: Sequence[Document], out_dir: str | Path, *, na
                              "seed_pair_distances_note": "hop distance of each distinct seed pair before any text "
                                                          "check: what the graph permits",
                              **checks}
-    corpus = {**corpus, "documents": len(documents), "corpus_hash": corpus_hash(documents)}
+    corpus = {**corpus, "documents": len(pages), "corpus_hash": pages_hash(pages)}
     common: dict[str, Any] = {"source_dataset": source_dataset, "config": config, "corpus": corpus, "graph": graph,
                               "triple_stats": stats, "overwrite": overwrite, "per_source": True}
     path = write_hintfree_release(result, out_dir, name=name, screen=screened,

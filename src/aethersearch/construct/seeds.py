@@ -46,7 +46,8 @@ MATCH_RULE = (
     "articles, '_' as space), or a title minus its trailing parenthetical when that short form is unique and "
     "not itself a title; subject: the longest page title (<= 6 tokens) that is a whole-token span of the "
     "normalised question with a capitalised word in the question as written, other than the answer page "
-    "(a whole capitalised run, not after a determiner; pages linking to the answer first, then longer, then earlier)"
+    "(a whole capitalised run, not after a determiner; pages linking to the answer first, then longer, then earlier); "
+    "a page's redirect titles (aliases) name it as its title does, unless two pages share the alias"
 )
 
 #: (dataset, adapter format, path under ../shared/data, split) of the seed question lists.
@@ -122,18 +123,46 @@ def read_seed_questions(data_root: str | Path, sources: Sequence[tuple[str, str,
 
 
 class TitleIndex:
-    """Normalised page titles -> page id, with unique parenthetical-free short forms for answers."""
+    """Normalised page titles -> page id, with unique parenthetical-free short forms for answers.
 
-    def __init__(self, pages: Iterable[Document]) -> None:
+    ``aliases`` (page id -> other names: a dump's redirect titles, "ANOVA" for "Analysis of variance") name
+    their page too, for answers and subjects alike: a redirect is the wiki's own statement that the name
+    means that page. A page's title wins over another page's alias of the same form; an alias that two
+    pages share names neither (it is ambiguous).
+    """
+
+    def __init__(self, pages: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None) -> None:
+        self._index(((doc.id, doc.title) for doc in pages), aliases)
+
+    @classmethod
+    def from_titles(cls, titles: Mapping[str, str], aliases: Mapping[str, Sequence[str]] | None = None
+                    ) -> TitleIndex:
+        """The index of pages given as id -> title (no page text read: a page store's titles suffice)."""
+        index = cls.__new__(cls)
+        index._index(titles.items(), aliases)
+        return index
+
+    def _index(self, pages: Iterable[tuple[str, str]], aliases: Mapping[str, Sequence[str]] | None) -> None:
         self.full: dict[str, str] = {}
         short: dict[str, set[str]] = {}
-        for doc in pages:
-            key = _norm(doc.title)
+        ids: set[str] = set()
+        for page, title in pages:
+            ids.add(page)
+            key = _norm(title)
             if key:
-                self.full.setdefault(key, doc.id)
-            base = _norm(_PAREN.sub("", doc.title))
+                self.full.setdefault(key, page)
+            base = _norm(_PAREN.sub("", title))
             if base and base != key:
-                short.setdefault(base, set()).add(doc.id)
+                short.setdefault(base, set()).add(page)
+        named: dict[str, set[str]] = {}
+        for page, names in (aliases or {}).items():
+            if page not in ids:
+                continue
+            for name in names:
+                key = _norm(name)
+                if key and key not in self.full:
+                    named.setdefault(key, set()).add(page)
+        self.full.update({key: next(iter(pages_)) for key, pages_ in named.items() if len(pages_) == 1})
         self.short = {k: next(iter(v)) for k, v in short.items() if len(v) == 1 and k not in self.full}
 
     def answer_page(self, answers: Sequence[str]) -> tuple[str, str, str] | None:
@@ -181,19 +210,28 @@ _QUESTION_WORDS = frozenset({"who", "what", "which", "where", "when", "how", "wh
                              "name", "on", "this", "a", "an", "is", "was", "are", "did", "does", "do"})
 
 
-def resolve_seeds(questions: Sequence[SeedQuestion], pages: Mapping[str, Document]) -> SeedResolution:
-    """Resolve each seed question to ``(v0, vn)`` by :data:`MATCH_RULE`; count every rejection by reason."""
-    index = TitleIndex(pages.values())
+def resolve_seeds(questions: Sequence[SeedQuestion], pages: Mapping[str, Document],
+                  aliases: Mapping[str, Sequence[str]] | None = None) -> SeedResolution:
+    """Resolve each seed question to ``(v0, vn)`` by :data:`MATCH_RULE`; count every rejection by reason.
+
+    ``aliases`` (page id -> redirect titles) are matched as page names (see :class:`TitleIndex`).
+    """
+    from aethersearch.corpus.page_texts import page_titles
+
+    index = TitleIndex.from_titles(page_titles(pages), aliases)
+    answer_pages = [index.answer_page(q.answers) for q in questions]
+    # pages linking to an answer page, in one streamed pass (only answer pages' in-links are kept)
+    wanted = {found[0] for found in answer_pages if found is not None}
     inbound: dict[str, set[str]] = {}
     for doc in pages.values():
         for link in doc.links:
-            inbound.setdefault(link, set()).add(doc.id)
+            if link in wanted:
+                inbound.setdefault(link, set()).add(doc.id)
     linking = {page: frozenset(sources) for page, sources in inbound.items()}
     rejected: Counter[str] = Counter()
     triples: list[QATriple] = []
     review: list[dict[str, Any]] = []
-    for q in questions:
-        found = index.answer_page(q.answers)
+    for q, found in zip(questions, answer_pages, strict=True):
         if found is None:
             rejected["answer_not_a_page"] += 1
             continue

@@ -31,7 +31,7 @@ Two uses:
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
@@ -71,34 +71,49 @@ class TypedFact(NamedTuple):
 
 
 class FactSet(NamedTuple):
-    """Every typed fact, and the kind of place each page says it is (``"country"``, ``"city"`` ...)."""
+    """Every typed fact, the kind of place each page says it is (``"country"``, ``"city"`` ...), and per
+    relation the sentences that matched its pattern but whose object is no page linked from there (a fact
+    about a page outside the corpus: "Alberta is a province of Canada" where Canada is not a page)."""
 
     facts: list[TypedFact]
     kinds: dict[str, str]
+    object_not_a_page: dict[str, int] = {}
 
 
-def extract_facts(documents: Iterable[Document]) -> FactSet:
+def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None, *,
+                  titles: Mapping[str, str] | None = None) -> FactSet:
     """The typed facts of every page, in page and sentence order (one per relation per sentence).
+
+    Streamed when ``titles`` (page id -> title of every page) is given: each page is read once, in
+    order, and dropped after its sentences are matched, so a page store's texts never sit in memory
+    together (``corpus.page_texts``); without it the pages are listed first to learn their titles.
 
     A fact's sentence is prose (``statements.is_prose``, at most
     ``MAX_STATEMENT_WORDS`` words) about the page's subject (it starts with the
-    title or a pronoun), and its object begins, right after the pattern, with
-    the title of a page the sentence's page links to.
+    title, one of its ``aliases``, or a pronoun), and its object begins, right
+    after the pattern, with the title or an alias of a page the sentence's page
+    links to. ``aliases`` (page id -> other names: a dump's redirect titles) are
+    the names the wiki itself says mean that page ("Afro-asiatic languages").
     """
-    docs = list(documents)
-    titles = {doc.id: doc.title for doc in docs}
+    docs: Iterable[Document] = documents
+    if titles is None:
+        docs = list(documents)
+        titles = {doc.id: doc.title for doc in docs}
+    names: dict[str, list[str]] = {page: [title, *(aliases or {}).get(page, ())] for page, title in titles.items()}
     facts: list[TypedFact] = []
     kinds: dict[str, str] = {}
+    outside: Counter[str] = Counter()
     for doc in docs:
-        link_titles = sorted(((titles[p].casefold(), p) for p in doc.links if p in titles and p != doc.id),
-                             key=lambda item: (-len(item[0]), item[0]))
+        link_titles = sorted({(name.casefold(), p) for p in doc.links if p in names and p != doc.id
+                              for name in names[p]}, key=lambda item: (-len(item[0]), item[0]))
+        forms = [doc] + [doc.model_copy(update={"title": name}) for name in names[doc.id][1:]]
         for line in doc.text.split("\n"):
             for raw in SENTENCE_SPLIT.split(line):
                 sentence = raw.strip()
-                if not about_subject(sentence, doc) or len(sentence.split()) > MAX_STATEMENT_WORDS \
-                        or not is_prose(sentence):
+                if not any(about_subject(sentence, form) for form in forms) \
+                        or len(sentence.split()) > MAX_STATEMENT_WORDS or not is_prose(sentence):
                     continue
-                for relation, pattern, _ in RELATION_PATTERNS if link_titles else ():
+                for relation, pattern, _ in RELATION_PATTERNS:
                     match = pattern.search(sentence)
                     if match is None:
                         continue
@@ -107,12 +122,14 @@ def extract_facts(documents: Iterable[Document]) -> FactSet:
                     found = object_page(rest, link_titles) or object_page(_DIRECTION.sub("", rest, count=1),
                                                                           link_titles)
                     if found is None:
+                        outside[relation] += 1
                         continue
                     facts.append(TypedFact(doc.id, relation, found[0], sentence))
                 kind = _KIND.match(sentence)
-                if kind and doc.id not in kinds and sentence.casefold().startswith(doc.title.split(" (")[0].casefold()):
+                if kind and doc.id not in kinds and sentence.casefold().startswith(
+                        tuple(name.split(" (")[0].casefold() for name in names[doc.id])):
                     kinds[doc.id] = kind.group("kind").lower()
-    return FactSet(facts, kinds)
+    return FactSet(facts, kinds, dict(sorted(outside.items())))
 
 
 #: composed relations asked as seeds, at the level of the answer page's kind

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from itertools import pairwise
 import re
-from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from aethersearch.construct.statements import hop_statement
 from aethersearch.construct.triples import QATriple
+from aethersearch.corpus.page_texts import LruCache
 from aethersearch.records import Document
 from aethersearch.sandbox.mask import ChainMask, split_sentences
 
@@ -72,6 +72,9 @@ class ChainValidator(Protocol):
 _WORD = re.compile(r"[^\W_]+")
 _ARTICLES = frozenset({"a", "an", "the"})
 _BREAK = "zqxsentencebreakzqx"
+#: characters of normalised page text and sentences a RuleBasedValidator keeps between checks (bounded, so a
+#: full dump's construction does not hold every page it looked at)
+CACHE_CHARS = 64_000_000
 
 
 def _norm(text: str) -> str:
@@ -107,49 +110,71 @@ class RuleBasedValidator:
 
     name = "rule-based"
 
-    def __init__(self, pages: Mapping[str, Document], *, require_grounding: bool = True) -> None:
+    def __init__(self, pages: Mapping[str, Document], *, require_grounding: bool = True,
+                 answers: Iterable[str] | None = None, cache_chars: int = CACHE_CHARS) -> None:
+        """``answers``: every gold alias the validator will be asked about (all seeds' answers), when known
+        up front: the corpus token index then holds only their tokens, built in one streamed pass over the
+        pages, instead of every token of every page; without it the first lookup indexes every token (the
+        in-memory callers' behaviour). Either way a lookup gives the same pages. ``cache_chars`` bounds the
+        normalised page texts and sentences kept between checks, so memory stays flat in the corpus size."""
         self.pages = pages
         self.require_grounding = require_grounding
-        self._normalised: dict[str, str] = {}
-        self._token_pages: dict[str, list[str]] | None = None
-        self._sentences: dict[str, list[tuple[str, str]]] = {}
+        self._normalised = LruCache(cache_chars)
+        self._token_pages: dict[str, list[str]] = {}
+        self._declared = {token for answer in answers for token in _norm(answer).split()} \
+            if answers is not None else None
+        self._indexed: set[str] | None = None  # tokens indexed so far; None: the index is not built yet
+        self._every_token = False
+        self._sentences = LruCache(cache_chars)
         self._containing: dict[str, list[str]] = {}
         self._hits: dict[tuple[str, str], list[str]] = {}
 
     def _normalised_page(self, page: str) -> str:
-        if page not in self._normalised:
+        cached = self._normalised.get(page)
+        if cached is None:
             doc = self.pages[page]
-            self._normalised[page] = _norm(f"{doc.title}\n{doc.text}")
-        return self._normalised[page]
+            cached = _norm(f"{doc.title}\n{doc.text}")
+            self._normalised.put(page, cached, len(cached))
+        return str(cached)
+
+    def _index_tokens(self, wanted: set[str] | None) -> None:
+        """Add the pages holding each ``wanted`` token (every token: None) in one streamed pass, page order."""
+        index = self._token_pages
+        for doc in self.pages.values():
+            found = set(_norm(f"{doc.title}\n{doc.text}").split())
+            for token in found if wanted is None else found & wanted:
+                index.setdefault(token, []).append(doc.id)
+        self._indexed = (self._indexed or set()) | (wanted or set())
+        self._every_token = self._every_token or wanted is None
 
     def _pages_containing(self, needle: str) -> list[str]:
         """Pages whose *raw* title + text contain ``needle`` (token index, then substring check; cached)."""
         if needle not in self._containing:
-            if self._token_pages is None:
-                index: defaultdict[str, list[str]] = defaultdict(list)
-                for pid in self.pages:
-                    for token in set(self._normalised_page(pid).split()):
-                        index[token].append(pid)
-                self._token_pages = index
             tokens = needle.split()
+            if self._indexed is None:
+                self._index_tokens(None if self._declared is None else self._declared | set(tokens))
+            elif not self._every_token and not self._indexed.issuperset(tokens):
+                self._index_tokens(set(tokens) - self._indexed)
             if not tokens:
                 self._containing[needle] = []
             else:
-                rarest = min(tokens, key=lambda t: len(self._token_pages.get(t, ())))  # type: ignore[union-attr]
+                rarest = min(tokens, key=lambda t: len(self._token_pages.get(t, ())))
                 self._containing[needle] = [pid for pid in self._token_pages.get(rarest, ())
                                             if needle in self._normalised_page(pid)]
         return self._containing[needle]
 
     def _page_sentences(self, page: str) -> list[tuple[str, str]]:
-        """``(raw, normalised)`` per sentence, normalised in one regex pass over the page (cached)."""
-        if page not in self._sentences:
+        """``(raw, normalised)`` per sentence, normalised in one regex pass over the page (cached, bounded)."""
+        cached = self._sentences.get(page)
+        if cached is None:
             raws = split_sentences(self.pages[page].text)
             joined = _norm(f" {_BREAK} ".join(raws))
             norms = [f" {part.strip()} " for part in joined.split(f" {_BREAK} ")]
             if len(norms) != len(raws):  # a sentence contained the marker itself: do it one by one
                 norms = [_norm(raw) for raw in raws]
-            self._sentences[page] = list(zip(raws, norms, strict=True))
-        return self._sentences[page]
+            cached = list(zip(raws, norms, strict=True))
+            self._sentences.put(page, cached, 2 * sum(len(raw) for raw in raws) + 1)
+        return cached  # type: ignore[return-value]
 
     def _needle_sentences(self, page: str, needle: str) -> list[str]:
         key = (page, needle)

@@ -50,15 +50,27 @@ class SiteInfo(NamedTuple):
     case: str
 
 
+#: qualified tag -> local name: an export uses a dozen tags, so each is split once, not once per element
+_LOCAL_NAMES: dict[str, str] = {}
+
+
 def _local(tag: str) -> str:
-    return tag.rpartition("}")[2]
+    name = _LOCAL_NAMES.get(tag)
+    if name is None:
+        name = _LOCAL_NAMES[tag] = tag.rpartition("}")[2]
+    return name
+
+
+def _children(element: Element) -> dict[str, Element]:
+    """The element's children by local name (the first of each name), in one pass."""
+    found: dict[str, Element] = {}
+    for child in element:
+        found.setdefault(_local(child.tag), child)
+    return found
 
 
 def _child(element: Element, name: str) -> Element | None:
-    for child in element:
-        if _local(child.tag) == name:
-            return child
-    return None
+    return _children(element).get(name)
 
 
 def _child_text(element: Element, name: str) -> str:
@@ -108,16 +120,18 @@ class DumpReader:
         return f"after page {self.last_title!r} (page {self.pages_read})" if self.last_title else "before the first page"
 
     def _page(self, element: Element) -> DumpPage:
-        title = _child_text(element, "title")
-        page_id = _child_text(element, "id").strip()
+        children = _children(element)
+        title, page_id, ns = ((child.text or "") if (child := children.get(name)) is not None else ""
+                              for name in ("title", "id", "ns"))
+        page_id = page_id.strip()
         try:
-            namespace = int(_child_text(element, "ns") or 0)
+            namespace = int(ns or 0)
         except ValueError:
             raise DataError(self.path, f"page {title!r} (id {page_id}) has a non-integer <ns>",
                             fix="this is not a MediaWiki export") from None
-        redirect_element = _child(element, "redirect")
+        redirect_element = children.get("redirect")
         redirect = redirect_element.get("title") if redirect_element is not None else None
-        revision = _child(element, "revision")
+        revision = children.get("revision")
         text_element = _child(revision, "text") if revision is not None else None
         if text_element is None or text_element.get("deleted") is not None:
             raise DataError(self.path, f"page {title!r} (id {page_id}) has no revision text",

@@ -217,6 +217,26 @@ class JsonlStore:
         for row in range(self._count):
             yield self.doc_at(row)
 
+    def stream_raw(self, release_every: int = 1 << 22) -> Iterator[bytes]:
+        """Every row's JSON line in store order, for one pass over the whole store: the mapped file pages
+        behind the read position are handed back (``MADV_DONTNEED``) every few MB, so a pass leaves the
+        process's resident memory flat instead of holding the whole file mapped in (``release_every``: bytes
+        read between two releases)."""
+        step = release_every
+        released = 0
+        for row in range(self._count):
+            yield self.raw_line(row)
+            end = int(self._offsets[row + 1])
+            if end - released >= step and isinstance(self._docs, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                upto = end - end % mmap.PAGESIZE
+                self._docs.madvise(mmap.MADV_DONTNEED, released, upto - released)
+                released = upto
+
+    def stream(self) -> Iterator[Document]:
+        """Every document in store order, read as :meth:`stream_raw` reads (resident memory stays flat)."""
+        for line in self.stream_raw():
+            yield Document.model_validate(orjson.loads(line))
+
     # ------------------------------------------------------------------ rows
     def doc_at(self, row: int) -> Document:
         """The document in row ``row`` (0-based store order)."""
@@ -228,6 +248,11 @@ class JsonlStore:
         start, end = int(self._offsets[row]), int(self._offsets[row + 1])
         value: dict[str, Any] = orjson.loads(self._docs[start:end])
         return value
+
+    def raw_line(self, row: int) -> bytes:
+        """Row ``row``'s canonical JSON line, undecoded (one slice of the memory map)."""
+        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        return bytes(self._docs[start:end])
 
     def id_at(self, row: int) -> str:
         """The id in row ``row`` without parsing its JSON."""

@@ -1,0 +1,53 @@
+"""The parse's fast path (plain paragraphs without the parser) gives exactly what the parser gives.
+
+Checked on every article of the two real enwiki excerpts (skipped, with the reason, when ../shared/data is
+absent) and on the markup each rule of the fast path routes to the parser.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from aethersearch.corpus.mediawiki import DumpReader
+from aethersearch.corpus.wikitext import _segments, parse_wikitext
+from tests.conftest import require_shared
+
+EXCERPTS = ("wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
+            "wikipedia/enwiki-table-markup.xml.bz2")
+NAMESPACES = frozenset({"file", "image", "category", "template", "wikipedia", "help", "portal", "talk", "user"})
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("excerpt", EXCERPTS)
+def test_fast_path_equals_the_parser_on_every_real_article(excerpt: str) -> None:
+    reader = DumpReader(require_shared(excerpt))
+    pages = [p for p in reader if p.namespace == 0 and p.redirect is None]
+    namespaces = frozenset(n.lower() for k, n in reader.site.namespaces.items() if n and k != 0)
+    simple_paragraphs = 0
+    for page in pages:
+        fast = parse_wikitext(page.text, namespaces)
+        slow = parse_wikitext(page.text, namespaces, fast_path=False)
+        assert fast.text == slow.text, page.title
+        assert sorted(fast.links) == sorted(slow.links), page.title
+        assert fast.disambiguation == slow.disambiguation, page.title
+        simple_paragraphs += sum(part.count("\n\n") + 1 for simple, part in _segments(page.text) if simple)
+    assert pages and simple_paragraphs > len(pages)  # the fast path was taken, not only the parser
+
+
+@pytest.mark.parametrize("wikitext", [
+    "'''Abuja''' is the [[Capital city|capital]] of [[Nigeria]]s.\n\n== History ==\nFounded in [[1976]].",
+    "{{Infobox city\n| country = [[Nigeria]]\n\n| note = a paragraph inside the infobox [[Lagos]]\n}}\n\nProse.",
+    "{| class=wikitable\n| [[A]]\n\n| B\n|}\n\nAfter the [[table]].",
+    "* a list item [[X]]\n\n: indented\n\n----\n\nPlain [[Y|why]].",
+    "<blockquote>Quoted [[Z]]\n\nmore quote</blockquote>\n\nText &amp; more, [[File:x.png|thumb|cap [[W]]]].",
+    "See http://example.org and [[fr:Abuja]] and [[Category:Cities]] and [[Pipe|]] trick. __NOTOC__",
+])
+def test_fast_path_equals_the_parser_on_each_kind_of_markup(wikitext: str) -> None:
+    fast = parse_wikitext(wikitext, NAMESPACES)
+    slow = parse_wikitext(wikitext, NAMESPACES, fast_path=False)
+    assert (fast.text, sorted(fast.links)) == (slow.text, sorted(slow.links))
+
+
+def test_a_paragraph_inside_an_open_template_is_never_simple() -> None:
+    segments = _segments("{{Quote|first\n\nplain middle [[A]]\n\nlast}}\n\nafter [[B]]")
+    assert segments == [(False, "{{Quote|first\n\nplain middle [[A]]\n\nlast}}"), (True, "after [[B]]")]
