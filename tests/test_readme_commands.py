@@ -199,6 +199,8 @@ def _is_build_block(block: str) -> bool:
     return "eval1400-config" in block
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # every README and guide block end to end: minutes when the cores are shared
 def test_readme_bash_blocks_run(work: dict[str, Any]) -> None:
     try:
         ran = 0
