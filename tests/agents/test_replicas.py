@@ -51,7 +51,8 @@ def test_one_replica_dying_mid_run_loses_nothing(tmp_path: Path) -> None:
 
 
 def test_least_outstanding_sends_more_to_the_faster_replica() -> None:
-    with ScriptedServer(helpers.MODEL, latency_s=0.002) as fast, ScriptedServer(helpers.MODEL, latency_s=0.05) as slow:
+    # 2 ms vs 250 ms: a gap wide enough that a loaded machine's scheduling delays (tens of ms) cannot close it
+    with ScriptedServer(helpers.MODEL, latency_s=0.002) as fast, ScriptedServer(helpers.MODEL, latency_s=0.25) as slow:
 
         async def go() -> None:
             async with ReplicaPool([fast.url, slow.url], "m") as pool:
