@@ -327,19 +327,22 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                           "cap); close it and answer, or raise the cap with `aether sandbox serve --max-actions`")
                 await log.refused(episode_id, 429, reason)
                 raise HTTPException(429, reason)
+            documents: list[Document] = []
             if error is not None:
                 public = ep.log_rejected(tool, body, error)
             elif tool == "search":
-                public = (await run_in_threadpool(ep.search_sync, body["query"], body.get("k", 5))).call
+                documents, public = await run_in_threadpool(ep.search_sync, body["query"], body.get("k", 5))
                 status = 200 if public.error is None else 422
             else:
-                public = (await run_in_threadpool(ep.visit_sync, body["page"])).call
+                documents, public = await run_in_threadpool(ep.visit_sync, body["page"])
                 status = 200 if public.error is None else _visit_refusal_status(body["page"])
             found.statuses.append(status)
             await log.called(episode_id, ep.actions - 1, status, ep.last_call)
             if status != 200:
                 return _refusal(status, public)
-            return _result_json(ep.documents_of(ep.last_call), public)
+            # the documents the tool just served; documents_of (rebuilding them, on the event loop) is
+            # only for a retried seq: calling it here rendered every reply twice
+            return _result_json(documents, public)
 
     action_docs: dict[str, Any] = {
         "response_model": None,
