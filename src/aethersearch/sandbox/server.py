@@ -52,9 +52,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from aethersearch.errors import AetherError, ConfigError, ToolError
@@ -164,12 +165,23 @@ def _public_json(call: ToolCall) -> dict[str, Any]:
     return call.model_dump(mode="json", exclude=set(PUBLIC_CALL_EXCLUDE))
 
 
-def _result_json(documents: list[Any], call: ToolCall) -> dict[str, Any]:
-    return {"documents": [d.model_dump(mode="json") for d in documents], "call": _public_json(call)}
+def _json_reply(content: dict[str, Any], status: int = 200) -> Response:
+    """A JSON reply encoded once by orjson.
+
+    Why not return the dict: with ``response_model=None`` FastAPI walks a returned
+    dict with ``jsonable_encoder`` (recursive Python, every key and value) and then
+    ``json.dumps`` it; the content here is already plain JSON types
+    (``model_dump(mode="json")``), so that walk was pure per-request CPU.
+    """
+    return Response(content=orjson.dumps(content), status_code=status, media_type="application/json")
 
 
-def _refusal(status: int, call: ToolCall) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"detail": call.error, "call": _public_json(call)})
+def _result_json(documents: list[Any], call: ToolCall) -> Response:
+    return _json_reply({"documents": [d.model_dump(mode="json") for d in documents], "call": _public_json(call)})
+
+
+def _refusal(status: int, call: ToolCall) -> Response:
+    return _json_reply({"detail": call.error, "call": _public_json(call)}, status)
 
 
 class Live:
@@ -315,19 +327,22 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                           "cap); close it and answer, or raise the cap with `aether sandbox serve --max-actions`")
                 await log.refused(episode_id, 429, reason)
                 raise HTTPException(429, reason)
+            documents: list[Document] = []
             if error is not None:
                 public = ep.log_rejected(tool, body, error)
             elif tool == "search":
-                public = (await run_in_threadpool(ep.search_sync, body["query"], body.get("k", 5))).call
+                documents, public = await run_in_threadpool(ep.search_sync, body["query"], body.get("k", 5))
                 status = 200 if public.error is None else 422
             else:
-                public = (await run_in_threadpool(ep.visit_sync, body["page"])).call
+                documents, public = await run_in_threadpool(ep.visit_sync, body["page"])
                 status = 200 if public.error is None else _visit_refusal_status(body["page"])
             found.statuses.append(status)
             await log.called(episode_id, ep.actions - 1, status, ep.last_call)
             if status != 200:
                 return _refusal(status, public)
-            return _result_json(ep.documents_of(ep.last_call), public)
+            # the documents the tool just served; documents_of (rebuilding them, on the event loop) is
+            # only for a retried seq: calling it here rendered every reply twice
+            return _result_json(documents, public)
 
     action_docs: dict[str, Any] = {
         "response_model": None,
