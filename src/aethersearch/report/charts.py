@@ -172,7 +172,8 @@ def risk_coverage_chart(runs: Mapping[str, Scores]) -> str:
     ax.set_xlabel("coverage (share of questions answered, most confident first)")
     ax.set_ylabel("risk (error rate among answered)")
     ax.set_title("Risk–coverage (lower is better)")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # no run answered anything: an empty chart, not an empty legend
+        ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return _svg(fig)
 
