@@ -271,3 +271,23 @@ def test_react_replays_a_tool_calling_turn_with_empty_string_content() -> None:
     assistant = next(m for m in bodies[1]["messages"] if m["role"] == "assistant")
     assert assistant["content"] == "" and assistant["tool_calls"][0]["function"]["name"] == "search"
     assert trace.outcome == Outcome.ANSWERED and trace.steps[0].notes["tokenizer"] == "served"
+
+
+def test_a_server_gone_mid_run_is_a_connection_error_not_a_missing_chat_template() -> None:
+    """A llama.cpp server that answered the probe and then died must be retried on rerun (``connection``),
+    not reported as "the server cannot render the chat template" (a configuration refusal)."""
+    from aethersearch.errors import EndpointError
+
+    async def go() -> None:
+        srv = ScriptedServer(StreamModel(["<answer> Paris </answer>"]), chat_template="t")
+        with srv:
+            llm = OpenAIClient(srv.url, "m")
+            assert (await llm.served.facts()).chat_template is True
+            assert await llm.served.render_chat([{"role": "user", "content": "q"}])
+        try:
+            with pytest.raises(EndpointError) as info:
+                await llm.served.render_chat([{"role": "user", "content": "q"}])
+            assert info.value.kind == "connection" and info.value.transient
+        finally:
+            await llm.aclose()
+    asyncio.run(go())

@@ -269,6 +269,17 @@ class ServedModel:
         raise EndpointError(f"{self.root}{path}: HTTP {status}: {str(reply)[:200]}", status=status or None,
                             transient=status == 0 or status >= 500, fix="check the model server")
 
+    def _answered(self, status: int, path: str) -> None:
+        """Raise a retryable ``connection`` error when a server that answered the probe no longer answers.
+
+        Why: ``render_chat``'s None means "this server cannot render the template", a configuration fact; a
+        server that went away mid-run must be retried on rerun instead, not reported as a missing feature.
+        """
+        if status == 0:
+            raise EndpointError(f"{self.root + path}: connection failed while rendering the chat template",
+                                transient=True, kind="connection",
+                                fix="check that the model server is still running, then rerun the same command")
+
     async def render_chat(self, messages: list[dict[str, Any]]) -> str | None:
         """The server's own rendering of ``messages`` with the generation prompt, or None if it cannot."""
         facts = await self.facts()
@@ -276,6 +287,7 @@ class ServedModel:
             return None
         if facts.flavor == LLAMA_CPP:
             status, reply = await self._call("POST", "/apply-template", {"messages": messages})
+            self._answered(status, "/apply-template")
             if status == 200 and isinstance(reply, dict) and isinstance(reply.get("prompt"), str):
                 return str(reply["prompt"])
             return None
@@ -283,6 +295,7 @@ class ServedModel:
             status, reply = await self._call("POST", "/tokenize", {
                 "model": self.model, "messages": messages, "add_generation_prompt": True,
                 "add_special_tokens": False})
+            self._answered(status, "/tokenize")
             if status == 200 and isinstance(reply, dict) and isinstance(reply.get("tokens"), list):
                 return await self.detokenize([int(t) for t in reply["tokens"]])
         return None
