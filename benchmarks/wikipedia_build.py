@@ -28,15 +28,18 @@ from __future__ import annotations
 import argparse
 import bz2
 import json
+import multiprocessing
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from xml.sax.saxutils import escape
 
 import numpy as np
@@ -61,16 +64,19 @@ HEAD = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="
 """
 
 
-def _words(rng: np.random.Generator, count: int, vocabulary: list[str]) -> list[str]:
-    ranks = np.minimum(rng.zipf(1.3, count), len(vocabulary)) - 1
-    return [vocabulary[r] for r in ranks]
+class _Shape(NamedTuple):
+    """What every chunk of one generated dump shares: titles, out-degrees, the in-link law, redirects."""
+
+    titles: list[str]
+    degree: np.ndarray
+    rank_to_page: np.ndarray
+    cdf: np.ndarray
+    redirect_target: np.ndarray
 
 
-def generate_dump(path: Path, pages: int, *, mean_links: float, redirects: float, seed: int) -> dict[str, Any]:
-    """Write a bz2 MediaWiki export of ``pages`` articles (+ redirects); returns what was written."""
+def _shape(pages: int, mean_links: float, redirects: float, seed: int) -> _Shape:
     rng = np.random.default_rng(seed)
-    vocabulary = [f"w{i}" for i in range(5000)]
-    titles = [f"Topic {i} {vocabulary[i % 5000]}" for i in range(pages)]
+    titles = [f"Topic {i} {VOCABULARY[i % len(VOCABULARY)]}" for i in range(pages)]
     # out-degree: discrete power law (Zipf a=2.1, heavy tail capped at 3,000), scaled to the wanted mean
     degree = np.minimum(rng.zipf(2.1, pages), 3000).astype(np.float64)
     degree = np.maximum(1, np.round(degree * mean_links / degree.mean())).astype(np.int64)
@@ -78,36 +84,90 @@ def generate_dump(path: Path, pages: int, *, mean_links: float, redirects: float
     weights = 1.0 / np.arange(1, pages + 1) ** 0.9
     rank_to_page = rng.permutation(pages)
     cdf = np.cumsum(weights / weights.sum())
-    n_redirects = int(pages * redirects)
-    redirect_target = rng.integers(0, pages, n_redirects)
+    redirect_target = rng.integers(0, pages, int(pages * redirects))
+    return _Shape(titles, degree, rank_to_page, cdf, redirect_target)
+
+
+#: the generated text's words, drawn by a Zipf law over their ranks
+VOCABULARY = np.array([f"w{i}" for i in range(5000)])
+#: words per sentence kind: lead, prose sentence (four links each), reference title, history paragraph
+_LEAD, _SENTENCE, _CITE, _HISTORY = 12, 30, 5, 40
+
+
+#: articles per bz2 stream (and per generator seed): fixed, so the dump does not depend on the processes
+CHUNK_ARTICLES = 5_000
+#: the dump being generated, set before the pool forks (the workers read it instead of a pickled copy)
+_SHAPE: _Shape | None = None
+
+
+def _chunk(path: Path, start: int, stop: int, seed: int) -> tuple[int, int]:
+    """Write articles ``start:stop`` as one bz2 stream; returns (links written, article XML bytes).
+
+    Each chunk draws from its own generator seeded by (seed, start), so chunks can be written in parallel
+    and the dump is the same whatever the number of processes."""
+    shape = _SHAPE
+    assert shape is not None, "generate_dump sets the shape before its pool starts"
+    pages = len(shape.titles)
+    rng = np.random.default_rng([seed, start])
+    n_redirects = len(shape.redirect_target)
     links_written = xml_bytes = 0
     with bz2.open(path, "wb", compresslevel=1) as out:
-        out.write(HEAD.encode())
-        page_number = 10
-        for i in range(pages):
-            targets = rank_to_page[np.minimum(np.searchsorted(cdf, rng.random(degree[i])), pages - 1)]
-            names = [f"R{int(rng.integers(0, n_redirects))}" if n_redirects and rng.random() < 0.1 else titles[t]
-                     for t in targets]
+        for i in range(start, stop):
+            degree = int(shape.degree[i])
+            targets = shape.rank_to_page[np.minimum(np.searchsorted(shape.cdf, rng.random(degree)), pages - 1)]
+            via_redirect = rng.random(degree) < 0.1 if n_redirects else np.zeros(degree, dtype=bool)
+            redirect_ids = rng.integers(0, max(n_redirects, 1), degree)
+            names = [f"R{r}" if v else shape.titles[t] for t, v, r in zip(targets.tolist(), via_redirect.tolist(),
+                                                                           redirect_ids.tolist(), strict=True)]
             links_written += len(names)
             infobox, prose = names[:3], names[3:]
+            sentences = max(-(-len(prose) // 4), 1)
+            words = VOCABULARY[np.minimum(rng.zipf(1.3, _LEAD + sentences * (_SENTENCE + _CITE) + _HISTORY),
+                                          len(VOCABULARY)) - 1].tolist()
             body = ["{{Infobox thing\n" + "".join(f"| field{k} = [[{n}]]\n" for k, n in enumerate(infobox)) + "}}",
-                    f"'''{titles[i]}''' is a " + " ".join(_words(rng, 12, vocabulary)) + "."]
-            for start in range(0, max(len(prose), 1), 4):
-                sentence = _words(rng, 30, vocabulary)
-                for k, name in enumerate(prose[start:start + 4]):
-                    sentence.insert(3 + 6 * k, f"[[{name}|{vocabulary[k]} link]]" if k % 2 else f"[[{name}]]")
+                    f"'''{shape.titles[i]}''' is a " + " ".join(words[:_LEAD]) + "."]
+            at = _LEAD
+            for first in range(0, sentences * 4, 4):
+                sentence, cite = words[at:at + _SENTENCE], words[at + _SENTENCE:at + _SENTENCE + _CITE]
+                at += _SENTENCE + _CITE
+                for k, name in enumerate(prose[first:first + 4]):
+                    sentence.insert(3 + 6 * k, f"[[{name}|{VOCABULARY[k]} link]]" if k % 2 else f"[[{name}]]")
                 body.append(" ".join(sentence) + ".<ref>{{cite web |url=http://example.org/" + str(i) +
-                            " |title=" + " ".join(_words(rng, 5, vocabulary)) + "}}</ref>")
-            body.append("== History ==\n" + " ".join(_words(rng, 40, vocabulary)) + ".")
+                            " |title=" + " ".join(cite) + "}}</ref>")
+            body.append("== History ==\n" + " ".join(words[at:at + _HISTORY]) + ".")
             body.append(f"[[Category:Things {i % 100}]]\n[[fr:Sujet {i}]]\n[[de:Thema {i}]]")
-            xml_bytes += out.write(_page(titles[i], page_number, "\n\n".join(body)).encode())
-            page_number += 1
-        for r in range(n_redirects):
-            out.write(_page(f"R{r}", page_number, None, redirect=titles[int(redirect_target[r])]).encode())
-            page_number += 1
+            xml_bytes += out.write(_page(shape.titles[i], 10 + i, "\n\n".join(body)).encode())
+    return links_written, xml_bytes
+
+
+def generate_dump(path: Path, pages: int, *, mean_links: float, redirects: float, seed: int,
+                  processes: int = 1) -> dict[str, Any]:
+    """Write a bz2 MediaWiki export of ``pages`` articles (+ redirects); returns what was written.
+
+    The file is a *multistream* bz2 (the siteinfo, one stream per chunk of articles, the redirects),
+    as Wikipedia publishes its ``pages-articles-multistream`` dumps; chunks are generated by
+    ``processes`` processes side by side."""
+    global _SHAPE
+    shape = _SHAPE = _shape(pages, mean_links, redirects, seed)
+    parts = [path.with_name(f"{path.name}.{k}") for k in range(-(-pages // CHUNK_ARTICLES) + 2)]
+    with bz2.open(parts[0], "wb", compresslevel=1) as out:
+        out.write(HEAD.encode())
+    starts = range(0, pages, CHUNK_ARTICLES)
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
+        done = list(pool.map(_chunk, parts[1:-1], starts, [min(s + CHUNK_ARTICLES, pages) for s in starts],
+                             [seed] * len(starts)))
+    with bz2.open(parts[-1], "wb", compresslevel=1) as out:
+        for r, target in enumerate(shape.redirect_target.tolist()):
+            out.write(_page(f"R{r}", 10 + pages + r, None, redirect=shape.titles[target]).encode())
         out.write(b"</mediawiki>\n")
-    return {"articles": pages, "redirects": n_redirects, "links_written": links_written,
-            "article_xml_bytes": xml_bytes, "compressed_bytes": path.stat().st_size}
+    with path.open("wb") as whole:
+        for part in parts:
+            with part.open("rb") as piece:
+                shutil.copyfileobj(piece, whole, 1 << 22)
+            part.unlink()
+    return {"articles": pages, "redirects": len(shape.redirect_target),
+            "links_written": sum(links for links, _ in done), "article_xml_bytes": sum(size for _, size in done),
+            "compressed_bytes": path.stat().st_size}
 
 
 def _page(title: str, number: int, text: str | None, redirect: str | None = None) -> str:
@@ -193,6 +253,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where dumps and stores go (default: a temp dir)")
     parser.add_argument("--keep-dumps", type=Path, default=None,
                         help="keep generated dumps in this folder and reuse them on the next run")
+    parser.add_argument("--generate-processes", type=int, default=os.cpu_count() or 1,
+                        help="processes writing the generated dump's chunks (the dump is the same for any number)")
     parser.add_argument("--compare", action="store_true", help="first compare the candidate libraries")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of each --compare measurement")
     parser.add_argument("--run-one", nargs=3, metavar=("DUMP", "WORKERS", "STORE"), help=argparse.SUPPRESS)
@@ -222,7 +284,7 @@ def main() -> None:
 def _dump(tmp: Path, keep: Path | None, pages: int, args: argparse.Namespace) -> Path:
     """The generated dump of ``pages`` articles: reused from ``keep`` when a run with the same parameters
     left it there (generating 100k articles takes longer than importing them), else written (and kept)."""
-    name = f"gen-{pages}-s{args.seed}-l{args.mean_links:.3f}-r{args.redirects:.3f}.xml.bz2"
+    name = f"gen2-{pages}-s{args.seed}-l{args.mean_links:.3f}-r{args.redirects:.3f}.xml.bz2"
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
         if (keep / name).is_file():
@@ -231,7 +293,8 @@ def _dump(tmp: Path, keep: Path | None, pages: int, args: argparse.Namespace) ->
     dump = (keep or tmp) / name
     part = dump.with_name(f".{name}.part")
     t0 = time.perf_counter()
-    made = generate_dump(part, pages, mean_links=args.mean_links, redirects=args.redirects, seed=args.seed)
+    made = generate_dump(part, pages, mean_links=args.mean_links, redirects=args.redirects, seed=args.seed,
+                         processes=args.generate_processes)
     os.replace(part, dump)
     print(f"generated {pages:,} articles + {made['redirects']:,} redirects, {made['links_written']:,} links, "
           f"{made['article_xml_bytes'] / pages:,.0f} bytes of XML per article, "

@@ -123,3 +123,16 @@ def test_lookup_arrays_are_plain_views_of_their_maps_that_outlive_the_opener(tmp
             assert isinstance(array.base, np.memmap), name  # still the file's map, not a copy in memory
     gc.collect()
     assert [store.row_of(d.id) for d in DOCS] == list(range(50)) and store.get("doc7") == DOCS[7]
+
+
+def test_ids_handed_out_by_row_map_back_to_their_rows_past_the_memo(tmp_path: Path) -> None:
+    """A server turns an index's rows into ids and fetches those ids at once; ``row_of`` remembers the
+    ids ``id_at`` handed out. Past the memo's size (it is cleared, not evicted) every id still maps back
+    to its own row, and an id never stored maps to none."""
+    from aethersearch.corpus.store import RECENT_IDS
+
+    count = RECENT_IDS + 300
+    store = build_store((Document(id=f"d{i}", title=f"T{i}", text="x") for i in range(count)), tmp_path / "s")
+    rows = [*range(count), *range(0, count, 7)]  # every row, then again after the memo was cleared
+    assert [store.row_of(store.id_at(row)) for row in rows] == rows
+    assert store.row_of("d-absent") is None and store.doc_at(store.row_of("d17") or 0).id == "d17"

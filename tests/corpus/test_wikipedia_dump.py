@@ -16,7 +16,7 @@ from aethersearch.corpus.wikipedia import WikipediaDump, iter_wikipedia
 from aethersearch.corpus.wikitext import article_target, normalize_title, parse_wikitext
 from aethersearch.errors import DataError
 from tests.conftest import require_shared
-from tests.corpus.mediawiki_export import Page, write_export
+from tests.corpus.mediawiki_export import Page, export_xml, write_export
 
 EXCERPT = "wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 TABLES = "wikipedia/enwiki-table-markup.xml.bz2"
@@ -204,3 +204,14 @@ def test_every_link_lands_on_the_article_its_redirect_chain_names(tmp_path_facto
             if article != f"A{i}" and article not in expected:
                 expected.append(article)
         assert docs[f"A{i}"].links == expected
+
+
+def test_a_multistream_bz2_dump_reads_every_stream(tmp_path: Path) -> None:
+    """Wikimedia's ``pages-articles-multistream`` dumps are many bz2 streams in one file; the reader must
+    not stop at the end of the first (a silent loss of every later page)."""
+    xml = export_xml([Page("Abuja", "'''Abuja''' is in [[Nigeria]]."), Page("Nigeria", "A country."),
+                      Page("Capital of Nigeria", redirect="Abuja")]).encode()
+    cut = [xml.index(b"  <page>"), xml.index(b"  <page>", xml.index(b"</page>"))]
+    multi = tmp_path / "multistream.xml.bz2"
+    multi.write_bytes(b"".join(bz2.compress(part) for part in (xml[:cut[0]], xml[cut[0]:cut[1]], xml[cut[1]:])))
+    assert [p.title for p in read_dump(multi)] == ["Abuja", "Nigeria", "Capital of Nigeria"]

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, Literal, TypeVar
 
 import aiohttp
 import orjson
 
 from aethersearch.errors import EndpointError
 from aethersearch.records import Record
+
+T = TypeVar("T")
 
 LLAMA_CPP = "llama.cpp"
 VLLM = "vllm"
@@ -75,6 +77,29 @@ class TokenRoute(Record):
     reason: str
 
 
+class ProbedOnce(Generic[T]):
+    """A server fact probed at most once: concurrent callers wait for the one probe in flight, and a kept
+    answer is returned from then on without the network. The lock is made lazily, in the running loop."""
+
+    def __init__(self) -> None:
+        self.value: T | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def get(self, probe: Callable[[], Awaitable[tuple[T, bool]]]) -> T:
+        """The kept value, else ``probe()``'s, kept when its flag says so (False: ask again next time)."""
+        if self.value is not None:
+            return self.value
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.value is not None:
+                return self.value
+            value, keep = await probe()
+            if keep:
+                self.value = value
+        return value
+
+
 class ServedModel:
     """Queries one OpenAI-compatible server about its model (template, tokenizer), with caches.
 
@@ -89,12 +114,10 @@ class ServedModel:
         self.base_url = str(client.base_url).rstrip("/")
         self.root = self.base_url.removesuffix("/v1")
         self.model: str | None = client.model
-        self._facts: ServerFacts | None = None
-        self._lock: asyncio.Lock | None = None
+        self._facts: ProbedOnce[ServerFacts] = ProbedOnce()
         self._tokens: dict[str, tuple[int, ...]] = {}
         self._prefix: tuple[int, ...] = ()  # what /extras/tokenize prepends (BOS) to every text
-        self._token_route: TokenRoute | None = None
-        self._route_lock: asyncio.Lock | None = None
+        self._token_route: ProbedOnce[TokenRoute] = ProbedOnce()
 
     async def complete(self, prompt: str, decoding: Any) -> Any:
         """An unbudgeted text completion (stop-string checks and continuations within one turn)."""
@@ -103,7 +126,7 @@ class ServedModel:
     @property
     def known_facts(self) -> ServerFacts | None:
         """The facts if already probed (no network), else None."""
-        return self._facts
+        return self._facts.value
 
     async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
         """(status, parsed JSON or None); a connection failure is status 0 (probes treat it as absent)."""
@@ -123,18 +146,9 @@ class ServedModel:
             return status, raw[:300].decode("utf-8", "replace")
 
     async def facts(self) -> ServerFacts:
-        """Probe the server once (later calls return the cached answer)."""
-        if self._facts is not None:
-            return self._facts
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._facts is not None:
-                return self._facts
-            facts, reachable = await self._probe()
-            if reachable:  # an unreachable server is asked again next time, not cached as "unknown"
-                self._facts = facts
-        return facts
+        """Probe the server once (later calls return the cached answer); an unreachable server is asked
+        again next time, not cached as "unknown"."""
+        return await self._facts.get(self._probe)
 
     async def _probe(self) -> tuple[ServerFacts, bool]:
         found: dict[str, Any] = {}
@@ -179,15 +193,14 @@ class ServedModel:
         ``/v1/completions`` take token-id prompts too but return text, not the
         generated ids, so they are not used (the reason says so).
         """
-        if self._token_route is not None:
-            return self._token_route
+        if self._token_route.value is not None:
+            return self._token_route.value
         facts = await self.facts()
-        if self._route_lock is None:
-            self._route_lock = asyncio.Lock()
-        async with self._route_lock:
-            if self._token_route is None:
-                self._token_route = await self._probe_token_route(facts)
-        return self._token_route
+
+        async def probe() -> tuple[TokenRoute, bool]:
+            return await self._probe_token_route(facts), True
+
+        return await self._token_route.get(probe)
 
     async def _probe_token_route(self, facts: ServerFacts) -> TokenRoute:
         if facts.tokenize is None:

@@ -143,6 +143,7 @@ class DumpReader:
         stream, raw = open_dump(self.path)
         parser: XMLPullParser[Element] = XMLPullParser(events=("start", "end"))
         root: Element | None = None
+        page_tag = site_tag = ""
         try:
             while True:
                 try:
@@ -157,18 +158,19 @@ class DumpReader:
                         parser.feed(chunk)
                     else:
                         parser.close()
-                    for item in parser.read_events():
-                        event, element = cast(tuple[str, object], item)
-                        if not isinstance(element, Element):  # only start/end events are asked for
-                            continue
+                    # only start/end events are asked for, so every item is (event, Element); the loop runs
+                    # for every element of the export, so it compares whole tags instead of splitting them
+                    for event, element in cast(Iterator[tuple[str, Element]], parser.read_events()):
                         if event == "start":
                             if root is None:
                                 root = element
+                                namespace = root.tag[:root.tag.index("}") + 1] if root.tag[:1] == "{" else ""
+                                page_tag, site_tag = namespace + "page", namespace + "siteinfo"
                             continue
-                        name = _local(element.tag)
-                        if name == "siteinfo":
+                        tag = element.tag
+                        if tag == site_tag:
                             self.site = _site_info(element)
-                        elif name == "page":
+                        elif tag == page_tag:
                             page = self._page(element)
                             self.pages_read += 1
                             self.last_title = page.title

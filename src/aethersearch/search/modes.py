@@ -43,8 +43,8 @@ def retrieval_modes(index: SearchIndex) -> dict[str, SearchIndex]:
 
 def title_text(contents: str) -> tuple[str, str]:
     """AetherSearch's split of ``contents``: ``(first line stripped of '"', the other lines)``."""
-    lines = contents.split("\n")
-    return lines[0].strip('"'), "\n".join(lines[1:])
+    first, _, rest = contents.partition("\n")
+    return first.strip('"'), rest
 
 
 def health_facts(index: SearchIndex, store: Any, modes: dict[str, SearchIndex]) -> dict[str, Any]:

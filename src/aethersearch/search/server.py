@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import threading
 import time
@@ -182,10 +183,17 @@ def _wire_id(raw: dict[str, Any]) -> Any:
 
 
 _URL_SAFE = "/:()',!*@$;~+="
+#: ids ``quote(id, safe=_URL_SAFE)`` returns unchanged: ASCII letters, digits, ``_.-~`` and the safe set
+_UNQUOTED_ID = re.compile(r"[A-Za-z0-9_.\-~" + re.escape(_URL_SAFE) + "]*")
 
 
 def url_for(page_id: str, prefix: str) -> str:
-    """The url a hit carries when its row has none: ``prefix`` + the page id, quoted so it round-trips."""
+    """The url a hit carries when its row has none: ``prefix`` + the page id, quoted so it round-trips.
+
+    An id of letters, digits and characters ``quote`` keeps as they are is returned without the call
+    (most ids; ``quote`` was a fifth of the server's own work per hit)."""
+    if _UNQUOTED_ID.fullmatch(page_id):
+        return prefix + page_id
     return prefix + quote(page_id, safe=_URL_SAFE)
 
 
