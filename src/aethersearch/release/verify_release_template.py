@@ -436,6 +436,22 @@ class _Checks:
             self.fail(check, name, None, "cannot read: {}".format(exc.strerror))
             return None
 
+    def canonical_object(self, name, check, why=""):
+        """The JSON object in ``name``, which must be written canonically (as ``pretty_json`` writes it, so
+        an edit after the build shows); None once a failure of ``check`` is recorded."""
+        data = self.read(name, check)
+        if data is None:
+            return None
+        try:
+            value = json.loads(data)
+        except ValueError as exc:
+            self.fail(check, name, None, "invalid JSON: {}".format(exc))
+            return None
+        if not isinstance(value, dict) or data != pretty_json(value):
+            self.fail(check, name, None, "not a canonical JSON object" + why)
+            return None
+        return value
+
     def name(self, role):
         return self.names[role]
 
@@ -662,16 +678,8 @@ class _Checks:
     def validation(self, manifest):
         """independent_validation.json passed and validated exactly this manifest and data."""
         name = self.name("independent_validation")
-        data = self.read(name, "independent validation")
-        if data is None:
-            return
-        try:
-            report = json.loads(data)
-        except ValueError as exc:
-            self.fail("independent validation", name, None, "invalid JSON: {}".format(exc))
-            return
-        if not isinstance(report, dict) or data != pretty_json(report):
-            self.fail("independent validation", name, None, "not a canonical JSON object")
+        report = self.canonical_object(name, "independent validation")
+        if report is None:
             return
         checks = report.get("checks")
         if report.get("ok") is not True or not isinstance(checks, list) or not checks or not all(
@@ -806,16 +814,8 @@ class _Checks:
 
     def _isolation(self, manifest):
         name = self.name("exclusion_audit")
-        data = self.read(name, "figures")
-        if data is None:
-            return
-        try:
-            audit = json.loads(data)
-        except ValueError as exc:
-            self.fail("figures", name, None, "invalid JSON: {}".format(exc))
-            return
-        if not isinstance(audit, dict) or data != pretty_json(audit):
-            self.fail("figures", name, None, "not a canonical JSON object (edited after the build)")
+        audit = self.canonical_object(name, "figures", " (edited after the build)")
+        if audit is None:
             return
         iso = manifest.get("isolation") or {}
         removed = audit.get("removed") or []
