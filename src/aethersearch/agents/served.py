@@ -193,12 +193,8 @@ class ServedModel:
         ``/v1/completions`` take token-id prompts too but return text, not the
         generated ids, so they are not used (the reason says so).
         """
-        if self._token_route.value is not None:
-            return self._token_route.value
-        facts = await self.facts()
-
         async def probe() -> tuple[TokenRoute, bool]:
-            return await self._probe_token_route(facts), True
+            return await self._probe_token_route(await self.facts()), True
 
         return await self._token_route.get(probe)
 

@@ -235,7 +235,7 @@ class JsonlStore:
         released = 0
         for row in range(self._count):
             yield self.raw_line(row)
-            end = int(self._offsets[row + 1])
+            end = self._row_bounds[row + 1]
             if end - released >= step and isinstance(self._docs, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
                 upto = end - end % mmap.PAGESIZE
                 self._docs.madvise(mmap.MADV_DONTNEED, released, upto - released)
@@ -249,8 +249,8 @@ class JsonlStore:
     # ------------------------------------------------------------------ rows
     def doc_at(self, row: int) -> Document:
         """The document in row ``row`` (0-based store order)."""
-        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
-        return Document.model_validate(orjson.loads(self._docs[start:end]))
+        bounds = self._row_bounds
+        return Document.model_validate(orjson.loads(self._docs[bounds[row]:bounds[row + 1]]))
 
     def raw_at(self, row: int) -> dict[str, Any]:
         """Row ``row`` as a plain dict (cheaper than a validated ``Document`` on hot paths)."""
@@ -260,8 +260,8 @@ class JsonlStore:
 
     def raw_line(self, row: int) -> bytes:
         """Row ``row``'s canonical JSON line, undecoded (one slice of the memory map)."""
-        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
-        return bytes(self._docs[start:end])
+        bounds = self._row_bounds
+        return bytes(self._docs[bounds[row]:bounds[row + 1]])
 
     def id_at(self, row: int) -> str:
         """The id in row ``row`` without parsing its JSON."""
