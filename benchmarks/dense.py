@@ -3,11 +3,14 @@
 Prints, measured side by side in one run, with faiss searching on ``--threads`` (default 1):
 
 * for **every kind**, q/s per thread of **our server path** (``search.server.Retriever`` over a
-  ``FaissIndex``: query -> vector -> ``index.search`` -> store row -> id -> document -> wire dict)
-  and of **bare faiss** (``index.search`` on the same vector) on the same index, one query per
-  call, passes alternated; the ratio ours / bare (goal >= 0.9). On Flat at 1M a search costs
-  hundreds of milliseconds, so the ratio there says little; HNSW32 and IVF-PQ answer in about a
-  millisecond, where our per-query overhead would show;
+  ``FaissIndex``: query -> vector -> ``index.search`` -> store rows -> documents -> wire dicts)
+  and of **bare faiss** (``index.search`` on the same vectors) on the same index, passes alternated,
+  the ratio ours / bare (goal >= 0.9), twice: one query per call (an agent's single search, where
+  our per-query overhead shows most) and ``--batch`` queries per call (the server's regime under
+  load: its micro-batcher hands the index every waiting query at once, and a Search-R1 client sends
+  a whole turn's queries in one request); and both again with pre-encoded hits (``--wire-rows``,
+  ``search.wire``), which splice each hit's JSON in unparsed. On Flat at 1M a search costs hundreds of milliseconds, so
+  the ratio there says little; HNSW32 and IVF-PQ answer in about a millisecond;
 * Flat vs ``HNSW32`` vs ``IVF4096,PQ64``: recall@10 against Flat on the same queries, bare q/s,
   index bytes, build seconds (training and adding on ``--build-threads``, default every core);
 * peak RSS of the process, and the memory of each kind extrapolated to wiki-18's 21M
@@ -43,6 +46,7 @@ from aethersearch.corpus.store import build_store
 from aethersearch.records import Document
 from aethersearch.search.faiss_index import FaissConfig, FaissIndex, _new_index, _train, apply_search_knobs, recall_at_k
 from aethersearch.search.server import Retriever
+from aethersearch.search.wire import DEFAULT_URL_PREFIX, WireRows, write_wire_rows
 
 WIKI18 = 21_015_324
 
@@ -71,6 +75,9 @@ class LookupEncoder:
         self.table = table
 
     def encode(self, texts: list[str], *, is_query: bool) -> np.ndarray:
+        if len(texts) == 1:  # a view, as the bare side's ``queries[i:i + 1]`` is: neither side pays for a copy
+            row = int(texts[0][1:])
+            return self.table[row:row + 1]
         return self.table[[int(t[1:]) for t in texts]]
 
 
@@ -78,24 +85,29 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def per_query(fn: Any, count: int) -> float:
-    """Queries per second of ``fn(i)`` over ``count`` single-query calls."""
+def per_second(fn: Any, count: int, batch: int) -> float:
+    """Queries per second of ``fn(start, stop)`` over ``count`` queries, ``batch`` per call."""
     start = time.perf_counter()
-    for i in range(count):
-        fn(i)
+    for first in range(0, count, batch):
+        fn(first, min(first + batch, count))
     return count / (time.perf_counter() - start)
 
 
-def ours_vs_bare(index: Any, store: Any, queries: np.ndarray, passes: int) -> tuple[float, float]:
-    """Median q/s of our server path and of bare ``index.search``, one query per call, passes alternated."""
-    wrapped = FaissIndex(index, LookupEncoder(queries), store, FaissConfig(), "bench", "bench", gpu_enabled=False,
-                         cpu_type=type(index).__name__)
-    retriever = Retriever(wrapped, store)
-    ours, bare = [], []
-    for _ in range(passes):  # alternated, so machine noise hits both alike
-        bare.append(per_query(lambda i: index.search(queries[i:i + 1], 10), len(queries)))
-        ours.append(per_query(lambda i: retriever([[f"q{i}"]], 10), len(queries)))
-    return statistics.median(ours), statistics.median(bare)
+def ours_vs_bare(index: Any, store: Any, queries: np.ndarray, passes: int, batch: int,
+                 wire_rows: WireRows) -> tuple[float, float, float]:
+    """Median q/s of our server path (hits built per request), of it with pre-encoded hits (``--wire-rows``)
+    and of bare ``index.search``; ``batch`` queries per call, passes alternated."""
+    def server(rows: WireRows | None) -> Retriever:
+        return Retriever(FaissIndex(index, LookupEncoder(queries), store, FaissConfig(), "bench", "bench",
+                                    gpu_enabled=False, cpu_type=type(index).__name__, wire_rows=rows), store)
+    built, encoded = server(None), server(wire_rows)
+    names = [f"q{i}" for i in range(len(queries))]
+    ours, wired, bare = [], [], []
+    for _ in range(passes):  # alternated, so machine noise hits all alike
+        bare.append(per_second(lambda a, b: index.search(queries[a:b], 10), len(queries), batch))
+        ours.append(per_second(lambda a, b: built([names[a:b]], 10), len(queries), batch))
+        wired.append(per_second(lambda a, b: encoded([names[a:b]], 10), len(queries), batch))
+    return statistics.median(ours), statistics.median(wired), statistics.median(bare)
 
 
 def load_text() -> str:
@@ -110,6 +122,8 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--timed-queries", type=int, default=None,
                         help="time q/s on the first N queries (default all); recall always uses all")
+    parser.add_argument("--batch", type=int, default=100,
+                        help="also time calls of this many queries (a Search-R1 client sends a turn's queries at once)")
     parser.add_argument("--threads", type=int, default=1, help="faiss threads while searching")
     parser.add_argument("--build-threads", type=int, default=os.cpu_count() or 1, help="faiss threads while building")
     parser.add_argument("--kinds", nargs="+", default=["Flat", "HNSW32", "IVF4096,PQ64"], help="Flat first")
@@ -130,6 +144,13 @@ def main() -> None:
         store = build_store((Document(id=f"p{i}", title=f"Passage {i}", text=f"synthetic passage number {i}")
                              for i in range(args.n)), Path(tmp) / "store")
         say(f"store of {len(store):,} passages in {time.perf_counter() - t0:.1f}s")
+        t0 = time.perf_counter()
+        (Path(tmp) / "wire").mkdir()
+        written = write_wire_rows(store, Path(tmp) / "wire", DEFAULT_URL_PREFIX)
+        wire_rows = WireRows(Path(tmp) / "wire", DEFAULT_URL_PREFIX, len(store))
+        say(f"pre-encoded hits (--wire-rows) in {time.perf_counter() - t0:.1f}s: {written['bytes'] / 1e6:.1f} MB "
+            f"({written['bytes'] / len(store):.0f} B/passage; the store's rows: "
+            f"{(Path(tmp) / 'store' / 'documents.jsonl').stat().st_size / len(store):.0f} B)")
         exact_ids = None
         rows = []
         for kind in kinds:
@@ -151,13 +172,18 @@ def main() -> None:
             if exact_ids is None:
                 exact_ids = ids
             recall = recall_at_k(exact_ids, ids)
-            ours_qps, bare_qps = ours_vs_bare(index, store, queries[:timed], args.passes)
-            row = {"kind": kind, "recall@10": round(recall, 4), "bare_qps": round(bare_qps, 2),
-                   "ours_qps": round(ours_qps, 2), "ratio": round(ours_qps / bare_qps, 3), "bytes": size,
-                   "build_s": round(build_s, 1), "gb_21m_384": round(size / args.n * WIKI18 / 1e9, 2)}
-            say(f"{kind}, one query per call, {args.threads} thread(s), median of {args.passes} alternated passes of "
-                f"{timed}: our server path {ours_qps:.2f} q/s, bare faiss {bare_qps:.2f} q/s, "
-                f"ratio {ours_qps / bare_qps:.3f} (goal >= 0.9); {load_text()}")
+            row = {"kind": kind, "recall@10": round(recall, 4), "bytes": size, "build_s": round(build_s, 1),
+                   "gb_21m_384": round(size / args.n * WIKI18 / 1e9, 2)}
+            for batch in (1, args.batch):
+                ours_qps, wired_qps, bare_qps = ours_vs_bare(index, store, queries[:timed], args.passes, batch,
+                                                             wire_rows)
+                row[f"batch{batch}"] = {"bare_qps": round(bare_qps, 2), "ours_qps": round(ours_qps, 2),
+                                        "ratio": round(ours_qps / bare_qps, 3), "wire_rows_qps": round(wired_qps, 2),
+                                        "wire_rows_ratio": round(wired_qps / bare_qps, 3)}
+                say(f"{kind}, {batch} quer{'y' if batch == 1 else 'ies'} per call, {args.threads} thread(s), median of "
+                    f"{args.passes} alternated passes of {timed}: bare faiss {bare_qps:.2f} q/s; our server path "
+                    f"{ours_qps:.2f} q/s, ratio {ours_qps / bare_qps:.3f}; with --wire-rows {wired_qps:.2f} q/s, "
+                    f"ratio {wired_qps / bare_qps:.3f} (goal >= 0.9); {load_text()}")
             rows.append(row)
             say(f"{kind}: recall@10 vs Flat {row['recall@10']:.4f}, {size / 1e6:.1f} MB "
                 f"({size / args.n:.0f} B/vector), built in {row['build_s']}s; 21M x {args.dim}: {row['gb_21m_384']} GB; "

@@ -113,12 +113,14 @@ def test_cli_builds_each_index_kind_and_records_recall(tmp_path: Path, searchr1_
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(searchr1_corpus.read_text().splitlines(keepends=True)[:64]))
     result = CliRunner().invoke(cli_app, ["index", "build", str(corpus), "--backend", "faiss", "--faiss-index", kind,
-                                          "--encoder", MODEL, "--out", str(tmp_path / "idx")])
+                                          "--encoder", MODEL, "--wire-rows", "--out", str(tmp_path / "idx")])
     assert result.exit_code == 0, result.output
     from aethersearch.search.index_dir import open_index
 
     opened = open_index(tmp_path / "idx")
     stats = opened.manifest["build_stats"]
+    assert stats["wire_rows"]["rows"] == 64 and "wire_rows.jsonl" in str(opened.manifest["artefacts"])
+    assert _get(create_app(opened.index, opened.store), "/health").json()["wire_rows"] == "used"
     assert stats["index_type"] == index_type and stats["dimension"] == 384 and stats["documents"] == 64
     assert min_recall <= stats["recall_at_10_vs_flat"] <= 1.0
     assert opened.manifest["config"]["factory"] == kind  # the kind is part of index_hash

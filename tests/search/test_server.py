@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from aethersearch.search.client import SearchClient
-from aethersearch.search.server import ServerLimits, create_app, url_for
+from aethersearch.search.server import ServerLimits, create_app
+from aethersearch.search.wire import url_for
 from tests.search.field_clients import searchr1_passages2string
 
 WIKI = ServerLimits().url_prefix
@@ -24,6 +25,11 @@ def _run(coro: Any) -> Any:
 async def _post(app: Any, path: str, **kwargs: Any) -> httpx.Response:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         return await client.post(path, **kwargs)
+
+
+async def _get(app: Any, path: str) -> httpx.Response:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        return await client.get(path)
 
 
 def _expected(demo_index, queries: list[str], k: int) -> list[list[dict[str, Any]]]:  # type: ignore[no-untyped-def]
@@ -276,3 +282,87 @@ def test_index_failure_is_a_500_and_the_server_keeps_serving(demo_index) -> None
 
     failed, wrong_method, health = _run(main())
     assert failed.status_code == 500 and wrong_method.status_code == 405 and health.status_code == 200
+
+
+class _RowVectors:
+    """Query ``"q<i>"`` encodes to a fixed vector (the encoder is not what this test is about)."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def encode(self, texts: list[str], *, is_query: bool) -> Any:
+        return self.table[[int(t[1:]) for t in texts]]
+
+
+def _tricky_documents() -> list[Any]:
+    """Demo pages plus rows every part of the hit rule treats specially."""
+    from aethersearch.corpus.demo_world import generate_world
+    from aethersearch.records import Document
+
+    return [*generate_world(seed=0).documents[:200],
+            Document(id="AC/DC", title='"Quoted" band', text='They said "hi".\nSecond line'),
+            Document(id="Zürich 100%", title="Zürich", text="a city; ünïcode and a tab\there"),
+            Document(id="own_url", title="Own", text="t", url="https://example.org/own"),
+            Document(id="7", title="Search-R1 row", text="x", source_contents='"Search-R1 row"\nx  ', source_id=7),
+            Document(id="empty", title="", text="")]
+
+
+def _faiss_over(store: Any, count: int) -> Any:
+    """A Flat faiss index whose query ``"q<i>"`` is row i's own unit vector (its own best match)."""
+    faiss = pytest.importorskip("faiss", reason="needs the faiss extra (pip install 'aethersearch[faiss]')")
+    import numpy as np
+
+    from aethersearch.search.faiss_index import FaissConfig, FaissIndex
+
+    vectors = np.random.default_rng(0).standard_normal((count, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    flat = faiss.IndexFlatIP(16)
+    flat.add(vectors)
+    return FaissIndex(flat, _RowVectors(vectors), store, FaissConfig(), "c", "i", gpu_enabled=False, cpu_type="x")
+
+
+def test_hits_read_by_store_row_equal_hits_read_by_id(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A faiss index over the server's own store is read by row (no id round trip); the reply is the same."""
+    from aethersearch.corpus.store import build_store, open_store
+    from aethersearch.search.server import Retriever
+
+    documents = _tricky_documents()
+    store = build_store(documents, tmp_path / "store")
+    index = _faiss_over(store, len(documents))
+    queries = [[f"q{i}", ""] for i in range(0, len(documents), 3)]
+    by_row = Retriever(index, store)
+    by_id = Retriever(index, open_store(tmp_path / "store"))  # another store object: rows are not shared
+    assert by_row.rows_of(index) is not None and by_id.rows_of(index) is None
+    got, expected = by_row(queries, 5), by_id(queries, 5)
+    assert got == expected
+    assert [doc["id"] for doc, _ in got[0][0]][0] == store.id_at(0)  # q0's own vector is its best hit
+    assert all(hits[1] == [] for hits in got)  # an empty query finds nothing either way
+
+
+def test_pre_encoded_wire_rows_give_the_same_reply_bytes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--wire-rows`` hits, spliced in unparsed, are byte for byte the hits built per request; written for
+    another url prefix they are left unused (and /health says so), never served with the wrong urls."""
+    from aethersearch.corpus.store import build_store
+    from aethersearch.search.wire import WireRows, write_wire_rows
+
+    documents = _tricky_documents()
+    store = build_store(documents, tmp_path / "store")
+    plain = _faiss_over(store, len(documents))
+    encoded = _faiss_over(store, len(documents))
+    stats = write_wire_rows(store, tmp_path, "https://en.wikipedia.org/wiki/")
+    assert stats["rows"] == len(documents) and stats["bytes"] > 0
+    encoded.wire_rows = WireRows(tmp_path, stats["url_prefix"], len(store))
+    body = {"queries": [f"q{i}" for i in range(len(documents) - 6, len(documents))] + ["q0", ""], "topk": 4}
+    for scores in (True, False):
+        request = {**body, "return_scores": scores}
+        expected = _run(_post(create_app(plain, store), "/retrieve", json=request))
+        got = _run(_post(create_app(encoded, store), "/retrieve", json=request))
+        assert got.status_code == expected.status_code == 200
+        assert got.content == expected.content
+    assert _run(_get(create_app(encoded, store), "/health")).json()["wire_rows"] == "used"
+    other = ServerLimits(url_prefix="http://localhost/wiki/")
+    app = create_app(encoded, store, other)
+    assert _run(_get(app, "/health")).json()["wire_rows"].startswith("unused: written for url prefix")
+    reply = _run(_post(app, "/retrieve", json={**body, "return_scores": False})).json()["result"]
+    assert reply[0][0]["url"].startswith("http://localhost/wiki/")
+    assert _run(_post(create_app(plain, store, other), "/retrieve", json={**body, "return_scores": False})).json()["result"] == reply

@@ -39,6 +39,7 @@ from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.records import Record
 from aethersearch.search.base import IndexIdentity
 from aethersearch.search.encoders import EncoderConfig, TransformerEncoder
+from aethersearch.search.wire import WireRows, write_wire_rows
 
 FAISS_DIR = "faiss"
 INDEX_FILE = "index.faiss"
@@ -57,6 +58,10 @@ class FaissConfig(Record):
     train_size: int = Field(default=262_144, ge=1, description="vectors sampled to train IVF/PQ")
     recall_queries: int = Field(default=1000, ge=1, description="stored vectors used to measure recall@10")
     seed: int = 0
+    wire_rows_url_prefix: str | None = Field(
+        default=None, min_length=1,
+        description="pre-encode every row's /retrieve hit for this url prefix (search.wire: about twice the "
+                    "corpus text on disk; hits then cost a slice each)")
 
 
 def faiss_module() -> Any:
@@ -162,8 +167,9 @@ class FaissIndex(IndexIdentity):
     config_model = FaissConfig
 
     def __init__(self, index: Any, encoder: Any, store: JsonlStore, config: FaissConfig, corpus_hash: str,
-                 index_hash: str, *, gpu_enabled: bool, cpu_type: str) -> None:
+                 index_hash: str, *, gpu_enabled: bool, cpu_type: str, wire_rows: WireRows | None = None) -> None:
         self.index = index
+        self.wire_rows = wire_rows  # pre-encoded hits, read by the server (see search.wire)
         self.encoder = encoder
         self._store = store
         self.config = config
@@ -188,7 +194,17 @@ class FaissIndex(IndexIdentity):
         target = out_dir / FAISS_DIR / INDEX_FILE
         encoder = TransformerEncoder(config.encoder)
         if config.source_index is not None:
-            return cls._link(faiss, store, config, encoder, target, on_document)
+            stats = cls._link(faiss, store, config, encoder, target, on_document)
+        else:
+            stats = cls._encode(faiss, store, config, encoder, out_dir, on_document)
+        if config.wire_rows_url_prefix is not None:
+            stats["wire_rows"] = write_wire_rows(store, out_dir / FAISS_DIR, config.wire_rows_url_prefix)
+        return stats
+
+    @classmethod
+    def _encode(cls, faiss: Any, store: JsonlStore, config: FaissConfig, encoder: TransformerEncoder, out_dir: Path,
+                on_document: Callable[[int], None] | None) -> dict[str, Any]:
+        target = out_dir / FAISS_DIR / INDEX_FILE
         vectors_file = tempfile.NamedTemporaryFile(prefix="aether-faiss-", suffix=".f32", dir=out_dir, delete=False)
         vectors_file.close()
         try:
@@ -241,25 +257,41 @@ class FaissIndex(IndexIdentity):
         apply_search_knobs(faiss, cpu_index, config)
         cpu_type = served_type(faiss, cpu_index)
         index, on_gpu = _to_device(faiss, cpu_index, config.gpu)
+        wire_rows = (WireRows(index_dir / FAISS_DIR, config.wire_rows_url_prefix, len(store))
+                     if config.wire_rows_url_prefix is not None else None)
         return cls(index, TransformerEncoder(config.encoder), store, config, manifest["corpus_hash"],
-                   manifest["index_hash"], gpu_enabled=on_gpu, cpu_type=cpu_type)
+                   manifest["index_hash"], gpu_enabled=on_gpu, cpu_type=cpu_type, wire_rows=wire_rows)
 
-    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
-        """Top-``k`` ``(doc_id, inner product)`` per query vector; rows faiss leaves empty (-1) are dropped."""
+    @property
+    def store(self) -> JsonlStore:
+        """The store whose rows this index's vectors are (row i = vector i)."""
+        return self._store
+
+    def _row_hits(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(int(k), len(self._store)))
-        return [[(self._store.id_at(r), s) for r, s in zip(row.tolist(), score.tolist(), strict=True) if r >= 0]
-                for row, score in zip(rows, scores, strict=True)]
+        # one tolist per array, not per row: iterating numpy rows cost twice the rest of this method
+        return [[(r, s) for r, s in zip(row, score, strict=True) if r >= 0]
+                for row, score in zip(rows.tolist(), scores.tolist(), strict=True)]
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
-        """Top-``k`` ``(doc_id, score)`` per query, best first; empty queries return no hits."""
-        results: list[list[tuple[str, float]]] = [[] for _ in queries]
+    def search_rows(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        """Top-``k`` ``(store row, score)`` per query, best first; empty queries return no hits.
+
+        The server's path (:class:`~aethersearch.search.server.Retriever` reads :attr:`store` rows
+        directly): turning rows into ids and ids back into rows was a third of its own work per hit.
+        """
+        results: list[list[tuple[int, float]]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q.strip()]
         if k <= 0 or not live or len(self._store) == 0:
             return results
-        hits = self.search_vectors(self.encoder.encode([queries[i] for i in live], is_query=True), k)
+        hits = self._row_hits(self.encoder.encode([queries[i] for i in live], is_query=True), k)
         for i, found in zip(live, hits, strict=True):
             results[i] = found
         return results
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+        """Top-``k`` ``(doc_id, score)`` per query, best first; empty queries return no hits."""
+        id_at = self._store.id_at
+        return [[(id_at(row), score) for row, score in found] for found in self.search_rows(queries, k)]
 
     def describe(self) -> dict[str, Any]:
         """AetherSearch's ``/health`` facts, as they are: the served index's class and whether it is on GPU."""
@@ -270,7 +302,8 @@ class FaissIndex(IndexIdentity):
 
 def import_searchr1(faiss_file: str | Path, corpus: str | Path, encoder: str, out_dir: str | Path, *,
                     retriever_name: str = "e5", overwrite: bool = False,
-                    on_document: Callable[[str, int, int], None] | None = None) -> Any:
+                    on_document: Callable[[str, int, int], None] | None = None,
+                    wire_rows_url_prefix: str | None = None) -> Any:
     """Serve Search-R1's ``e5_Flat.index`` + ``wiki-18.jsonl`` as an index directory, without re-encoding.
 
     The corpus is imported into a memory-mapped store in file order (row i = index row i);
@@ -279,6 +312,7 @@ def import_searchr1(faiss_file: str | Path, corpus: str | Path, encoder: str, ou
     from aethersearch.search.encoders import searchr1_conventions
     from aethersearch.search.index_dir import build_index
 
-    config = FaissConfig(encoder=searchr1_conventions(retriever_name, encoder), source_index=str(faiss_file))
+    config = FaissConfig(encoder=searchr1_conventions(retriever_name, encoder), source_index=str(faiss_file),
+                         wire_rows_url_prefix=wire_rows_url_prefix)
     return build_index(corpus, "faiss", out_dir, config=config.model_dump(), corpus_format="jsonl",
                        overwrite=overwrite, on_document=on_document)

@@ -42,14 +42,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from typing import Any, cast
+from urllib.parse import unquote, urlsplit
 
 import orjson
 from fastapi import FastAPI, Request
@@ -75,7 +74,8 @@ from aethersearch.search.http_guard import (
     record_from_options,
     uvicorn_options,
 )
-from aethersearch.search.modes import RETRIEVAL_MODES, health_facts, retrieval_modes, title_text
+from aethersearch.search.modes import RETRIEVAL_MODES, health_facts, retrieval_modes
+from aethersearch.search.wire import DEFAULT_URL_PREFIX, WireRows, wire_hit, wire_id
 
 JSON = "application/json"
 
@@ -91,7 +91,7 @@ class ServerLimits(Record):
     max_body_bytes: int = Field(default=16 << 20, ge=64)
     max_response_bytes: int = Field(default=64 << 20, ge=1024, description="documents fetched for one request")
     max_urls: int = Field(default=64, ge=1, description="urls per /access request")
-    url_prefix: str = Field(default="https://en.wikipedia.org/wiki/", min_length=1,
+    url_prefix: str = Field(default=DEFAULT_URL_PREFIX, min_length=1,
                             description="url of a hit without its own url: this + the quoted page id")
     micro_batch: bool = True
     max_micro_batch: int = Field(default=2048, ge=1, description="queries per batched index call; a larger "
@@ -177,26 +177,6 @@ def _json(body: Any, status: int = 200) -> Response:
 _contents = row_contents  # the row's own ``contents`` when the corpus had one, else ``"Title"\nText``
 
 
-def _wire_id(raw: dict[str, Any]) -> Any:
-    own = raw.get("source_id")
-    return own if own is not None else raw["id"]
-
-
-_URL_SAFE = "/:()',!*@$;~+="
-#: ids ``quote(id, safe=_URL_SAFE)`` returns unchanged: ASCII letters, digits, ``_.-~`` and the safe set
-_UNQUOTED_ID = re.compile(r"[A-Za-z0-9_.\-~" + re.escape(_URL_SAFE) + "]*")
-
-
-def url_for(page_id: str, prefix: str) -> str:
-    """The url a hit carries when its row has none: ``prefix`` + the page id, quoted so it round-trips.
-
-    An id of letters, digits and characters ``quote`` keeps as they are is returned without the call
-    (most ids; ``quote`` was a fifth of the server's own work per hit)."""
-    if _UNQUOTED_ID.fullmatch(page_id):
-        return prefix + page_id
-    return prefix + quote(page_id, safe=_URL_SAFE)
-
-
 def id_candidates(url: str, prefix: str) -> list[str]:
     """Ids an ASearcher ``/access`` url may name, most specific first.
 
@@ -245,6 +225,7 @@ class Retriever:
         self.limits = limits or ServerLimits()
         self.pages_separate = pages_separate  # hits are passages whose url names their page
         self._raw = getattr(store, "raw_at", None)
+        self._raw_rows = getattr(store, "raw_rows", None)
         self._row_of = getattr(store, "row_of", None)
         self.modes = retrieval_modes(index)
 
@@ -285,48 +266,75 @@ class Retriever:
         return None
 
     def wire(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """A hit as the wire carries it: the row's own id and contents, and a url ``/access`` resolves."""
-        url = raw.get("url")
-        if not url:
-            page = passage_page(str(raw["id"])) if self.pages_separate else str(raw["id"])
-            url = url_for(page, self.limits.url_prefix)
-        contents = _contents(raw)
-        title, text = title_text(contents)  # AetherSearch's hits carry title and text, split as they split
-        return {"id": _wire_id(raw), "contents": contents, "url": url, "title": title, "text": text}
+        """A stored row as a hit on the wire (:func:`~aethersearch.search.wire.wire_hit`)."""
+        return wire_hit(raw, self.limits.url_prefix, pages_separate=self.pages_separate)
 
-    def hits(self, results: list[list[tuple[str, float]]],
-             budget: ResponseBudget | None = None) -> list[list[tuple[dict[str, Any], float]]]:
+    def wire_rows(self, index: SearchIndex) -> WireRows | None:
+        """``index``'s pre-encoded hits when they hold what this server would build (same url prefix, rows
+        that are their own pages), else None."""
+        rows: WireRows | None = getattr(index, "wire_rows", None)
+        if rows is None or self.pages_separate or rows.prefix != self.limits.url_prefix:
+            return None
+        return rows
+
+    def hits(self, results: list[list[tuple[Any, float]]], budget: ResponseBudget | None = None, *,
+             by_row: bool = False, encoded: WireRows | None = None) -> list[list[tuple[Any, float]]]:
         """Documents for one request's hits; ``ResponseTooLarge`` once they pass the response limit.
 
-        ``budget`` is shared by the slices of one request searched apart (see :class:`MicroBatcher`).
+        A hit names its document by id, or by store row when ``by_row`` (see :meth:`rows_of`); with
+        ``encoded`` (rows only) each hit is its pre-encoded JSON, an ``orjson.Fragment`` the reply splices
+        in. ``budget`` is shared by the slices of one request searched apart (see :class:`MicroBatcher`).
         """
-        budget = budget or ResponseBudget(self.limits.max_response_bytes)
-        out = []
+        left = budget.left if budget is not None else self.limits.max_response_bytes
+        out: list[list[tuple[Any, float]]] = []
         for hits in results:
-            rows = []
-            for doc_id, score in hits:
-                raw = self.fetch(doc_id)
-                if raw is None:  # never a phantom document
-                    continue
-                doc = self.wire(raw)
-                # contents, and the title and text split from it, both travel
-                budget.left -= 2 * len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
-                if budget.left < 0:
-                    raise ResponseTooLarge()
-                rows.append((doc, float(score)))
-            out.append(rows)
+            if encoded is not None:
+                found = encoded.hits([row for row, _ in hits])
+                left -= sum(size for _, size in found)
+                docs: list[Any] = [hit for hit, _ in found]
+                scores = [float(score) for _, score in hits]
+            else:
+                if by_row and self._raw_rows is not None:
+                    raws: list[dict[str, Any] | None] = list(self._raw_rows([row for row, _ in hits]))
+                else:
+                    raws = [self.fetch(doc_id) for doc_id, _ in hits]
+                scores = [float(score) for (_, score), raw in zip(hits, raws, strict=True) if raw is not None]
+                docs = [self.wire(raw) for raw in raws if raw is not None]  # never a phantom document
+                for doc in docs:  # contents, and the title and text split from it, both travel
+                    left -= 2 * len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
+            if left < 0:
+                raise ResponseTooLarge()
+            out.append(list(zip(docs, scores, strict=True)))
+        if budget is not None:
+            budget.left = left
         return out
+
+    def rows_of(self, index: SearchIndex) -> Callable[[list[str], int], list[list[tuple[int, float]]]] | None:
+        """``index.search_rows`` when ``index`` answers with rows of this server's own store, else None.
+
+        Reading a hit by its row skips turning the row into an id and the id back into a row.
+        """
+        search_rows = getattr(index, "search_rows", None)
+        if self._raw_rows is None or search_rows is None or getattr(index, "store", None) is not self.store:
+            return None
+        return cast(Callable[[list[str], int], list[list[tuple[int, float]]]], search_rows)
 
     def __call__(self, requests: list[list[str]], k: int,
                  budgets: Sequence[ResponseBudget | None] | None = None, mode: str | None = None) -> list[Any]:
         """One batched index call for several requests' queries; per request its hits or its error."""
         flat = [q for queries in requests for q in queries]
-        results = self.index_for(mode).search(flat, k) if flat else []
+        index = self.index_for(mode)
+        by_rows = self.rows_of(index)
+        encoded = self.wire_rows(index) if by_rows is not None else None
+        results: list[list[tuple[Any, float]]] = []
+        if flat:
+            results = by_rows(flat, k) if by_rows is not None else list(index.search(flat, k))
         out: list[Any] = []
         start = 0
         for number, queries in enumerate(requests):
             try:
-                out.append(self.hits(results[start:start + len(queries)], budgets[number] if budgets else None))
+                out.append(self.hits(results[start:start + len(queries)], budgets[number] if budgets else None,
+                                     by_row=by_rows is not None, encoded=encoded))
             except ResponseTooLarge:
                 out.append(HTTPProblem(413, too_large(self.limits, len(queries), k)))
             start += len(queries)
@@ -498,6 +506,11 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     app.state.batcher = batcher
     app.state.limits = limits
     app.state.refusals = refusals
+    # whether the index's pre-encoded hits (search.wire) are spliced into replies, and why not when not
+    own_rows: WireRows | None = getattr(index, "wire_rows", None)
+    wire_rows_state = ("none" if own_rows is None else "used" if retriever.wire_rows(index) is not None else
+                       f"unused: written for url prefix {own_rows.prefix!r}, served with {limits.url_prefix!r}"
+                       + (" and passages whose urls name their pages" if pages is not None else ""))
 
     @app.exception_handler(HTTPProblem)
     async def _problem(_request: Request, exc: HTTPProblem) -> Response:
@@ -533,7 +546,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
                 if raw is None:
                     out.append(None)
                     continue
-                page = {"url": url, "id": _wire_id(raw), "title": raw.get("title", ""), "contents": _contents(raw)}
+                page = {"url": url, "id": wire_id(raw), "title": raw.get("title", ""), "contents": _contents(raw)}
                 budget -= len(page["contents"]) + len(page["title"]) + len(url) + 64
                 if budget < 0:
                     raise HTTPProblem(413, f"the pages for {len(req.urls)} urls exceed the response limit of "
@@ -549,6 +562,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
             "store_hash": store.content_hash, "documents": len(store),
             "limits": limits.model_dump(), "index_calls": batcher.calls, "refusals": refusals.health(),
+            "wire_rows": wire_rows_state,
             **health_facts(index, store, retriever.modes),
         })
 
