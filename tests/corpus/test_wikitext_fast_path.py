@@ -41,11 +41,17 @@ def test_fast_path_equals_the_parser_on_every_real_article(excerpt: str) -> None
     "* a list item [[X]]\n\n: indented\n\n----\n\nPlain [[Y|why]].",
     "<blockquote>Quoted [[Z]]\n\nmore quote</blockquote>\n\nText &amp; more, [[File:x.png|thumb|cap [[W]]]].",
     "See http://example.org and [[fr:Abuja]] and [[Category:Cities]] and [[Pipe|]] trick. __NOTOC__",
+    # one flat template per segment: read without the parser (links, name), everything else still parsed
+    "{{Infobox thing\n| field0 = [[R414]]\n| field1 = [[Topic|x]]\n| f = [[File:a.png]] [[Pipe|]] [[c:x]]\n}}\n\nProse.",
+    "Intro [[A]].\n\n{{ template : Hndis }}",
+    "Intro [[A]].\n\n{{Airport_disambiguation|[[B]]}}",
+    "Intro [[A]].\n\n{{Dab}}\n\n{{Infobox x | y = [[Z#Section|z]] | w = [http://e.org e] }}",
+    "{{Infobox x\n| a = [[A|b|c]]\n| n = {{nowrap|[[N]]}}\n}}\n\n{{Disambiguation needed}} text",
 ])
 def test_fast_path_equals_the_parser_on_each_kind_of_markup(wikitext: str) -> None:
     fast = parse_wikitext(wikitext, NAMESPACES)
     slow = parse_wikitext(wikitext, NAMESPACES, fast_path=False)
-    assert (fast.text, sorted(fast.links)) == (slow.text, sorted(slow.links))
+    assert (fast.text, sorted(fast.links), fast.disambiguation) == (slow.text, sorted(slow.links), slow.disambiguation)
 
 
 def test_a_paragraph_inside_an_open_template_is_never_simple() -> None:
