@@ -19,7 +19,7 @@ so the corpus is never held in memory; build time and the child's peak RSS are
 reported), then, in one process and with the same token ids, times one query at a
 time on one thread:
 
-* ours: the MaxScore kernel (``search_rows``), and end to end (``search``: tokenising,
+* ours: the MaxScore kernel (``topk_rows``), and end to end (``search``: tokenising,
   ids) for top-3 and top-1000;
 * bm25s (numba backend) scoring the very same arrays (its CSC layout) with
   ``retrieve(..., n_threads=0)``.
@@ -256,7 +256,7 @@ def measure(n: int, args: argparse.Namespace, questions: list[str], corpus: Any)
     # engine measured first would pay them. bm25s reads the same arrays, so it is warm too.
     started = time.perf_counter()
     for t in ids:
-        index.search_rows(t, max(args.k))
+        index.topk_rows(t, max(args.k))
     print(f"n={n:,}: untimed warm-up pass over the {len(ids):,} queries in {time.perf_counter() - started:.1f} s",
           flush=True)
     reference = bm25s.BM25(k1=1.5, b=0.75, method="lucene", backend="numba")
@@ -275,7 +275,7 @@ def measure(n: int, args: argparse.Namespace, questions: list[str], corpus: Any)
         # exactness on a sample: pruned == exhaustive, bit for bit
         exact[k] = []
         for t in ids[: args.check]:
-            got = index.search_rows(t, k)
+            got = index.topk_rows(t, k)
             rows, scores = exhaustive_topk(index.indptr, index.docs, index.impacts, t, k)
             if got != list(zip(rows.tolist(), scores.tolist(), strict=True)):
                 fail(f"n={n} k={k}: MaxScore differs from exhaustive scoring for token ids {t.tolist()}")
@@ -285,7 +285,7 @@ def measure(n: int, args: argparse.Namespace, questions: list[str], corpus: Any)
             docs, _ = reference.retrieve([t], k=min(k, n), show_progress=False, n_threads=0, return_as="tuple")
             theirs = set(np.asarray(docs)[0].tolist())
             agree.append(len(theirs.intersection(mine)) / max(len(mine), 1))
-        ours = _rate(lambda t, k=k: index.search_rows(t, k), ids, args.repeats)
+        ours = _rate(lambda t, k=k: index.topk_rows(t, k), ids, args.repeats)
         ours_e2e = _rate(lambda q, k=k: index.search([q], k), questions, args.repeats)
         theirs = _rate(lambda t, k=k: reference.retrieve([t], k=k, show_progress=False, n_threads=0),
                        id_lists, args.repeats)

@@ -73,7 +73,7 @@ def test_results_identical_to_exhaustive_scoring(tmp_path_factory: pytest.TempPa
     for words in [*queries, ["zz_unknown", *queries[0]], queries[0] + queries[0]]:
         query = " ".join(words)
         expected = _brute_force(texts, query, k)
-        got = index.search_rows(index.query_token_ids(query), k)
+        got = index.topk_rows(index.query_token_ids(query), k)
         assert got == expected, (query, k)  # same rows, same order, bit-identical scores
         assert index.search([query], k)[0] == [(f"d{r}", s) for r, s in expected]
 
@@ -323,8 +323,8 @@ def test_block_maxima_bound_every_block() -> None:
 def test_ties_go_to_the_earliest_store_row(tmp_path: Path) -> None:
     texts = ["alpha beta"] * 7 + ["gamma"] + ["alpha beta"] * 3
     index = _build(tmp_path, texts).index
-    assert [r for r, _ in index.search_rows(index.query_token_ids("beta alpha"), 3)] == [0, 1, 2]
-    hits = index.search_rows(index.query_token_ids("alpha"), 1000)
+    assert [r for r, _ in index.topk_rows(index.query_token_ids("beta alpha"), 3)] == [0, 1, 2]
+    hits = index.topk_rows(index.query_token_ids("alpha"), 1000)
     assert [r for r, _ in hits] == [0, 1, 2, 3, 4, 5, 6, 8, 9, 10]  # never the non-matching row 7
 
 
@@ -346,7 +346,7 @@ def test_impacts_match_the_written_out_lucene_formula(tmp_path: Path) -> None:
     index = _build(tmp_path, texts).index
     docs = [_tokens(t) for t in texts]
     avg = sum(map(len, docs)) / len(docs)
-    for row, s in index.search_rows(index.query_token_ids("cat mat"), 10):
+    for row, s in index.topk_rows(index.query_token_ids("cat mat"), 10):
         want = 0.0
         for q in ("cat", "mat"):
             tf, df = docs[row].count(q), sum(q in d for d in docs)
@@ -379,9 +379,9 @@ def test_without_numba_the_fallback_gives_the_same_results(tmp_path: Path, monke
     texts = [" ".join(rng.choice(WORDS[:12], size=rng.integers(1, 20))) for _ in range(200)]
     index = _build(tmp_path, texts).index
     queries = ["w0 w1 w5", "w11 w11 w3", "w2"]
-    pruned = [index.search_rows(index.query_token_ids(q), 5) for q in queries]
+    pruned = [index.topk_rows(index.query_token_ids(q), 5) for q in queries]
     monkeypatch.setattr(maxscore, "_compiled", False)
-    assert [index.search_rows(index.query_token_ids(q), 5) for q in queries] == pruned
+    assert [index.topk_rows(index.query_token_ids(q), 5) for q in queries] == pruned
 
 
 def test_cli_builds_it_and_the_server_serves_it(tmp_path: Path) -> None:

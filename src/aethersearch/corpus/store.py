@@ -283,9 +283,9 @@ class JsonlStore:
         """Row of ``doc_id`` or None: an id :meth:`id_at` handed out lately, else find its 64-bit hash in its
         bucket, then compare ids.
 
-        Why the memo: a search index answers with rows, turns them into ids with :meth:`id_at`, and the
-        server fetches each hit by id straight after; the hash lookup was 40% of the server's own work per
-        hit (``benchmarks/dense.py``). Rows never change in a store, so a remembered pair is always right;
+        Why the memo: where the server cannot read an index's hits by row (a hybrid fuses its sides' ids),
+        the sides turn rows into ids with :meth:`id_at` and the server fetches each hit by id straight after;
+        the hash lookup was 40% of the server's own work per hit (``benchmarks/dense.py``). Rows never change in a store, so a remembered pair is always right;
         the memo holds at most :data:`RECENT_IDS` pairs and is cleared, not evicted, when full.
         """
         row = self._recent.get(doc_id)

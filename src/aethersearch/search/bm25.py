@@ -38,7 +38,7 @@ from pydantic import Field
 from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
-from aethersearch.search.base import IndexIdentity
+from aethersearch.search.base import StoreRowsIndex
 
 BM25_DIR = "bm25"
 
@@ -143,7 +143,7 @@ def document_text(raw: dict[str, Any]) -> str:
     return f"{raw.get('title', '')}\n{raw.get('text', '')}"
 
 
-class BM25Index(IndexIdentity):
+class BM25Index(StoreRowsIndex):
     """A loaded BM25 index over a document store (satisfies ``search.base.SearchIndex``)."""
 
     backend = "bm25"
@@ -235,20 +235,19 @@ class BM25Index(IndexIdentity):
         vocab = self._vocab
         return [vocab[t] for t in self._tokenize(query) if t in vocab]
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
-        """Top-``k`` ``(doc_id, score)`` per query, best first (ties: store order)."""
-        results: list[list[tuple[str, float]]] = [[] for _ in queries]
+    def search_rows(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        """Top-``k`` ``(store row, score)`` per query, best first (ties: store order)."""
+        results: list[list[tuple[int, float]]] = [[] for _ in queries]
         k_eff = min(int(k), self._n_docs)
         if k_eff <= 0 or not queries:
             return results
         token_ids = [self.query_token_ids(q) for q in queries]
-        id_at = self._store.id_at
         dense: list[int] = []
         for qi, ids in enumerate(token_ids):
             if not ids:
                 continue
             if self._postings(ids) <= self._sparse_limit:
-                results[qi] = [(id_at(d), s) for d, s in self._search_sparse(ids, k_eff)]
+                results[qi] = self._search_sparse(ids, k_eff)
             else:
                 dense.append(qi)
         if not dense:
@@ -261,7 +260,7 @@ class BM25Index(IndexIdentity):
         for row, qi in enumerate(dense):
             pairs = sorted(((float(s), int(d)) for d, s in zip(docs[row], scores[row], strict=True) if s > 0),
                            key=lambda p: (-p[0], p[1]))
-            results[qi] = [(id_at(d), s) for s, d in pairs]
+            results[qi] = [(d, s) for s, d in pairs]
         return results
 
     # ------------------------------------------------------------------ selective queries

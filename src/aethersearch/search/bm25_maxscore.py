@@ -37,7 +37,7 @@ from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_bytes
 from aethersearch.records import Record
-from aethersearch.search.base import IndexIdentity
+from aethersearch.search.base import StoreRowsIndex
 from aethersearch.search.bm25 import Tokenizer, document_text
 from aethersearch.search.impact_build import (
     bytes_per_posting,
@@ -64,7 +64,7 @@ class BM25MaxScoreConfig(Record):
     range_postings: int = Field(default=32_000_000, ge=1, description="build: postings merged per write")
 
 
-class BM25MaxScoreIndex(IndexIdentity):
+class BM25MaxScoreIndex(StoreRowsIndex):
     """A loaded impact index over a document store (satisfies ``search.base.SearchIndex``)."""
 
     backend = "bm25-maxscore"
@@ -132,21 +132,20 @@ class BM25MaxScoreIndex(IndexIdentity):
     def warm_up(self) -> None:
         """Compile the MaxScore kernel (numba) before a client waits on it."""
         if self._vocab:
-            self.search_rows([0], 1)
+            self.topk_rows([0], 1)
 
     def query_token_ids(self, query: str) -> list[int]:
         """The query's token ids in order, repeats kept, unknown tokens dropped."""
         vocab = self._vocab
         return [vocab[t] for t in self._tokenize(query) if t in vocab]
 
-    def search_rows(self, token_ids: Sequence[int], k: int) -> list[tuple[int, float]]:
-        """Exact top-``k`` ``(store row, score)`` for one tokenised query, best first."""
+    def topk_rows(self, token_ids: Sequence[int], k: int) -> list[tuple[int, float]]:
+        """Exact top-``k`` ``(store row, score)`` for one tokenised query, best first (the MaxScore kernel)."""
         rows, scores = maxscore_topk(self.indptr, self.docs, self.impacts, self.max_impact, self.blocks,
                                      np.asarray(token_ids, dtype=np.int64), min(int(k), self._n_docs))
         return list(zip(rows.tolist(), scores.tolist(), strict=True))
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
-        """Top-``k`` ``(doc_id, score)`` per query, best first (ties: store order)."""
-        id_at = self._store.id_at
-        return [[(id_at(r), s) for r, s in self.search_rows(self.query_token_ids(q), k)] for q in queries]
+    def search_rows(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        """Top-``k`` ``(store row, score)`` per query, best first (ties: store order)."""
+        return [self.topk_rows(self.query_token_ids(q), k) for q in queries]
 

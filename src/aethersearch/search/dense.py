@@ -25,7 +25,7 @@ from pydantic import Field
 from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
-from aethersearch.search.base import IndexIdentity
+from aethersearch.search.base import StoreRowsIndex
 
 DENSE_DIR = "dense"
 
@@ -88,7 +88,7 @@ def _encode(model: Any, texts: list[str], batch_size: int) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32)
 
 
-class DenseIndex(IndexIdentity):
+class DenseIndex(StoreRowsIndex):
     """Exact dense retrieval over a store (satisfies ``search.base.SearchIndex``)."""
 
     backend = "dense"
@@ -131,9 +131,9 @@ class DenseIndex(IndexIdentity):
         embeddings = np.load(index_dir / DENSE_DIR / "embeddings.npy", mmap_mode="r")
         return cls(_encoder(config), embeddings, store, config, manifest["corpus_hash"], manifest["index_hash"])
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
-        """Top-``k`` ``(doc_id, cosine)`` per query; empty queries return no hits."""
-        results: list[list[tuple[str, float]]] = [[] for _ in queries]
+    def search_rows(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        """Top-``k`` ``(store row, cosine)`` per query; empty queries return no hits."""
+        results: list[list[tuple[int, float]]] = [[] for _ in queries]
         n = len(self._embeddings)
         k_eff = min(int(k), n)
         live = [i for i, q in enumerate(queries) if q.strip()]
@@ -153,5 +153,5 @@ class DenseIndex(IndexIdentity):
             best_rows = np.take_along_axis(rows, top, axis=1)
         for j, qi in enumerate(live):
             pairs = sorted(zip(best_scores[j].tolist(), best_rows[j].tolist(), strict=True), key=lambda p: (-p[0], p[1]))
-            results[qi] = [(self._store.id_at(r), float(s)) for s, r in pairs]
+            results[qi] = [(r, float(s)) for s, r in pairs]
         return results

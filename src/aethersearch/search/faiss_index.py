@@ -37,7 +37,7 @@ from aethersearch.corpus.importers import row_contents
 from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.records import Record
-from aethersearch.search.base import IndexIdentity
+from aethersearch.search.base import StoreRowsIndex
 from aethersearch.search.encoders import EncoderConfig, TransformerEncoder
 from aethersearch.search.wire import WireRows, write_wire_rows
 
@@ -160,7 +160,7 @@ def read_faiss_file(faiss: Any, path: Path) -> Any:
                                  fix="pass the .index file written by faiss.write_index") from None
 
 
-class FaissIndex(IndexIdentity):
+class FaissIndex(StoreRowsIndex):
     """Dense retrieval over a faiss index (satisfies ``search.base.SearchIndex``)."""
 
     backend = "faiss"
@@ -262,11 +262,6 @@ class FaissIndex(IndexIdentity):
         return cls(index, TransformerEncoder(config.encoder), store, config, manifest["corpus_hash"],
                    manifest["index_hash"], gpu_enabled=on_gpu, cpu_type=cpu_type, wire_rows=wire_rows)
 
-    @property
-    def store(self) -> JsonlStore:
-        """The store whose rows this index's vectors are (row i = vector i)."""
-        return self._store
-
     def _row_hits(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(int(k), len(self._store)))
         # one tolist per array, not per row: iterating numpy rows cost twice the rest of this method
@@ -274,11 +269,7 @@ class FaissIndex(IndexIdentity):
                 for row, score in zip(rows.tolist(), scores.tolist(), strict=True)]
 
     def search_rows(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
-        """Top-``k`` ``(store row, score)`` per query, best first; empty queries return no hits.
-
-        The server's path (:class:`~aethersearch.search.server.Retriever` reads :attr:`store` rows
-        directly): turning rows into ids and ids back into rows was a third of its own work per hit.
-        """
+        """Top-``k`` ``(store row, inner product)`` per query, best first; empty queries return no hits."""
         results: list[list[tuple[int, float]]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q.strip()]
         if k <= 0 or not live or len(self._store) == 0:
@@ -287,11 +278,6 @@ class FaissIndex(IndexIdentity):
         for i, found in zip(live, hits, strict=True):
             results[i] = found
         return results
-
-    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
-        """Top-``k`` ``(doc_id, score)`` per query, best first; empty queries return no hits."""
-        id_at = self._store.id_at
-        return [[(id_at(row), score) for row, score in found] for found in self.search_rows(queries, k)]
 
     def describe(self) -> dict[str, Any]:
         """AetherSearch's ``/health`` facts, as they are: the served index's class and whether it is on GPU."""

@@ -47,7 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import orjson
@@ -60,7 +60,7 @@ from aethersearch.corpus.chunking import passage_page
 from aethersearch.corpus.importers import row_contents
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
-from aethersearch.search.base import SearchIndex
+from aethersearch.search.base import SearchIndex, StoreRowsIndex
 from aethersearch.search.http_guard import (
     GuardMiddleware,
     HTTPProblem,
@@ -309,15 +309,14 @@ class Retriever:
             budget.left = left
         return out
 
-    def rows_of(self, index: SearchIndex) -> Callable[[list[str], int], list[list[tuple[int, float]]]] | None:
-        """``index.search_rows`` when ``index`` answers with rows of this server's own store, else None.
+    def rows_of(self, index: SearchIndex) -> StoreRowsIndex | None:
+        """``index`` when it answers with rows of this server's own store (:class:`StoreRowsIndex`), else None.
 
         Reading a hit by its row skips turning the row into an id and the id back into a row.
         """
-        search_rows = getattr(index, "search_rows", None)
-        if self._raw_rows is None or search_rows is None or getattr(index, "store", None) is not self.store:
+        if self._raw_rows is None or not isinstance(index, StoreRowsIndex) or index.store is not self.store:
             return None
-        return cast(Callable[[list[str], int], list[list[tuple[int, float]]]], search_rows)
+        return index
 
     def __call__(self, requests: list[list[str]], k: int,
                  budgets: Sequence[ResponseBudget | None] | None = None, mode: str | None = None) -> list[Any]:
@@ -328,7 +327,7 @@ class Retriever:
         encoded = self.wire_rows(index) if by_rows is not None else None
         results: list[list[tuple[Any, float]]] = []
         if flat:
-            results = by_rows(flat, k) if by_rows is not None else list(index.search(flat, k))
+            results = by_rows.search_rows(flat, k) if by_rows is not None else list(index.search(flat, k))
         out: list[Any] = []
         start = 0
         for number, queries in enumerate(requests):
