@@ -145,11 +145,12 @@ class DumpReader:
         path: list[str] = []
         fields: dict[str, Any] = {}
         buffer: list[str] = []
-        keep: list[str | None] = [None]  # the field the current character data belongs to
+        keep: str | None = None  # the field the current character data belongs to
         namespaces: dict[int, str] = {}
         site: dict[str, str] = {}
 
         def start(name: str, attributes: dict[str, str]) -> None:
+            nonlocal keep
             parent = path[-1] if path else ""
             path.append(name)
             field = None
@@ -168,14 +169,15 @@ class DumpReader:
                 field = "namespace"
                 fields["key"] = attributes.get("key", "")
             if field is not None:
-                keep[0] = field
+                keep = field
                 buffer.clear()
 
         def end(name: str) -> None:
+            nonlocal keep
             path.pop()
-            field = keep[0]
+            field = keep
             if field is not None:
-                keep[0] = None
+                keep = None
                 value = "".join(buffer)
                 if field == "namespace":
                     try:
@@ -194,7 +196,7 @@ class DumpReader:
                 fields.clear()
 
         def characters(data: str) -> None:
-            if keep[0] is not None:
+            if keep is not None:
                 buffer.append(data)
 
         parser.StartElementHandler = start
