@@ -193,10 +193,14 @@ def run_one(dump: Path, workers: int, store: Path) -> dict[str, Any]:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (time.process_time() - cpu0) + children.ru_utime + children.ru_stime
     graph_bytes = graph.indptr.nbytes + graph.indices.nbytes
+    # the graph's node table: one page id object per node and its pointer (LinkGraph.ids), which the
+    # construction needs with the CSR arrays
+    node_bytes = graph.ids.nbytes + sum(sys.getsizeof(page) for page in graph.ids.tolist())
     return {"workers": workers, "articles": reader.stats.articles, "links": graph.n_edges, "wall_s": wall,
             "cpu_s": cpu, "pages_per_s": reader.stats.articles / wall, "pages_per_cpu_s": reader.stats.articles / cpu,
             "peak_rss_mib": own.ru_maxrss / 1024, "worker_peak_rss_mib": children.ru_maxrss / 1024,
-            "graph_bytes_per_link": graph_bytes / max(graph.n_edges, 1), "graph_mib": graph_bytes / 2**20}
+            "graph_bytes_per_link": graph_bytes / max(graph.n_edges, 1), "graph_mib": graph_bytes / 2**20,
+            "graph_ids_mib": node_bytes / 2**20}
 
 
 def compare_libraries(repeat: int = 3) -> None:
@@ -314,12 +318,17 @@ def _extrapolate(rows: list[dict[str, Any]]) -> None:
           f"{graph_mib:,.0f} MiB ({graph_mib * 2**20 / FULL_LINKS:.2f} B/link)")
     if len(single) >= 2:
         small, big = sorted(single, key=lambda r: r["pages"])[0], last
-        slope = (big["peak_rss_mib"] - big["graph_mib"] - small["peak_rss_mib"] + small["graph_mib"]) / \
-            (big["pages"] - small["pages"])
-        print(f"peak RSS beyond the graph grows {slope * 2**20:.0f} bytes per article between {small['pages']:,} and "
-              f"{big['pages']:,} (title tables); at {FULL_ARTICLES:,}: about "
-              f"{(big['peak_rss_mib'] - big['graph_mib'] + slope * (FULL_ARTICLES - big['pages']) + graph_mib) / 1024:.1f}"
-              f" GiB peak")
+        for beyond, parts in (("the CSR arrays", ("graph_mib",)), ("the graph (CSR and node ids)",
+                                                                   ("graph_mib", "graph_ids_mib"))):
+            def rest(row: dict[str, Any], parts: tuple[str, ...] = parts) -> float:
+                return float(row["peak_rss_mib"] - sum(row.get(part, 0.0) for part in parts))
+            slope = (rest(big) - rest(small)) / (big["pages"] - small["pages"])
+            print(f"peak RSS beyond {beyond} grows {slope * 2**20:.0f} bytes per article between "
+                  f"{small['pages']:,} and {big['pages']:,}")
+        scale = FULL_ARTICLES / big["pages"]
+        full = rest(big) + slope * (FULL_ARTICLES - big["pages"]) + graph_mib + big["graph_ids_mib"] * scale
+        print(f"at {FULL_ARTICLES:,} articles, straight on from {big['pages']:,}: about {full / 1024:.1f} GiB peak "
+              f"(the graph {(graph_mib + big['graph_ids_mib'] * scale) / 1024:.1f} GiB of it)")
     ratios = {r["pages"]: r for r in rows if r["workers"] == 2}
     for pages, two in ratios.items():
         one = next((r for r in single if r["pages"] == pages), None)

@@ -170,6 +170,28 @@ def test_a_redirect_loop_is_named(tmp_path: Path) -> None:
     _fails_without_store(tmp_path, dump, "redirect loop: Beta -> Gamma -> Beta")
 
 
+def test_a_title_given_twice_is_named(tmp_path: Path) -> None:
+    twice = _dump(tmp_path, [Page("Alpha", "A [[Beta]]."), Page("Beta", "B."), Page("alpha", "Again.")])
+    _fails_without_store(tmp_path, twice, r"page title 'Alpha' occurs twice \(an article and an article\)")
+    also = write_export(tmp_path / "also.xml", [Page("Alpha", "A."), Page("Alpha", redirect="Beta"),
+                                                Page("Beta", "B.")])
+    _fails_without_store(tmp_path, also, r"page title 'Alpha' occurs twice \(an article and a redirect\)")
+
+
+def test_a_redirect_chain_longer_than_the_vectorised_hops_still_lands(tmp_path: Path) -> None:
+    # R0 -> R1 -> ... -> R39 -> Target: past the 32 hops followed in numpy, the rest is walked one by one
+    chain = [Page(f"R{i}", redirect=f"R{i + 1}" if i < 39 else "Target") for i in range(40)]
+    dump = _dump(tmp_path, [Page("Source", "See [[R0]] and [[R20]]."), Page("Target", "T."), *chain])
+    reader = WikipediaDump(dump)
+    docs = {d.id: d for d in reader.documents()}
+    assert docs["Source"].links == ["Target"] and reader.stats.redirects_unresolved == 0
+    assert sorted(reader.aliases["Target"]) == sorted(f"R{i}" for i in range(40))
+    assert list(reader.aliases) == ["Target"] and len(reader.aliases) == 1 and "Source" not in reader.aliases
+    looped = write_export(tmp_path / "looped.xml", [Page("Source", "[[L0]]"), *[
+        Page(f"L{i}", redirect=f"L{i + 1}" if i < 39 else "L35") for i in range(40)]])
+    _fails_without_store(tmp_path, looped, "redirect loop: L35 -> L36 -> L37 -> L38 -> L39 -> L35")
+
+
 # ----------------------------------------------------------------------------- title rules
 
 _titles = st.text(alphabet=st.sampled_from("abcXYZ _-é"), min_size=1, max_size=12).filter(lambda t: t.strip(" _"))

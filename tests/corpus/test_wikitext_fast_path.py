@@ -7,9 +7,11 @@ absent) and on the markup each rule of the fast path routes to the parser.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aethersearch.corpus.mediawiki import DumpReader
-from aethersearch.corpus.wikitext import _segments, parse_wikitext
+from aethersearch.corpus.wikitext import _segments, add_link_targets, article_target, parse_wikitext
 from tests.conftest import require_shared
 
 EXCERPTS = ("wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
@@ -57,3 +59,41 @@ def test_fast_path_equals_the_parser_on_each_kind_of_markup(wikitext: str) -> No
 def test_a_paragraph_inside_an_open_template_is_never_simple() -> None:
     segments = _segments("{{Quote|first\n\nplain middle [[A]]\n\nlast}}\n\nafter [[B]]")
     assert segments == [(False, "{{Quote|first\n\nplain middle [[A]]\n\nlast}}"), (True, "after [[B]]")]
+
+
+#: link-target pieces that each change (or do not change) what article_target makes of a target
+_TARGET_PIECES = st.sampled_from(["Ab", "ab", "Zürich", "é", "1", " ", "  ", "_", "#s", ":", "fr:", "Category:",
+                                  "\t", "\u00a0", "\u3000", "{", "<", "(", "É", "ß", "x y"])
+
+
+#: a target: most start as a title does (an ASCII capital or digit), then any pieces
+_RAW_TARGETS = st.tuples(st.sampled_from(["Ab", "Zürich", "1", "X y", "Category:", "Image:", "ab", " ", "É", "_"]),
+                         st.lists(_TARGET_PIECES, max_size=3)).map(lambda t: t[0] + "".join(t[1]))
+
+
+@settings(max_examples=400)
+@given(st.lists(_RAW_TARGETS, max_size=3))
+def test_link_targets_added_at_once_are_those_article_target_names(raw_targets: list[str]) -> None:
+    """The shortcut for targets that already are titles must add exactly what the rule adds one by one
+    (checked on the whole list, where one unclean target sends all to the rule, and on each alone)."""
+    for targets in (raw_targets, *([raw] for raw in raw_targets)):
+        one_by_one: dict[str, None] = {}
+        for raw in targets:
+            target = article_target(raw, NAMESPACES)
+            if target is not None:
+                one_by_one.setdefault(target, None)
+        at_once: dict[str, None] = {"Earlier": None}
+        add_link_targets(targets, NAMESPACES, at_once)
+        assert list(at_once) == ["Earlier", *(t for t in one_by_one if t != "Earlier")]
+
+
+@pytest.mark.parametrize(("raw_targets", "added"), [
+    (["Ab ", "Cd"], ["Ab", "Cd"]),  # a space before the joining "|"
+    (["Ab", "Cd "], ["Ab", "Cd"]),  # a space at the very end
+    (["Ab\u2003cd", "Ef"], ["Ab cd", "Ef"]),  # non-ASCII whitespace
+    (["Ab", "cd"], ["Ab", "Cd"]), (["Ab_cd"], ["Ab cd"]), (["Ab  cd"], ["Ab cd"]), (["Ab#x", "Category:Y"], ["Ab"]),
+])
+def test_targets_that_are_not_titles_yet_are_normalised(raw_targets: list[str], added: list[str]) -> None:
+    links: dict[str, None] = {}
+    add_link_targets(raw_targets, NAMESPACES, links)
+    assert list(links) == added

@@ -1,0 +1,54 @@
+"""The importer's title table: exact lookups from hashes, collisions and duplicates included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aethersearch.corpus.title_table import NOT_FOUND, DuplicateKey, PackedStrings, TitleTable
+
+_names = st.text(alphabet=st.sampled_from("ab_ é\u00e9X"), max_size=6)
+
+
+def _table(names: list[str], more: list[str], hash_of=hash) -> TitleTable:  # type: ignore[no-untyped-def]
+    hashes = np.array([hash_of(n) for n in [*names, *more]], dtype=np.int64)
+    packed = PackedStrings()
+    for name in more:
+        packed.append(name)
+    return TitleTable(hashes, names, packed, hash_of=hash_of)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_names, unique=True, max_size=30), st.lists(_names, max_size=30), st.integers(0, 30),
+       st.sampled_from([hash, lambda s: len(s) % 3, lambda s: 7]))
+def test_find_answers_exactly_what_a_dict_would(keys: list[str], queries: list[str], split: int, hash_of) -> None:  # type: ignore[no-untyped-def]
+    # hash_of len % 3 or a constant makes nearly every key collide: the answer must not change
+    names, more = keys[:split], keys[split:]
+    table = _table(names, more, hash_of)
+    expected = {key: entry for entry, key in enumerate(keys)}
+    assert table.find(queries + keys) == [expected.get(q, NOT_FOUND) for q in queries + keys]
+    assert len(table) == len(keys) and all(table.name(e) == k for e, k in enumerate(keys))
+
+
+def test_a_string_sharing_a_keys_hash_is_not_that_key() -> None:
+    table = _table(["Alpha", "Beta"], [], hash_of=lambda s: len(s))  # "Gamma" hashes as "Alpha" does
+    assert table.find(["Gamma", "Alpha", "Beta", "Delt"]) == [NOT_FOUND, 0, 1, NOT_FOUND]
+
+
+def test_a_key_given_twice_is_refused_with_both_entries() -> None:
+    with pytest.raises(DuplicateKey) as caught:
+        _table(["Alpha", "Beta"], ["Gamma", "Beta"])
+    assert (caught.value.key, caught.value.first, caught.value.second) == ("Beta", 1, 3)
+
+
+def test_packed_strings_give_back_what_was_appended() -> None:
+    packed = PackedStrings()
+    values = ["", "Zürich", "a b", "日本", "x" * 300]
+    for value in values:
+        packed.append(value)
+    assert list(packed) == values and [packed[i] for i in range(-5, 5)] == values + values
+    assert len(packed) == 5 and packed.nbytes == sum(len(v.encode()) for v in values) + 5 * 8
+    with pytest.raises(IndexError):
+        packed[5]
