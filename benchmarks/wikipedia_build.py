@@ -306,6 +306,16 @@ def _dump(tmp: Path, keep: Path | None, pages: int, args: argparse.Namespace) ->
     return dump
 
 
+def _rss_beyond(row: dict[str, Any], parts: tuple[str, ...]) -> float:
+    """A run's peak RSS (MiB) less the named parts of what it built."""
+    return float(row["peak_rss_mib"] - sum(row[part] for part in parts))
+
+
+def _rss_slope(small: dict[str, Any], big: dict[str, Any], parts: tuple[str, ...]) -> float:
+    """MiB per article that peak RSS beyond ``parts`` grows between two runs."""
+    return (_rss_beyond(big, parts) - _rss_beyond(small, parts)) / float(big["pages"] - small["pages"])
+
+
 def _extrapolate(rows: list[dict[str, Any]]) -> None:
     single = [r for r in rows if r["workers"] == 1]
     if not single:
@@ -318,17 +328,15 @@ def _extrapolate(rows: list[dict[str, Any]]) -> None:
           f"{graph_mib:,.0f} MiB ({graph_mib * 2**20 / FULL_LINKS:.2f} B/link)")
     if len(single) >= 2:
         small, big = sorted(single, key=lambda r: r["pages"])[0], last
-        for beyond, parts in (("the CSR arrays", ("graph_mib",)), ("the graph (CSR and node ids)",
-                                                                   ("graph_mib", "graph_ids_mib"))):
-            def rest(row: dict[str, Any], parts: tuple[str, ...] = parts) -> float:
-                return float(row["peak_rss_mib"] - sum(row.get(part, 0.0) for part in parts))
-            slope = (rest(big) - rest(small)) / (big["pages"] - small["pages"])
-            print(f"peak RSS beyond {beyond} grows {slope * 2**20:.0f} bytes per article between "
-                  f"{small['pages']:,} and {big['pages']:,}")
-        scale = FULL_ARTICLES / big["pages"]
-        full = rest(big) + slope * (FULL_ARTICLES - big["pages"]) + graph_mib + big["graph_ids_mib"] * scale
+        beyond_csr = _rss_slope(small, big, ("graph_mib",))
+        beyond_graph = _rss_slope(small, big, ("graph_mib", "graph_ids_mib"))
+        print(f"peak RSS beyond the CSR arrays grows {beyond_csr * 2**20:.0f} bytes per article, beyond the graph "
+              f"(CSR and node ids) {beyond_graph * 2**20:.0f}, between {small['pages']:,} and {big['pages']:,}")
+        full_graph = graph_mib + big["graph_ids_mib"] * FULL_ARTICLES / big["pages"]
+        full = _rss_beyond(big, ("graph_mib", "graph_ids_mib")) + \
+            beyond_graph * (FULL_ARTICLES - big["pages"]) + full_graph
         print(f"at {FULL_ARTICLES:,} articles, straight on from {big['pages']:,}: about {full / 1024:.1f} GiB peak "
-              f"(the graph {(graph_mib + big['graph_ids_mib'] * scale) / 1024:.1f} GiB of it)")
+              f"(the graph {full_graph / 1024:.1f} GiB of it)")
     ratios = {r["pages"]: r for r in rows if r["workers"] == 2}
     for pages, two in ratios.items():
         one = next((r for r in single if r["pages"] == pages), None)

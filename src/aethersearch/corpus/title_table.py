@@ -109,11 +109,6 @@ class TitleTable:
         first = len(self._names)
         return self._names[entry] if entry < first else self._more_names[entry - first]
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by the sorted arrays (the collision ``dict`` is empty or a few keys)."""
-        return self._hashes.nbytes + self._entries.nbytes
-
     def find(self, keys: Sequence[str]) -> list[int]:
         """The entry of each key, or :data:`NOT_FOUND`, in the order given."""
         if not keys:

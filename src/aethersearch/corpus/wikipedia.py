@@ -57,8 +57,10 @@ from aethersearch.records import Document
 #: pages per parse task handed to a worker process
 BATCH = 64
 _ARTICLE_NAMESPACE = 0
-#: redirect targets looked up per ``TitleTable.find`` call (and spooled pages per 64 of them in pass 2)
+#: redirect targets looked up per ``TitleTable.find`` call
 _RESOLVE_CHUNK = 1 << 14
+#: spooled pages whose links are looked up together in pass 2
+_REPLAY_PAGES = 256
 #: redirect hops followed in numpy before the remaining chains (loops, or longer than this) are walked one by one
 _FOLLOWED_HOPS = 32
 
@@ -85,6 +87,11 @@ class WikipediaStats:
 def page_id(title: str) -> str:
     """The page id of a title, as Wikispeedia ids are written (``Ancient Egypt`` -> ``Ancient_Egypt``)."""
     return title.replace(" ", "_")
+
+
+def page_title(page: str) -> str:
+    """The title a page id was made from (a normalised title holds no ``_``, so this undoes :func:`page_id`)."""
+    return page.replace("_", " ")
 
 
 def _parse_batch(namespaces: frozenset[str], batch: list[tuple[str, str]]) -> list[ParsedPage]:
@@ -128,7 +135,7 @@ class RedirectAliases(Mapping[str, list[str]]):
         at = int(np.searchsorted(self._rows, row)) if row >= 0 else len(self._rows)
         if at >= len(self._rows) or self._rows[at] != row:
             raise KeyError(page)
-        return [self._redirect_ids[k].replace("_", " ")
+        return [page_title(self._redirect_ids[k])
                 for k in self._order[self._starts[at]:self._starts[at + 1]].tolist()]
 
     def __iter__(self) -> Iterator[str]:
@@ -221,7 +228,7 @@ class WikipediaDump:
         except DuplicateKey as twice:
             kinds = " and ".join("an article" if entry < len(self._ids) else "a redirect"
                                  for entry in (twice.first, twice.second))
-            raise DataError(self.path, f"page title {twice.key.replace('_', ' ')!r} occurs twice ({kinds})",
+            raise DataError(self.path, f"page title {page_title(twice.key)!r} occurs twice ({kinds})",
                             fix="a dump holds each page once; check the export was not concatenated") from None
 
     def _resolve_redirects(self, table: TitleTable) -> np.ndarray:
@@ -253,7 +260,7 @@ class WikipediaDump:
         entry = int(step[k])
         while entry >= articles:
             if entry in seen:
-                loop = [table.name(e).replace("_", " ") for e in [*chain[chain.index(entry):], entry]]
+                loop = [page_title(table.name(e)) for e in [*chain[chain.index(entry):], entry]]
                 raise DataError(self.path, f"redirect loop: {' -> '.join(loop)}",
                                 fix="these redirect pages point at each other; fix or remove one of them")
             chain.append(entry)
@@ -301,9 +308,9 @@ class WikipediaDump:
             ids, base_url = self._ids, self.base_url
             own = 0
             with spool.open("rb") as handle:
-                for lines in iter(lambda: list(itertools.islice(handle, _RESOLVE_CHUNK // 64)), []):
+                for lines in iter(lambda: list(itertools.islice(handle, _REPLAY_PAGES)), []):
                     pages = [orjson.loads(line) for line in lines]
-                    rows = self._rows(table, [link.replace(" ", "_") for _, _, links in pages for link in links])
+                    rows = self._rows(table, [page_id(link) for _, _, links in pages for link in links])
                     at = 0
                     for title, text, links in pages:
                         kept = self._kept(own, title, links, rows[at:at + len(links)])
@@ -340,4 +347,4 @@ def iter_wikipedia(dump: str | Path, stats: LinkStats | None = None, *, workers:
         stats.dropped_examples[:] = reader.stats.links.dropped_examples
 
 
-__all__ = ["BATCH", "RedirectAliases", "WikipediaDump", "WikipediaStats", "iter_wikipedia", "page_id"]
+__all__ = ["BATCH", "RedirectAliases", "WikipediaDump", "WikipediaStats", "iter_wikipedia", "page_id", "page_title"]
