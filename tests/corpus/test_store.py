@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aethersearch.corpus.hashing import corpus_hash
+from aethersearch.corpus.hashing import OPTIONAL_FIELDS, canonical_document_bytes, corpus_hash
 from aethersearch.corpus.store import DocumentNotFound, build_store, open_store
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.errors import ConfigError, DataError, IntegrityError
+from aethersearch.jsonl import dumps
 from aethersearch.records import Document
 
 DOCS = [Document(id=f"doc{i}", title=f"Title {i}", text=f"text {i} ünïcödé", links=[f"doc{(i + 1) % 50}"])
@@ -87,6 +88,20 @@ def test_any_ids_round_trip(tmp_path_factory: pytest.TempPathFactory, ids: list[
     store = build_store([Document(id=i, title=i, text="t") for i in ids], root / "s")
     assert [store.get(i).id for i in ids] == ids
     assert all(store.row_of(i) == n for n, i in enumerate(ids))
+
+
+_OPTIONAL_TEXT = st.none() | st.text(max_size=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.builds(Document, id=st.text(min_size=1, max_size=12), title=st.text(max_size=12), text=st.text(max_size=40),
+                 links=st.lists(st.text(max_size=8), max_size=4), url=_OPTIONAL_TEXT, source_contents=_OPTIONAL_TEXT,
+                 source_id=st.none() | st.integers(min_value=-2**63, max_value=2**63 - 1)))
+def test_the_canonical_line_is_the_documents_json_record(doc: Document) -> None:
+    # the store's line is read off the field dict, not model_dump: the two must give the same bytes, and so
+    # the same corpus hash, for every document (optional fields written only when set)
+    record = {k: v for k, v in doc.model_dump(mode="json").items() if v is not None or k not in OPTIONAL_FIELDS}
+    assert canonical_document_bytes(doc) == dumps(record) + b"\n"
 
 
 def test_id_lookup_goes_through_the_bucket_directory_and_finds_every_id(tmp_path) -> None:

@@ -28,11 +28,11 @@ def canonical_document_bytes(doc: Document) -> bytes:
 
     The pass-through fields (``source_contents``, ``source_id``) are written only when set,
     so a corpus whose rows need neither hashes exactly as it did before they existed.
+    Every field of a ``Document`` is held as its JSON value (``str``, ``list[str]``, ``int``, ``None``), so
+    its field dict is what ``model_dump(mode="json")`` would copy out; reading it directly halves the
+    line's cost, which the store pays once per page (a test holds the two equal).
     """
-    data = doc.model_dump(mode="json")
-    for name in OPTIONAL_FIELDS:
-        if data[name] is None:
-            del data[name]
+    data = {name: value for name, value in doc.__dict__.items() if value is not None or name not in OPTIONAL_FIELDS}
     return dumps(data) + b"\n"
 
 
