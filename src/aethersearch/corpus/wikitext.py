@@ -139,8 +139,6 @@ def cut_not_prose(wikitext: str, namespaces: frozenset[str]) -> str:
     """
     links_pattern = _not_prose_links(namespaces)
     tag, link = _NOT_PROSE_TAGS.search(wikitext), links_pattern.search(wikitext)
-    if tag is None and link is None:
-        return wikitext
     kept: list[str] = []
     position = 0
     while True:
