@@ -38,21 +38,22 @@ import numpy as np
 import orjson
 
 from aethersearch.corpus.hashing import HASH_SCHEME, CorpusHasher, canonical_document_bytes, id_hash64
+from aethersearch.corpus.id_index import bucket_bits, write_id_index
+from aethersearch.corpus.npy_stream import NpyAppender
 from aethersearch.errors import AetherError, ConfigError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_json, dumps_pretty, sha256_file
 from aethersearch.records import SCHEMA_VERSION, Document
 
 STORE_KIND = "aethersearch-document-store"
 MANIFEST = "store.json"
+#: the build's id hashes in row order, sorted into the id index and deleted before the store is renamed in
+_HASHES_BY_ROW = "id_hashes.by_row.npy"
+#: rows whose offsets and hashes are buffered between two writes to their files
+_SPILL_ROWS = 1 << 16
 
 
 class DocumentNotFound(AetherError, LookupError):
     """A document id that the store does not hold."""
-
-
-def _np_save(path: Path, values: np.ndarray) -> None:
-    with path.open("wb") as handle:
-        np.save(handle, values, allow_pickle=False)
 
 
 def build_store(documents: Iterable[Document], out_dir: str | Path, *, source: str = "<iterable>",
@@ -71,10 +72,16 @@ def build_store(documents: Iterable[Document], out_dir: str | Path, *, source: s
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        offsets, id_offsets, hashes = array("q", [0]), array("q", [0]), array("Q")
         hasher = CorpusHasher()
         position = id_position = 0
-        with (tmp / "documents.jsonl").open("wb") as docs_file, (tmp / "ids.bin").open("wb") as ids_file:
+        # every per-row array goes to a file as it is made (NpyAppender), and the id index is sorted a hash
+        # range at a time (id_index): a build holds no memory per document, where the arrays held until the
+        # end were 24 bytes a document at the moment the build was largest
+        with (tmp / "documents.jsonl").open("wb") as docs_file, (tmp / "ids.bin").open("wb") as ids_file, \
+                NpyAppender(tmp / "offsets.npy", "int64") as offsets_out, \
+                NpyAppender(tmp / "id_offsets.npy", "int64") as id_offsets_out, \
+                NpyAppender(tmp / _HASHES_BY_ROW, "uint64") as hashes_out:
+            offsets, id_offsets, hashes = array("q", [0]), array("q", [0]), array("Q")
             for doc in documents:
                 line = canonical_document_bytes(doc)
                 docs_file.write(line)
@@ -88,21 +95,14 @@ def build_store(documents: Iterable[Document], out_dir: str | Path, *, source: s
                 hashes.append(id_hash64(doc.id))
                 if on_document is not None:
                     on_document(hasher.count)
+                if len(hashes) == _SPILL_ROWS:
+                    _spill((offsets, offsets_out), (id_offsets, id_offsets_out), (hashes, hashes_out))
+            _spill((offsets, offsets_out), (id_offsets, id_offsets_out), (hashes, hashes_out))
             docs_file.flush()
             os.fsync(docs_file.fileno())
-        # the offsets are written and let go before the id index is sorted, and the sorted hashes are made
-        # once: the end of a build holds 24 bytes a document beside what the caller holds, not 40
-        _np_save(tmp / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
-        _np_save(tmp / "id_offsets.npy", np.frombuffer(id_offsets, dtype=np.int64))
-        del offsets, id_offsets
-        by_row = np.frombuffer(hashes, dtype=np.uint64) if len(hashes) else np.zeros(0, np.uint64)
-        order = np.argsort(by_row, kind="stable").astype(np.int64, copy=False)
-        sorted_hashes = by_row[order]
-        del by_row, hashes
-        _np_save(tmp / "id_hashes.npy", sorted_hashes)
-        _np_save(tmp / "id_rows.npy", order)
-        _np_save(tmp / "id_buckets.npy", bucket_directory(sorted_hashes))
-        _check_unique(tmp, sorted_hashes, order, source)
+        write_id_index(tmp, tmp / _HASHES_BY_ROW,
+                       lambda sorted_hashes, rows: _check_unique(tmp, sorted_hashes, rows, source))
+        (tmp / _HASHES_BY_ROW).unlink()
         atomic_write_json(tmp / MANIFEST, {
             "kind": STORE_KIND, "schema_version": SCHEMA_VERSION, "count": hasher.count,
             "content_hash": hasher.hexdigest(), "hash_scheme": HASH_SCHEME, "source": source,
@@ -116,9 +116,11 @@ def build_store(documents: Iterable[Document], out_dir: str | Path, *, source: s
     return JsonlStore(out)
 
 
-def bucket_bits(count: int) -> int:
-    """Bits of the hash that pick a bucket: 2**b buckets for ``count`` hashes, about two per bucket."""
-    return max(0, count.bit_length() - 2)
+def _spill(*pairs: tuple[array[int], NpyAppender]) -> None:
+    """Append each buffer to its file and empty it."""
+    for values, out in pairs:
+        out.extend(np.frombuffer(values, dtype=out.dtype) if len(values) else np.zeros(0, out.dtype))
+        del values[:]
 
 
 def _mapped_array(path: Path) -> np.ndarray:
@@ -132,26 +134,26 @@ def _mapped_array(path: Path) -> np.ndarray:
     return mapped
 
 
-def bucket_directory(sorted_hashes: np.ndarray) -> np.ndarray:
-    """Start of every bucket (top ``bucket_bits`` bits of the hash) in ``sorted_hashes``, plus the end."""
-    bits = bucket_bits(len(sorted_hashes))
-    if bits == 0:
-        return np.array([0, len(sorted_hashes)], dtype=np.int64)
-    starts = np.arange(1 << bits, dtype=np.uint64) << np.uint64(64 - bits)
-    directory = np.searchsorted(sorted_hashes, starts, side="left").astype(np.int64)
-    return np.append(directory, np.int64(len(sorted_hashes)))
+def _map_file(path: Path) -> mmap.mmap | bytes:
+    """``path`` mapped read-only (``b""`` for an empty file, which ``mmap`` refuses)."""
+    if path.stat().st_size == 0:
+        return b""
+    with path.open("rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _check_unique(tmp: Path, sorted_hashes: np.ndarray, order: np.ndarray, source: str) -> None:
+def _check_unique(tmp: Path, sorted_hashes: np.ndarray, rows: np.ndarray, source: str) -> None:
+    """A DataError naming both rows when two rows of one run of equal hashes have the same id (the ids are
+    read from the finished ``ids.bin``, mapped: only where hashes repeat)."""
     if len(sorted_hashes) < 2:
         return
     same = np.flatnonzero(sorted_hashes[1:] == sorted_hashes[:-1])
     if not len(same):
         return
-    ids = (tmp / "ids.bin").read_bytes()
-    id_offsets = np.load(tmp / "id_offsets.npy")
+    id_offsets = _mapped_array(tmp / "id_offsets.npy")
+    ids = _map_file(tmp / "ids.bin")
     for position in same.tolist():
-        a, b = sorted((int(order[position]), int(order[position + 1])))
+        a, b = sorted((int(rows[position]), int(rows[position + 1])))
         id_a = ids[id_offsets[a]:id_offsets[a + 1]]
         if id_a == ids[id_offsets[b]:id_offsets[b + 1]]:
             raise DataError(source, f"duplicate document id {id_a.decode()!r} (documents {a + 1} and {b + 1})",
@@ -184,8 +186,8 @@ class JsonlStore:
         buckets = self.directory / "id_buckets.npy"
         self._buckets = _mapped_array(buckets) if buckets.is_file() else None
         self._bucket_shift = np.uint64(64 - bucket_bits(self._count))
-        self._docs = self._map(self.directory / "documents.jsonl")
-        self._ids = self._map(self.directory / "ids.bin")
+        self._docs = _map_file(self.directory / "documents.jsonl")
+        self._ids = _map_file(self.directory / "ids.bin")
         self._recent: dict[str, int] = {}  # id -> row of ids id_at handed out lately (see row_of)
         # the offsets as memoryviews: an item read is a Python int, three times as fast as a numpy scalar
         # made into one, and the row reads below are per hit
@@ -194,13 +196,6 @@ class JsonlStore:
         if len(self._offsets) != self._count + 1:
             raise IntegrityError(f"{self.directory}: offsets.npy has {len(self._offsets) - 1} rows, "
                                  f"store.json says {self._count}", fix="rebuild the store")
-
-    @staticmethod
-    def _map(path: Path) -> mmap.mmap | bytes:
-        if path.stat().st_size == 0:
-            return b""
-        with path.open("rb") as handle:
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
     # ------------------------------------------------------------------ protocol
     @property
