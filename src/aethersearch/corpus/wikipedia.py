@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from aethersearch.corpus.blocked_array import BlockedInt32
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.corpus.link_stats import LinkStats
 from aethersearch.corpus.mediawiki import DumpReader
@@ -171,8 +172,9 @@ class WikipediaDump:
         self._redirect_targets = PackedStrings()  # redirect k's target as written; dropped once resolved
         self._final = np.zeros(0, dtype=np.int64)  # redirect k -> the article row it leads to, or -1
         self._table: TitleTable | None = None
-        self._row_lengths = array("i")  # links kept per page, in page order: the CSR row pointer
-        self._targets = array("i")  # each page's link rows, sorted: the CSR column indices
+        self._row_lengths = BlockedInt32()  # links kept per page, in page order: the CSR row pointer
+        self._targets = BlockedInt32()  # each page's link rows, sorted: the CSR column indices
+        self._graph: LinkGraph | None = None
         self._done = False
         self._namespaces: frozenset[str] = frozenset()
 
@@ -333,9 +335,11 @@ class WikipediaDump:
         and the import never holds more than 4 bytes per link (8 per page) for the graph."""
         if not self._done:
             raise AetherError("read the documents before asking for the graph", fix="iterate documents() first")
-        indptr = np.zeros(len(self._row_lengths) + 1, dtype=np.int64)
-        np.cumsum(np.frombuffer(self._row_lengths, dtype=np.int32), out=indptr[1:])
-        return LinkGraph(self._ids, indptr, np.frombuffer(self._targets, dtype=np.int32))
+        if self._graph is None:  # the blocks are handed over once
+            indptr = np.zeros(len(self._row_lengths) + 1, dtype=np.int64)
+            np.cumsum(self._row_lengths.take(), out=indptr[1:])
+            self._graph = LinkGraph(self._ids, indptr, self._targets.take())
+        return self._graph
 
 
 def iter_wikipedia(dump: str | Path, stats: LinkStats | None = None, *, workers: int = 1) -> Iterator[Document]:
