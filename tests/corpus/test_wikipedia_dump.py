@@ -14,7 +14,7 @@ from aethersearch.corpus.importers import import_corpus
 from aethersearch.corpus.mediawiki import read_dump
 from aethersearch.corpus.wikipedia import WikipediaDump, iter_wikipedia
 from aethersearch.corpus.wikitext import article_target, normalize_title, parse_wikitext
-from aethersearch.errors import DataError
+from aethersearch.errors import AetherError, DataError
 from tests.conftest import require_shared
 from tests.corpus.mediawiki_export import Page, export_xml, write_export
 
@@ -92,7 +92,11 @@ def test_redirects_and_template_links_resolve_to_articles(tmp_path: Path) -> Non
         Page("Template:Infobox person", "{{{name}}}", namespace=10),
     ])
     reader = WikipediaDump(dump)
-    docs = {d.id: d for d in reader.documents()}
+    documents = reader.documents()
+    first = next(documents)
+    with pytest.raises(AetherError, match="read every document before asking for the graph"):
+        reader.graph()  # a graph of the pages read so far would be a plausible, wrong graph
+    docs = {d.id: d for d in [first, *documents]}
     assert list(docs) == ["Kane_Cornes", "Chad_Cornes", "Nicole_Cornes", "Graham_Cornes"]
     assert docs["Kane_Cornes"].links == ["Chad_Cornes", "Graham_Cornes"]  # lower-case first letter, _ , infobox
     assert docs["Chad_Cornes"].links == ["Nicole_Cornes", "Kane_Cornes"]  # #section dropped, red link dropped
@@ -104,6 +108,7 @@ def test_redirects_and_template_links_resolve_to_articles(tmp_path: Path) -> Non
     graph, expected = reader.graph(), LinkGraph.from_documents(docs.values())
     assert graph.n_edges == 6 and list(graph.ids) == list(expected.ids)
     assert graph.indptr.tolist() == expected.indptr.tolist() and graph.indices.tolist() == expected.indices.tolist()
+    assert reader.graph() is graph  # built once from the CSR blocks, which it took
 
 
 def test_two_worker_processes_give_the_same_documents(tmp_path: Path) -> None:

@@ -45,12 +45,6 @@ def range_bits(count: int, range_entries: int = RANGE_ENTRIES) -> int:
     return min(bits, bucket_bits(count))
 
 
-def bucket_directory(sorted_hashes: np.ndarray) -> np.ndarray:
-    """Start of every bucket (top ``bucket_bits`` bits of the hash) in ``sorted_hashes``, plus the end."""
-    starts = _bucket_starts(sorted_hashes, bucket_bits(len(sorted_hashes)), 0, 0)
-    return np.append(starts, np.int64(len(sorted_hashes)))
-
-
 def _bucket_starts(sorted_part: np.ndarray, bits: int, part: int, part_bits: int) -> np.ndarray:
     """Where each bucket that falls in range ``part`` of ``2**part_bits`` starts in that range's hashes."""
     if bits == 0:
@@ -118,4 +112,4 @@ def write_id_index(directory: Path, by_row: Path, check: Callable[[np.ndarray, n
         buckets_out.extend(np.array([count], dtype=np.int64))
 
 
-__all__ = ["RANGE_ENTRIES", "bucket_bits", "bucket_directory", "range_bits", "write_id_index"]
+__all__ = ["RANGE_ENTRIES", "bucket_bits", "range_bits", "write_id_index"]

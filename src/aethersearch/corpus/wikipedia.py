@@ -179,6 +179,7 @@ class WikipediaDump:
         self._targets = BlockedInt32()  # each page's link rows, sorted: the CSR column indices
         self._graph: LinkGraph | None = None
         self._done = False
+        self._read_all = False  # documents() ran to its end: the CSR blocks are complete
         self._namespaces: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ pass 1
@@ -330,14 +331,16 @@ class WikipediaDump:
                         yield Document.trusted(id=doc_id, title=title, text=text, links=[ids[r] for r in kept],
                                                url=f"{base_url}{doc_id}" if base_url else None,
                                                source_contents=None, source_id=None)
+        self._read_all = True
 
     def graph(self) -> LinkGraph:
         """The link graph of the documents read (node order = document order), equal to
         ``LinkGraph.from_documents`` of them, built straight from the CSR arrays filled while reading:
         rows come in page order and each is de-duplicated and sorted already, so no edge list is sorted
         and the import never holds more than 4 bytes per link (8 per page) for the graph."""
-        if not self._done:
-            raise AetherError("read the documents before asking for the graph", fix="iterate documents() first")
+        if not self._read_all:
+            raise AetherError("read every document before asking for the graph (a graph of the pages read so far "
+                              "would be missing links and pages)", fix="iterate documents() to its end first")
         if self._graph is None:  # the blocks are handed over once
             indptr = np.zeros(len(self._row_lengths) + 1, dtype=np.int64)
             np.cumsum(self._row_lengths.take(), out=indptr[1:])
