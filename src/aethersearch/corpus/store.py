@@ -119,7 +119,7 @@ def build_store(documents: Iterable[Document], out_dir: str | Path, *, source: s
 def _spill(*pairs: tuple[array[int], NpyAppender]) -> None:
     """Append each buffer to its file and empty it."""
     for values, out in pairs:
-        out.extend(np.frombuffer(values, dtype=out.dtype) if len(values) else np.zeros(0, out.dtype))
+        out.extend(np.frombuffer(values, dtype=out.dtype))
         del values[:]
 
 
