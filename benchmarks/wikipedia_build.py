@@ -194,8 +194,8 @@ def run_one(dump: Path, workers: int, store: Path) -> dict[str, Any]:
     cpu = (time.process_time() - cpu0) + children.ru_utime + children.ru_stime
     graph_bytes = graph.indptr.nbytes + graph.indices.nbytes
     # the graph's node table: one page id object per node and its pointer (LinkGraph.ids), which the
-    # construction needs with the CSR arrays
-    node_bytes = graph.ids.nbytes + sum(sys.getsizeof(page) for page in graph.ids.tolist())
+    # construction needs with the CSR arrays; each object as CPython's allocator holds it (16-byte blocks)
+    node_bytes = graph.ids.nbytes + sum(-(-sys.getsizeof(page) // 16) * 16 for page in graph.ids.tolist())
     return {"workers": workers, "articles": reader.stats.articles, "links": graph.n_edges, "wall_s": wall,
             "cpu_s": cpu, "pages_per_s": reader.stats.articles / wall, "pages_per_cpu_s": reader.stats.articles / cpu,
             "peak_rss_mib": own.ru_maxrss / 1024, "worker_peak_rss_mib": children.ru_maxrss / 1024,

@@ -74,6 +74,28 @@ def test_the_appender_writes_what_np_save_writes_and_counts_what_it_holds(tmp_pa
     assert (tmp_path / "empty.npy").read_bytes() == _saved(np.zeros(0, np.uint64))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.integers(-2**31, 2**31 - 1), st.lists(st.integers(-2**31, 2**31 - 1), max_size=9)),
+                max_size=30), st.sampled_from(["int32", "int64"]), st.integers(1, 4))
+def test_values_appended_one_at_a_time_and_in_blocks_keep_their_order(
+        tmp_path_factory: pytest.TempPathFactory, writes: list[int | list[int]], dtype: str, buffer: int) -> None:
+    # a small buffer: one-value appends are written out between and across the blocks
+    path = tmp_path_factory.mktemp("npy") / "a.npy"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("aethersearch.corpus.npy_stream.APPEND_BUFFER", buffer)
+        with NpyAppender(path, dtype) as out:
+            for write in writes:
+                out.append(write) if isinstance(write, int) else out.extend(np.array(write, dtype=np.int64))
+            expected = [v for w in writes for v in ([w] if isinstance(w, int) else w)]
+            assert out.count == len(expected)
+    assert path.read_bytes() == _saved(np.array(expected, dtype=dtype))
+
+
+def test_an_appender_of_another_type_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="int32, int64 or uint64, not float64"):
+        NpyAppender(tmp_path / "f.npy", "float64")
+
+
 def test_a_store_sorted_in_ranges_finds_every_id_and_names_a_duplicate_in_a_later_range(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(id_index, "RANGE_ENTRIES", 16)

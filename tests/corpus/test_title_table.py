@@ -7,17 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aethersearch.corpus.title_table import NOT_FOUND, DuplicateKey, PackedStrings, TitleTable
+from aethersearch.corpus.title_table import NOT_FOUND, DuplicateKey, TitleTable
 
 _names = st.text(alphabet=st.sampled_from("ab_ é\u00e9X"), max_size=6)
 
 
 def _table(names: list[str], more: list[str], hash_of=hash) -> TitleTable:  # type: ignore[no-untyped-def]
     hashes = np.array([hash_of(n) for n in [*names, *more]], dtype=np.int64)
-    packed = PackedStrings()
-    for name in more:
-        packed.append(name)
-    return TitleTable(hashes, names, packed, hash_of=hash_of)
+    return TitleTable(hashes, names, more, hash_of=hash_of)
 
 
 @settings(max_examples=60, deadline=None)
@@ -41,14 +38,3 @@ def test_a_key_given_twice_is_refused_with_both_entries() -> None:
     with pytest.raises(DuplicateKey) as caught:
         _table(["Alpha", "Beta"], ["Gamma", "Beta"])
     assert (caught.value.key, caught.value.first, caught.value.second) == ("Beta", 1, 3)
-
-
-def test_packed_strings_give_back_what_was_appended() -> None:
-    packed = PackedStrings()
-    values = ["", "Zürich", "a b", "日本", "x" * 300]
-    for value in values:
-        packed.append(value)
-    assert list(packed) == values and [packed[i] for i in range(-5, 5)] == values + values
-    assert len(packed) == 5 and packed.nbytes == sum(len(v.encode()) for v in values) + 5 * 8
-    with pytest.raises(IndexError):
-        packed[5]

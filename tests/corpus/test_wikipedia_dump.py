@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.corpus.importers import import_corpus
 from aethersearch.corpus.mediawiki import read_dump
+from aethersearch.corpus.string_spool import spooled
 from aethersearch.corpus.wikipedia import WikipediaDump, iter_wikipedia
 from aethersearch.corpus.wikitext import article_target, normalize_title, parse_wikitext
 from aethersearch.errors import AetherError, DataError
@@ -195,6 +197,45 @@ def test_a_redirect_chain_longer_than_the_vectorised_hops_still_lands(tmp_path: 
     looped = write_export(tmp_path / "looped.xml", [Page("Source", "[[L0]]"), *[
         Page(f"L{i}", redirect=f"L{i + 1}" if i < 39 else "L35") for i in range(40)]])
     _fails_without_store(tmp_path, looped, "redirect loop: L35 -> L36 -> L37 -> L38 -> L39 -> L35")
+
+
+def test_aliases_are_found_by_page_id_even_when_every_page_id_hashes_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the alias files find a page by its id's hash and then check the id: with one hash for every page id,
+    # each lookup must still land on its own page (and a page without redirects is no key)
+    pages = [Page(f"A{i}", "Text.") for i in range(5)] + [Page(f"R{i}", redirect=f"A{i % 3}") for i in range(7)]
+    reader = WikipediaDump(_dump(tmp_path, pages))
+    list(reader.documents())
+    assert reader.aliases["A2"] == ["R2", "R5"] and reader.aliases["A0"] == ["R0", "R3", "R6"]
+    monkeypatch.setattr("aethersearch.corpus.wikipedia.hash", lambda page: 7, raising=False)
+    from aethersearch.corpus.wikipedia import RedirectAliases, _write_alias_index
+
+    rows = np.array([0, 1, 2, 0, 1, 2, 0], dtype=np.int64)
+    _write_alias_index(tmp_path, [f"A{i}" for i in range(5)], rows)
+    spooled([f"R{i}" for i in range(7)], tmp_path / "redirect_ids").close()
+    aliases = RedirectAliases([f"A{i}" for i in range(5)], tmp_path)
+    assert {page: aliases[page] for page in aliases} == {"A0": ["R0", "R3", "R6"], "A1": ["R1", "R4"],
+                                                         "A2": ["R2", "R5"]}
+    assert "A3" not in aliases and "R0" not in aliases and len(aliases) == 3
+
+
+def test_aliases_wait_for_the_redirects_and_their_files_go_with_the_reader(tmp_path: Path) -> None:
+    import gc
+
+    reader = WikipediaDump(_dump(tmp_path, [Page("A", "Text."), Page("B", redirect="A")]), spool_dir=tmp_path)
+    with pytest.raises(AetherError, match="read documents\\(\\) first"):
+        reader.aliases  # noqa: B018
+    docs = reader.documents()
+    next(docs)  # the first document comes after the redirects were resolved
+    assert reader.aliases["A"] == ["B"]
+    kept = [path for path in tmp_path.iterdir() if path.name.startswith("aether-wikipedia-aliases-")]
+    assert len(kept) == 1 and (kept[0] / "redirect_ids.utf8").read_bytes() == b"B"
+    docs.close()
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith("aether-wikipedia-")
+                and "aliases" not in path.name], "the spools go when the documents are closed"
+    del reader, docs
+    gc.collect()
+    assert not kept[0].exists()
 
 
 # ----------------------------------------------------------------------------- title rules

@@ -45,7 +45,7 @@ class BlockedInt32:
         self._last[self._filled] = value
         self._filled += 1
 
-    def extend(self, values: Sequence[int]) -> None:
+    def extend(self, values: Sequence[int] | np.ndarray) -> None:
         """Add values in order."""
         at = 0
         while at < len(values):

@@ -10,6 +10,7 @@ with the count at :meth:`NpyAppender.close`; the file is then what ``np.save`` w
 from __future__ import annotations
 
 import os
+from array import array
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
@@ -17,20 +18,27 @@ from typing import BinaryIO
 import numpy as np
 from numpy.lib import format as npy_format
 
+#: values :meth:`NpyAppender.append` buffers before writing them as one block
+APPEND_BUFFER = 1 << 16
+#: what an appender writes, and the ``array`` type code its one-value appends are buffered in
+_TYPECODES = {np.dtype(np.int32): "i", np.dtype(np.int64): "q", np.dtype(np.uint64): "Q"}
+
 def _header(handle: BinaryIO, dtype: np.dtype, count: int) -> None:
     npy_format.write_array_header_1_0(handle, {"descr": npy_format.dtype_to_descr(dtype),
                                                 "fortran_order": False, "shape": (count,)})
 
 
 class NpyAppender:
-    """A 1-D ``.npy`` file of ``dtype`` (``int64`` or ``uint64``), appended to a block at a time and closed once
-    (on an error inside ``with`` it is closed unfinished: the caller deletes the folder it writes in)."""
+    """A 1-D ``.npy`` file of ``dtype`` (``int32``, ``int64`` or ``uint64``), appended to a block or a value at
+    a time (values are buffered :data:`APPEND_BUFFER` at a time) and closed once (on an error inside
+    ``with`` it is closed unfinished: the caller deletes the folder it writes in)."""
 
     def __init__(self, path: str | Path, dtype: str) -> None:
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
-        if self.dtype not in (np.dtype(np.int64), np.dtype(np.uint64)):
-            raise ValueError(f"NpyAppender writes int64 or uint64, not {self.dtype}")
+        if self.dtype not in _TYPECODES:
+            raise ValueError(f"NpyAppender writes int32, int64 or uint64, not {self.dtype}")
+        self._pending = array(_TYPECODES[self.dtype])
         self._written = 0
         self._handle = self.path.open("wb")
         _header(self._handle, self.dtype, 0)
@@ -38,19 +46,33 @@ class NpyAppender:
 
     @property
     def count(self) -> int:
-        """Values written so far."""
-        return self._written
+        """Values appended so far."""
+        return self._written + len(self._pending)
+
+    def append(self, value: int) -> None:
+        """Append one value (buffered: a value at a time, the file is still written a block at a time)."""
+        self._pending.append(value)
+        if len(self._pending) >= APPEND_BUFFER:
+            self._write_pending()
 
     def extend(self, values: np.ndarray) -> None:
         """Append a block of values."""
+        self._write_pending()
         block = np.ascontiguousarray(values, dtype=self.dtype)
         self._handle.write(block.data)
         self._written += len(block)
+
+    def _write_pending(self) -> None:
+        if self._pending:
+            self._handle.write(memoryview(self._pending).cast("B"))
+            self._written += len(self._pending)
+            self._pending = array(self._pending.typecode)
 
     def close(self) -> None:
         """Write the header with the final count and sync the file."""
         if self._handle.closed:
             return
+        self._write_pending()
         self._handle.seek(0)
         _header(self._handle, self.dtype, self._written)
         if self._handle.tell() != self._header_size:  # numpy pads a 1-D header to one length for any count

@@ -6,8 +6,8 @@ entry, the index, the int) and a full English dump has 6.8M articles and about
 only each key's hash (8 bytes) and its entry number (4 bytes), sorted, and
 answers a whole batch of lookups with one ``searchsorted``. It is exact: a hash
 match counts only when the key's own string, read back through ``names`` (the
-caller keeps its strings anyway: page ids in the graph, redirect titles in
-:class:`PackedStrings`), equals the string looked up, and keys whose hashes
+caller keeps its strings anyway: page ids in the graph, redirect titles in a
+:class:`~aethersearch.corpus.string_spool.MappedStrings`), equals the string looked up, and keys whose hashes
 collide go to a small ``dict`` instead. The hash is Python's own ``str`` hash:
 fast and cached on the string, salted per process, which is fine because a
 table lives in one process and is never stored.
@@ -15,8 +15,7 @@ table lives in one process and is never stored.
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -30,41 +29,6 @@ class DuplicateKey(ValueError):
     def __init__(self, key: str, first: int, second: int) -> None:
         super().__init__(f"{key!r} is the key of entries {first} and {second}")
         self.key, self.first, self.second = key, first, second
-
-
-class PackedStrings(Sequence[str]):
-    """An append-only list of strings stored as one UTF-8 buffer plus offsets: about 8 bytes a string
-    beyond its text, against about 57 for a ``list`` of ``str`` (the object header and the pointer)."""
-
-    def __init__(self) -> None:
-        self._data = bytearray()
-        self._ends = array("q")
-
-    def append(self, value: str) -> None:
-        self._data += value.encode("utf-8")
-        self._ends.append(len(self._data))
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def __getitem__(self, index: int) -> str:  # type: ignore[override]  # slices are not needed
-        if index < 0:
-            index += len(self._ends)
-        if not 0 <= index < len(self._ends):
-            raise IndexError(f"string {index} of {len(self._ends)}")
-        start = self._ends[index - 1] if index else 0
-        return self._data[start:self._ends[index]].decode("utf-8")
-
-    def __iter__(self) -> Iterator[str]:
-        start = 0
-        for end in self._ends:
-            yield self._data[start:end].decode("utf-8")
-            start = end
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held (text plus offsets), for memory reports."""
-        return len(self._data) + self._ends.itemsize * len(self._ends)
 
 
 class TitleTable:
@@ -139,4 +103,4 @@ class TitleTable:
         return found
 
 
-__all__ = ["NOT_FOUND", "DuplicateKey", "PackedStrings", "TitleTable"]
+__all__ = ["NOT_FOUND", "DuplicateKey", "TitleTable"]

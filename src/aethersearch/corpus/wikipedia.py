@@ -10,38 +10,49 @@ two streamed passes and never holds page text for more than one batch:
    pages, turn each article's wikitext into text and link titles
    (:mod:`aethersearch.corpus.wikitext`; with ``workers > 1`` batches are parsed
    in a process pool, in order, at most ``4 x workers`` batches in flight) and
-   spool ``[title, text, links]`` lines to a temporary file; an article keeps
-   only its page id and that id's hash, a redirect its packed title and target;
-2. put every article and redirect in one
+   spool ``[title, text]`` and the link titles to two temporary files; an article
+   keeps only its page id in memory; a redirect goes to disk whole (its title,
+   its target, its title's hash);
+2. between the passes, put every article and redirect in one
    :class:`~aethersearch.corpus.title_table.TitleTable` (a title given twice is a
    ``DataError`` naming it), resolve every redirect to its article (double
-   redirects followed, a loop is a ``DataError`` naming it), then replay the
+   redirects followed, a loop is a ``DataError`` naming it), and read the link
    spool a chunk of pages at a time: each link title is found in the table (an
    article, or a redirect and so its article), links to pages outside the dump,
    to disambiguation pages or to the page itself are counted as dropped, and the
-   page's sorted link rows are appended to one int32 array: the graph's CSR.
+   kept rows go to a spool of their own. The table is then let go;
+3. replay the text spool with the kept rows as Documents, appending each page's
+   sorted link rows to the graph's CSR.
 
 Disambiguation pages are left out by default (``keep_disambiguation=True``
 keeps them as ordinary pages): a chain through "Mercury (disambiguation)" states
-nothing. Memory beyond one batch: the graph (4 bytes per kept link plus 8 per
-page for ``LinkGraph``'s CSR, and its page ids), never an edge list, filled in
-1 MiB blocks that never move (:mod:`aethersearch.corpus.blocked_array`: one
-growing array left its old copies as holes in the heap); 12 bytes per title for
-the title table; and per redirect its packed title, hash and article row. The
+nothing.
+
+Memory. While the graph is filled (where the import is largest) it holds the
+graph (4 bytes per kept link plus 8 per page for ``LinkGraph``'s CSR, and its
+page ids), filled in 1 MiB blocks that never move
+(:mod:`aethersearch.corpus.blocked_array`: one growing array left its old
+copies as holes in the heap), and nothing else per page: the title table (12
+bytes per title) and the redirects' resolution live only between the passes,
+before the graph exists, and the redirects' titles stay on disk
+(:mod:`aethersearch.corpus.string_spool`) for :class:`RedirectAliases`. The
 page store it feeds holds nothing per page while it is written
 (:mod:`aethersearch.corpus.id_index`). ``dict`` tables of titles held about 300
 bytes per article on a generated dump with half a redirect per article; at 1M
-articles peak RSS went from 666 to 370 MiB, and to about 334 with the blocks.
+articles peak RSS went from 666 to 370 MiB, to about 334 with the blocks, and
+to XXX with the table let go before the graph grows.
 """
 
 from __future__ import annotations
 
 import itertools
 import multiprocessing
+import shutil
 import tempfile
+import weakref
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,8 +63,11 @@ import orjson
 from aethersearch.corpus.blocked_array import BlockedInt32
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.corpus.link_stats import LinkStats
+from aethersearch.corpus.malloc_threshold import fix_mmap_threshold
 from aethersearch.corpus.mediawiki import DumpReader
-from aethersearch.corpus.title_table import NOT_FOUND, DuplicateKey, PackedStrings, TitleTable
+from aethersearch.corpus.npy_stream import NpyAppender
+from aethersearch.corpus.string_spool import MappedStrings, StringSpool
+from aethersearch.corpus.title_table import NOT_FOUND, DuplicateKey, TitleTable
 from aethersearch.corpus.wikitext import ParsedPage, article_target, normalize_title, parse_wikitext
 from aethersearch.errors import AetherError, DataError
 from aethersearch.records import Document
@@ -63,9 +77,14 @@ BATCH = 64
 _ARTICLE_NAMESPACE = 0
 #: redirect targets looked up per ``TitleTable.find`` call
 _RESOLVE_CHUNK = 1 << 14
-#: spooled pages whose links are looked up together in pass 2 (about 20,000 links: sorted first, a batch that
+#: spooled pages whose links are looked up together between the passes (about 20,000 links: sorted first, a batch that
 #: size finds its keys in the title table at about half the cost per key of 256 pages' worth)
 _REPLAY_PAGES = 1024
+#: spool lines (one a parse batch) read together: about :data:`_REPLAY_PAGES` pages
+_REPLAY_LINES = _REPLAY_PAGES // BATCH
+#: pass 1's spools, a JSON line per parse batch: ``[title, text]`` of each article, and the link titles of
+#: each; between the passes, each article's kept link rows (int32, appearance order) and their count per article
+_TEXTS, _LINKS, _KEPT, _COUNTS = "texts.jsonl", "links.jsonl", "kept_rows.i32", "kept_counts.i32"
 #: redirect hops followed in numpy before the remaining chains (loops, or longer than this) are walked one by one
 _FOLLOWED_HOPS = 32
 
@@ -122,26 +141,66 @@ def _parsed(batches: Iterable[list[tuple[str, str]]], namespaces: frozenset[str]
             yield done, result.get()
 
 
-class RedirectAliases(Mapping[str, list[str]]):
-    """Page id -> the titles of the redirects that lead to it (dump order), read from the import's packed
-    tables: a full dump has about 11M redirects, which a ``dict`` of lists held at about 140 bytes each."""
+class _Redirects:
+    """Pass 1's record of the redirects, on disk: each one's page id (kept for the aliases, beside them in
+    ``keep``), its target as written, and its page id's hash (for the title table)."""
 
-    def __init__(self, ids: Sequence[str], redirect_ids: PackedStrings, final: np.ndarray,
-                 find: Callable[[str], int]) -> None:
-        resolved = np.flatnonzero(final >= 0)
-        self._order = resolved[np.argsort(final[resolved], kind="stable")]
-        rows = final[self._order]
-        self._rows, self._starts = np.unique(rows, return_index=True)
-        self._starts = np.append(self._starts, len(rows))
-        self._ids, self._redirect_ids, self._find = ids, redirect_ids, find
+    def __init__(self, keep: Path, work: Path) -> None:
+        self.ids = StringSpool(keep / "redirect_ids")
+        self.targets = StringSpool(work / "redirect_targets")
+        self.hashes = NpyAppender(work / "redirect_hashes.npy", "int64")
+
+    def append(self, redirect_id: str, target: str) -> None:
+        self.ids.append(redirect_id)
+        self.targets.append(target)
+        self.hashes.append(hash(redirect_id))
+
+    def close(self) -> None:
+        for spool in (self.ids, self.targets, self.hashes):
+            spool.close()
+
+
+def _write_alias_index(folder: Path, ids: Sequence[str], final: np.ndarray) -> None:
+    """The redirects grouped by the article they lead to, as ``.npy`` files :class:`RedirectAliases` maps:
+    ``order`` (redirect numbers, grouped by article row), ``rows`` (each group's row, ascending) and
+    ``starts``; ``keys`` (each group's page id hash, ascending) and ``key_groups`` (the group of each key)."""
+    resolved = np.flatnonzero(final >= 0)
+    order = resolved[np.argsort(final[resolved], kind="stable")]
+    rows, starts = np.unique(final[order], return_index=True)
+    keys = np.fromiter((hash(ids[row]) for row in rows.tolist()), dtype=np.int64, count=len(rows))
+    key_groups = np.argsort(keys, kind="stable")
+    for name, values in (("order", order), ("rows", rows), ("starts", np.append(starts, len(order))),
+                         ("keys", keys[key_groups]), ("key_groups", key_groups)):
+        np.save(folder / f"alias_{name}.npy", values)
+
+
+class RedirectAliases(Mapping[str, list[str]]):
+    """Page id -> the titles of the redirects that lead to it (dump order), read from the files the import
+    left (a full dump has about 11M redirects, which a ``dict`` of lists held at about 140 bytes each, and
+    which in memory were about 23 bytes an article of the import's peak). Pages are found by their page
+    id's hash (the import's process hashed them; Python's ``str`` hash is salted per process) and checked
+    against the page id itself."""
+
+    def __init__(self, ids: Sequence[str], folder: Path) -> None:
+        self._ids = ids
+        self._names = MappedStrings(folder / "redirect_ids")
+        self._order, self._rows, self._starts, self._keys, self._key_groups = (  # ndarrays over the maps
+            np.asarray(np.load(folder / f"alias_{name}.npy", mmap_mode="r"))
+            for name in ("order", "rows", "starts", "keys", "key_groups"))
+
+    def _group(self, page: str) -> int:
+        key = hash(page)
+        low, high = (int(np.searchsorted(self._keys, key, side=side)) for side in ("left", "right"))
+        for at in range(low, high):  # more than one only when two page ids share a hash
+            group = int(self._key_groups[at])
+            if self._ids[int(self._rows[group])] == page:
+                return group
+        raise KeyError(page)
 
     def __getitem__(self, page: str) -> list[str]:
-        row = self._find(page)
-        at = int(np.searchsorted(self._rows, row)) if row >= 0 else len(self._rows)
-        if at >= len(self._rows) or self._rows[at] != row:
-            raise KeyError(page)
-        return [page_title(self._redirect_ids[k])
-                for k in self._order[self._starts[at]:self._starts[at + 1]].tolist()]
+        group = self._group(page)
+        return [page_title(self._names[k])
+                for k in self._order[self._starts[group]:self._starts[group + 1]].tolist()]
 
     def __iter__(self) -> Iterator[str]:
         return (self._ids[row] for row in self._rows.tolist())
@@ -155,8 +214,9 @@ class WikipediaDump:
 
     Titles are looked up through one :class:`~aethersearch.corpus.title_table.TitleTable` over the
     articles' and the redirects' page ids (entries ``0 .. n-1`` are article rows, ``n + k`` is redirect
-    ``k``), so beside the graph the import keeps about 12 bytes per title plus the redirect titles packed,
-    not a ``dict`` per table (about 300 bytes per article on a generated dump with half a redirect each).
+    ``k``), held only while the links are resolved, before the graph is filled; the redirects' titles stay on
+    disk (:mod:`aethersearch.corpus.string_spool`). What the import holds per article while the graph is
+    filled is the graph itself and its page ids.
     """
 
     def __init__(self, path: str | Path, *, workers: int = 1, keep_disambiguation: bool = False,
@@ -166,15 +226,13 @@ class WikipediaDump:
         self.keep_disambiguation = keep_disambiguation
         self.spool_dir = spool_dir
         self.stats = WikipediaStats()
-        self.aliases: Mapping[str, list[str]] = {}  # page id -> redirect titles leading to it
         self.base_url = ""
         self._ids: list[str] = []  # article row -> page id: the graph's node table
-        self._id_hashes = array("q")  # hash of each article's page id, by row
-        self._redirect_ids = PackedStrings()  # redirect k's page id, in dump order
-        self._redirect_hashes = array("q")
-        self._redirect_targets = PackedStrings()  # redirect k's target as written; dropped once resolved
-        self._final = np.zeros(0, dtype=np.int64)  # redirect k -> the article row it leads to, or -1
-        self._table: TitleTable | None = None
+        # the redirects' titles and the alias index: they outlive documents(), and go with this object
+        self._keep = Path(tempfile.mkdtemp(prefix="aether-wikipedia-aliases-", dir=spool_dir))
+        weakref.finalize(self, shutil.rmtree, self._keep, True)
+        self._aliases: RedirectAliases | None = None
+        self._resolved = False
         self._row_lengths = BlockedInt32()  # links kept per page, in page order: the CSR row pointer
         self._targets = BlockedInt32()  # each page's link rows, sorted: the CSR column indices
         self._graph: LinkGraph | None = None
@@ -182,10 +240,20 @@ class WikipediaDump:
         self._read_all = False  # documents() ran to its end: the CSR blocks are complete
         self._namespaces: frozenset[str] = frozenset()
 
+    @property
+    def aliases(self) -> Mapping[str, list[str]]:
+        """Page id -> the titles of the redirects that lead to it (known once the first document is read)."""
+        if not self._resolved:
+            raise AetherError("the redirects are resolved before the first document is given; read documents() "
+                              "first", fix="iterate documents() before asking for the aliases")
+        if self._aliases is None:
+            self._aliases = RedirectAliases(self._ids, self._keep)
+        return self._aliases
+
     # ------------------------------------------------------------------ pass 1
 
-    def _articles(self, reader: DumpReader) -> Iterator[tuple[str, str]]:
-        """``(title, wikitext)`` of each article; redirects are packed and other namespaces tallied on the way."""
+    def _articles(self, reader: DumpReader, redirects: _Redirects) -> Iterator[tuple[str, str]]:
+        """``(title, wikitext)`` of each article; redirects are spooled and other namespaces tallied on the way."""
         for page in reader:
             self.stats.pages += 1
             if page.namespace != _ARTICLE_NAMESPACE:
@@ -194,10 +262,7 @@ class WikipediaDump:
             title = normalize_title(page.title)
             if page.redirect is not None:
                 self.stats.redirects += 1
-                redirect_id = page_id(title)
-                self._redirect_ids.append(redirect_id)
-                self._redirect_hashes.append(hash(redirect_id))
-                self._redirect_targets.append(page.redirect)
+                redirects.append(page_id(title), page.redirect)
                 continue
             if not page.text.strip():
                 raise DataError(self.path, f"article {page.title!r} (page id {page.page_id}) has empty text",
@@ -205,52 +270,77 @@ class WikipediaDump:
                                     "remove the page")
             yield title, page.text
 
-    def _spool(self, handle: Any) -> None:
+    def _spool(self, work: Path) -> None:
+        """Pass 1: ``[title, text]`` and the link titles of each article to two spools, the redirects to
+        their files; in memory only the page ids."""
         reader = DumpReader(self.path)
-        articles = self._articles(reader)
-        batches = iter(lambda: list(itertools.islice(articles, BATCH)), [])
-        first = next(batches, None)  # reading the first batch reads <siteinfo>: the namespaces are known after it
-        namespaces = frozenset(name.lower() for key, name in reader.site.namespaces.items() if name and key != 0)
-        for done, parsed in _parsed(itertools.chain([first] if first else [], batches), namespaces, self.workers):
-            for (title, _), page in zip(done, parsed, strict=True):
-                if page.disambiguation and not self.keep_disambiguation:
-                    self.stats.disambiguation += 1  # not a title of the dump: links to it drop as unresolved
-                    continue
-                doc_id = page_id(title)
-                self._ids.append(doc_id)
-                self._id_hashes.append(hash(doc_id))
-                handle.write(orjson.dumps([title, page.text, page.links]) + b"\n")
+        redirects = _Redirects(self._keep, work)
+        try:
+            with (work / _TEXTS).open("wb") as texts, (work / _LINKS).open("wb") as links:
+                articles = self._articles(reader, redirects)
+                batches = iter(lambda: list(itertools.islice(articles, BATCH)), [])
+                first = next(batches, None)  # reading the first batch reads <siteinfo>: the namespaces are known
+                namespaces = frozenset(name.lower() for key, name in reader.site.namespaces.items()
+                                       if name and key != 0)
+                for done, parsed in _parsed(itertools.chain([first] if first else [], batches), namespaces,
+                                            self.workers):
+                    kept = [(title, page) for (title, _), page in zip(done, parsed, strict=True)
+                            if not page.disambiguation or self.keep_disambiguation]
+                    self.stats.disambiguation += len(done) - len(kept)  # no title of the dump: links to it drop
+                    if kept:  # one line a batch in each spool: a write and a dumps a page cost 2% of the import
+                        self._ids.extend(page_id(title) for title, _ in kept)
+                        texts.write(orjson.dumps([[title, page.text] for title, page in kept]) + b"\n")
+                        links.write(orjson.dumps([page.links for _, page in kept]) + b"\n")
+        finally:
+            redirects.close()
         self.stats.articles = len(self._ids)
         self.base_url = reader.site.base.rpartition("/")[0] + "/" if reader.site.base else ""
         self._namespaces = namespaces
 
-    # ------------------------------------------------------------------ pass 2
+    # ------------------------------------------------------------------ between the passes
 
-    def _build_table(self) -> TitleTable:
-        hashes = np.concatenate([np.frombuffer(self._id_hashes, dtype=np.int64),
-                                 np.frombuffer(self._redirect_hashes, dtype=np.int64)])
-        self._id_hashes, self._redirect_hashes = array("q"), array("q")  # the table holds them, sorted
+    def _resolve(self, work: Path) -> None:
+        """Every title in one table, every redirect to its article, every link to its row (written, in page
+        order, to a spool of kept rows); then the table is let go, before the graph grows."""
+        names = MappedStrings(self._keep / "redirect_ids", offsets_in_memory=True)
         try:
-            return TitleTable(hashes, self._ids, self._redirect_ids)
+            article_hashes = np.fromiter(map(hash, self._ids), dtype=np.int64, count=len(self._ids))
+            table = self._build_table(np.concatenate([article_hashes, np.load(work / "redirect_hashes.npy")]),
+                                      names)
+            del article_hashes
+            targets = MappedStrings(work / "redirect_targets")
+            try:
+                final = self._resolve_redirects(table, targets)
+            finally:
+                targets.close()
+            self._resolve_links(work, table, final)
+            _write_alias_index(self._keep, self._ids, final)
+        finally:
+            names.close()
+        self._resolved = True
+
+    def _build_table(self, hashes: np.ndarray, redirect_ids: Sequence[str]) -> TitleTable:
+        try:
+            return TitleTable(hashes, self._ids, redirect_ids)
         except DuplicateKey as twice:
             kinds = " and ".join("an article" if entry < len(self._ids) else "a redirect"
                                  for entry in (twice.first, twice.second))
             raise DataError(self.path, f"page title {page_title(twice.key)!r} occurs twice ({kinds})",
                             fix="a dump holds each page once; check the export was not concatenated") from None
 
-    def _resolve_redirects(self, table: TitleTable) -> np.ndarray:
+    def _resolve_redirects(self, table: TitleTable, redirect_targets: Iterable[str]) -> np.ndarray:
         """Redirect ``k`` -> the article row it leads to (double redirects followed), ``-1`` where it leads
         nowhere in the dump; a loop is a DataError naming it. Targets are looked up a chunk at a time and
         the chains followed in numpy, one hop per step for every redirect at once."""
-        articles, count = len(self._ids), len(self._redirect_ids)
+        articles = len(self._ids)
+        count = len(table) - articles
         step = np.full(count, NOT_FOUND, dtype=np.int64)  # redirect k -> the entry its target names
-        targets = iter(self._redirect_targets)
+        targets = iter(redirect_targets)
         for start in range(0, count, _RESOLVE_CHUNK):
             named = [article_target(target, self._namespaces)
                      for target in itertools.islice(targets, _RESOLVE_CHUNK)]
             where = [(i, page_id(title)) for i, title in enumerate(named) if title is not None]
             step[start + np.asarray([i for i, _ in where], dtype=np.int64)] = table.find([key for _, key in where])
-        self._redirect_targets = PackedStrings()
         hop = step.copy()
         for _ in range(_FOLLOWED_HOPS):
             via = hop >= articles
@@ -275,24 +365,21 @@ class WikipediaDump:
             entry = int(step[entry - articles])
         return entry
 
-    def _find_article(self, page: str) -> int:
-        entry = self._table.find([page])[0] if self._table is not None else NOT_FOUND
-        return entry if entry < len(self._ids) else NOT_FOUND
-
-    def _rows(self, table: TitleTable, link_ids: list[str]) -> list[int]:
+    def _rows(self, table: TitleTable, final: np.ndarray, link_ids: list[str]) -> list[int]:
         """The article row each link id leads to (through its redirect), ``-1`` for none."""
         entries = np.asarray(table.find(link_ids), dtype=np.int64)
         via = entries >= len(self._ids)
-        entries[via] = self._final[entries[via] - len(self._ids)]
+        entries[via] = final[entries[via] - len(self._ids)]
         rows: list[int] = entries.tolist()
         return rows
 
-    def _kept(self, own: int, title: str, links: Sequence[str], rows: Sequence[int]) -> list[int]:
+    def _kept(self, own: int, links: Sequence[str], rows: Sequence[int]) -> list[int]:
         """The page's link rows, first appearance order, repeats, self-links and unresolved links dropped."""
         stats = self.stats.links
         stats.read += len(links)
         valid = [row for row in rows if row >= 0 and row != own]
         if len(valid) < len(rows):
+            title = page_title(self._ids[own])
             for link, row in zip(links, rows, strict=True):
                 if row < 0 or row == own:
                     stats.drop(title, link)
@@ -300,37 +387,63 @@ class WikipediaDump:
         stats.kept += len(kept)
         return kept
 
+    def _resolve_links(self, work: Path, table: TitleTable, final: np.ndarray) -> None:
+        """Each spooled page's links to its kept rows, a chunk of pages at a time, appended to the kept-rows
+        spool (appearance order) with one count per page."""
+        own = 0
+        with (work / _LINKS).open("rb") as spooled, (work / _KEPT).open("wb") as kept_out, \
+                (work / _COUNTS).open("wb") as counts_out:
+            for lines in iter(lambda: list(itertools.islice(spooled, _REPLAY_LINES)), []):
+                pages: list[list[str]] = [links for line in lines for links in orjson.loads(line)]
+                rows = self._rows(table, final, [page_id(link) for links in pages for link in links])
+                kept_rows, counts, at = array("i"), array("i"), 0
+                for links in pages:
+                    kept = self._kept(own, links, rows[at:at + len(links)])
+                    at += len(links)
+                    own += 1
+                    counts.append(len(kept))
+                    kept_rows.extend(kept)
+                kept_out.write(kept_rows.tobytes())
+                counts_out.write(counts.tobytes())
+
+    # ------------------------------------------------------------------ pass 2
+
+    def _replay(self, work: Path) -> Iterator[Document]:
+        """Pass 2: the spooled pages with their kept links, as Documents; the CSR blocks fill on the way."""
+        ids, base_url = self._ids, self.base_url
+        own = 0
+        with (work / _TEXTS).open("rb") as texts, (work / _KEPT).open("rb") as kept_in, \
+                (work / _COUNTS).open("rb") as counts_in:
+            for lines in iter(lambda: list(itertools.islice(texts, _REPLAY_LINES)), []):
+                pages: list[tuple[str, str]] = [page for line in lines for page in orjson.loads(line)]
+                counts = np.fromfile(counts_in, dtype=np.int32, count=len(pages))
+                rows: list[int] = np.fromfile(kept_in, dtype=np.int32, count=int(counts.sum())).tolist()
+                self._row_lengths.extend(counts)
+                at = 0
+                for (title, text), count in zip(pages, counts.tolist(), strict=True):
+                    kept = rows[at:at + count]
+                    at += count
+                    self._targets.extend(sorted(kept))
+                    doc_id = ids[own]
+                    own += 1
+                    # trusted: every field is a str (or a list of them) this import made; validating
+                    # them again was about 2% of the import's CPU at 1M pages (py-spy)
+                    yield Document.trusted(id=doc_id, title=title, text=text, links=[ids[r] for r in kept],
+                                           url=f"{base_url}{doc_id}" if base_url else None,
+                                           source_contents=None, source_id=None)
+
     def documents(self) -> Iterator[Document]:
-        """The dump's articles as Documents, in dump order (pass 1 runs before the first one is yielded)."""
+        """The dump's articles as Documents, in dump order (pass 1 and the link resolution run before the
+        first one is yielded)."""
         if self._done:
             raise AetherError("a WikipediaDump is read once", fix="create a new WikipediaDump to read it again")
         self._done = True
+        fix_mmap_threshold()  # the resolution's large temporaries are maps, not heap the graph would sit on
         with tempfile.TemporaryDirectory(prefix="aether-wikipedia-", dir=self.spool_dir) as spool_dir:
-            spool = Path(spool_dir) / "pages.jsonl"
-            with spool.open("wb") as handle:
-                self._spool(handle)
-            table = self._table = self._build_table()
-            self._final = self._resolve_redirects(table)
-            self.aliases = RedirectAliases(self._ids, self._redirect_ids, self._final, self._find_article)
-            ids, base_url = self._ids, self.base_url
-            own = 0
-            with spool.open("rb") as handle:
-                for lines in iter(lambda: list(itertools.islice(handle, _REPLAY_PAGES)), []):
-                    pages = [orjson.loads(line) for line in lines]
-                    rows = self._rows(table, [page_id(link) for _, _, links in pages for link in links])
-                    at = 0
-                    for title, text, links in pages:
-                        kept = self._kept(own, title, links, rows[at:at + len(links)])
-                        at += len(links)
-                        self._row_lengths.append(len(kept))
-                        self._targets.extend(sorted(kept))
-                        doc_id = ids[own]
-                        own += 1
-                        # trusted: every field is a str (or a list of them) this import made; validating
-                        # them again was about 2% of the import's CPU at 1M pages (py-spy)
-                        yield Document.trusted(id=doc_id, title=title, text=text, links=[ids[r] for r in kept],
-                                               url=f"{base_url}{doc_id}" if base_url else None,
-                                               source_contents=None, source_id=None)
+            work = Path(spool_dir)
+            self._spool(work)
+            self._resolve(work)
+            yield from self._replay(work)
         self._read_all = True
 
     def graph(self) -> LinkGraph:
