@@ -23,10 +23,13 @@ libc.free.argtypes = [ctypes.c_void_p]
 if sys.argv[1] == "fixed":
     assert fix_mmap_threshold()
 libc.free(libc.malloc(8 << 20))  # a mapped block freed: glibc's own rule raises the threshold to 8 MiB
-before = libc.mallinfo2().hblkhd
-block = libc.malloc(2 << 20)
-print(libc.mallinfo2().hblkhd - before >= 2 << 20)
-libc.free(block)
+def mapped(size):
+    before = libc.mallinfo2().hblkhd
+    block = libc.malloc(size)
+    grew = libc.mallinfo2().hblkhd - before >= size
+    libc.free(block)
+    return grew
+print(mapped(2 << 20), mapped(512 << 10))
 """
 
 
@@ -38,11 +41,12 @@ def _glibc_with_mallinfo2() -> bool:
 
 
 @pytest.mark.skipif(not _glibc_with_mallinfo2(), reason="needs glibc 2.33 or later (mallinfo2)")
-def test_a_2_mib_block_is_mapped_after_an_8_mib_one_was_freed_only_with_the_fixed_threshold() -> None:
-    def mapped(mode: str) -> bool:
+def test_a_2_mib_block_is_mapped_after_an_8_mib_one_was_freed_only_with_the_1_mib_threshold() -> None:
+    def mapped(mode: str) -> str:
+        """Whether a 2 MiB and a 512 KiB block got maps of their own."""
         out = subprocess.run([sys.executable, "-c", _PROBE, mode], check=True, capture_output=True, text=True)
-        return out.stdout.strip() == "True"
+        return out.stdout.strip()
 
-    assert not mapped("dynamic"), "glibc's dynamic threshold should have put the 2 MiB block on the heap"
-    assert mapped("fixed")
+    assert mapped("dynamic") == "False False", "glibc's dynamic threshold should have put both on the heap"
+    assert mapped("fixed") == "True False", "the fixed threshold is 1 MiB: the 2 MiB block mapped, not the 512 KiB"
 
