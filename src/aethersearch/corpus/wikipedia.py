@@ -329,12 +329,11 @@ class WikipediaDump:
             raise DataError(self.path, f"page title {page_title(twice.key)!r} occurs twice ({kinds})",
                             fix="a dump holds each page once; check the export was not concatenated") from None
 
-    def _resolve_redirects(self, table: TitleTable, redirect_targets: Iterable[str]) -> np.ndarray:
+    def _resolve_redirects(self, table: TitleTable, redirect_targets: Sequence[str]) -> np.ndarray:
         """Redirect ``k`` -> the article row it leads to (double redirects followed), ``-1`` where it leads
         nowhere in the dump; a loop is a DataError naming it. Targets are looked up a chunk at a time and
         the chains followed in numpy, one hop per step for every redirect at once."""
-        articles = len(self._ids)
-        count = len(table) - articles
+        articles, count = len(self._ids), len(redirect_targets)
         step = np.full(count, NOT_FOUND, dtype=np.int64)  # redirect k -> the entry its target names
         targets = iter(redirect_targets)
         for start in range(0, count, _RESOLVE_CHUNK):
