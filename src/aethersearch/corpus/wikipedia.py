@@ -41,7 +41,11 @@ page store it feeds holds nothing per page while it is written
 bytes per article on a generated dump with half a redirect per article; at 1M
 articles peak RSS went from 666 to 370 MiB, to about 334 with the blocks, and
 to about 283 with the table let go before the graph grows; beyond the graph it
-then grew 2 MiB from 1M to 2M articles (``docs/wikipedia-dump.md``).
+then grew 2 MiB from 1M to 2M articles (``docs/wikipedia-dump.md``). With a real
+dump's 1.6 redirects an article the step between the passes holds the most
+titles; its arrays are narrow (``int32`` entries) and built without joined
+copies, so it stays below pass 2 (297 and 468 MiB at 1M and 2M articles, 3
+bytes an article beyond the graph from one to the other).
 """
 
 from __future__ import annotations
@@ -305,20 +309,31 @@ class WikipediaDump:
         order, to a spool of kept rows); then the table is let go, before the graph grows."""
         names = MappedStrings(self._keep / "redirect_ids", offsets_in_memory=True)
         try:
-            article_hashes = np.fromiter(map(hash, self._ids), dtype=np.int64, count=len(self._ids))
-            table = self._build_table(np.concatenate([article_hashes, np.load(work / "redirect_hashes.npy")]),
-                                      names)
-            del article_hashes
+            table = self._build_table(self._title_hashes(work), names)
             targets = MappedStrings(work / "redirect_targets")
             try:
                 final = self._resolve_redirects(table, targets)
             finally:
                 targets.close()
             self._resolve_links(work, table, final)
-            _write_alias_index(self._keep, self._ids, final)
+            del table  # before the alias index's sorts: the two are never held together
         finally:
             names.close()
+        _write_alias_index(self._keep, self._ids, final)
         self._resolved = True
+
+    def _title_hashes(self, work: Path) -> np.ndarray:
+        """Every title's hash in entry order (the articles', then the redirects' spooled ones), filled into one
+        array: built by joining two, the articles' hashes were held twice."""
+        articles = len(self._ids)
+        spooled = np.load(work / "redirect_hashes.npy", mmap_mode="r")
+        hashes = np.empty(articles + len(spooled), dtype=np.int64)
+        for start in range(0, articles, _RESOLVE_CHUNK):
+            chunk = self._ids[start:start + _RESOLVE_CHUNK]
+            hashes[start:start + len(chunk)] = np.fromiter(map(hash, chunk), dtype=np.int64, count=len(chunk))
+        hashes[articles:] = spooled
+        del spooled
+        return hashes
 
     def _build_table(self, hashes: np.ndarray, redirect_ids: Sequence[str]) -> TitleTable:
         try:
@@ -334,7 +349,9 @@ class WikipediaDump:
         nowhere in the dump; a loop is a DataError naming it. Targets are looked up a chunk at a time and
         the chains followed in numpy, one hop per step for every redirect at once."""
         articles, count = len(self._ids), len(redirect_targets)
-        step = np.full(count, NOT_FOUND, dtype=np.int64)  # redirect k -> the entry its target names
+        # redirect k -> the entry its target names; int32 while the entries fit, as the table's own are
+        entry_type: type[np.signedinteger[Any]] = np.int32 if articles + count < 2**31 else np.int64
+        step: np.ndarray[tuple[int], np.dtype[np.signedinteger[Any]]] = np.full(count, NOT_FOUND, dtype=entry_type)
         targets = iter(redirect_targets)
         for start in range(0, count, _RESOLVE_CHUNK):
             named = [article_target(target, self._namespaces)
