@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree, hop_statement
@@ -273,3 +275,37 @@ def test_redirect_aliases_name_their_page_for_answers_and_subjects() -> None:
     # an alias two pages share names neither
     shared = {"Paris": ["Lutetia"], "France": ["Lutetia"]}
     assert TitleIndex(pages.values(), shared).answer_page(["Lutetia"]) is None
+
+
+_WORDS = ["Paris", "Georgia", "Georgia (country)", "Georgia (U.S. state)", "Lutetia", "paris", "Mercury (planet)",
+          "Mercury"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=6),
+       st.lists(st.lists(st.sampled_from(_WORDS), max_size=3), max_size=6))
+def test_title_index_names_a_page_only_when_no_other_page_has_that_name(titles: list[str],
+                                                                         aliases: list[list[str]]) -> None:
+    # the reference: every page a normalised name (title, short form, alias) could mean, as sets; a name with
+    # two pages names neither, a title beats another page's alias, a full title beats a short form
+    from aethersearch.construct.seeds import _PAREN, _norm
+
+    pages = {f"p{i}": title for i, title in enumerate(titles)}
+    redirects = {f"p{i}": names for i, names in enumerate(aliases) if i < len(titles)}
+    full: dict[str, str] = {}
+    short: dict[str, set[str]] = {}
+    for page, title in pages.items():
+        full.setdefault(_norm(title), page)
+        base = _norm(_PAREN.sub("", title))
+        if base and base != _norm(title):
+            short.setdefault(base, set()).add(page)
+    named: dict[str, set[str]] = {}
+    for page, names in redirects.items():
+        for name in names:
+            if _norm(name) not in full:
+                named.setdefault(_norm(name), set()).add(page)
+    full.update({key: next(iter(found)) for key, found in named.items() if len(found) == 1})
+    expected_short = {key: next(iter(found)) for key, found in short.items() if len(found) == 1 and key not in full}
+    index = TitleIndex.from_titles(pages, redirects)
+    assert index.full == full
+    assert index.short == expected_short

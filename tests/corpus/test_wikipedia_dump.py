@@ -217,6 +217,9 @@ def test_aliases_are_found_by_page_id_even_when_every_page_id_hashes_alike(
     assert {page: aliases[page] for page in aliases} == {"A0": ["R0", "R3", "R6"], "A1": ["R1", "R4"],
                                                          "A2": ["R2", "R5"]}
     assert "A3" not in aliases and "R0" not in aliases and len(aliases) == 3
+    assert aliases.get("A1") == ["R1", "R4"] and aliases.get("A4") is None and aliases.get("A4", ()) == ()
+    with pytest.raises(KeyError):
+        aliases["A4"]
 
 
 def test_aliases_wait_for_the_redirects_and_their_files_go_with_the_reader(tmp_path: Path) -> None:

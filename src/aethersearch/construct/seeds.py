@@ -122,6 +122,11 @@ def read_seed_questions(data_root: str | Path, sources: Sequence[tuple[str, str,
     return questions, read
 
 
+def _one_page(named: Mapping[str, str | None], key: str, page: str) -> str | None:
+    """``page`` if ``key`` names no other page so far, else None (ambiguous, and stays so)."""
+    return page if named.get(key, page) == page else None
+
+
 class TitleIndex:
     """Normalised page titles -> page id, with unique parenthetical-free short forms for answers.
 
@@ -143,8 +148,10 @@ class TitleIndex:
         return index
 
     def _index(self, pages: Iterable[tuple[str, str]], aliases: Mapping[str, Sequence[str]] | None) -> None:
+        # a name's one page, or None once a second page has it: a set per name cost about 550 bytes an
+        # article on a dump (1.6 redirect titles an article), the largest part of construction's peak
         self.full: dict[str, str] = {}
-        short: dict[str, set[str]] = {}
+        short: dict[str, str | None] = {}
         ids: set[str] = set()
         for page, title in pages:
             ids.add(page)
@@ -153,17 +160,17 @@ class TitleIndex:
                 self.full.setdefault(key, page)
             base = _norm(_PAREN.sub("", title))
             if base and base != key:
-                short.setdefault(base, set()).add(page)
-        named: dict[str, set[str]] = {}
+                short[base] = _one_page(short, base, page)
+        named: dict[str, str | None] = {}
         for page, names in (aliases or {}).items():
             if page not in ids:
                 continue
             for name in names:
                 key = _norm(name)
                 if key and key not in self.full:
-                    named.setdefault(key, set()).add(page)
-        self.full.update({key: next(iter(pages_)) for key, pages_ in named.items() if len(pages_) == 1})
-        self.short = {k: next(iter(v)) for k, v in short.items() if len(v) == 1 and k not in self.full}
+                    named[key] = _one_page(named, key, page)
+        self.full.update({key: page for key, page in named.items() if page is not None})
+        self.short = {k: page for k, page in short.items() if page is not None and k not in self.full}
 
     def answer_page(self, answers: Sequence[str]) -> tuple[str, str, str] | None:
         """``(page id, the gold answer matched, "title"|"short_title")`` or None."""

@@ -30,6 +30,7 @@ Two uses:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -59,6 +60,8 @@ IMPLIED: dict[str, tuple[str, ...]] = {"capital_of": ("located_in",), "largest_c
 RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS}
 #: paths enumerated per seed by :meth:`TypedGraph.composing_paths`
 PATH_LIMIT = 1_000
+#: pages whose names (title, then aliases) the facts pass keeps at hand: bounded, whatever the corpus size
+_NAMES_CACHED = 1 << 18
 
 
 class TypedFact(NamedTuple):
@@ -99,14 +102,22 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     if titles is None:
         docs = list(documents)
         titles = {doc.id: doc.title for doc in docs}
-    names: dict[str, list[str]] = {page: [title, *(aliases or {}).get(page, ())] for page, title in titles.items()}
+    known, redirects = titles, aliases or {}
+
+    @functools.lru_cache(maxsize=_NAMES_CACHED)
+    def names_of(page: str) -> tuple[str, ...]:
+        # asked per link, not built for every page first (that table was about 300 bytes an article on a
+        # dump); cached, as a few pages take most links and a dump's aliases are read from disk
+        return (known[page], *redirects.get(page, ()))
+
     facts: list[TypedFact] = []
     kinds: dict[str, str] = {}
     outside: Counter[str] = Counter()
     for doc in docs:
-        link_titles = sorted({(name.casefold(), p) for p in doc.links if p in names and p != doc.id
-                              for name in names[p]}, key=lambda item: (-len(item[0]), item[0]))
-        forms = [doc] + [doc.model_copy(update={"title": name}) for name in names[doc.id][1:]]
+        own = names_of(doc.id)
+        link_titles = sorted({(name.casefold(), p) for p in doc.links if p in known and p != doc.id
+                              for name in names_of(p)}, key=lambda item: (-len(item[0]), item[0]))
+        forms = [doc] + [doc.model_copy(update={"title": name}) for name in own[1:]]
         for line in doc.text.split("\n"):
             for raw in SENTENCE_SPLIT.split(line):
                 sentence = raw.strip()
@@ -127,7 +138,7 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
                     facts.append(TypedFact(doc.id, relation, found[0], sentence))
                 kind = _KIND.match(sentence)
                 if kind and doc.id not in kinds and sentence.casefold().startswith(
-                        tuple(name.split(" (")[0].casefold() for name in names[doc.id])):
+                        tuple(name.split(" (")[0].casefold() for name in own)):
                     kinds[doc.id] = kind.group("kind").lower()
     return FactSet(facts, kinds, dict(sorted(outside.items())))
 

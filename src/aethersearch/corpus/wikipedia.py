@@ -193,19 +193,35 @@ class RedirectAliases(Mapping[str, list[str]]):
             np.asarray(np.load(folder / f"alias_{name}.npy", mmap_mode="r"))
             for name in ("order", "rows", "starts", "keys", "key_groups"))
 
-    def _group(self, page: str) -> int:
-        key = hash(page)
-        low, high = (int(np.searchsorted(self._keys, key, side=side)) for side in ("left", "right"))
-        for at in range(low, high):  # more than one only when two page ids share a hash
+    def _group(self, page: str) -> int | None:
+        """The page's group of redirects, or None: one search, and no exception for a page without any (the
+        construction's facts pass asks this for every link, most of them to such pages)."""
+        key, keys = hash(page), self._keys
+        at = int(keys.searchsorted(key))
+        while at < len(keys) and keys[at] == key:  # more than one only when two page ids share a hash
             group = int(self._key_groups[at])
             if self._ids[int(self._rows[group])] == page:
                 return group
-        raise KeyError(page)
+            at += 1
+        return None
+
+    def _titles(self, group: int) -> list[str]:
+        return [page_title(self._names[k])
+                for k in self._order[self._starts[group]:self._starts[group + 1]].tolist()]
 
     def __getitem__(self, page: str) -> list[str]:
         group = self._group(page)
-        return [page_title(self._names[k])
-                for k in self._order[self._starts[group]:self._starts[group + 1]].tolist()]
+        if group is None:
+            raise KeyError(page)
+        return self._titles(group)
+
+    def get(self, page: str, default: Any = None) -> Any:  # without the KeyError Mapping.get would catch
+        """The titles of the redirects to ``page``, or ``default`` when there are none."""
+        group = self._group(page)
+        return default if group is None else self._titles(group)
+
+    def __contains__(self, page: object) -> bool:
+        return isinstance(page, str) and self._group(page) is not None
 
     def __iter__(self) -> Iterator[str]:
         return (self._ids[row] for row in self._rows.tolist())

@@ -1,0 +1,147 @@
+"""Construction memory at scale: peak RSS of the parts of `aether construct wikipedia` that grow with the pages.
+
+A full English dump (6.8M articles, about 11M redirects) must build on a 24 GiB machine. The import's
+own peak is measured by ``wikipedia_build.py``; this measures what construction holds after it, on the
+same generated dumps (``--redirects 1.6`` by default, as English Wikipedia), in a fresh process per size:
+
+1. ``read_wikipedia_pages``: the import into a page store, the graph, the redirects as aliases;
+2. the titles of every page (``PageTexts.titles``);
+3. ``extract_facts`` over every page (streamed), then the typed graph;
+4. the real seed questions (``--seeds``, ``../shared/data``) read and resolved (``resolve_seeds``, which
+   builds ``TitleIndex`` over every title and alias);
+5. the rule-based validator's token index, for the seeds' answers and one word on most generated pages.
+
+RSS is sampled every 10 ms; each part's row is the highest RSS from its start to its end. The slope
+between the two sizes, less the graph's, says whether construction is flat apart from the graph, and the
+extrapolation to 6.8M articles whether it fits. The generated text carries no typed facts, so a real
+dump's facts (each with its sentence) come on top.
+
+Run: ``python benchmarks/construction_memory.py --pages 100000,400000 --keep-dumps DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from wikipedia_build import FULL_ARTICLES, FULL_LINKS, _dump
+
+ROOT = Path(__file__).resolve().parents[1]
+#: one word that most generated pages hold, indexed as an answer would be
+COMMON_WORD = "w4999"
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status: this benchmark reads Linux's process status")
+
+
+class _Sampler:
+    """The highest RSS since the last :meth:`take`, from a thread sampling every 10 ms."""
+
+    def __init__(self) -> None:
+        self._peak = _rss_mib()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            self._peak = max(self._peak, _rss_mib())
+            time.sleep(0.01)
+
+    def take(self) -> float:
+        peak, self._peak = max(self._peak, _rss_mib()), _rss_mib()
+        return peak
+
+
+def run_one(dump: Path, store: Path, seeds: Path) -> dict[str, Any]:
+    """Each part in order, in this process; returns each part's peak RSS (MiB) and the graph's size."""
+    from aethersearch.construct.seeds import read_seed_questions, resolve_seeds
+    from aethersearch.construct.typed_facts import TypedGraph, extract_facts
+    from aethersearch.construct.validate import RuleBasedValidator
+    from aethersearch.construct.wikipedia import read_wikipedia_pages
+    from aethersearch.corpus.page_texts import page_titles
+
+    sampler = _Sampler()
+    parts: dict[str, float] = {}
+
+    def part(name: str, work: Callable[[], Any]) -> Any:
+        sampler.take()
+        result = work()
+        parts[name] = sampler.take()
+        return result
+
+    pages, graph, source = part("import", lambda: read_wikipedia_pages(dump, store))
+    titles = part("titles", lambda: page_titles(pages))
+    facts = part("facts", lambda: extract_facts(pages.values(), source.page_aliases, titles=titles))
+    part("typed graph", lambda: TypedGraph(facts.facts))
+    questions, _ = part("seed questions", lambda: read_seed_questions(seeds))
+    resolved = part("seeds resolved", lambda: resolve_seeds(questions, pages, source.page_aliases))
+
+    def token_index() -> None:
+        answers = [answer for triple in resolved.triples for answer in triple.answers] + [COMMON_WORD]
+        # the lookup behind "is the answer visible on a page outside the chain?": the token index, then each
+        # candidate page's normalised text (the bounded cache); private, reached on purpose
+        RuleBasedValidator(pages, answers=answers)._pages_containing(COMMON_WORD)
+
+    part("validator token index", token_index)
+    node_bytes = graph.ids.nbytes + sum(-(-sys.getsizeof(page) // 16) * 16 for page in graph.ids.tolist())
+    return {"articles": len(graph.ids), "facts": len(facts.facts), "seeds": len(resolved.triples), "parts": parts,
+            "graph_mib": (graph.indptr.nbytes + graph.indices.nbytes + node_bytes) / 2**20}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pages", default="100000,400000", help="comma-separated article counts (two or more)")
+    parser.add_argument("--mean-links", type=float, default=FULL_LINKS / FULL_ARTICLES)
+    parser.add_argument("--redirects", type=float, default=1.6, help="redirect pages per article")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=Path, default=ROOT.parent / "shared" / "data",
+                        help="the folder holding the seed question lists (qa/)")
+    parser.add_argument("--keep-dumps", type=Path, default=None, help="reuse and keep generated dumps here")
+    parser.add_argument("--generate-processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--run-one", nargs=3, metavar=("DUMP", "STORE", "SEEDS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run_one:
+        print(json.dumps(run_one(*(Path(arg) for arg in args.run_one))))
+        return
+    if not (args.seeds / "qa").is_dir():
+        sys.exit(f"no seed question lists under {args.seeds}: pass --seeds (the folder holding qa/)")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for pages in (int(p) for p in args.pages.split(",") if p):
+            dump = _dump(Path(tmp), args.keep_dumps, pages, args)
+            out = subprocess.run([sys.executable, __file__, "--run-one", str(dump), str(Path(tmp) / f"store-{pages}"),
+                                  str(args.seeds)], capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"the {pages:,}-article run failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(f"{pages:,} articles ({row['facts']:,} typed facts, {row['seeds']:,} seeds resolved; "
+                  f"graph and ids {row['graph_mib']:.1f} MiB), highest RSS by part:", flush=True)
+            for name, mib in row["parts"].items():
+                print(f"  {name:24s} {mib:8.1f} MiB")
+    if len(rows) >= 2:
+        small, big = rows[0], rows[-1]
+        peak = {row["articles"]: max(row["parts"].values()) for row in (small, big)}
+        grown = (peak[big["articles"]] - peak[small["articles"]]) * 2**20 / (big["articles"] - small["articles"])
+        graph = (big["graph_mib"] - small["graph_mib"]) * 2**20 / (big["articles"] - small["articles"])
+        full = peak[big["articles"]] + grown * (FULL_ARTICLES - big["articles"]) / 2**20
+        print(f"peak RSS grows {grown:,.0f} bytes an article ({grown - graph:,.0f} beyond the graph and its ids), "
+              f"{small['articles']:,} to {big['articles']:,}; at {FULL_ARTICLES:,} articles, straight on: about "
+              f"{full / 1024:.1f} GiB")
+
+
+if __name__ == "__main__":
+    main()
