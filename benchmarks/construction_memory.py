@@ -11,7 +11,10 @@ same generated dumps (``--redirects 1.6`` by default, as English Wikipedia), in 
    builds ``TitleIndex`` over every title and alias);
 5. the rule-based validator's token index, for the seeds' answers and one word on most generated pages.
 
-RSS is sampled every 10 ms; each part's row is the highest RSS from its start to its end. The slope
+Resident and anonymous memory are sampled every 10 ms; each part's row is the highest of each from its
+start to its end. Resident memory counts the page store's mapped file pages that a pass over every page
+touches (clean page cache, which the kernel takes back under pressure); anonymous memory is what the
+process holds. The slope
 between the two sizes, less the graph's, says whether construction is flat apart from the graph, and the
 extrapolation to 6.8M articles whether it fits. The generated text carries no typed facts, so a real
 dump's facts (each with its sentence) come on top.
@@ -40,16 +43,22 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMON_WORD = "w4999"
 
 
-def _rss_mib() -> float:
+def _rss_mib() -> tuple[float, float]:
+    """``(resident, anonymous)`` MiB: resident counts the page store's mapped file pages too, which the
+    kernel can take back (clean page cache); anonymous memory is what the process itself holds."""
+    found: dict[str, float] = {}
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS in /proc/self/status: this benchmark reads Linux's process status")
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "RssAnon"):
+                found[name] = int(value.split()[0]) / 1024
+    if len(found) < 2:
+        raise RuntimeError("no VmRSS/RssAnon in /proc/self/status: this benchmark reads Linux's process status")
+    return found["VmRSS"], found["RssAnon"]
 
 
 class _Sampler:
-    """The highest RSS since the last :meth:`take`, from a thread sampling every 10 ms."""
+    """The highest resident and anonymous memory since the last :meth:`take`, sampled every 10 ms."""
 
     def __init__(self) -> None:
         self._peak = _rss_mib()
@@ -57,11 +66,14 @@ class _Sampler:
 
     def _run(self) -> None:
         while True:
-            self._peak = max(self._peak, _rss_mib())
+            self._peak = self._higher(_rss_mib())
             time.sleep(0.01)
 
-    def take(self) -> float:
-        peak, self._peak = max(self._peak, _rss_mib()), _rss_mib()
+    def _higher(self, now: tuple[float, float]) -> tuple[float, float]:
+        return max(self._peak[0], now[0]), max(self._peak[1], now[1])
+
+    def take(self) -> tuple[float, float]:
+        peak, self._peak = self._higher(_rss_mib()), _rss_mib()
         return peak
 
 
@@ -74,7 +86,7 @@ def run_one(dump: Path, store: Path, seeds: Path) -> dict[str, Any]:
     from aethersearch.corpus.page_texts import page_titles
 
     sampler = _Sampler()
-    parts: dict[str, float] = {}
+    parts: dict[str, tuple[float, float]] = {}
 
     def part(name: str, work: Callable[[], Any]) -> Any:
         sampler.take()
@@ -130,17 +142,19 @@ def main() -> None:
             rows.append(row)
             print(f"{pages:,} articles ({row['facts']:,} typed facts, {row['seeds']:,} seeds resolved; "
                   f"graph and ids {row['graph_mib']:.1f} MiB), highest RSS by part:", flush=True)
-            for name, mib in row["parts"].items():
-                print(f"  {name:24s} {mib:8.1f} MiB")
+            for name, (resident, anonymous) in row["parts"].items():
+                print(f"  {name:24s} resident {resident:8.1f} MiB, anonymous {anonymous:8.1f} MiB")
     if len(rows) >= 2:
         small, big = rows[0], rows[-1]
-        peak = {row["articles"]: max(row["parts"].values()) for row in (small, big)}
-        grown = (peak[big["articles"]] - peak[small["articles"]]) * 2**20 / (big["articles"] - small["articles"])
-        graph = (big["graph_mib"] - small["graph_mib"]) * 2**20 / (big["articles"] - small["articles"])
-        full = peak[big["articles"]] + grown * (FULL_ARTICLES - big["articles"]) / 2**20
-        print(f"peak RSS grows {grown:,.0f} bytes an article ({grown - graph:,.0f} beyond the graph and its ids), "
-              f"{small['articles']:,} to {big['articles']:,}; at {FULL_ARTICLES:,} articles, straight on: about "
-              f"{full / 1024:.1f} GiB")
+        articles = big["articles"] - small["articles"]
+        graph = (big["graph_mib"] - small["graph_mib"]) * 2**20 / articles
+        for kind, at in (("resident", 0), ("anonymous", 1)):
+            peak = [max(part[at] for part in row["parts"].values()) for row in (small, big)]
+            grown = (peak[1] - peak[0]) * 2**20 / articles
+            full = peak[1] + grown * (FULL_ARTICLES - big["articles"]) / 2**20
+            print(f"peak {kind} memory grows {grown:,.0f} bytes an article ({grown - graph:,.0f} beyond the graph "
+                  f"and its ids), {small['articles']:,} to {big['articles']:,}; at {FULL_ARTICLES:,} articles, "
+                  f"straight on: about {full / 1024:.1f} GiB")
 
 
 if __name__ == "__main__":

@@ -44,3 +44,30 @@ def test_a_streamed_pass_that_hands_mapped_pages_back_still_reads_every_line(tmp
     lines = list(pages.store.stream_raw(release_every=1))  # a release after every line (10 KB each, > a page)
     assert lines == [pages.store.raw_line(row) for row in range(12)] and list(pages.values()) == big
     assert pages["B3"] == big[3]  # the map still reads after its pages were handed back
+
+
+def _file_pages_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("RssFile:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads Linux's /proc/self/status")
+def test_pages_read_at_random_do_not_stay_resident(tmp_path: Path) -> None:
+    # a common answer word sends the validator to most pages of a corpus, by id; each read's mapped file
+    # pages stayed resident, so the construction's RSS grew with the whole store (700 MiB at 400k articles)
+    import random
+
+    from aethersearch.corpus import page_texts
+
+    count = 3 * page_texts.RELEASE_EVERY
+    docs = (Document(id=f"P{i}", title=f"Page {i}", text=f"w{i} " + "x" * 8000, links=[]) for i in range(count))
+    pages = PageTexts.write(docs, tmp_path / "pages", source="test", overwrite=True)
+    order = [f"P{i}" for i in range(count)]
+    random.Random(0).shuffle(order)
+    before = _file_pages_mib()
+    for page in order:
+        assert pages[page].text.startswith(f"w{page[1:]} ")
+    grown = _file_pages_mib() - before
+    store_mib = (tmp_path / "pages" / "documents.jsonl").stat().st_size / 2**20
+    # at most the reads since the last hand-back (4,096 pages of 8 KB: 32 MiB) stay mapped, of a 96 MiB store
+    assert grown < store_mib / 2, f"{grown:.0f} MiB of the {store_mib:.0f} MiB store stayed resident"

@@ -26,6 +26,10 @@ from aethersearch.records import Document
 
 #: pages kept decoded after a read (a chain search reads the same few pages many times)
 CACHE_PAGES = 256
+#: pages read by id between two hand-backs of the store's mapped file pages: the validator reads most pages
+#: of a corpus at random for a common answer word, and each read's map pages stayed resident (at 400k
+#: generated articles, 700 MiB of the construction's 1.1 GiB resident memory)
+RELEASE_EVERY = 4096
 
 
 class LruCache:
@@ -72,6 +76,7 @@ class PageTexts(Mapping[str, Document]):
     def __init__(self, store: JsonlStore, *, cache_pages: int = CACHE_PAGES) -> None:
         self.store = store
         self._cache = LruCache(cache_pages)
+        self._reads = 0  # pages read from the store by id (the map is handed back every RELEASE_EVERY)
         self._titles: dict[str, str] | None = None
 
     @classmethod
@@ -90,6 +95,9 @@ class PageTexts(Mapping[str, Document]):
             raise KeyError(page_id)
         doc = self.store.doc_at(row)
         self._cache.put(page_id, doc)
+        self._reads += 1
+        if self._reads % RELEASE_EVERY == 0:
+            self.store.release_mapped()
         return doc
 
     def __contains__(self, page_id: object) -> bool:
@@ -135,4 +143,4 @@ def pages_hash(pages: Mapping[str, Document]) -> str:
     return corpus_hash(pages.values())
 
 
-__all__ = ["CACHE_PAGES", "LruCache", "PageTexts", "page_titles", "pages_hash"]
+__all__ = ["CACHE_PAGES", "RELEASE_EVERY", "LruCache", "PageTexts", "page_titles", "pages_hash"]

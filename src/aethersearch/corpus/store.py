@@ -246,6 +246,13 @@ class JsonlStore:
         for line in self.stream_raw():
             yield Document.model_validate(orjson.loads(line))
 
+    def release_mapped(self) -> None:
+        """Hand back the documents' mapped file pages read so far (``MADV_DONTNEED``; read again from the page
+        cache when next needed): for a caller that reads rows at random across the whole store, whose touched
+        pages would otherwise all stay in the process's resident memory (construction's page lookups)."""
+        if isinstance(self._docs, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+            self._docs.madvise(mmap.MADV_DONTNEED)
+
     # ------------------------------------------------------------------ rows
     def doc_at(self, row: int) -> Document:
         """The document in row ``row`` (0-based store order)."""
