@@ -195,7 +195,7 @@ class RedirectAliases(Mapping[str, list[str]]):
 
     def _group(self, page: str) -> int | None:
         """The page's group of redirects, or None: one search, and no exception for a page without any (the
-        construction's facts pass asks this for every link, most of them to such pages)."""
+        construction's facts pass asks this for the pages its links name, most of them such pages)."""
         key, keys = hash(page), self._keys
         at = int(keys.searchsorted(key))
         while at < len(keys) and keys[at] == key:  # more than one only when two page ids share a hash
