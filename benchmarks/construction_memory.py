@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wikipedia_build import FULL_ARTICLES, FULL_LINKS, _dump
+from wikipedia_build import FULL_ARTICLES, FULL_LINKS, _dump, node_table_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 #: one word that most generated pages hold, indexed as an answer would be
@@ -73,7 +73,8 @@ class _Sampler:
         return max(self._peak[0], now[0]), max(self._peak[1], now[1])
 
     def take(self) -> tuple[float, float]:
-        peak, self._peak = self._higher(_rss_mib()), _rss_mib()
+        now = _rss_mib()
+        peak, self._peak = self._higher(now), now
         return peak
 
 
@@ -108,9 +109,8 @@ def run_one(dump: Path, store: Path, seeds: Path) -> dict[str, Any]:
         RuleBasedValidator(pages, answers=answers)._pages_containing(COMMON_WORD)
 
     part("validator token index", token_index)
-    node_bytes = graph.ids.nbytes + sum(-(-sys.getsizeof(page) // 16) * 16 for page in graph.ids.tolist())
     return {"articles": len(graph.ids), "facts": len(facts.facts), "seeds": len(resolved.triples), "parts": parts,
-            "graph_mib": (graph.indptr.nbytes + graph.indices.nbytes + node_bytes) / 2**20}
+            "graph_mib": (graph.indptr.nbytes + graph.indices.nbytes + node_table_bytes(graph)) / 2**20}
 
 
 def main() -> None:

@@ -182,6 +182,12 @@ def _page(title: str, number: int, text: str | None, redirect: str | None = None
             f'      <text xml:space="preserve">{escape(text or "")}</text>\n    </revision>\n  </page>\n')
 
 
+def node_table_bytes(graph: Any) -> int:
+    """The graph's node table: one page id object per node and its pointer (``LinkGraph.ids``), which the
+    construction needs with the CSR arrays; each object as CPython's allocator holds it (16-byte blocks)."""
+    return int(graph.ids.nbytes) + sum(-(-sys.getsizeof(page) // 16) * 16 for page in graph.ids.tolist())
+
+
 def run_one(dump: Path, workers: int, store: Path) -> dict[str, Any]:
     """Import ``dump`` here (a fresh process) and report time, CPU, RSS and graph size."""
     from aethersearch.corpus.store import build_store
@@ -196,9 +202,7 @@ def run_one(dump: Path, workers: int, store: Path) -> dict[str, Any]:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (time.process_time() - cpu0) + children.ru_utime + children.ru_stime
     graph_bytes = graph.indptr.nbytes + graph.indices.nbytes
-    # the graph's node table: one page id object per node and its pointer (LinkGraph.ids), which the
-    # construction needs with the CSR arrays; each object as CPython's allocator holds it (16-byte blocks)
-    node_bytes = graph.ids.nbytes + sum(-(-sys.getsizeof(page) // 16) * 16 for page in graph.ids.tolist())
+    node_bytes = node_table_bytes(graph)
     return {"workers": workers, "articles": reader.stats.articles, "links": graph.n_edges, "wall_s": wall,
             "cpu_s": cpu, "pages_per_s": reader.stats.articles / wall, "pages_per_cpu_s": reader.stats.articles / cpu,
             "peak_rss_mib": own.ru_maxrss / 1024, "worker_peak_rss_mib": children.ru_maxrss / 1024,

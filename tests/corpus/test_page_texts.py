@@ -71,3 +71,15 @@ def test_pages_read_at_random_do_not_stay_resident(tmp_path: Path) -> None:
     store_mib = (tmp_path / "pages" / "documents.jsonl").stat().st_size / 2**20
     # at most the reads since the last hand-back (4,096 pages of 8 KB: 32 MiB) stay mapped, of a 96 MiB store
     assert grown < store_mib / 2, f"{grown:.0f} MiB of the {store_mib:.0f} MiB store stayed resident"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads Linux's /proc/self/status")
+def test_a_pass_over_the_store_does_not_stay_resident(tmp_path: Path) -> None:
+    # the streamed passes (titles, facts, token index) hand the map back behind their read position
+    docs = (Document(id=f"P{i}", title=f"Page {i}", text="x" * 8000, links=[]) for i in range(12_000))
+    pages = PageTexts.write(docs, tmp_path / "pages", source="test")
+    before = _file_pages_mib()
+    assert sum(1 for _ in pages.store.stream_raw()) == 12_000
+    grown = _file_pages_mib() - before
+    store_mib = (tmp_path / "pages" / "documents.jsonl").stat().st_size / 2**20
+    assert grown < store_mib / 2, f"{grown:.0f} MiB of the {store_mib:.0f} MiB store stayed resident"

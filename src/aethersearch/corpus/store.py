@@ -236,9 +236,9 @@ class JsonlStore:
         for row in range(self._count):
             yield self.raw_line(row)
             end = self._row_bounds[row + 1]
-            if end - released >= step and isinstance(self._docs, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+            if end - released >= step:
                 upto = end - end % mmap.PAGESIZE
-                self._docs.madvise(mmap.MADV_DONTNEED, released, upto - released)
+                self.release_mapped(released, upto)
                 released = upto
 
     def stream(self) -> Iterator[Document]:
@@ -246,12 +246,14 @@ class JsonlStore:
         for line in self.stream_raw():
             yield Document.model_validate(orjson.loads(line))
 
-    def release_mapped(self) -> None:
-        """Hand back the documents' mapped file pages read so far (``MADV_DONTNEED``; read again from the page
-        cache when next needed): for a caller that reads rows at random across the whole store, whose touched
-        pages would otherwise all stay in the process's resident memory (construction's page lookups)."""
+    def release_mapped(self, start: int = 0, end: int | None = None) -> None:
+        """Hand back the documents' mapped file pages from byte ``start`` (page-aligned) to ``end`` (default:
+        the whole map) with ``MADV_DONTNEED``; they are read again from the page cache when next needed. For
+        a pass over the store (:meth:`stream_raw`, behind its read position) and for a caller that reads rows
+        at random across it (construction's page lookups), whose touched pages would otherwise all stay in the
+        process's resident memory. Nothing to do for an empty store or where the platform lacks it."""
         if isinstance(self._docs, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-            self._docs.madvise(mmap.MADV_DONTNEED)
+            self._docs.madvise(mmap.MADV_DONTNEED, start, (len(self._docs) if end is None else end) - start)
 
     # ------------------------------------------------------------------ rows
     def doc_at(self, row: int) -> Document:
