@@ -101,53 +101,32 @@ def run_sandbox_demo(out_dir: Path, *, seed: int = 0, ratio: float = 0.5, concur
     the caller to print and to include in its own report (``report`` is the
     sandbox report's path). Rerunning resumes (finished questions are
     not redone); the release, corpus and index are rebuilt deterministically.
+    The run goes the way ``aether eval RELEASE --index DIR`` takes a hint-free
+    release (``sandbox_eval``): the masked sandbox in-process, then the diagnostics.
     """
     from aethersearch.construct.build import build_demo_sandbox_release
     from aethersearch.corpus.importers import import_corpus
     from aethersearch.report.html import write_report
-    from aethersearch.rollout.session import RunSettings, SearchSetup
-    from aethersearch.sandbox.episode import open_sandbox
+    from aethersearch.rollout.session import RunSettings
+    from aethersearch.sandbox_eval import diagnose, sandbox_in_process, summary_of
     from aethersearch.scoring.api import score_run
-    from aethersearch.diagnostics.probes import (
-        distractor_probe,
-        factorise_run,
-        forget_probe,
-        lead_astray_probe,
-    )
     from aethersearch.search.index_dir import build_index
 
     out = Path(out_dir)
     release_dir = build_demo_sandbox_release(out / "sandbox_release", seed=seed)
     store = import_corpus("demo", "demo", out / "sandbox_corpus", seed=seed, overwrite=True).store
     # ~1,100 pages: plain numpy scoring beats paying numba's JIT compile on every demo run
-    opened = build_index(store, "bm25", out / "sandbox_index", config={"numba": False}, overwrite=True)
-    sandbox = open_sandbox(release_dir, opened.index, store)
-    agent = LexicalBrowseAgent()
+    build_index(store, "bm25", out / "sandbox_index", config={"numba": False}, overwrite=True)
     run_dir = out / "sandbox_run"
+    tools = sandbox_in_process(release_dir, out / "sandbox_index", run_label="demo")
+    agent = LexicalBrowseAgent()
     # the one run path (verified release, same run.json fields as `aether run`), with the masked sandbox as tools
-    search = SearchSetup(lambda q: sandbox.episode(q.id, run_id="demo"), store.content_hash,
-                         opened.index.index_hash, "masked sandbox", environment="sandbox")
     summary = run_release(release_dir, run_dir, RunSettings(agent=agent.name, budget=SANDBOX_DEMO_BUDGET,
-                                                            concurrency=concurrency), search, agent=agent)
+                                                            concurrency=concurrency), tools.search, agent=agent)
     scores = score_run(run_dir, release_dir)
-    factorised = factorise_run(run_dir, release_dir, store=store)
-    forget = forget_probe(run_dir, release_dir, llm=None, store=store)
-    lead_astray = lead_astray_probe(run_dir, release_dir, store=store, agent=agent, concurrency=concurrency)
-    distractors = distractor_probe(run_dir, release_dir, store=store, ratio=ratio, seed=seed, agent=agent,
-                                   environment_factory=lambda q: sandbox.episode(q.id, run_id="demo-noisy"),
-                                   concurrency=concurrency)
+    found = diagnose(run_dir, release_dir, tools, agent=agent, llm=None, concurrency=concurrency, ratio=ratio,
+                     seed=seed)
     # the sandbox run's own report: written after the probes so it shows their rates
     report_path = write_report([run_dir], out / "sandbox_report.html", release_dir=release_dir)
-    return {
-        "run_dir": str(run_dir),
-        "report": str(report_path),
-        "release_dir": str(release_dir),
-        "agent": agent.name,
-        "questions": summary.total,
-        "outcomes": summary.outcomes,
-        "em": scores.overall.micro.metrics["em"].mean,
-        "factorised": factorised["overall"],
-        "factorised_by_hops": factorised["by_hops"],
-        "budget": factorised["run"]["budget"],
-        "probes": {"forget": forget, "lead_astray": lead_astray, "distractors": distractors},
-    }
+    return summary_of(run_dir, release_dir, found, questions=summary.total, outcomes=summary.outcomes,
+                      em=scores.overall.micro.metrics["em"].mean, report=report_path)

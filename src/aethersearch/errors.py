@@ -20,6 +20,7 @@ __all__ = [
     "RunLocked",
     "ShortageError",
     "ToolError",
+    "ToolUnavailable",
 ]
 
 
@@ -125,6 +126,26 @@ class RunLocked(AetherError):
 
 class ToolError(AetherError):
     """A tool call was malformed or refused (charged to the budget, reported to the agent)."""
+
+
+class ToolUnavailable(AetherError):
+    """A tool could not be used at all: its server was unreachable, answered 5xx, or is not the API the agent needs.
+
+    Why apart from :class:`ToolError`: a refusal under the contract (budget spent,
+    a locked page, a query over the length limit) is an answer the agent sees and
+    the episode goes on; a failed transport or a wrong server is no answer at all.
+    Shown to the model as an empty observation, a run of such failures reads as
+    honest abstentions; raised, the runner ends the episode as ``tool_error`` with
+    ``kind`` (``records.ErrorKind``: ``tool_unreachable``, ``tool_wrong_api`` or
+    ``tool_server_error``) and ``--max-error-rate`` counts it.
+    """
+
+    def __init__(self, message: str, *, kind: str, tool: str, status: int | None = None,
+                 fix: str | None = None) -> None:
+        self.kind = kind
+        self.tool = tool
+        self.status = status
+        super().__init__(message, fix=fix)
 
 
 class ShortageError(AetherError):

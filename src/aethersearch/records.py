@@ -42,6 +42,7 @@ __all__ = [
     "ToolCall",
     "Trace",
     "Usage",
+    "SandboxContract",
 ]
 
 SCHEMA_VERSION = 1
@@ -288,6 +289,17 @@ class RunLimits(Record):
     stop_after_failures: int | None = Field(default=50, ge=1)
 
 
+class SandboxContract(Record):
+    """The masked sandbox a run's episodes were served by (``sandbox.contract``): part of the run's contract.
+
+    ``mask_policy`` names the masking and snippet rules by version; ``tools`` are
+    the tools the sandbox offered. A run outside the sandbox records none.
+    """
+
+    mask_policy: str
+    tools: list[str]
+
+
 class RunFingerprint(Record):
     """``run.json``: every setting that determines a run's predictions.
 
@@ -322,6 +334,8 @@ class RunFingerprint(Record):
     sent_decoding: dict[str, Any] | None = None
     #: K: rollouts per question (``--samples``); sample k of a question runs with its own derived seed
     samples: int = Field(default=1, ge=1)
+    #: the masked sandbox's policy and tools (``environment == "sandbox"``); None outside the sandbox
+    sandbox: SandboxContract | None = None
 
     CONTRACT_FIELDS: ClassVar[tuple[str, ...]] = (
         "release_id",
@@ -329,6 +343,7 @@ class RunFingerprint(Record):
         "corpus_hash",
         "index_hash",
         "environment",
+        "sandbox",
         "agent",
         "agent_config",
         "prompt_template_hash",
@@ -380,6 +395,9 @@ class ErrorKind(StrEnum):
     TOOL = "tool"  # a tool or agent fault
     ENVIRONMENT = "environment"  # the question's tool environment failed to open
     ENDPOINT = "endpoint"  # any other endpoint failure
+    TOOL_UNREACHABLE = "tool_unreachable"  # the search/sandbox server: refused connection or timeout, after retries
+    TOOL_WRONG_API = "tool_wrong_api"  # the tool's server answered 401/403/404/405: not the API the tool speaks
+    TOOL_SERVER_ERROR = "tool_server_error"  # the tool's server answered 5xx or another unexpected status
 
 
 #: Error kinds the runner records as ``request_rejected`` (never retried on resume).

@@ -56,8 +56,8 @@ def budget_text(budget: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _print_probe(title: str, summary: dict[str, Any], keys: tuple[str, ...]) -> None:
-
+def print_probe(title: str, summary: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """One probe on one line: its rates and denominators, or why it does not apply."""
     console = make_console()
     if summary.get("applicable") is False:
         console.print(f"[bold]{title}[/]: not applicable — {summary['reason']} (n_eligible={summary.get('n_eligible')})")
@@ -146,7 +146,7 @@ def register(app: typer.Typer) -> None:
 
         summary = forget_probe(run, release, llm=_llm(endpoint, model, run), concurrency=concurrency,
                                store=_store(corpus), judge=_judge(judge, judge_model, judge_key_env))
-        _print_probe("forget", summary, ("forget_rate", "n_forget", "n_eligible", "known_hop_forget_rate",
+        print_probe("forget", summary, ("forget_rate", "n_forget", "n_eligible", "known_hop_forget_rate",
                                          "n_known_in_isolation", "n_forgotten", "n_hops"))
         typer.echo(f"wrote {run / 'probes.json'}")
 
@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
 
         summary = lead_astray_probe(run, release, store=_store(corpus), llm=_llm(endpoint, model, run),
                                     concurrency=concurrency, agent=agent_for(run))
-        _print_probe("lead-astray", summary, ("lead_astray_rate", "n_led_astray", "n_eligible"))
+        print_probe("lead-astray", summary, ("lead_astray_rate", "n_led_astray", "n_eligible"))
         typer.echo(f"wrote {run / 'probes.json'}")
 
     @probe.command("distractors")
@@ -191,7 +191,7 @@ def register(app: typer.Typer) -> None:
         summary = distractor_probe(run, release, environment_factory=factory, store=store,
                                    llm=_llm(endpoint, model, run), ratio=ratio, seed=seed,
                                    concurrency=concurrency, agent=agent_for(run))
-        _print_probe("distractors", summary, ("distractor_rate", "n_eligible", "n_distracted",
+        print_probe("distractors", summary, ("distractor_rate", "n_eligible", "n_distracted",
                                               "pass_at_1_clean", "pass_at_1_noisy"))
         typer.echo(f"wrote {run / 'probes.json'}")
 

@@ -123,6 +123,15 @@ def _print_table(scores: Any) -> None:
     print_scores(scores)
 
 
+INDEX_HELP = ("search in-process on this index directory; a hint-free release runs in its masked sandbox "
+              "over it (the index of the corpus the release was built from: its hash is checked)")
+SANDBOX_URL_HELP = ("hint-free release: run in this masked sandbox (`aether sandbox serve RELEASE --index DIR`); "
+                    "its /health must name the release and its corpus")
+CORPUS_HELP = ("hint-free release: the page store (default: the --index's own); with --sandbox-url, the local copy "
+               "the factorised metrics rebuild served text from")
+TOOLS_HELP = "comma-separated tools offered (default search; a hint-free release's sandbox offers search,visit)"
+PROBES_HELP = ("hint-free release: after the run, the Forget (with the run's model), Lead-astray and distractor "
+               "probes; factorised.json is always written")
 RUN_AGENT_DEFAULT = "search-r1"
 PROMPT_VARIANT_HELP = ("search-r1 agent: search-r1 (its own prompt, default) or stated-confidence (asks for "
                        "'Confidence: N%' inside the answer tags, as BrowseComp-Plus does; never compared with the "
@@ -153,9 +162,11 @@ def register(app: typer.Typer) -> None:
         endpoint: str | None = typer.Option(None, "--endpoint", help=ENDPOINT_HELP),
         model: str | None = typer.Option(None, "--model"),
         api_key: str | None = typer.Option(None, "--api-key", envvar="AETHER_API_KEY"),
-        index: Path | None = typer.Option(None, "--index", help="search in-process on this index directory"),
+        index: Path | None = typer.Option(None, "--index", help=INDEX_HELP),
         search_url: str | None = typer.Option(None, "--search-url", help="or through this retrieval server"),
-        tools: str = typer.Option("search", "--tools", help="comma-separated tools offered (search,visit)"),
+        sandbox_url: str | None = typer.Option(None, "--sandbox-url", help=SANDBOX_URL_HELP),
+        corpus: Path | None = typer.Option(None, "--corpus", help=CORPUS_HELP),
+        tools: str | None = typer.Option(None, "--tools", help=TOOLS_HELP),
         preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP),
         max_tool_calls: int | None = typer.Option(None, "--max-tool-calls", help="tool calls per question (default 8)"),
         max_turns: int | None = typer.Option(None, "--max-turns", help="model calls per question (default 4)"),
@@ -186,14 +197,18 @@ def register(app: typer.Typer) -> None:
         from aethersearch import pipeline
         from aethersearch.records import Decoding
         from aethersearch.rollout.budget import resolve_budget
+        from aethersearch.rollout.session import SearchSetup
+        from aethersearch.sandbox_eval import tools_for
 
         _check_release_dir(release)
         _warn_identical_samples(samples, temperature)
-        search = pipeline.search_for(index, search_url, agent, tools)
+        search = tools_for(release, agent=agent, index=index, corpus=corpus, search_url=search_url,
+                           sandbox_url=sandbox_url, tools=tools, run_dir=out)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
+            setup = search if isinstance(search, SearchSetup) else search.search
             summary = pipeline.run_agent(
-                release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint,
+                release, out, setup, agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint,
                 model=model, api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
                                                                    token_budget=token_budget, context_tokens=context_tokens),
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
@@ -215,7 +230,10 @@ def register(app: typer.Typer) -> None:
         index: Path | None = typer.Option(None, "--index", help="index directory (in-process, or --serve it)"),
         serve: bool = typer.Option(False, "--serve", help="start `aether serve --index` as a subprocess"),
         search_url: str | None = typer.Option(None, "--search-url", help="connect to a running search server"),
-        tools: str = typer.Option("search", "--tools"),
+        sandbox_url: str | None = typer.Option(None, "--sandbox-url", help=SANDBOX_URL_HELP),
+        corpus: Path | None = typer.Option(None, "--corpus", help=CORPUS_HELP),
+        tools: str | None = typer.Option(None, "--tools", help=TOOLS_HELP),
+        probes: bool = typer.Option(True, "--probes/--no-probes", help=PROBES_HELP),
         preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP),
         max_tool_calls: int | None = typer.Option(None, "--max-tool-calls", help="tool calls per question (default 8)"),
         max_turns: int | None = typer.Option(None, "--max-turns", help="model calls per question (default 4)"),
@@ -240,7 +258,7 @@ def register(app: typer.Typer) -> None:
 
         With no RELEASE: the embedded demo (demo world, demo release, lexical agent), no model server needed.
         """
-        from aethersearch import demo, pipeline
+        from aethersearch import demo, pipeline, sandbox_eval
         from aethersearch.errors import ConfigError
         from aethersearch.records import Decoding
         from aethersearch.rollout.budget import resolve_budget
@@ -260,14 +278,24 @@ def register(app: typer.Typer) -> None:
                                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                                                    seed=seed), concurrency=concurrency, progress=update, samples=samples,
                                limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
-                offered = tuple(t for t in tools.split(",") if t)
+                offered = tuple(t for t in (tools or "search").split(",") if t)
+                if serve and sandbox_eval.is_hintfree(release):
+                    raise ConfigError("--serve starts a retrieval server, which serves pages unmasked; a hint-free "
+                                      "release runs only in its masked sandbox",
+                                      fix="drop --serve (the sandbox runs in-process over --index), or start "
+                                          "`aether sandbox serve RELEASE --index DIR` and pass --sandbox-url")
                 if serve:
                     if index is None:
                         raise ConfigError("--serve needs --index DIR", fix="pass the index directory to serve")
                     with pipeline.search_server_process(index) as url:
                         result = pipeline.run_eval(release, out, pipeline.server_search(url, offered), **options)
                 else:
-                    result = pipeline.run_eval(release, out, pipeline.search_for(index, search_url, agent, tools), **options)
+                    search = sandbox_eval.tools_for(release, agent=agent, index=index, corpus=corpus,
+                                                    search_url=search_url, sandbox_url=sandbox_url, tools=tools,
+                                                    run_dir=out / "run")
+                    result = (sandbox_eval.evaluate(release, out, search, probes=probes, **options)
+                              if isinstance(search, sandbox_eval.SandboxTools)
+                              else pipeline.run_eval(release, out, search, **options))
         _print_summary(result.summary)
         _print_table(result.scores)
         sandbox_summary = result.extra.get("sandbox")
@@ -280,27 +308,15 @@ def register(app: typer.Typer) -> None:
 
 
 def _print_sandbox(summary: dict[str, Any]) -> None:
-    from rich.table import Table
+    """The sandbox evaluation: the factorised table (overall, by hop count, by source), then each probe's line."""
+    from aethersearch.commands.diagnostics import print_factorised, print_probe
 
-    from aethersearch.commands.diagnostics import budget_text
-    from aethersearch.scoring.metric_names import label
-
-    budget = summary.get("budget")
-    title = f"sandbox evaluation ({summary.get('agent')}, {summary.get('questions')} questions"
-    table = Table(title=title + (f"; budget {budget_text(budget)})" if budget else ")"))
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_row("em", f"{summary.get('em', 0):.3f}")
-    for key, value in (summary.get("factorised") or {}).items():
-        if isinstance(value, (int, float)):
-            table.add_row(label(key), f"{value:.3f}" if isinstance(value, float) else str(value))
+    console.print(f"[bold]sandbox evaluation[/] ({escape(str(summary.get('agent')))}, {summary.get('questions')} "
+                  f"questions, masked sandbox): em {summary.get('em') or 0:.3f}")
+    print_factorised(summary["factorised_table"])
     probes = summary.get("probes") or {}
-    shown = {"forget": ("forget_rate", "n_eligible", "reason"), "lead_astray": ("lead_astray_rate", "n_eligible"),
+    shown = {"forget": ("forget_rate", "n_forget", "n_eligible"), "lead_astray": ("lead_astray_rate", "n_eligible"),
              "distractors": ("distractor_rate", "n_eligible", "ratio")}
     for probe, keys in shown.items():
-        for key in keys:
-            value = (probes.get(probe) or {}).get(key)
-            if key in (probes.get(probe) or {}):
-                table.add_row(f"{probe}: {key}", "—" if value is None else
-                              f"{value:.3f}" if isinstance(value, float) else str(value))
-    console.print(table)
+        if probe in probes:
+            print_probe(probe, probes[probe], keys)

@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
                                      timeouts={"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s,
                                                "keep_alive_s": keep_alive_s})
         opened = open_index(index)
-        sandbox = open_sandbox(release, opened.index, opened.store)
+        sandbox = open_sandbox(release, opened.index, opened.store, corpus_hash=opened.store.content_hash,
+                               index_hash=opened.index.index_hash)
         console.print(f"sandbox for [bold]{escape(str(sandbox.release_id))}[/] ({len(sandbox.masks)} questions) "
                       f"on http://{escape(host)}:{port}")
         run_server(sandbox, host=host, port=port, action_log=action_log, limits=limits)

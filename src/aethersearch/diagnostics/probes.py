@@ -26,7 +26,8 @@ Formulas: ``docs/webdetective-metrics.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ TRACES_FILE = "traces.jsonl"
 RUN_FILE = "run.json"
 ROLLOUT_FILE = "rollout_questions.jsonl"
 
-InnerFactory = Callable[[RolloutQuestion], Environment]
+InnerFactory = Callable[[RolloutQuestion], Environment | Awaitable[Environment]]
 
 
 # ----------------------------------------------------------------------------- loading
@@ -442,7 +443,7 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, store: DocumentStore,
                                budget=fingerprint.budget, decoding=fingerprint.decoding, concurrency=concurrency)
         search = SearchSetup(lambda q: CleanEvidenceEnvironment(clean[q.id], tools), fingerprint.corpus_hash,
                              fingerprint.index_hash, "clean evidence of the run's own trajectory",
-                             environment=fingerprint.environment)
+                             environment=fingerprint.environment, sandbox=fingerprint.sandbox)
         start_run(release_info(release_dir), settings, search, probe_dir, questions=questions, agent=agent, llm=llm)
         for qid, scored in _scored(load_traces(probe_dir)).items():
             reasked[qid] = scored.outcome is Outcome.ANSWERED and is_correct(scored.prediction, gold[qid].answers)
@@ -482,14 +483,17 @@ def distractor_probe(run_dir: Path, release_dir: Path, *, environment_factory: I
                           fix="pass --endpoint URL --model NAME (the run's own model)")
     pool = None if hasattr(store, "id_at") else list(store.ids())
 
-    def noisy(question: RolloutQuestion) -> Environment:
+    async def noisy(question: RolloutQuestion) -> Environment:
+        inner = environment_factory(question)
+        if inspect.isawaitable(inner):  # a remote sandbox opens its episode over HTTP
+            inner = await inner
         row = diagnostics.get(question.id)
         exclude: set[str] = set()
         titles: tuple[str, ...] = ()
         if row is not None:
             exclude = set(row.path) | set(row.evidence) | {p for alt in row.alternative_paths for p in alt}
             titles = supporting_titles(row)
-        return NoisyEnvironment(environment_factory(question), store, pool, ratio=ratio, seed=seed,
+        return NoisyEnvironment(inner, store, pool, ratio=ratio, seed=seed,
                                 key=question.id, exclude=sorted(exclude), exclude_titles=titles)
 
     probe_dir = run_dir / "probes" / f"distractors-r{ratio:g}-s{seed}"
@@ -498,7 +502,7 @@ def distractor_probe(run_dir: Path, release_dir: Path, *, environment_factory: I
                            endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
                            budget=fingerprint.budget, decoding=fingerprint.decoding, concurrency=concurrency)
     search = SearchSetup(noisy, fingerprint.corpus_hash, fingerprint.index_hash, f"distractors at {ratio:g}",
-                         environment=fingerprint.environment)
+                         environment=fingerprint.environment, sandbox=fingerprint.sandbox)
     start_run(release_info(release_dir), settings, search, probe_dir, questions=questions, agent=agent, llm=llm)
     parametric = parametric_from_probes(run_dir)
     clean = {ep.id: ep for ep in episodes_for_run(traces, diagnostics, gold, environment=fingerprint.environment,

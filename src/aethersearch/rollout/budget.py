@@ -28,8 +28,8 @@ from typing import Any
 
 from aethersearch.agents.llm import LLM, Completion, TokenCompletion
 from aethersearch.agents.tokenizers import get_tokenizer
-from aethersearch.environment import Environment, ToolResult
-from aethersearch.errors import BudgetExhausted, ConfigError
+from aethersearch.environment import Environment, ToolResult, tool_failure
+from aethersearch.errors import BudgetExhausted, ConfigError, EndpointError
 from aethersearch.records import Budget, Decoding
 
 
@@ -111,14 +111,20 @@ class BudgetedEnvironment:
         return self._env.tools
 
     async def search(self, query: str, k: int) -> ToolResult:
-        """Charge, then search."""
+        """Charge, then search; a failed server is :class:`ToolUnavailable`, never an observation."""
         self.tracker.charge_tool("search")
-        return await self._env.search(query, k)
+        try:
+            return await self._env.search(query, k)
+        except EndpointError as exc:
+            raise tool_failure("search", exc) from None
 
     async def visit(self, page: str) -> ToolResult:
-        """Charge, then visit."""
+        """Charge, then visit; a failed server is :class:`ToolUnavailable`, never an observation."""
         self.tracker.charge_tool("visit")
-        return await self._env.visit(page)
+        try:
+            return await self._env.visit(page)
+        except EndpointError as exc:
+            raise tool_failure("visit", exc) from None
 
     async def close(self) -> None:
         """Close the wrapped environment."""

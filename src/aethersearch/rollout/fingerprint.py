@@ -22,6 +22,7 @@ from aethersearch.records import (
     RolloutQuestion,
     RunFingerprint,
     RunLimits,
+    SandboxContract,
 )
 from aethersearch.release_layout import release_layout
 
@@ -140,6 +141,7 @@ def build_fingerprint(
     served_model: dict[str, Any] | None = None,
     sent_decoding: dict[str, Any] | None = None,
     samples: int = 1,
+    sandbox: SandboxContract | None = None,
 ) -> RunFingerprint:
     """The run.json record for these settings (decoding as the agent will really send it).
 
@@ -155,6 +157,7 @@ def build_fingerprint(
         endpoint=endpoint, model=model, decoding=agent.effective_decoding(decoding),
         retrieval_topk=retrieval_topk, software_version=__version__, concurrency=concurrency,
         limits=limits, served_model=served_model, sent_decoding=sent_decoding, samples=samples,
+        sandbox=sandbox,
     )
 
 

@@ -55,6 +55,12 @@ FIXES: dict[str, str] = {
     ErrorKind.TOOL: f"a tool or agent fault (see `error` in traces.jsonl): fix the tool, {_RERUN}",
     ErrorKind.ENVIRONMENT: f"the tool environment failed to open: check --index / --search-url, {_RERUN}",
     ErrorKind.ENDPOINT: f"an endpoint failure (see `error` in traces.jsonl), {_RERUN}",
+    ErrorKind.TOOL_UNREACHABLE: f"the tool's server did not answer: start it (`aether serve` / `aether sandbox "
+                                f"serve`) or correct its URL, {_RERUN}",
+    ErrorKind.TOOL_WRONG_API: "the tool's URL answers, but not with the API the tool speaks (HTTP 401/403/404/405): "
+                              "--search-url takes a retrieval server (`aether serve`, POST /retrieve); this URL may "
+                              f"be a sandbox (`aether sandbox serve`): use --sandbox-url, {_RERUN}",
+    ErrorKind.TOOL_SERVER_ERROR: f"the tool's server answered 5xx or an unexpected status: check its log, {_RERUN}",
     NOT_RUN: "the run stopped before these questions: rerun the same command to run them",
 }
 

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from aethersearch.agents.base import NO_MODEL, Agent, AgentOutput, Episode
 from aethersearch.environment import Environment
-from aethersearch.errors import AetherError, BudgetExhausted, DataError, EndpointError
+from aethersearch.errors import AetherError, BudgetExhausted, DataError, EndpointError, ToolUnavailable
 from aethersearch.records import (
     DETERMINISTIC_KINDS,
     ERROR_OUTCOMES,
@@ -162,6 +162,9 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
                 output = await agent.final_answer(episode)  # its own BudgetExhausted is caught below
         if tracker.final_granted:
             output = output._replace(stop_reason="budget")
+    except ToolUnavailable as exc:  # the tool's server failed: no answer the agent could have used
+        output, error = AgentOutput("", None, Outcome.TOOL_ERROR, "tool_error"), str(exc)
+        kind = ErrorKind(exc.kind)
     except EndpointError as exc:
         kind = endpoint_error_kind(exc)
         outcome = Outcome.REQUEST_REJECTED if kind in DETERMINISTIC_KINDS else Outcome.ENDPOINT_ERROR
@@ -194,6 +197,10 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
 ENDPOINT_DOWN_KINDS = frozenset({ErrorKind.CONNECTION, ErrorKind.TIMEOUT, ErrorKind.SERVER_ERROR,
                                  ErrorKind.RATE_LIMITED, ErrorKind.MALFORMED_REPLY, ErrorKind.AUTH,
                                  ErrorKind.NOT_FOUND, ErrorKind.DEADLINE})
+
+
+#: Error kinds that say a tool's server is failing (every question would fail the same way).
+TOOL_DOWN_KINDS = frozenset({ErrorKind.TOOL_UNREACHABLE, ErrorKind.TOOL_WRONG_API, ErrorKind.TOOL_SERVER_ERROR})
 
 
 def endpoint_error_kind(exc: EndpointError) -> ErrorKind:
@@ -347,7 +354,8 @@ async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], age
                                           deadlines=deadlines, sample=sample)
             # the endpoint's health is judged as soon as the outcome is known, before the slot is freed,
             # so a dead server stops new questions at once
-            if trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS:
+            if (trace.outcome is Outcome.ENDPOINT_ERROR and trace.error_kind in ENDPOINT_DOWN_KINDS) or (
+                    trace.outcome is Outcome.TOOL_ERROR and trace.error_kind in TOOL_DOWN_KINDS):
                 in_a_row += 1
                 if stop_after_failures and in_a_row >= stop_after_failures and stopped is None:
                     stopped = (f"stopped starting questions after {in_a_row} in a row failed on the endpoint "

@@ -35,6 +35,7 @@ from aethersearch.records import (
     RolloutQuestion,
     RunFingerprint,
     RunLimits,
+    SandboxContract,
 )
 from aethersearch.rollout.fingerprint import (
     ReleaseInfo,
@@ -82,6 +83,8 @@ class SearchSetup(NamedTuple):
     description: str
     environment: str | None = None
     builder: Callable[[], EnvironmentFactory] | None = None  # rebuilds ``factory`` in a Ray worker
+    #: the masked sandbox's policy and tools (``environment="sandbox"``), recorded in run.json
+    sandbox: SandboxContract | None = None
 
 
 class PreparedRun(NamedTuple):
@@ -183,7 +186,7 @@ def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *
         corpus_hash=search.corpus_hash, index_hash=search.index_hash,
         environment=search.environment or built.environment, retrieval_topk=getattr(built, "topk", None),
         concurrency=settings.concurrency, limits=settings.limits, served_model=None, sent_decoding=sent,
-        samples=settings.samples)
+        samples=settings.samples, sandbox=search.sandbox)
     return PreparedRun(rows, built, client, search, fingerprint, settings)
 
 

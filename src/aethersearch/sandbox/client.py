@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 
 from aethersearch.environment import ToolResult
-from aethersearch.errors import EndpointError
-from aethersearch.records import Document, ToolCall
+from aethersearch.errors import EndpointError, ToolUnavailable
+from aethersearch.records import Document, ErrorKind, ToolCall
 
 
 class SandboxClient:
@@ -129,7 +129,10 @@ class HttpSandboxEpisode:
             return ToolResult([], ToolCall.model_validate(data["call"]))
         detail = data.get("detail") if isinstance(data, dict) else None
         if response.status_code in (404, 409):  # the episode is unknown, closed or not recoverable: not a page
-            raise EndpointError(f"sandbox episode {self.episode_id} is gone: {detail}", status=response.status_code)
+            raise ToolUnavailable(f"sandbox episode {self.episode_id} is gone: {detail}", tool=tool,
+                                  kind=ErrorKind.TOOL_SERVER_ERROR.value, status=response.status_code,
+                                  fix="was the sandbox restarted without its --action-log? rerun the same "
+                                      "command against a sandbox started with one")
         return ToolResult([], ToolCall(tool=tool, arguments=body, error=str(detail or response.text[:300]),
                                        elapsed_s=time.perf_counter() - started))
 

@@ -274,12 +274,16 @@ class Sandbox:
     """Opens isolated episodes for the questions of one hint-free release."""
 
     def __init__(self, masks: dict[str, ChainMask], backend: SearchBackend, store: PageStore, *,
-                 release_id: str | None = None) -> None:
+                 release_id: str | None = None, corpus_hash: str | None = None,
+                 index_hash: str | None = None) -> None:
         self.masks = masks
         self.backend = backend
         self.store = store
         self.resolver = PageResolver(store)
         self.release_id = release_id
+        #: what the pages and the index are (``/health`` reports them; a run records them in run.json)
+        self.corpus_hash = corpus_hash
+        self.index_hash = index_hash
 
     @property
     def question_ids(self) -> list[str]:
@@ -315,11 +319,13 @@ def load_masks(release_dir: str | Path) -> dict[str, ChainMask]:
     return masks
 
 
-def open_sandbox(release_dir: str | Path, index: SearchBackend, store: PageStore) -> Sandbox:
+def open_sandbox(release_dir: str | Path, index: SearchBackend, store: PageStore, *,
+                 corpus_hash: str | None = None, index_hash: str | None = None) -> Sandbox:
     """A :class:`Sandbox` over ``index`` and ``store`` with the chain masks of the release in ``release_dir``.
 
     ``store`` must hold one document per page (ids = the graph's page ids) and
-    ``index`` must return those ids.
+    ``index`` must return those ids. ``corpus_hash``/``index_hash`` say what they
+    are, for ``/health`` and the runs served.
     """
     masks = load_masks(release_dir)
     missing = sorted({page for mask in masks.values() for page in mask.path if page not in store})
@@ -332,4 +338,4 @@ def open_sandbox(release_dir: str | Path, index: SearchBackend, store: PageStore
         from aethersearch.jsonl import loads
 
         release_id = loads(manifest.read_bytes()).get("release_id")
-    return Sandbox(masks, index, store, release_id=release_id)
+    return Sandbox(masks, index, store, release_id=release_id, corpus_hash=corpus_hash, index_hash=index_hash)

@@ -60,6 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from aethersearch.errors import AetherError, ConfigError, ToolError
 from aethersearch.records import Document, Record, ToolCall
+from aethersearch.sandbox.contract import MASK_POLICY, SANDBOX_SERVICE
 from aethersearch.sandbox.action_log import ActionLog, LoggedEpisode, recover
 from aethersearch.sandbox.episode import MAX_K, Sandbox, SandboxEpisode
 from aethersearch.sandbox.request_body import MAX_BODY_CHARS, check_body
@@ -158,6 +159,11 @@ class Health(BaseModel):
     model_config = ConfigDict(extra="allow")
     status: str
     ready: bool
+    service: str = Field(default=SANDBOX_SERVICE, description="always aethersearch-sandbox (a retrieval server "
+                                                              "says aethersearch-retrieval)")
+    mask_policy: str = Field(default=MASK_POLICY, description="the masking rules by version (run.json records it)")
+    corpus_hash: str | None = None
+    index_hash: str | None = None
 
 
 def _public_json(call: ToolCall) -> dict[str, Any]:
@@ -271,6 +277,8 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     @app.get("/health", response_model=Health)
     def health() -> dict[str, Any]:
         return {"status": "ok" if state["ready"] else "warming up", "ready": state["ready"],
+                "service": SANDBOX_SERVICE, "mask_policy": MASK_POLICY, "tools": ["search", "visit"],
+                "corpus_hash": sandbox.corpus_hash, "index_hash": sandbox.index_hash,
                 "release_id": sandbox.release_id, "questions": len(sandbox.masks), "open_episodes": len(live),
                 "recovered_episodes": len(recovered.open) - len(unrecoverable),
                 "unrecoverable_episodes": len(unrecoverable), "limits": limits.model_dump(),

@@ -3,9 +3,11 @@
 Both satisfy ``aethersearch.environment.Environment`` and behave the same way, so
 an agent (and its trace) cannot tell them apart: ``search`` returns the top-``k``
 documents in rank order, ``visit`` (when offered) returns one page by id. Every
-call returns a ``ToolCall`` record (arguments, returned ids, elapsed time, error);
-a failing index or server becomes ``call.error`` -- a recorded tool error the
-runner can charge and score as such -- never an exception out of the episode.
+call returns a ``ToolCall`` record (arguments, returned ids, elapsed time, error).
+A request the server refuses under its contract (400/413/422: an over-long query)
+becomes ``call.error``, shown to the agent; a server that failed or is not a
+retrieval server raises ``EndpointError``, which the runner's budgeted
+environment turns into a tool error of the episode (``environment.tool_failure``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import asyncio
 import time
 
 from aethersearch.corpus.base import DocumentStore
-from aethersearch.environment import ToolResult
-from aethersearch.errors import AetherError, ConfigError
+from aethersearch.environment import REFUSAL_STATUS, ToolResult
+from aethersearch.errors import AetherError, ConfigError, EndpointError
 from aethersearch.records import Document, ToolCall
 from aethersearch.search.base import SearchIndex
 from aethersearch.search.client import SearchClient
@@ -110,8 +112,10 @@ class RetrievalServerEnvironment:
         arguments: dict[str, object] = {"query": query, "k": k}
         try:
             hits = (await self.client.retrieve([query], k))[0]
-        except AetherError as exc:
-            return refused_call("search", arguments, f"search failed: {exc.message}", started)
+        except EndpointError as exc:
+            if exc.status not in REFUSAL_STATUS:
+                raise  # no answer at all: the runner ends the episode as a tool error (environment.tool_failure)
+            return refused_call("search", arguments, f"search refused: {exc.message}", started)
         documents = [hit.document for hit in hits]
         return served_call("search", arguments, documents, started)
 
@@ -123,8 +127,10 @@ class RetrievalServerEnvironment:
             return refused_call("visit", arguments, "this environment offers only search", started)
         try:
             found: Document | None = (await self.client.access([page]))[0]
-        except AetherError as exc:
-            return refused_call("visit", arguments, f"visit failed: {exc.message}", started)
+        except EndpointError as exc:
+            if exc.status not in REFUSAL_STATUS:
+                raise  # as for search
+            return refused_call("visit", arguments, f"visit refused: {exc.message}", started)
         if found is None:
             return refused_call("visit", arguments, f"unknown page {page!r}", started)
         return served_call("visit", arguments, [found], started)

@@ -78,6 +78,8 @@ from aethersearch.search.modes import RETRIEVAL_MODES, health_facts, retrieval_m
 from aethersearch.search.wire import DEFAULT_URL_PREFIX, WireRows, wire_hit, wire_id
 
 JSON = "application/json"
+#: What ``aether serve`` calls itself in ``/health`` (so a client can tell it from the masked sandbox).
+RETRIEVAL_SERVICE = "aethersearch-retrieval"
 
 
 class ServerLimits(Record):
@@ -168,6 +170,8 @@ class HealthResponse(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     status: str
+    service: str = Field(default=RETRIEVAL_SERVICE, description="always aethersearch-retrieval (the masked "
+                                                                "sandbox says aethersearch-sandbox)")
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -557,7 +561,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
 
     async def health(_request: Request) -> Response:
         return _json({
-            "status": "ok", "backend": getattr(index, "backend", type(index).__name__),
+            "status": "ok", "service": RETRIEVAL_SERVICE, "backend": getattr(index, "backend", type(index).__name__),
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
             "store_hash": store.content_hash, "documents": len(store),
             "limits": limits.model_dump(), "index_calls": batcher.calls, "refusals": refusals.health(),
