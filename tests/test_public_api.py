@@ -15,11 +15,12 @@ import pytest
 PUBLIC_API: dict[str, list[str]] = {
     "aethersearch.api": ["Evaluation", "evaluate", "evaluate_run"],
     "aethersearch.errors": ["AetherError", "BudgetExhausted", "ConfigError", "DataError", "EndpointError",
-                            "IntegrityError", "ReviewRequired", "RunFailed", "RunLocked", "ShortageError", "ToolError"],
+                            "IntegrityError", "ReviewRequired", "RunFailed", "RunLocked", "ShortageError", "ToolError",
+                            "ToolUnavailable"],
     "aethersearch.records": ["Budget", "DEFAULT_CONCURRENCY", "DETERMINISTIC_KINDS", "Decoding", "DiagnosticsRow",
                              "Document", "ERROR_OUTCOMES", "ErrorKind", "EvalRow", "LLMCall", "Outcome", "Prediction",
                              "RETRIED_OUTCOMES", "Record", "RolloutQuestion", "RunFingerprint", "RunLimits",
-                             "SCHEMA_VERSION", "SearchHit", "Step", "ToolCall", "Trace", "Usage"],
+                             "SCHEMA_VERSION", "SandboxContract", "SearchHit", "Step", "ToolCall", "Trace", "Usage"],
     "aethersearch.text": ["collapse_whitespace", "normalize_answer", "question_key", "template_key",
                           "template_key_of_key"],
     "aethersearch.jsonl": ["DurableAppender", "GroupCommitWriter", "TolerantRead", "atomic_write_bytes", "atomic_write_json",
@@ -44,7 +45,7 @@ PUBLIC_API: dict[str, list[str]] = {
     "aethersearch.search.client": ["RetrievedDocument", "SearchClient", "TRANSIENT_STATUS"],
     "aethersearch.agents.base": ["AGENTS", "Agent", "AgentOutput", "Episode", "NO_MODEL", "finish",
                                  "finish_from_text", "make_agent"],
-    "aethersearch.environment": ["Environment", "ToolResult"],
+    "aethersearch.environment": ["Environment", "REFUSAL_STATUS", "ToolResult", "tool_failure"],
     "aethersearch.registry": ["resolve"],
 }
 

@@ -66,6 +66,8 @@ def index_search(index_dir: Path, tools: tuple[str, ...] = ("search",)) -> Searc
 
 def server_search(url: str, tools: tuple[str, ...] = ("search",)) -> SearchSetup:
     """Search through a running retrieval server; its /health gives the hashes."""
+    from aethersearch.errors import ConfigError
+    from aethersearch.sandbox.contract import SANDBOX_SERVICE
     from aethersearch.search.client import SearchClient
     from aethersearch.search.environment import RetrievalServerEnvironment
 
@@ -74,6 +76,9 @@ def server_search(url: str, tools: tuple[str, ...] = ("search",)) -> SearchSetup
             return await client.health()
 
     info = asyncio.run(health())
+    if info.get("service") == SANDBOX_SERVICE:  # its /health answers, its /retrieve would 404 every search
+        raise ConfigError(f"{url} is a masked sandbox (`aether sandbox serve`), not a retrieval server",
+                          fix="this URL is a sandbox: pass it as --sandbox-url, with its hint-free release")
     return SearchSetup(lambda q: RetrievalServerEnvironment(SearchClient(url), tools=tools, close_client=True),
                        info.get("corpus_hash"), info.get("index_hash"), f"search server {url}")
 

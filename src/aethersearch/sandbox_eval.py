@@ -30,12 +30,11 @@ from typing import Any, NamedTuple
 
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError, DataError, IntegrityError
-from aethersearch.jsonl import loads
 from aethersearch.records import RolloutQuestion
-from aethersearch.release_layout import release_layout
+from aethersearch.release_layout import LEGACY_NAMES, MANIFEST_SUFFIX, release_layout
 from aethersearch.rollout.session import SearchSetup
 
-__all__ = ["HttpEpisodes", "SandboxTools", "diagnose", "is_hintfree", "release_corpus_hash", "sandbox_in_process",
+__all__ = ["HttpEpisodes", "SandboxTools", "diagnose", "is_hintfree", "sandbox_in_process",
            "sandbox_server", "tools_for"]
 
 #: What the sandbox offers every episode (``--tools`` cannot narrow it: the paper's agents browse).
@@ -53,36 +52,25 @@ class SandboxTools(NamedTuple):
     clean_factory: Callable[[str], Callable[[RolloutQuestion], Environment | Awaitable[Environment]]]
 
 
-def _manifest(release_dir: Path) -> dict[str, Any]:
-    path = release_layout(release_dir).manifest
-    try:
-        manifest = loads(path.read_bytes())
-    except FileNotFoundError:
-        raise DataError(path, "missing from the release directory", fix="point at a release directory") from None
-    except ValueError as exc:
-        raise DataError(path, f"invalid JSON: {exc}", fix="rebuild the release") from None
-    if not isinstance(manifest, dict):
-        raise DataError(path, "the manifest must be a JSON object", fix="rebuild the release")
-    return manifest
-
-
 def is_hintfree(release_dir: str | Path) -> bool:
-    """Whether the release is a hint-free (WebDetective) release, by its manifest's ``kind``."""
-    from aethersearch.release.manifest import HINTFREE_MANIFEST_KIND
+    """Whether the release is a hint-free (WebDetective) release, by its manifest's ``kind``.
 
-    return bool(_manifest(Path(release_dir)).get("kind") == HINTFREE_MANIFEST_KIND)
+    A directory with no manifest is no hint-free release: the run path's own release
+    check then names what is missing (one message for every kind of release).
+    """
+    from aethersearch.release.manifest import load_hintfree_manifest
 
-
-def release_corpus_hash(release_dir: str | Path) -> str | None:
-    """The corpus hash a hint-free release was constructed from (its manifest's ``corpus.corpus_hash``)."""
-    corpus = _manifest(Path(release_dir)).get("corpus")
-    value = corpus.get("corpus_hash") if isinstance(corpus, dict) else None
-    return str(value) if value else None
+    root = Path(release_dir)
+    if not (root / LEGACY_NAMES["manifest"]).is_file() and not any(root.glob(f"*{MANIFEST_SUFFIX}")):
+        return False
+    return load_hintfree_manifest(root) is not None
 
 
 def _check_corpus(release_dir: Path, found: str | None, where: str) -> None:
     """Refuse a sandbox over pages other than those the release was constructed from, naming both hashes."""
-    expected = release_corpus_hash(release_dir)
+    from aethersearch.release.manifest import hintfree_corpus_hash
+
+    expected = hintfree_corpus_hash(release_dir)
     if expected is None:
         raise DataError(release_layout(release_dir).manifest, "no corpus.corpus_hash: the pages the questions were "
                         "constructed from are unknown", fix="rebuild the release with `aether construct`")
@@ -171,7 +159,10 @@ def sandbox_server(url: str, release_dir: str | Path, *, corpus_dir: str | Path 
         raise ConfigError(f"{url} is not a masked sandbox (its /health says service {health.get('service')!r})",
                           fix="pass the URL of `aether sandbox serve RELEASE --index DIR` (a retrieval server "
                               "`aether serve` serves unmasked pages)")
-    release_id = _manifest(release).get("release_id")
+    from aethersearch.release.manifest import load_hintfree_manifest
+
+    manifest = load_hintfree_manifest(release)
+    release_id = manifest.release_id if manifest is not None else None
     if health.get("release_id") != release_id:
         raise ConfigError(f"the sandbox at {url} serves release {health.get('release_id')!r}, not {release_id!r} "
                           f"({release})", fix="start `aether sandbox serve` on this release, or evaluate its own")

@@ -69,6 +69,8 @@ def register(app: typer.Typer) -> None:
                       f" into {escape(str(result.run_dir))}; next: aether score {escape(str(result.run_dir))} "
                       f"--release {escape(str(release))}", soft_wrap=True)
 
+    register_sandbox_import(import_app)
+
     @import_app.command("aethersearch")
     def import_aethersearch(
         predictions: Path = typer.Argument(..., help="predictions.jsonl from AetherSearch's eval/update_NNN/"),  # noqa: B008
@@ -86,6 +88,29 @@ def register(app: typer.Typer) -> None:
                       f" into {escape(str(result.run_dir))}; their mean R_task over the release "
                       f"{result.reported_f1:.4f}; next: aether score {escape(str(result.run_dir))} --release "
                       f"{escape(str(release))} --compat aethersearch", soft_wrap=True)
+
+
+def register_sandbox_import(import_app: typer.Typer) -> None:
+    """Add `aether import sandbox`."""
+
+    @import_app.command("sandbox")
+    def import_sandbox(
+        action_log: Path = typer.Argument(..., help="the --action-log of the `aether sandbox serve` the harness used"),  # noqa: B008
+        release: Path = typer.Option(..., "--release", help="the hint-free release the sandbox served"),  # noqa: B008
+        run_id: str = typer.Option(..., "--run-id", help="the run_id the harness sent with POST /episodes"),
+        out: Path = typer.Option(..., "--out", "-o", help="run directory to write"),  # noqa: B008
+        agent: str = typer.Option("external", "--agent", help="the harness's name (run.json's agent)"),
+        model: str | None = typer.Option(None, "--model", help="run label (default: the run id)"),
+        force: bool = typer.Option(False, "--force", help="replace an existing run directory"),
+    ) -> None:
+        """Import an external harness's sandbox episodes as a run (then score, factorise, compare, report, view)."""
+        from aethersearch.interop.sandbox_import import import_sandbox_log
+
+        result = import_sandbox_log(action_log, release, out, run_id=run_id, agent=agent, model=model, force=force)
+        console.print(f"[green]imported[/] {result.imported:,} episodes (of {result.release_rows:,} release "
+                      f"questions; {result.unclosed} never closed, {result.superseded} replaced) into "
+                      f"{escape(str(result.run_dir))}; next: aether score {escape(str(result.run_dir))} --release "
+                      f"{escape(str(release))}, then aether factorise with --corpus", soft_wrap=True)
 
 
 def _reward_path() -> str:

@@ -168,6 +168,33 @@ def print_disagreement(console: Any, judge: JudgeSummary) -> None:
         console.print(f"[yellow]judge errors on {len(judge.errors)} questions (scored not correct)[/]")
 
 
+def _print_factorised_pair(pair: dict[str, Any]) -> None:
+    """The paper's factorised metrics of two sandbox runs: points, paired delta with its CI and p (``compare``)."""
+    from rich.table import Table
+
+    from aethersearch.scoring.metric_names import label
+
+    found = pair.get("factorised")
+    if not found:
+        return
+    console = make_console()
+    if "absent" in found:
+        console.print(f"[yellow]factorised metrics not compared: {found['absent']}[/]")
+        return
+    table = Table(title=f"factorised metrics, {pair['b']} vs {pair['a']} (n={found['n']}, paired bootstrap over "
+                        f"questions, {found['resamples']} draws)")
+    for column in ("metric", pair["a"], pair["b"], "delta", "95% CI", "p", "noise"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for key, r in found["results"].items():
+        if r["delta"] is None:
+            table.add_row(label(key), _pct(r["a"]), _pct(r["b"]), "—", "—", "—", r.get("why", ""))
+            continue
+        table.add_row(label(key), _pct(r["a"]), _pct(r["b"]), f"{100 * r['delta']:+.1f}{' *' if r['significant'] else ''}",
+                      f"{100 * r['ci_low']:+.1f} .. {100 * r['ci_high']:+.1f}", f"{r['p_value']:.4f}",
+                      "—" if "noise_floor" not in r else f"{_pct(r['noise_floor'])}{' ~' if r['within_noise'] else ''}")
+    console.print(table)
+
+
 def print_comparison(result: dict[str, Any]) -> None:
     """One table per pair: delta, test, p and Holm p per scope x metric, and the flip counts."""
     from rich.table import Table
@@ -194,6 +221,7 @@ def print_comparison(result: dict[str, Any]) -> None:
         if noisy:
             console.print("~ = within serving noise: the delta is smaller than what rerunning the same checkpoints "
                           "gives (`aether noise`)")
+        _print_factorised_pair(pair)
         risk = pair.get("risk_coverage") or {}
         if risk.get("delta") is not None:
             console.print(f"AURC {pair['b']} - {pair['a']}: {risk['delta']:+.3f} (95% CI {risk['ci_low']:+.3f} .. "

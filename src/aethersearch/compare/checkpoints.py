@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from aethersearch.compare.factorised_pairs import compare_factorised
 from aethersearch.compare.fingerprints import check_contract, load_fingerprint
 from aethersearch.compare.noise import noise_floor, read_noise
 from aethersearch.compare.paired import (
@@ -207,6 +208,9 @@ def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
                             reducer=reducer)
         mark_serving_noise(pair["results"], noises[0], noise)
         pair["risk_coverage"] = compare_aurc(confidence[0], inputs, resamples=resamples, seed=seed)
+        if all(fp.environment == "sandbox" for fp in fingerprints):  # the paper's metrics, paired
+            pair["factorised"] = compare_factorised(run_dirs[0], run_dirs[names.index(name)], resamples=resamples,
+                                                    seed=seed, alpha=alpha, noise=noises[0] or noise)
         pairs.append({"a": names[0], "b": name, **pair})
     result = {
         "runs": [{"name": n, "run_dir": str(d), "model": fp.model, "endpoint": fp.endpoint,

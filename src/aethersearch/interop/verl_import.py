@@ -25,13 +25,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from aethersearch.errors import ConfigError, DataError, IntegrityError
 from aethersearch.interop.exports import question_as_searchr1_sees_it, read_release
 from aethersearch.interop.verl_reward import AGENT, ROW_KEY, golds_of, response_trace
 from aethersearch.jsonl import atomic_write_bytes, atomic_write_json, encode_jsonl, iter_jsonl, sha256_file
-from aethersearch.records import Budget, Decoding, RunFingerprint, Trace
+from aethersearch.records import Budget, Decoding, RunFingerprint, SandboxContract, Trace
 from aethersearch.rollout.fingerprint import release_info
 from aethersearch.scoring.extract import SEARCHR1_PROMPT
 from aethersearch.text import question_key
@@ -119,18 +119,22 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
 
 
 def write_imported_run(out: Path, traces: list[Trace], release_dir: Path, question_count: int, *, agent: str,
-                       agent_config: dict[str, Any], model: str, record: dict[str, Any], samples: int = 1) -> None:
+                       agent_config: dict[str, Any], model: str, record: dict[str, Any], samples: int = 1,
+                       environment: Literal["search", "sandbox", "none"] = "search", corpus_hash: str | None = None,
+                       index_hash: str | None = None, sandbox: SandboxContract | None = None) -> None:
     """Write an imported run: ``traces.jsonl``, ``import.json`` (``record``) and a ``run.json`` bound to the release.
 
     The fingerprint pins the release's data and rollout sha256, so ``aether score``
-    refuses the run against any other release, as it does for a run of our own.
+    refuses the run against any other release, as it does for a run of our own;
+    ``environment``/``sandbox`` and the hashes say what served the episodes, where the source knows it.
     """
     info = release_info(release_dir)
     fingerprint = RunFingerprint(
         release_id=info.release_id, release_data_sha256=info.data_sha256, rollout_sha256=info.rollout_sha256,
-        question_count=question_count, corpus_hash=None, index_hash=None, agent=agent, agent_config=agent_config,
+        question_count=question_count, corpus_hash=corpus_hash, index_hash=index_hash, environment=environment,
+        agent=agent, agent_config=agent_config,
         prompt_template_hash=None, budget=Budget(max_tool_calls=None, max_turns=None), endpoint=None,
-        model=model, decoding=Decoding(), software_version=_version(), samples=samples)
+        model=model, decoding=Decoding(), software_version=_version(), samples=samples, sandbox=sandbox)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "traces.jsonl", encode_jsonl(traces))
     atomic_write_json(out / IMPORT_FILE, record)

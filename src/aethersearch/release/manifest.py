@@ -11,6 +11,7 @@ ends, no timestamps, no floats), so identical inputs give identical bytes.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -205,6 +206,40 @@ def load_manifest(release_dir: str | Path) -> Manifest:
         raise DataError(path, f"kind {manifest.kind!r} is not {MANIFEST_KIND!r}", field="kind",
                         fix="point at a benchmark release directory")
     return manifest
+
+
+def load_hintfree_manifest(release_dir: str | Path) -> HintfreeManifest | None:
+    """The validated manifest of a hint-free release; ``None`` when the release is of another kind.
+
+    Why a reader of its own: whether a release is hint-free decides where it may be
+    evaluated (only inside the masked sandbox, ``aethersearch.sandbox_eval``), and its
+    ``corpus.corpus_hash`` which pages that sandbox must serve.
+    """
+    path = release_layout(release_dir).manifest
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(path, f"cannot read: {exc.strerror}", fix="point at a release directory") from None
+    try:
+        kind = json.loads(data).get("kind")
+    except (ValueError, AttributeError):
+        raise DataError(path, "not a JSON object", fix="rebuild the release") from None
+    if kind != HINTFREE_MANIFEST_KIND:
+        return None
+    try:
+        return HintfreeManifest.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise DataError(path, f"not a hint-free release manifest: {first['msg']}",
+                        field=".".join(str(p) for p in first["loc"]) or None,
+                        fix="rebuild the release with `aether construct`") from None
+
+
+def hintfree_corpus_hash(release_dir: str | Path) -> str | None:
+    """The corpus hash a hint-free release was constructed from (``corpus.corpus_hash``); None for other kinds."""
+    manifest = load_hintfree_manifest(release_dir)
+    value = manifest.corpus.get("corpus_hash") if manifest is not None else None
+    return str(value) if value else None
 
 
 def row_id(name: str, index: int) -> str:

@@ -12,7 +12,11 @@ flush + fsync per batch of concurrent appends, never on the event loop):
   ``seq`` (0-based) of the episode, masked ids included, with the HTTP status it was answered with
 * ``{"event": "refused", "episode_id", "status", "reason"}``: a request over the
   per-episode action cap (logged, not kept in the trace, so the trace stays bounded)
-* ``{"event": "close", "episode_id", "question_id", "run_id", "calls"}``
+* ``{"event": "close", "episode_id", "question_id", "run_id", "calls", "answer"?}``: ``answer``
+  is present when the client closed with a body (``{"answer": str | null}``: its final answer, null
+  for none); an episode closed without one (or replaced) has none
+* ``{"event": "serve", "release_id", "corpus_hash", "index_hash", "mask_policy"}``: written at
+  every start, so an imported run (``aether import sandbox``) knows what served it
 
 Reading back: :func:`recover` streams the log once at start-up and keeps only
 the episodes without a close event (a torn last line, from a crash mid-append,
@@ -41,6 +45,10 @@ LOG = logging.getLogger("uvicorn.error.aethersearch")
 REMEMBERED_OFFSETS = 4_096
 
 
+#: ``LoggedEpisode.answer`` of an episode closed without an answer body (or not closed at all)
+NO_ANSWER = object()
+
+
 class LoggedEpisode(NamedTuple):
     """An episode as the log holds it."""
 
@@ -50,6 +58,8 @@ class LoggedEpisode(NamedTuple):
     calls: list[ToolCall]
     statuses: list[int]
     closed: bool
+    #: the close event's answer: ``NO_ANSWER`` when the client sent no body, ``None`` when it sent null
+    answer: str | None | object = NO_ANSWER
 
 
 def _rows(path: Path, start: int = 0) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
@@ -89,6 +99,8 @@ def _apply(episodes: dict[str, LoggedEpisode], row: dict[str, Any], path: Path, 
             found.calls.append(call)
             found.statuses.append(int(row.get("status", 200)))
     elif event == "close" and episode_id in episodes:
+        if "answer" in row:
+            episodes[episode_id] = episodes[episode_id]._replace(answer=row["answer"])
         return episode_id
     return None
 
@@ -125,6 +137,11 @@ def recover(path: str | Path) -> Recovered:
         LOG.warning("%s: cut off a torn last line of %d bytes (a crash mid-append; it was never acknowledged)",
                     path, torn)
     return Recovered(episodes, torn, size)
+
+
+def read_served(path: str | Path) -> list[dict[str, Any]]:
+    """The ``serve`` events of an action log, in order: what each start of the sandbox served."""
+    return [row for _, _, row in _rows(Path(path)) if row is not None and row.get("event") == "serve"]
 
 
 def read_episodes(path: str | Path) -> dict[str, LoggedEpisode]:
@@ -178,10 +195,23 @@ class ActionLog:
         """Log a request refused outside the trace (over the action cap)."""
         await self._append({"event": "refused", "episode_id": episode_id, "status": status, "reason": reason})
 
-    async def closed(self, episode_id: str, question_id: str, run_id: str, calls: int) -> None:
-        """Log an episode's close (durable on return); after this it may leave memory."""
-        await self._append({"event": "close", "episode_id": episode_id, "question_id": question_id,
-                            "run_id": run_id, "calls": calls})
+    async def closed(self, episode_id: str, question_id: str, run_id: str, calls: int,
+                     answer: str | None | object = NO_ANSWER) -> None:
+        """Log an episode's close (durable on return); after this it may leave memory.
+
+        ``answer``: the client's final answer (``None``: it sent null), or ``NO_ANSWER`` when it sent no body.
+        """
+        row: dict[str, Any] = {"event": "close", "episode_id": episode_id, "question_id": question_id,
+                               "run_id": run_id, "calls": calls}
+        if answer is not NO_ANSWER:
+            row["answer"] = answer
+        await self._append(row)
+
+    async def served(self, release_id: str | None, corpus_hash: str | None, index_hash: str | None,
+                     mask_policy: str) -> None:
+        """Log what this start of the sandbox serves (durable on return)."""
+        await self._append({"event": "serve", "release_id": release_id, "corpus_hash": corpus_hash,
+                            "index_hash": index_hash, "mask_policy": mask_policy})
 
     def read_trace(self, episode_id: str) -> LoggedEpisode | None:
         """A closed (or open) episode's events read back from the file; None if the log never had it.

@@ -19,7 +19,8 @@ Endpoints (JSON bodies; every refusal is ``{"detail": str}``, plus ``call`` when
   the client has already had answered in this episode: a request whose reply was lost
   (the connection broke, the sandbox restarted) is sent again with the same ``seq``
   and answered from the log, never run or logged twice.
-* ``POST /episodes/{id}/close`` -> ``{episode_id, trace}``; ``GET /episodes/{id}/trace`` ->
+* ``POST /episodes/{id}/close`` (optional body ``{answer: str | null}``: an external harness's final
+  answer, kept in the action log for ``aether import sandbox``; null is no answer) -> ``{episode_id, trace}``; ``GET /episodes/{id}/trace`` ->
   ``{episode_id, question_id, run_id, closed, trace}`` (the trace as the agent saw it;
   a closed episode's is read back from the action log).
 * ``GET /health`` -> ``ready`` (true once warmed up), release id, question, open- and
@@ -61,7 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from aethersearch.errors import AetherError, ConfigError, ToolError
 from aethersearch.records import Document, Record, ToolCall
 from aethersearch.sandbox.contract import MASK_POLICY, SANDBOX_SERVICE
-from aethersearch.sandbox.action_log import ActionLog, LoggedEpisode, recover
+from aethersearch.sandbox.action_log import NO_ANSWER, ActionLog, LoggedEpisode, recover
 from aethersearch.sandbox.episode import MAX_K, Sandbox, SandboxEpisode
 from aethersearch.sandbox.request_body import MAX_BODY_CHARS, check_body
 from aethersearch.sandbox.serving import PUBLIC_CALL_EXCLUDE
@@ -118,6 +119,18 @@ class VisitBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     page: StrictStr = Field(max_length=MAX_BODY_CHARS)
     seq: StrictInt | None = Field(default=None, ge=0, description="as for search")
+
+
+class CloseBody(BaseModel):
+    """Optional body of ``POST /episodes/{id}/close``: an external harness's final answer, kept in the action log.
+
+    ``aether import sandbox`` reads it back as the episode's prediction (a refusal
+    is an answer shaped like one, "I don't know"). ``null``, or no body, is no
+    answer (``no_answer_tag`` when imported).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    answer: StrictStr | None = Field(max_length=MAX_BODY_CHARS)
 
 
 class Created(BaseModel):
@@ -238,6 +251,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(_warm, sandbox)
+        await log.served(sandbox.release_id, sandbox.corpus_hash, sandbox.index_hash, MASK_POLICY)
         state["ready"] = True
         yield
         await asyncio.to_thread(log.close)
@@ -255,11 +269,11 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
         while len(recently_closed) > RECENTLY_CLOSED:
             recently_closed.popitem(last=False)
 
-    async def persist(found: Live) -> list[ToolCall]:
-        """Close an episode durably, then let it leave memory."""
+    async def persist(found: Live, answer: str | None | object = NO_ANSWER) -> list[ToolCall]:
+        """Close an episode durably (with the client's answer, when it sent one), then let it leave memory."""
         ep = found.episode
         trace = ep.close_sync()
-        await log.closed(ep.episode_id, ep.question_id, ep.run_id, len(trace))
+        await log.closed(ep.episode_id, ep.question_id, ep.run_id, len(trace), answer)
         forget(ep.episode_id)
         return trace
 
@@ -369,15 +383,15 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     async def visit(episode_id: str, request: Request) -> Any:
         return await act(episode_id, request, "visit")
 
-    @app.post("/episodes/{episode_id}/close", response_model=TraceReply, responses=problem_responses(404, 409))
-    async def close(episode_id: str) -> dict[str, Any]:
+    @app.post("/episodes/{episode_id}/close", response_model=TraceReply, responses=problem_responses(400, 404, 409, 422))
+    async def close(episode_id: str, body: CloseBody | None = None) -> dict[str, Any]:
         found = live.get(episode_id)
         if found is None:
             if episode_id in unrecoverable:
                 raise HTTPException(409, unrecoverable[episode_id])
             return await trace(episode_id)  # closing twice answers the trace again
         async with found.lock:
-            trace_calls = await persist(found)
+            trace_calls = await persist(found, NO_ANSWER if body is None else body.answer)
         return {"episode_id": episode_id, "trace": [_public_json(c) for c in trace_calls]}
 
     @app.get("/episodes/{episode_id}/trace", response_model=TraceReply, responses=problem_responses(404, 409))
