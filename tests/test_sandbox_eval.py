@@ -260,3 +260,43 @@ def test_an_external_harness_is_imported_scored_factorised_and_compared(demo: Pa
 def test_a_sandbox_run_and_an_unmasked_run_are_never_compared(demo: Path) -> None:
     result = aether("compare", str(demo / "run"), str(demo / "sandbox_run"))
     assert result.returncode != 0 and "environment" in result.stderr + result.stdout
+
+
+def test_the_one_run_path_refuses_a_hintfree_release_without_the_sandbox(demo: Path, tmp_path: Path) -> None:
+    from aethersearch.errors import ConfigError
+    from aethersearch.pipeline import index_search, run_release
+    from aethersearch.rollout.session import RunSettings
+
+    with pytest.raises(ConfigError, match="evaluated only inside the masked sandbox"):
+        run_release(demo / "sandbox_release", tmp_path / "run", RunSettings(agent="lexical-browse"),
+                    index_search(demo / "sandbox_index", ("search", "visit")))
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("status, kind", [(422, None), (413, None), (404, "tool_wrong_api"), (503, "tool_server_error")])
+def test_a_refusal_is_an_observation_and_a_failed_server_is_a_tool_error(status: int, kind: str | None) -> None:
+    import asyncio
+
+    from aethersearch.errors import ToolUnavailable
+    from aethersearch.records import Budget
+    from aethersearch.rollout.budget import BudgetedEnvironment, BudgetTracker
+    from aethersearch.search.client import SearchClient
+    from aethersearch.search.environment import RetrievalServerEnvironment
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(status, json={"detail": "query too long"}))
+    client = SearchClient("http://retriever", transport=transport, max_retries=1, backoff_s=0.0)
+    env = BudgetedEnvironment(RetrievalServerEnvironment(client, close_client=True), BudgetTracker(Budget()))
+
+    async def search() -> Any:
+        try:
+            return await env.search("a question", 3)
+        finally:
+            await env.close()
+
+    if kind is None:  # the server refused this request under its limits: the agent is shown why and goes on
+        result = asyncio.run(search())
+        assert result.documents == [] and result.call.error and "query too long" in result.call.error
+    else:
+        with pytest.raises(ToolUnavailable) as caught:
+            asyncio.run(search())
+        assert caught.value.kind == kind and caught.value.fix

@@ -75,14 +75,15 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
                  retrieval_topk: int | None = None, concurrency: int = DEFAULT_CONCURRENCY,
                  limits: RunLimits | None = None, api_key: str | None = None, compat: str | None = None,
                  corpus_hash: str | None = None, index_hash: str | None = None,
-                 metric_keys: str = "both", samples: int = 1) -> Evaluation:
+                 metric_keys: str = "both", samples: int = 1, sandbox_url: str | None = None) -> Evaluation:
     """Roll ``agent`` out on the release's frozen questions against ``endpoint``, score it, return everything.
 
     The run goes through :func:`aethersearch.pipeline.run_release`, the same path
     as ``aether run``: the release is verified first, and identical settings
     write an identical ``run.json``. Tools come from ``search_url`` (a running
     ``aether serve``), ``index`` (an index directory, searched in-process) or
-    ``environment_factory``. ``retrieval_topk`` sets the agent's ``topk`` (what
+    ``environment_factory``; a hint-free release runs in its masked sandbox, over ``index``
+    or through ``sandbox_url`` (``aethersearch.sandbox_eval``). ``retrieval_topk`` sets the agent's ``topk`` (what
     is recorded is what the agent sends). A rerun with the same ``run_dir``
     resumes instead of regenerating. ``metric_keys`` picks the trainers' key
     style: ``searchr1`` (``val/test_score/{source}``), ``verl``
@@ -97,19 +98,28 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
     """
     from aethersearch import pipeline
     from aethersearch.interop.metric_keys import check_style, validation_metrics
+    from aethersearch.release.manifest import is_hintfree_release
     from aethersearch.scoring.api import score_run
 
     check_style(metric_keys)  # refuse a bad style before the rollout, not after it
     config = dict(agent_config or {})
     if retrieval_topk is not None:
         config["topk"] = retrieval_topk
-    search = search_setup(agent=agent, agent_config=config, search_url=search_url, index=index,
-                          environment_factory=environment_factory, corpus_hash=corpus_hash, index_hash=index_hash)
+    release = Path(release)
+    run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="aether-eval-"))
+    if environment_factory is None and is_hintfree_release(release):  # only inside the masked sandbox
+        from aethersearch.sandbox_eval import SandboxTools, tools_for
+
+        found = tools_for(release, agent=agent, index=index, search_url=search_url, sandbox_url=sandbox_url,
+                          run_dir=run_dir)
+        search = found.search if isinstance(found, SandboxTools) else found
+    else:
+        search = search_setup(agent=agent, agent_config=config, search_url=search_url, index=index,
+                              environment_factory=environment_factory, corpus_hash=corpus_hash,
+                              index_hash=index_hash)
     settings = RunSettings(agent=agent, agent_config=config, endpoint=endpoint, model=model,
                            budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
                            limits=limits or RunLimits(), samples=check_samples(samples))
-    release = Path(release)
-    run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="aether-eval-"))
     pipeline.run_release(release, run_dir, settings, search, api_key=api_key)
     scores = score_run(run_dir, release, compat=compat)
     return Evaluation(validation_metrics(scores, metric_keys), run_dir, scores)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from aethersearch.errors import AetherError, IntegrityError
+from aethersearch.errors import AetherError, ConfigError, IntegrityError
 from aethersearch.records import DEFAULT_CONCURRENCY, ERROR_OUTCOMES, Budget, Decoding, RunLimits
 from aethersearch.rollout.samples import check_samples
 from aethersearch.rollout.session import RunSettings, SearchSetup
@@ -66,7 +66,6 @@ def index_search(index_dir: Path, tools: tuple[str, ...] = ("search",)) -> Searc
 
 def server_search(url: str, tools: tuple[str, ...] = ("search",)) -> SearchSetup:
     """Search through a running retrieval server; its /health gives the hashes."""
-    from aethersearch.errors import ConfigError
     from aethersearch.sandbox.contract import SANDBOX_SERVICE
     from aethersearch.search.client import SearchClient
     from aethersearch.search.environment import RetrievalServerEnvironment
@@ -144,9 +143,15 @@ def run_release(release_dir: Path, run_dir: Path, settings: RunSettings, search:
     :class:`~aethersearch.errors.RunFailed` (``enforce``) instead of returning
     something that would score as a number.
     """
+    from aethersearch.release.manifest import is_hintfree_release
     from aethersearch.rollout.fingerprint import release_info
     from aethersearch.rollout.session import execute_run, prepare_run
 
+    if search.environment != "sandbox" and is_hintfree_release(release_dir):  # whoever calls: CLI, API, noise
+        raise ConfigError(f"{release_dir} is a hint-free release: it is evaluated only inside the masked sandbox "
+                          f"(its chain pages unlock one visit at a time), not with {search.description}",
+                          fix="run it with --index DIR (the sandbox in-process) or --sandbox-url URL; from Python, "
+                              "aethersearch.sandbox_eval.tools_for(...).search")
     if verify:
         verify_or_refuse(Path(release_dir))
     prepared = prepare_run(release_info(release_dir), settings, search, agent=agent, llm=llm, api_key=api_key)
@@ -170,8 +175,6 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
     if ray is not None:
         shards = shards or 4
     elif shards is not None and shards > 1:
-        from aethersearch.errors import ConfigError
-
         raise ConfigError("--shards needs --ray", fix="pass --ray auto|HOST:PORT|local, or drop --shards")
     settings = RunSettings(agent=agent, agent_config=agent_config or {}, endpoint=endpoint, model=model,
                            budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
@@ -231,7 +234,6 @@ def search_for(index: Path | None, search_url: str | None, agent: str, tools: st
     ``aether run``, ``aether eval`` and ``aether noise`` resolve their ``--index``/``--search-url`` options here.
     """
     from aethersearch.agents.base import make_agent
-    from aethersearch.errors import ConfigError
 
     offered = tuple(t for t in tools.split(",") if t)
     if search_url:

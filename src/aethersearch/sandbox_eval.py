@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError, DataError, IntegrityError
 from aethersearch.records import RolloutQuestion
-from aethersearch.release_layout import LEGACY_NAMES, MANIFEST_SUFFIX, release_layout
+from aethersearch.release_layout import release_layout
 from aethersearch.rollout.session import SearchSetup
 
 __all__ = ["HttpEpisodes", "SandboxTools", "diagnose", "is_hintfree", "sandbox_in_process",
@@ -53,17 +53,10 @@ class SandboxTools(NamedTuple):
 
 
 def is_hintfree(release_dir: str | Path) -> bool:
-    """Whether the release is a hint-free (WebDetective) release, by its manifest's ``kind``.
+    """Whether the release is a hint-free (WebDetective) release (``release.manifest.is_hintfree_release``)."""
+    from aethersearch.release.manifest import is_hintfree_release
 
-    A directory with no manifest is no hint-free release: the run path's own release
-    check then names what is missing (one message for every kind of release).
-    """
-    from aethersearch.release.manifest import load_hintfree_manifest
-
-    root = Path(release_dir)
-    if not (root / LEGACY_NAMES["manifest"]).is_file() and not any(root.glob(f"*{MANIFEST_SUFFIX}")):
-        return False
-    return load_hintfree_manifest(root) is not None
+    return is_hintfree_release(release_dir)
 
 
 def _check_corpus(release_dir: Path, found: str | None, where: str) -> None:

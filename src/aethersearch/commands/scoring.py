@@ -298,16 +298,21 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 0,
         index: Annotated[Path | None, typer.Option(help="Search index the run used.")] = None,
         search_url: Annotated[str | None, typer.Option(help="Or the retrieval server it used.")] = None,
-        tools: Annotated[str, typer.Option(help="Tools offered (as for `aether run`).")] = "search",
+        sandbox_url: Annotated[str | None, typer.Option(help="Or the masked sandbox it used (a hint-free "
+                                                             "release; with --index, in-process).")] = None,
+        tools: Annotated[str | None, typer.Option(help="Tools offered (as for `aether run`).")] = None,
         api_key: Annotated[str | None, typer.Option(envvar="AETHER_API_KEY")] = None,
     ) -> None:
         """Rerun a finished run's questions under its exact settings and write its serving-noise floor (noise.json)."""
         from aethersearch.compare.fingerprints import load_fingerprint
         from aethersearch.compare.noise import measure_noise
-        from aethersearch.pipeline import search_for, verify_or_refuse
+        from aethersearch.pipeline import verify_or_refuse
+        from aethersearch.sandbox_eval import SandboxTools, tools_for
 
         verify_or_refuse(release)
-        search = search_for(index, search_url, load_fingerprint(run).agent, tools)
+        found = tools_for(release, agent=load_fingerprint(run).agent, index=index, search_url=search_url,
+                          sandbox_url=sandbox_url, tools=tools, run_dir=run / "noise")
+        search = found.search if isinstance(found, SandboxTools) else found
         result = measure_noise(run, release, search, reruns=reruns, sample=sample, concurrencies=concurrency,
                                metric=metric, seed=seed, api_key=api_key, progress=typer.echo)
         rate = result["flip_rate"]

@@ -25,7 +25,7 @@ from aethersearch.release import verify_release_template as standalone
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_bytes, encode_jsonl, sha256_bytes
 from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow, Record, RolloutQuestion
-from aethersearch.release_layout import release_layout
+from aethersearch.release_layout import LEGACY_NAMES, MANIFEST_SUFFIX, release_layout
 
 MANIFEST_KIND = "aethersearch-benchmark-release"
 CHECKSUMS = "checksums.sha256"
@@ -233,6 +233,18 @@ def load_hintfree_manifest(release_dir: str | Path) -> HintfreeManifest | None:
         raise DataError(path, f"not a hint-free release manifest: {first['msg']}",
                         field=".".join(str(p) for p in first["loc"]) or None,
                         fix="rebuild the release with `aether construct`") from None
+
+
+def is_hintfree_release(release_dir: str | Path) -> bool:
+    """Whether the release is a hint-free (WebDetective) release, by its manifest's ``kind``.
+
+    A directory with no manifest is no hint-free release: the run path's own release
+    check then names what is missing (one message for every kind of release).
+    """
+    root = Path(release_dir)
+    if not (root / LEGACY_NAMES["manifest"]).is_file() and not any(root.glob(f"*{MANIFEST_SUFFIX}")):
+        return False
+    return load_hintfree_manifest(root) is not None
 
 
 def hintfree_corpus_hash(release_dir: str | Path) -> str | None:
