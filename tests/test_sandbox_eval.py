@@ -11,6 +11,7 @@ read. Runs whose tool server failed end in error, never as abstentions.
 from __future__ import annotations
 
 import http.server
+import re
 import subprocess
 import sys
 import threading
@@ -80,7 +81,18 @@ def test_eval_of_a_hintfree_release_runs_inside_the_sandbox_and_writes_the_paper
     assert fingerprint["environment"] == "sandbox"
     assert fingerprint["sandbox"] == {"mask_policy": "webdetective-chain-lock/v1", "tools": ["search", "visit"]}
     assert "Knowledge Sufficiency" in result.stdout and "4 hops" in result.stdout and "GenScore" in result.stdout
-    assert (tmp_path / "x" / "report.html").is_file()
+    html = (tmp_path / "x" / "report.html").read_text(encoding="utf-8")
+    assert 'id="decoupling-1"' in html and 'id="per-hop-1"' in html  # Search Score x GenScore; curves by hop
+    # `aether view` of the run shows each episode's chain: pages visited, unlocked, still masked
+    from fastapi.testclient import TestClient
+
+    from aethersearch.report.viewer.app import create_app, load_viewer
+
+    viewer = load_viewer([run], corpus=demo / "sandbox_corpus")
+    client = TestClient(create_app(viewer), raise_server_exceptions=False)
+    states = [re.findall(r'class="node state-(\w+)', client.get(f"/q/{row['id']}").text)
+              for row in map(orjson.loads, (demo / "sandbox_release" / "rollout_questions.jsonl").read_bytes().splitlines())]
+    assert all(states) and {"visited"} <= set().union(*map(set, states)) and any("masked" in s for s in states)
 
 
 @pytest.mark.parametrize("extra, needle", [
