@@ -39,7 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -203,6 +204,10 @@ def start_server(release: Path, index: Path, root: Path) -> tuple[subprocess.Pop
     raise SystemExit("the sandbox server did not come up")
 
 
+def _run_async(coroutine: Coroutine[Any, Any, int]) -> int:
+    return asyncio.run(coroutine)
+
+
 def level(release: Path, index: Path, root: Path, plans: dict[str, tuple[Plan, str | None]], url: str,
           server_pid: int, concurrency: int, repeats: int) -> dict[str, list[Measured]]:
     questions = load_rollout_questions(release_info(release).rollout_path)
@@ -217,13 +222,13 @@ def level(release: Path, index: Path, root: Path, plans: dict[str, tuple[Plan, s
         remote = SandboxTools(local.search._replace(factory=HttpEpisodes(url, f"h-{tag}")), local.store,
                               local.clean_factory)
         bodies: list[tuple[str, Callable[[], int], int | None]] = [
-            ("harness in-process", lambda: harness(release, local, agent, root / f"hi-{tag}", samples, concurrency),
+            ("harness in-process", partial(harness, release, local, agent, root / f"hi-{tag}", samples, concurrency),
              None),
-            ("bare in-process", lambda: asyncio.run(bare_in_process(local, plans, work, concurrency, f"b-{tag}")),
+            ("bare in-process", partial(_run_async, bare_in_process(local, plans, work, concurrency, f"b-{tag}")),
              None),
-            ("harness HTTP", lambda: harness(release, remote, agent, root / f"hh-{tag}", samples, concurrency),
+            ("harness HTTP", partial(harness, release, remote, agent, root / f"hh-{tag}", samples, concurrency),
              server_pid),
-            ("bare HTTP", lambda: asyncio.run(bare_http(url, plans, work, concurrency, f"bh-{tag}")), server_pid),
+            ("bare HTTP", partial(_run_async, bare_http(url, plans, work, concurrency, f"bh-{tag}")), server_pid),
         ]
         for name, body, pid in (bodies if attempt % 2 == 0 else list(reversed(bodies))):
             results[name].append(timed(body, pid))
