@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError
 
@@ -149,6 +149,7 @@ class Manifest(Record):
 
 
 HINTFREE_MANIFEST_KIND = "aethersearch-hintfree-release"
+M = TypeVar("M", bound=Record)
 
 
 class HintfreeManifest(Record):
@@ -188,20 +189,27 @@ SAMPLING_DESCRIPTION = (
 )
 
 
+def _manifest_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise DataError(path, f"cannot read: {exc.strerror}", fix="point at a release directory") from None
+
+
+def _validated(model: type[M], path: Path, data: bytes, what: str, command: str) -> M:
+    """``data`` as ``model``; a DataError naming the first invalid field and the command that rebuilds it."""
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise DataError(path, f"not a {what}: {first['msg']}", field=".".join(str(p) for p in first["loc"]) or None,
+                        fix=f"rebuild the release with `{command}`") from None
+
+
 def load_manifest(release_dir: str | Path) -> Manifest:
     """Read and validate the release's manifest (for consumers: rollout, scoring, replay)."""
     path = release_layout(release_dir).manifest
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DataError(path, f"cannot read: {exc.strerror}", fix="point at a release directory") from None
-    try:
-        manifest = Manifest.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise DataError(path, f"not a release manifest: {first['msg']}",
-                        field=".".join(str(p) for p in first["loc"]) or None,
-                        fix="rebuild the release with `aether build`") from None
+    manifest = _validated(Manifest, path, _manifest_bytes(path), "release manifest", "aether build")
     if manifest.kind != MANIFEST_KIND:
         raise DataError(path, f"kind {manifest.kind!r} is not {MANIFEST_KIND!r}", field="kind",
                         fix="point at a benchmark release directory")
@@ -216,23 +224,14 @@ def load_hintfree_manifest(release_dir: str | Path) -> HintfreeManifest | None:
     ``corpus.corpus_hash`` which pages that sandbox must serve.
     """
     path = release_layout(release_dir).manifest
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DataError(path, f"cannot read: {exc.strerror}", fix="point at a release directory") from None
+    data = _manifest_bytes(path)
     try:
         kind = json.loads(data).get("kind")
     except (ValueError, AttributeError):
         raise DataError(path, "not a JSON object", fix="rebuild the release") from None
     if kind != HINTFREE_MANIFEST_KIND:
         return None
-    try:
-        return HintfreeManifest.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise DataError(path, f"not a hint-free release manifest: {first['msg']}",
-                        field=".".join(str(p) for p in first["loc"]) or None,
-                        fix="rebuild the release with `aether construct`") from None
+    return _validated(HintfreeManifest, path, data, "hint-free release manifest", "aether construct")
 
 
 def is_hintfree_release(release_dir: str | Path) -> bool:
