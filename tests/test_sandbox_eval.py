@@ -312,3 +312,19 @@ def test_a_refusal_is_an_observation_and_a_failed_server_is_a_tool_error(status:
         with pytest.raises(ToolUnavailable) as caught:
             asyncio.run(search())
         assert caught.value.kind == kind and caught.value.fix
+
+
+def test_every_shipped_agent_runs_a_hintfree_release_in_the_sandbox(demo: Path, tmp_path: Path) -> None:
+    from aethersearch.agents.base import AGENTS, make_agent
+    from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
+
+    with ScriptedServer(search_r1_rule(lambda question: "Tinli Pratavli", searches=1), chat_template="chatml") as llm:
+        for agent in sorted(AGENTS):
+            model = ["--endpoint", llm.url, "--model", "scripted"] if make_agent(agent).needs_llm else []
+            out = tmp_path / agent
+            done = aether("run", str(demo / "sandbox_release"), "--agent", agent, "--index", str(demo / "sandbox_index"),
+                          *model, "--out", str(out), "--no-progress", "--max-turns", "3", "--concurrency", "4")
+            assert done.returncode == 0, f"{agent}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+            traces = [orjson.loads(line) for line in (out / "traces.jsonl").read_bytes().splitlines()]
+            assert len(traces) == 60 and not [t for t in traces if t["outcome"].endswith("error")], agent
+            assert _json(out / "run.json")["environment"] == "sandbox", agent
