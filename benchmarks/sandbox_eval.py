@@ -16,8 +16,9 @@ other pass, so steady drift favours none):
 * ``harness HTTP``: the same run path through ``--sandbox-url`` (``HttpEpisodes``,
   the sandbox client with its ``seq`` retries) against ``aether sandbox serve`` in
   its own process (durable action log);
-* ``bare HTTP``: a plain ``httpx.AsyncClient`` making the same requests (create,
-  search/visit with ``seq``, close) to the same server.
+* ``bare HTTP``: a plain aiohttp session with orjson (the lean client the field's
+  own loops use) making the same requests (create, search/visit with ``seq``,
+  close) to the same server.
 
 It prints, per level and medians over ``--repeats``: sandbox actions per CPU-second
 (this process's CPU; for HTTP also with the server's CPU added, read from
@@ -44,7 +45,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+import aiohttp
 import httpx
+import orjson
 import psutil
 
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
@@ -155,21 +158,27 @@ async def bare_in_process(tools: SandboxTools, plans: dict[str, tuple[Plan, str 
 
 async def bare_http(url: str, plans: dict[str, tuple[Plan, str | None]], work: list[tuple[RolloutQuestion, int]],
                     concurrency: int, label: str) -> int:
-    """The same requests through a plain httpx client: create, the actions with their seq, close."""
+    """The same requests through a plain aiohttp session and orjson (the field's lean client): create, the
+    actions with their seq, close; nothing else (no retries, no records)."""
     gate = asyncio.Semaphore(concurrency)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+    headers = {"content-type": "application/json"}
+
+    async def post(session: aiohttp.ClientSession, path: str, body: dict[str, Any] | None = None) -> Any:
+        async with session.post(path, data=orjson.dumps(body) if body is not None else None,
+                                headers=headers) as response:
+            return orjson.loads(await response.read())
+
+    async with aiohttp.ClientSession(base_url=url, connector=aiohttp.TCPConnector(limit=concurrency)) as session:
 
         async def one(question: RolloutQuestion, sample: int) -> int:
             async with gate:
-                created = await client.post("/episodes", json={"question_id": question.id,
-                                                               "run_id": f"{label}#{sample}"})
-                episode = created.json()["episode_id"]
+                episode = (await post(session, "/episodes", {"question_id": question.id,
+                                                             "run_id": f"{label}#{sample}"}))["episode_id"]
                 plan = plans[question.id][0]
                 for seq, (tool, argument) in enumerate(plan):
                     body = {"query": argument, "k": 5, "seq": seq} if tool == "search" else {"page": argument, "seq": seq}
-                    (await client.post(f"/episodes/{episode}/{tool}", json=body)).json()
-                await client.post(f"/episodes/{episode}/close")
+                    await post(session, f"/episodes/{episode}/{tool}", body)
+                await post(session, f"/episodes/{episode}/close")
                 return len(plan)
 
         return sum(await asyncio.gather(*(one(q, k) for q, k in work)))

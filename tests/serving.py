@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -29,3 +32,26 @@ def wait_for_json(url: str, proc: subprocess.Popen[Any] | None = None, timeout: 
                 output = proc.stdout.read() if proc is not None and proc.stdout else ""
                 pytest.fail(f"{url} never answered: {output.decode() if isinstance(output, bytes) else output}")
             time.sleep(0.3)
+
+
+@contextmanager
+def serving_app(app: Any) -> Iterator[str]:
+    """Run an ASGI ``app`` under uvicorn on a free loopback port in a thread; yield its base URL.
+
+    For clients that speak real HTTP only (aiohttp has no in-process ASGI transport).
+    """
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", loop="asyncio"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -123,7 +123,7 @@ class HttpEpisodes:
         from aethersearch.sandbox.client import SandboxClient
 
         if self._client is None:
-            self._client = SandboxClient(self.url)
+            self._client = SandboxClient(self.url, close_when_idle=True)
         number = self._opened[question.id]
         self._opened[question.id] += 1
         episode: Environment = await self._client.create_episode(question.id, run_id=f"{self.label}#{number}",

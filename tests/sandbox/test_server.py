@@ -12,6 +12,7 @@ from aethersearch.errors import EndpointError
 from aethersearch.sandbox.client import HttpSandboxEpisode, SandboxClient
 from aethersearch.sandbox.environment import HttpSandboxFactory, InProcessSandboxFactory
 from aethersearch.sandbox.server import create_app
+from tests.serving import serving_app
 
 
 def _run(coro):
@@ -80,8 +81,8 @@ def test_http_episodes_are_isolated_and_unique_per_run_and_question(mini_sandbox
 
 
 def test_http_client_environment_matches_in_process(mini_sandbox) -> None:
-    async def scenario() -> None:
-        client = SandboxClient("http://sandbox", transport=httpx.ASGITransport(app=create_app(mini_sandbox)))
+    async def scenario(url: str) -> None:
+        client = SandboxClient(url)
         remote = await HttpSandboxFactory(client).open("q1", run_id="x")
         local = await InProcessSandboxFactory(mini_sandbox).open("q1", run_id="x")
         assert isinstance(remote, HttpSandboxEpisode) and isinstance(remote, Environment)
@@ -99,13 +100,14 @@ def test_http_client_environment_matches_in_process(mini_sandbox) -> None:
         await local.close()
         await client.aclose()
 
-    _run(scenario())
+    with serving_app(create_app(mini_sandbox)) as url:
+        _run(scenario(url))
 
 
 def test_http_refusals_are_logged_in_the_trace_like_in_process(mini_sandbox) -> None:
     """An invalid search or visit sent over HTTP is charged and traced exactly as in-process."""
-    async def scenario() -> None:
-        client = SandboxClient("http://sandbox", transport=httpx.ASGITransport(app=create_app(mini_sandbox)))
+    async def scenario(url: str) -> None:
+        client = SandboxClient(url)
         remote = await HttpSandboxFactory(client).open("q1", run_id="refusals")
         local = await InProcessSandboxFactory(mini_sandbox).open("q1", run_id="refusals")
         calls = [("search", ("", 3)), ("search", ("Kane", 999)), ("search", ("Kane", 0)),
@@ -119,7 +121,8 @@ def test_http_refusals_are_logged_in_the_trace_like_in_process(mini_sandbox) -> 
         assert remote_trace[1].arguments == {"query": "Kane", "k": 999}
         await client.aclose()
 
-    _run(scenario())
+    with serving_app(create_app(mini_sandbox)) as url:
+        _run(scenario(url))
 
 
 def test_closed_and_unknown_episodes_answer_clearly(mini_sandbox) -> None:
@@ -131,10 +134,11 @@ def test_closed_and_unknown_episodes_answer_clearly(mini_sandbox) -> None:
             for page in ("kane", "../etc/passwd"):  # a closed episode is a 409 whatever the argument
                 response = await http.post(f"/episodes/{eid}/visit", json={"page": page})
                 assert response.status_code == 409 and "closed" in response.json()["detail"], page
-        client = SandboxClient("http://sandbox", transport=httpx.ASGITransport(app=app))
-        gone = HttpSandboxEpisode(client, "deadbeef", "q1", ("search", "visit"))
-        with pytest.raises(EndpointError, match="deadbeef"):
-            await gone.trace()
-        await client.aclose()
+        with serving_app(app) as url:
+            client = SandboxClient(url)
+            gone = HttpSandboxEpisode(client, "deadbeef", "q1", ("search", "visit"))
+            with pytest.raises(EndpointError, match="deadbeef"):
+                await gone.trace()
+            await client.aclose()
 
     _run(scenario())
