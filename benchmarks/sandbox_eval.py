@@ -184,9 +184,16 @@ async def bare_http(url: str, plans: dict[str, tuple[Plan, str | None]], work: l
         return sum(await asyncio.gather(*(one(q, k) for q, k in work)))
 
 
-def harness(release: Path, tools: SandboxTools, agent: Agent, run_dir: Path, samples: int, concurrency: int) -> int:
+def harness(release: Path, tools: SandboxTools, agent: ReplayAgent, run_dir: Path, samples: int,
+            concurrency: int) -> int:
+    """``aether run``'s path; returns the actions the plans make (checked against the traces, untimed, later)."""
     summary = _run(release, tools, agent, run_dir, samples, concurrency)
     assert summary.errored == 0, summary.errors.lines()
+    return samples * sum(len(plan) for plan, _ in agent.plans.values())
+
+
+def traced_actions(run_dir: Path) -> int:
+    """The tool calls a harness run's traces hold (outside the timing: reading them is not the run's work)."""
     return sum(len(step["tool_calls"]) for _, trace in iter_jsonl(run_dir / "traces.jsonl") for step in trace["steps"])
 
 
@@ -241,6 +248,8 @@ def level(release: Path, index: Path, root: Path, plans: dict[str, tuple[Plan, s
         ]
         for name, body, pid in (bodies if attempt % 2 == 0 else list(reversed(bodies))):
             results[name].append(timed(body, pid))
+        for kind in ("hi", "hh"):  # the harness made exactly the calls counted for it
+            assert traced_actions(root / f"{kind}-{tag}") == results["bare in-process"][-1].actions
     return results
 
 
