@@ -51,10 +51,8 @@ from aethersearch.agents.formatting import check_prompt_settings, render_chat_pr
 from aethersearch.agents.prompts import SEARCH_R1_PROMPT, search_r1_question
 from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, Outcome
-from aethersearch.agents.aethersearch_protocol import check_action
+from aethersearch.agents.aethersearch_protocol import INFORMATION_CLOSE, INFORMATION_OPEN, check_action
 
-INFORMATION_OPEN = "<information>"
-INFORMATION_CLOSE = "</information>"
 #: ``auto``: token ids where the server is probed to allow it, else text; ``text``: always text
 CONTINUATIONS = ("auto", "text")
 
