@@ -75,7 +75,8 @@ def server_search(url: str, tools: tuple[str, ...] = ("search",)) -> SearchSetup
 
     info = asyncio.run(health())
     return SearchSetup(lambda q: RetrievalServerEnvironment(SearchClient(url), tools=tools, close_client=True),
-                       info.get("corpus_hash"), info.get("index_hash"), f"search server {url}")
+                       info.get("corpus_hash"), info.get("index_hash"), f"search server {url}",
+                       mode_aliases=info.get("mode_aliases") or None)
 
 
 def _free_port() -> int:

@@ -322,6 +322,12 @@ class RunFingerprint(Record):
     sent_decoding: dict[str, Any] | None = None
     #: K: rollouts per question (``--samples``); sample k of a question runs with its own derived seed
     samples: int = Field(default=1, ge=1)
+    #: the retrieval server's declared mode aliases (``aether serve --mode-alias``, from its ``/health``)
+    retrieval_mode_aliases: dict[str, str] | None = None
+    #: the agent profile the run followed (``agents/profiles``): name, sha256, and where the budget came from
+    profile: dict[str, Any] | None = None
+    #: sha256 of that profile's canonical form: part of the contract, so ``compare`` never mixes profiles
+    profile_sha256: str | None = None
 
     CONTRACT_FIELDS: ClassVar[tuple[str, ...]] = (
         "release_id",
@@ -336,6 +342,7 @@ class RunFingerprint(Record):
         "decoding",
         "retrieval_topk",
         "samples",
+        "profile_sha256",
     )
 
 

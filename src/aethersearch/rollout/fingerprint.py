@@ -140,6 +140,8 @@ def build_fingerprint(
     served_model: dict[str, Any] | None = None,
     sent_decoding: dict[str, Any] | None = None,
     samples: int = 1,
+    retrieval_mode_aliases: dict[str, str] | None = None,
+    profile: dict[str, Any] | None = None,
 ) -> RunFingerprint:
     """The run.json record for these settings (decoding as the agent will really send it).
 
@@ -155,6 +157,8 @@ def build_fingerprint(
         endpoint=endpoint, model=model, decoding=agent.effective_decoding(decoding),
         retrieval_topk=retrieval_topk, software_version=__version__, concurrency=concurrency,
         limits=limits, served_model=served_model, sent_decoding=sent_decoding, samples=samples,
+        retrieval_mode_aliases=retrieval_mode_aliases, profile=profile,
+        profile_sha256=None if profile is None else str(profile["sha256"]),
     )
 
 

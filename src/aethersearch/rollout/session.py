@@ -82,6 +82,7 @@ class SearchSetup(NamedTuple):
     description: str
     environment: str | None = None
     builder: Callable[[], EnvironmentFactory] | None = None  # rebuilds ``factory`` in a Ray worker
+    mode_aliases: dict[str, str] | None = None  # the retrieval server's declared ``--mode-alias`` policy
 
 
 class PreparedRun(NamedTuple):
@@ -183,7 +184,7 @@ def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *
         corpus_hash=search.corpus_hash, index_hash=search.index_hash,
         environment=search.environment or built.environment, retrieval_topk=getattr(built, "topk", None),
         concurrency=settings.concurrency, limits=settings.limits, served_model=None, sent_decoding=sent,
-        samples=settings.samples)
+        samples=settings.samples, retrieval_mode_aliases=search.mode_aliases)
     return PreparedRun(rows, built, client, search, fingerprint, settings)
 
 
