@@ -124,6 +124,8 @@ def _print_table(scores: Any) -> None:
 
 
 RUN_AGENT_DEFAULT = "search-r1"
+PROFILE_HELP = ("agent profile file (YAML/JSON; the schema of aethersearch/agents/profiles/*.json): your trainer's "
+                "prompt, action grammar, limits and budget; --agent NAME uses its shipped profile")
 PROMPT_VARIANT_HELP = ("search-r1 agent: search-r1 (its own prompt, default) or stated-confidence (asks for "
                        "'Confidence: N%' inside the answer tags, as BrowseComp-Plus does; never compared with the "
                        "plain prompt)")
@@ -146,7 +148,8 @@ def register(app: typer.Typer) -> None:
     def run(
         release: Path = typer.Argument(..., help="release directory (verified first; the runner reads only rollout_questions.jsonl)"),
         out: Path = typer.Option(..., "--out", "-o", help="run directory (rerun the same command to resume)"),
-        agent: str = typer.Option(RUN_AGENT_DEFAULT, "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
+        agent: str | None = typer.Option(None, "--agent", help="search-r1 (default), aethersearch, react, direct, naive-rag, lexical, ..."),
+        profile: Path | None = typer.Option(None, "--profile", help=PROFILE_HELP),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default: the chat template when the server reports one), chat or raw"),
         prompt_variant: str | None = typer.Option(None, "--prompt-variant", help=PROMPT_VARIANT_HELP),
@@ -185,17 +188,19 @@ def register(app: typer.Typer) -> None:
         """
         from aethersearch import pipeline
         from aethersearch.records import Decoding
-        from aethersearch.rollout.budget import resolve_budget
+        from aethersearch.rollout.profile_run import apply_profile
 
         _check_release_dir(release)
         _warn_identical_samples(samples, temperature)
-        search = pipeline.search_for(index, search_url, agent, tools)
+        chosen = apply_profile(agent, _agent_config(agent_config, prompt_format, topk, prompt_variant),
+                               profile_file=profile, preset=preset, max_tool_calls=max_tool_calls,
+                               max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens)
+        search = pipeline.search_for(index, search_url, chosen.agent, tools)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
-                release, out, search, agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint,
-                model=model, api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
-                                                                   token_budget=token_budget, context_tokens=context_tokens),
+                release, out, search, agent=chosen.agent, agent_config=chosen.agent_config, endpoint=endpoint,
+                model=model, api_key=api_key, budget=chosen.budget, profile=chosen.profile,
                 decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
                 concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards, samples=samples)
         _print_summary(summary)
@@ -206,6 +211,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("eval_out"), "--out", "-o", help="output directory (run/, report.html)"),
         agent: str | None = typer.Option(None, "--agent", help="as for `aether run` (default search-r1); "
                                                                 "the demo without RELEASE uses the lexical agent"),
+        profile: Path | None = typer.Option(None, "--profile", help=PROFILE_HELP),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default), chat or raw"),
         prompt_variant: str | None = typer.Option(None, "--prompt-variant", help=PROMPT_VARIANT_HELP),
@@ -243,20 +249,22 @@ def register(app: typer.Typer) -> None:
         from aethersearch import demo, pipeline
         from aethersearch.errors import ConfigError
         from aethersearch.records import Decoding
-        from aethersearch.rollout.budget import resolve_budget
+        from aethersearch.rollout.profile_run import apply_profile
 
         if release is not None:
             _check_release_dir(release)
         _warn_identical_samples(samples, temperature)
-        agent = agent or RUN_AGENT_DEFAULT
+        chosen = apply_profile(agent, _agent_config(agent_config, prompt_format, topk, prompt_variant),
+                               profile_file=profile, preset=preset, max_tool_calls=max_tool_calls,
+                               max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens)
+        agent = chosen.agent
         with _progress_bar(progress) as update:
             if release is None:
                 console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
                 result = demo.run_demo(out, sandbox=sandbox, progress=update, samples=samples)
             else:
-                options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint, model=model,
-                               api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
-                                                                     token_budget=token_budget, context_tokens=context_tokens),
+                options = dict(agent=agent, agent_config=chosen.agent_config, endpoint=endpoint, model=model,
+                               api_key=api_key, budget=chosen.budget, profile=chosen.profile,
                                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                                                    seed=seed), concurrency=concurrency, progress=update, samples=samples,
                                limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))

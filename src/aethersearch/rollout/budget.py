@@ -183,14 +183,16 @@ DEFAULT_BUDGET = Budget(max_tool_calls=8, max_turns=4)
 
 
 def resolve_budget(preset: str | None, *, max_tool_calls: int | None = None, max_turns: int | None = None,
-                   token_budget: int | None = None, context_tokens: int | None = None) -> Budget:
-    """The budget of a preset (or the default one) with every explicitly given limit overriding it.
+                   token_budget: int | None = None, context_tokens: int | None = None,
+                   base: Budget | None = None) -> Budget:
+    """The budget of a preset (or ``base``, an agent profile's, or the default one) with every explicitly
+    given limit overriding it.
 
     An unknown preset is a ConfigError listing the valid names.
     """
     if preset is not None and preset not in PRESETS:
         raise ConfigError(f"unknown budget preset {preset!r}", fix=f"use one of: {', '.join(sorted(PRESETS))}")
-    base = PRESETS[preset] if preset is not None else DEFAULT_BUDGET
+    base = PRESETS[preset] if preset is not None else base or DEFAULT_BUDGET
     given = {"max_tool_calls": max_tool_calls, "max_turns": max_turns, "max_tokens": token_budget,
              "max_context_tokens": context_tokens}
     return base.model_copy(update={k: v for k, v in given.items() if v is not None})

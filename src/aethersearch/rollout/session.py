@@ -67,6 +67,8 @@ class RunSettings(Record):
     decoding: Decoding = Field(default_factory=Decoding)
     concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1)
     limits: RunLimits = Field(default_factory=RunLimits)
+    #: the agent profile followed (``rollout.profile_run.apply_profile``); its sha256 is a contract field
+    profile: dict[str, Any] | None = None
 
 
 class SearchSetup(NamedTuple):
@@ -184,7 +186,7 @@ def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *
         corpus_hash=search.corpus_hash, index_hash=search.index_hash,
         environment=search.environment or built.environment, retrieval_topk=getattr(built, "topk", None),
         concurrency=settings.concurrency, limits=settings.limits, served_model=None, sent_decoding=sent,
-        samples=settings.samples, retrieval_mode_aliases=search.mode_aliases)
+        samples=settings.samples, retrieval_mode_aliases=search.mode_aliases, profile=settings.profile)
     return PreparedRun(rows, built, client, search, fingerprint, settings)
 
 
