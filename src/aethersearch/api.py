@@ -109,7 +109,8 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
     search = search_setup(agent=agent, agent_config=chosen.agent_config, search_url=search_url, index=index,
                           environment_factory=environment_factory, corpus_hash=corpus_hash, index_hash=index_hash)
     settings = RunSettings(agent=agent, agent_config=chosen.agent_config, endpoint=endpoint, model=model,
-                           budget=chosen.budget, decoding=decoding or Decoding(), concurrency=concurrency,
+                           budget=chosen.budget, decoding=decoding or Decoding(max_tokens=chosen.max_tokens),
+                           concurrency=concurrency,
                            limits=limits or RunLimits(), samples=check_samples(samples), profile=chosen.profile)
     release = Path(release)
     run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="aether-eval-"))

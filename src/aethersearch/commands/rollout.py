@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
         context_tokens: int | None = typer.Option(None, "--context-tokens", help="context of each model call, prompt + reply"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
-        max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
+        max_tokens: int | None = typer.Option(None, "--max-tokens", help="max_tokens of each model call (default: the agent profile's, else 500)"),
         topk: int | None = typer.Option(None, "--topk", "-k", min=1, help="documents per search (the agent's topk)"),
         seed: int | None = typer.Option(0, "--seed"),
         samples: int = typer.Option(1, "--samples", help=SAMPLES_HELP),
@@ -194,14 +194,15 @@ def register(app: typer.Typer) -> None:
         _warn_identical_samples(samples, temperature)
         chosen = apply_profile(agent, _agent_config(agent_config, prompt_format, topk, prompt_variant),
                                profile_file=profile, preset=preset, max_tool_calls=max_tool_calls,
-                               max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens)
+                               max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens,
+                               max_tokens=max_tokens)
         search = pipeline.search_for(index, search_url, chosen.agent, tools)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             summary = pipeline.run_agent(
                 release, out, search, agent=chosen.agent, agent_config=chosen.agent_config, endpoint=endpoint,
                 model=model, api_key=api_key, budget=chosen.budget, profile=chosen.profile,
-                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
+                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=chosen.max_tokens, seed=seed),
                 concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards, samples=samples)
         _print_summary(summary)
 
@@ -229,7 +230,7 @@ def register(app: typer.Typer) -> None:
         context_tokens: int | None = typer.Option(None, "--context-tokens", help="context of each model call, prompt + reply"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
-        max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
+        max_tokens: int | None = typer.Option(None, "--max-tokens", help="max_tokens of each model call (default: the agent profile's, else 500)"),
         topk: int | None = typer.Option(None, "--topk", "-k", min=1, help="documents per search (the agent's topk)"),
         seed: int | None = typer.Option(0, "--seed"),
         samples: int = typer.Option(1, "--samples", help=SAMPLES_HELP),
@@ -256,7 +257,8 @@ def register(app: typer.Typer) -> None:
         _warn_identical_samples(samples, temperature)
         chosen = apply_profile(agent, _agent_config(agent_config, prompt_format, topk, prompt_variant),
                                profile_file=profile, preset=preset, max_tool_calls=max_tool_calls,
-                               max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens)
+                               max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens,
+                               max_tokens=max_tokens)
         agent = chosen.agent
         with _progress_bar(progress) as update:
             if release is None:
@@ -265,7 +267,7 @@ def register(app: typer.Typer) -> None:
             else:
                 options = dict(agent=agent, agent_config=chosen.agent_config, endpoint=endpoint, model=model,
                                api_key=api_key, budget=chosen.budget, profile=chosen.profile,
-                               decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                               decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=chosen.max_tokens,
                                                    seed=seed), concurrency=concurrency, progress=update, samples=samples,
                                limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
                 offered = tuple(t for t in tools.split(",") if t)

@@ -25,13 +25,19 @@ _FLAGS = {"max_tool_calls": "max_tool_calls", "max_turns": "max_turns", "max_tok
           "max_context_tokens": "context_tokens"}
 
 
+#: new tokens per model call when neither ``--max-tokens`` nor a profile says (Search-R1's 500)
+DEFAULT_MAX_TOKENS = 500
+
+
 class ProfiledRun(NamedTuple):
-    """The agent to build, its settings, the run's budget and the ``run.json`` ``profile`` record (or None)."""
+    """The agent to build, its settings, the run's budget, the ``run.json`` ``profile`` record (or None),
+    and each call's ``max_tokens``."""
 
     agent: str
     agent_config: dict[str, Any]
     budget: Budget
     profile: dict[str, Any] | None
+    max_tokens: int = DEFAULT_MAX_TOKENS
 
 
 def _chosen(agent: str | None, profile_file: Path | None) -> tuple[str, LoadedProfile | None]:
@@ -50,12 +56,13 @@ def apply_profile(agent: str | None, agent_config: dict[str, Any] | None = None,
                   profile_file: Path | None = None, preset: str | None = None,
                   max_tool_calls: int | None = None, max_turns: int | None = None,
                   token_budget: int | None = None, context_tokens: int | None = None,
-                  budget: Budget | None = None) -> ProfiledRun:
+                  budget: Budget | None = None, max_tokens: int | None = None) -> ProfiledRun:
     """``--agent``/``--profile`` and the budget options as the run's agent, settings, budget and record.
 
     ``agent`` None is the default agent (``search-r1``), or the profile's loop with
     ``profile_file``. ``budget`` (the Python API's whole budget) replaces the
-    profile's; the per-limit options override one limit each.
+    profile's; the per-limit options override one limit each. ``max_tokens`` (``--max-tokens``)
+    overrides the profile's tokens per call (``actions.max_tokens``).
     """
     name, loaded = _chosen(agent, profile_file)
     given = dict(agent_config or {})
@@ -64,7 +71,7 @@ def apply_profile(agent: str | None, agent_config: dict[str, Any] | None = None,
     if loaded is None:
         base = budget
         resolved = resolve_budget(preset, base=base, **flags)
-        return ProfiledRun(name, given, resolved, None)
+        return ProfiledRun(name, given, resolved, None, max_tokens or DEFAULT_MAX_TOKENS)
     own = loaded.profile.budget.as_budget()
     base = budget if budget is not None else own
     resolved = resolve_budget(preset, base=base, **flags)
@@ -75,5 +82,6 @@ def apply_profile(agent: str | None, agent_config: dict[str, Any] | None = None,
     settings = loaded.agent_settings()
     departs = {key: value for key, value in given.items() if key in settings and settings[key] != value}
     record = {**loaded.record(), "run_budget": resolved.model_dump(mode="json"), "budget_sources": sources,
-              "settings_overridden": departs}
-    return ProfiledRun(name, {**settings, **given}, resolved, record)
+              "settings_overridden": departs, "max_tokens_source": "flag" if max_tokens is not None else "profile"}
+    return ProfiledRun(name, {**settings, **given}, resolved, record,
+                       max_tokens or loaded.profile.actions.max_tokens)

@@ -7,7 +7,7 @@ read). Those facts used to live in code defaults and in the docs, so
 ``aether run --agent aethersearch`` silently kept the run's 4-call budget where
 their loop gives 6 calls and 5 searches. A profile states them once, in a file
 shipped here per trainer (``search-r1.json``, ``aethersearch.json``,
-``verl-hermes.json``, ``openai-functions.json``) or written by a user for their own
+``verl-search.json``, ``openai-functions.json``) or written by a user for their own
 trainer (``aether run --profile FILE``), validated by :class:`AgentProfile`.
 
 A profile is run by a registered loop (``runner.agent``). The loop's settings that
@@ -66,8 +66,12 @@ class ObservationSpec(_Part):
 
     format: str = Field(description="how the documents are written back, in words")
     topk: int = Field(ge=1, description="documents per search")
-    max_tokens: int | None = Field(ge=1, description="the observation's token cap (None: uncut)")
-    truncation: Literal["right", "body-cut-tags-kept", "none"]
+    max_tokens: int | None = Field(ge=1, description="the observation's token cap (None: no token cap)")
+    max_chars: int | None = Field(default=None, ge=1, description="its character cap (verl's "
+                                                                  "max_tool_response_length; None: none)")
+    truncation: Literal["keep-start", "body-cut-tags-kept", "keep-both-ends", "none"] = Field(
+        description="keep-start: the text past the cap is dropped; body-cut-tags-kept: the body is cut so the "
+                    "tags fit; keep-both-ends: the middle is replaced by '...(truncated)...'")
 
 
 class ContextSpec(_Part):
@@ -120,7 +124,7 @@ class AgentProfile(_Part):
 
 #: ``--agent NAME`` -> the shipped profile it follows (an agent without one runs with the run's own defaults)
 AGENT_PROFILES: dict[str, str] = {"search-r1": "search-r1", "aethersearch": "aethersearch",
-                                  "react": "openai-functions"}
+                                  "react": "openai-functions", "verl-search": "verl-search"}
 
 #: loop -> {its setting: the profile field (dotted) it is derived from}
 DERIVED: dict[str, dict[str, str]] = {
@@ -132,6 +136,9 @@ DERIVED: dict[str, dict[str, str]] = {
     "search-r1": {"topk": "observation.topk", "max_obs_tokens": "observation.max_tokens",
                   "max_prompt_tokens": "context.max_prompt_tokens"},
     "react": {"topk": "observation.topk", "max_obs_tokens": "observation.max_tokens"},
+    "verl-search": {"topk": "observation.topk", "max_assistant_turns": "budget.max_turns",
+                    "max_tool_response_length": "observation.max_chars",
+                    "response_length": "context.max_response_tokens"},
 }
 
 
