@@ -150,14 +150,14 @@ class BudgetedLLM:
         """Whether the wrapped client can continue a token-id context (:meth:`complete_ids`)."""
         return callable(getattr(self._llm, "complete_ids", None))
 
-    async def complete_ids(self, ids: Sequence[int], decoding: Decoding) -> TokenCompletion:
-        """Admit (the context counted in ids), then continue the token-id context."""
+    async def complete_ids(self, ids: Sequence[int], decoding: Decoding, **route: Any) -> TokenCompletion:
+        """Admit (the context counted in ids), then continue the token-id context (``route``: the client's)."""
         inner = getattr(self._llm, "complete_ids", None)
         if inner is None:
             raise ConfigError(f"the model client {type(self._llm).__name__} cannot send token-id prompts",
                               fix="check supports_token_ids first and continue by text")
         context = len(ids) if self.tracker.budget.max_context_tokens is not None else 0
-        result: TokenCompletion = await inner(ids, self.tracker.before_llm(decoding, context))
+        result: TokenCompletion = await inner(ids, self.tracker.before_llm(decoding, context), **route)
         self.tracker.after_llm(result.completion)
         return result
 
