@@ -94,6 +94,19 @@ def test_a_dump_decoded_without_eos_is_refused_with_exit_2_and_the_fix(demo_rele
     assert plain.exit_code == 0, plain.output  # the default scorer reads the whole response, as before
 
 
+def test_a_compat_score_of_a_run_in_another_protocol_is_refused(demo_release: Path, tmp_path: Path) -> None:
+    dump = _dump(tmp_path / "3.jsonl", EOS)
+    assert runner.invoke(app, ["import", "verl", str(dump), "--release", str(demo_release), "--out",
+                               str(tmp_path / "run")]).exit_code == 0
+    run_json = tmp_path / "run" / "run.json"
+    run_json.write_text(run_json.read_text().replace('"agent": "verl"', '"agent": "react"'))
+    for compat in ("aethersearch", "searchr1"):
+        scored = runner.invoke(app, ["score", str(tmp_path / "run"), "--release", str(demo_release),
+                                     "--compat", compat])
+        assert isinstance(scored.exception, AetherError) and scored.exception.exit_code == 2
+        assert "tag protocol" in str(scored.exception) and "'react'" in str(scored.exception)
+
+
 def _loop_cases() -> list[dict]:
     """Their scorer's recorded cases that their loop can produce: every action before the last a valid search."""
     cases = json.loads(gzip.open(PARITY).read())["cases"]
