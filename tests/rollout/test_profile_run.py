@@ -76,6 +76,19 @@ def test_a_users_profile_file_runs_and_is_recorded(demo: tuple[Path, Path], tmp_
     mine.write_text(json.dumps(data))
     with ScriptedServer(search_r1_rule(lambda q: "Paris", searches=1)) as server:
         fingerprint, traces = _run(release, index, tmp_path / "run", server.url, "--profile", str(mine))
+        moved = tmp_path / "elsewhere" / "same.yaml"
+        moved.parent.mkdir()
+        moved.write_text(mine.read_text())  # the same profile by another path resumes the run
+        resumed = CliRunner().invoke(app, ["run", str(release), "--out", str(tmp_path / "run"), "--endpoint",
+                                           server.url, "--model", "m", "--index", str(index), "--no-progress",
+                                           "--profile", str(moved)], catch_exceptions=False)
+        assert resumed.exit_code == 0 and "already finished" in resumed.output, resumed.output
+        data["budget"]["max_turns"] = 4  # another profile does not
+        moved.write_text(json.dumps(data))
+        with pytest.raises(IntegrityError, match="profile_sha256"):
+            CliRunner().invoke(app, ["run", str(release), "--out", str(tmp_path / "run"), "--endpoint", server.url,
+                                     "--model", "m", "--index", str(index), "--no-progress", "--profile",
+                                     str(moved)], catch_exceptions=False)
     assert fingerprint.agent == "search-r1" and fingerprint.agent_config["topk"] == 2
     assert fingerprint.retrieval_topk == 2
     assert (fingerprint.budget.max_turns, fingerprint.budget.max_tool_calls) == (3, 2)

@@ -28,7 +28,9 @@ from aethersearch.release_layout import release_layout
 ROLLOUT_FILE = "rollout_questions.jsonl"
 #: Fields that may differ on resume: the same model served at another address, run with other
 #: parallelism or patience, is the same run (run.json is rewritten with the latest values).
-RESUME_IGNORED = frozenset({"endpoint", "concurrency", "limits"})
+#: ``profile`` is the profile's description (where the file was, where each limit came from); its content is
+#: ``profile_sha256`` and the budget it gave, both compared, so a resume may name the same file by another path.
+RESUME_IGNORED = frozenset({"endpoint", "concurrency", "limits", "profile"})
 
 _ID_KEYS = ("release_id", "name", "id")
 _DATA_KEYS = ("data_sha256", "eval_sha256", "canonical_data_sha256", "eval_jsonl_sha256")
