@@ -102,9 +102,12 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
     from aethersearch.scoring.api import score_run
 
     check_style(metric_keys)  # refuse a bad style before the rollout, not after it
+    from aethersearch.rollout.profile_run import apply_profile
+
     config = dict(agent_config or {})
     if retrieval_topk is not None:
         config["topk"] = retrieval_topk
+    chosen = apply_profile(agent, config, budget=budget)  # the agent's profile: its settings and its budget
     release = Path(release)
     run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="aether-eval-"))
     if environment_factory is None and is_hintfree_release(release):  # only inside the masked sandbox
@@ -114,12 +117,13 @@ def evaluate_run(endpoint: str, release: Path, *, model: str, agent: str = "sear
                           run_dir=run_dir)
         search = found.search if isinstance(found, SandboxTools) else found
     else:
-        search = search_setup(agent=agent, agent_config=config, search_url=search_url, index=index,
+        search = search_setup(agent=agent, agent_config=chosen.agent_config, search_url=search_url, index=index,
                               environment_factory=environment_factory, corpus_hash=corpus_hash,
                               index_hash=index_hash)
-    settings = RunSettings(agent=agent, agent_config=config, endpoint=endpoint, model=model,
-                           budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
-                           limits=limits or RunLimits(), samples=check_samples(samples))
+    settings = RunSettings(agent=agent, agent_config=chosen.agent_config, endpoint=endpoint, model=model,
+                           budget=chosen.budget, decoding=decoding or Decoding(max_tokens=chosen.max_tokens),
+                           concurrency=concurrency,
+                           limits=limits or RunLimits(), samples=check_samples(samples), profile=chosen.profile)
     pipeline.run_release(release, run_dir, settings, search, api_key=api_key)
     scores = score_run(run_dir, release, compat=compat)
     return Evaluation(validation_metrics(scores, metric_keys), run_dir, scores)

@@ -79,7 +79,8 @@ def server_search(url: str, tools: tuple[str, ...] = ("search",)) -> SearchSetup
         raise ConfigError(f"{url} is a masked sandbox (`aether sandbox serve`), not a retrieval server",
                           fix="this URL is a sandbox: pass it as --sandbox-url, with its hint-free release")
     return SearchSetup(lambda q: RetrievalServerEnvironment(SearchClient(url), tools=tools, close_client=True),
-                       info.get("corpus_hash"), info.get("index_hash"), f"search server {url}")
+                       info.get("corpus_hash"), info.get("index_hash"), f"search server {url}",
+                       mode_aliases=info.get("mode_aliases") or None)
 
 
 def _free_port() -> int:
@@ -164,13 +165,15 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
               api_key: str | None = None, budget: Budget | None = None, decoding: Decoding | None = None,
               concurrency: int = DEFAULT_CONCURRENCY, limits: RunLimits | None = None,
               progress: Callable[[Any], None] | None = None, verify: bool = True, enforce: bool = True,
-              ray: str | None = None, shards: int | None = None, samples: int = 1) -> Any:
+              ray: str | None = None, shards: int | None = None, samples: int = 1,
+              profile: dict[str, Any] | None = None) -> Any:
     """Roll ``agent`` out over the release's rollout projection into ``run_dir`` (resumable).
 
     Keyword form of :func:`run_release` (the CLI's options map one to one onto
     :class:`RunSettings`). ``ray`` (``"auto"``, ``HOST:PORT`` or ``"local"`` for a
     cluster started here) spreads ``shards`` workers (default 4) over Ray into the same
     run directory. ``samples`` (K) rolls each question out K times (``--samples``).
+    ``profile`` is what ``run.json`` records of the agent profile (``rollout.profile_run``).
     """
     if ray is not None:
         shards = shards or 4
@@ -178,7 +181,7 @@ def run_agent(release_dir: Path, run_dir: Path, search: SearchSetup, *, agent: s
         raise ConfigError("--shards needs --ray", fix="pass --ray auto|HOST:PORT|local, or drop --shards")
     settings = RunSettings(agent=agent, agent_config=agent_config or {}, endpoint=endpoint, model=model,
                            budget=budget or Budget(), decoding=decoding or Decoding(), concurrency=concurrency,
-                           limits=limits or RunLimits(), samples=check_samples(samples))
+                           limits=limits or RunLimits(), samples=check_samples(samples), profile=profile)
     return run_release(release_dir, run_dir, settings, search, api_key=api_key, progress=progress, verify=verify,
                        enforce=enforce, shards=shards, executor="ray",
                        ray_address=None if ray in (None, "local") else ray)

@@ -336,6 +336,12 @@ class RunFingerprint(Record):
     samples: int = Field(default=1, ge=1)
     #: the masked sandbox's policy and tools (``environment == "sandbox"``); None outside the sandbox
     sandbox: SandboxContract | None = None
+    #: the retrieval server's declared mode aliases (``aether serve --mode-alias``, from its ``/health``)
+    retrieval_mode_aliases: dict[str, str] | None = None
+    #: the agent profile the run followed (``agents/profiles``): name, sha256, and where the budget came from
+    profile: dict[str, Any] | None = None
+    #: sha256 of that profile's canonical form: part of the contract, so ``compare`` never mixes profiles
+    profile_sha256: str | None = None
 
     CONTRACT_FIELDS: ClassVar[tuple[str, ...]] = (
         "release_id",
@@ -351,6 +357,7 @@ class RunFingerprint(Record):
         "decoding",
         "retrieval_topk",
         "samples",
+        "profile_sha256",
     )
 
 

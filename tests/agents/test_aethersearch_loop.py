@@ -119,6 +119,8 @@ def test_eos_stays_in_the_context_and_no_stop_strings_are_sent() -> None:
     script = ["<think>a</think><search> Paris </search>", "<answer> Paris </answer>"]
 
     def respond(request: ScriptedRequest) -> Reply:
+        if request.text == "Hello":  # the token-route probe's one-token generation (vLLM's form)
+            return Reply("hi")
         bodies.append(request.body)
         return Reply(script[len(bodies) - 1])
 

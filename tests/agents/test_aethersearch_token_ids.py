@@ -41,7 +41,7 @@ class TwoDocs:
         return None
 
 
-def _episode(token_completion: bool, agent: AetherSearchAgent | None = None
+def _episode(token_completion: bool, agent: AetherSearchAgent | None = None, engine: str | None = None
              ) -> tuple[Trace, list[ScriptedRequest], dict[str, Any] | None]:
     requests: list[ScriptedRequest] = []
 
@@ -54,7 +54,8 @@ def _episode(token_completion: bool, agent: AetherSearchAgent | None = None
     chosen = agent or AetherSearchAgent()
 
     async def go() -> tuple[Trace, dict[str, Any] | None]:
-        with ScriptedServer(respond, chat_template="chatml", token_completion=token_completion) as server:
+        with ScriptedServer(respond, chat_template="chatml", token_completion=token_completion,
+                            engine=engine) as server:
             recorded = await asyncio.to_thread(served_model, OpenAIClient(server.url, "m"), 1, chosen)
             async with OpenAIClient(server.url, "m") as llm:
                 trace = await run_episode(RolloutQuestion(id="q", question="Where is Paris"), chosen, TwoDocs(),
@@ -89,9 +90,33 @@ def test_without_a_token_route_it_continues_by_text_and_says_why() -> None:
     assert isinstance(requests[1].body["prompt"], str)
     assert [s.notes["continuation"] for s in trace.steps] == ["text", "text"]
     reason = trace.steps[0].notes["continuation_reason"]
-    assert "eos_token" in reason  # the first probe that failed: /props names no EOS
-    assert recorded is not None and recorded["continuation"] == {
-        "mode": "text", "route": None, "eos_token_id": None, "eos_text": None, "reason": reason}
+    # the EOS is the agent's (no /props names one); each route that failed is named, and why
+    assert "POST /completion: HTTP 404" in reason and "POST /generate: HTTP 404" in reason
+    assert "POST /v1/completions: HTTP 200" in reason  # text back, no generated ids
+    assert recorded is not None and recorded["continuation"]["mode"] == "text"
+    assert recorded["continuation"]["reason"] == reason and recorded["continuation"]["eos_text"] == SCRIPTED_EOS
+
+
+@pytest.mark.parametrize(("engine", "route", "kind"), [("sglang", "/generate", "generate"),
+                                                       ("vllm", "/v1/completions", "completions")])
+def test_sglang_and_vllm_continue_by_token_ids(engine: str, route: str, kind: str) -> None:
+    trace, requests, recorded = _episode(token_completion=False, engine=engine)
+    assert [r.kind for r in requests] == [kind, kind]
+    field = "input_ids" if engine == "sglang" else "prompt"
+    first, second = (r.body[field] for r in requests)
+    assert all(isinstance(t, int) for t in first + second)
+    if engine == "vllm":
+        assert all(r.body["return_token_ids"] is True for r in requests)
+    # the second context is the first, the action's ids, the EOS id the server returned, the observation's ids
+    assert second[:len(first)] == first
+    observation = "<information>" + "\n".join(d.contents for d in DOCS) + "</information>"
+    assert requests[1].text == requests[0].text + SCRIPT[0] + SCRIPTED_EOS + observation
+    assert requests[1].text.count(SCRIPTED_EOS) == requests[0].text.count(SCRIPTED_EOS) + 1  # put back once
+    assert trace.prediction == "Paris"
+    assert [s.notes["continuation"] for s in trace.steps] == ["token_ids", "token_ids"]
+    assert [s.notes["continuation_route"] for s in trace.steps] == [route, route]
+    assert recorded is not None and recorded["continuation"]["route"] == route
+    assert trace.steps[0].notes["eos_appended"] == SCRIPTED_EOS
 
 
 def test_continuation_text_is_honoured_on_a_server_that_allows_ids() -> None:

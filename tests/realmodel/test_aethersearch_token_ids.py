@@ -72,8 +72,8 @@ class RecordingClient(OpenAIClient):
 
     sent: list[tuple[list[int], TokenCompletion]]
 
-    async def complete_ids(self, ids: Sequence[int], decoding: Decoding) -> TokenCompletion:
-        reply = await super().complete_ids(ids, decoding)
+    async def complete_ids(self, ids: Sequence[int], decoding: Decoding, **route: Any) -> TokenCompletion:
+        reply = await super().complete_ids(ids, decoding, **route)
         self.sent.append((list(ids), reply))
         return reply
 

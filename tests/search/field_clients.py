@@ -59,3 +59,35 @@ async def asearcher_access(server_addr: str, urls: list[str]) -> list[dict[str, 
         res = await response.json()
         return [{"page": result["contents"] if result is not None else "", "type": "access",
                      "server_type": "async-search-browser"} for result in res["result"]]
+
+
+async def aethersearch_retrieve(server_addr: str, queries: list[str], topk: int = 3) -> list[list[dict[str, Any]]]:
+    """AetherSearch ``agentic_rl/retriever/client.py`` (d2a21bd), ``AsyncHybridRetrieverClient``.
+
+    Each batch posts ``{"queries", "topk", "return_scores": True, "mode": "hybrid"}`` (the
+    mode is fixed) with aiohttp; a status of 400 or more is an error carrying the reply;
+    ``protocol.parse_retrieval_payload`` then needs ``result`` with one list per query, reads
+    each hit's ``document`` (or the hit itself), its ``contents`` (else ``text``: empty is an
+    error), its ``id`` and its ``score`` (a float when present).
+    """
+    body = {"queries": queries, "topk": topk, "return_scores": True, "mode": "hybrid"}
+    async with aiohttp.ClientSession() as session, session.post(f"{server_addr}/retrieve", json=body) as response:
+        if response.status >= 400:
+            raise RuntimeError(f"Retriever returned HTTP {response.status}: {await response.text()}")
+        payload = await response.json()
+    results = payload.get("result")
+    if not isinstance(results, list) or len(results) != len(queries):
+        raise ValueError("Retriever result cardinality mismatch")
+    parsed: list[list[dict[str, Any]]] = []
+    for hits in results:
+        documents = []
+        for item in hits:
+            wrapped = item.get("document", item)
+            contents = str(wrapped.get("contents", wrapped.get("text", "")))
+            if not contents:
+                raise ValueError("Retriever returned an empty document")
+            score = item.get("score")
+            documents.append({"id": str(wrapped.get("id", "")), "contents": contents,
+                              "score": float(score) if score is not None else None})
+        parsed.append(documents)
+    return parsed

@@ -23,11 +23,13 @@ only be reproduced by its rules (``docs/aethersearch-compat.md`` cites each one)
 **Continuation.** Their loop feeds token ids back, so the EOS id stays in the
 context. With ``continuation="auto"`` (the default) the loop asks the server once
 (:meth:`~aethersearch.agents.served.ServedModel.token_route`) whether it continues
-by token ids: llama-server's ``POST /completion`` (and ``scripts/serve_gguf.py``'s)
-takes a token-id prompt and returns the generated ids. Then the context is kept as
-ids exactly as theirs: the prompt's ids, each action's generated ids plus the EOS
-id when it ended there, each observation's ids as cut (never re-tokenized), and
-every step records ``continuation: "token_ids"``. Otherwise (or with
+by token ids: llama-server's ``POST /completion`` (and ``scripts/serve_gguf.py``'s),
+SGLang's native ``POST /generate`` and vLLM's ``/v1/completions`` with
+``return_token_ids`` take a token-id prompt and return the generated ids. Then the
+context is kept as ids exactly as theirs: the prompt's ids, each action's generated
+ids plus the id that ended it (the EOS, or the end id the server names), each
+observation's ids as cut (never re-tokenized), and every step records
+``continuation: "token_ids"`` and the route (``continuation_route``). Otherwise (or with
 ``continuation="text"``) the loop continues by text over ``/v1/completions``: it
 appends ``eos_text`` (default Qwen2.5's ``<|im_end|>``, the model family
 AetherSearch trains) to the text context after every action that ended at
@@ -51,10 +53,8 @@ from aethersearch.agents.formatting import check_prompt_settings, render_chat_pr
 from aethersearch.agents.prompts import SEARCH_R1_PROMPT, search_r1_question
 from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, Outcome
-from aethersearch.agents.aethersearch_protocol import check_action
+from aethersearch.agents.aethersearch_protocol import INFORMATION_CLOSE, INFORMATION_OPEN, check_action
 
-INFORMATION_OPEN = "<information>"
-INFORMATION_CLOSE = "</information>"
 #: ``auto``: token ids where the server is probed to allow it, else text; ``text``: always text
 CONTINUATIONS = ("auto", "text")
 
@@ -137,7 +137,7 @@ class AetherSearchAgent(Agent):
         """How this episode continues its context: token ids when asked for and possible, else text (why)."""
         if self.continuation == "text":
             return TokenRoute(mode="text", reason="continuation=text was asked for")
-        found: TokenRoute = await self._served(episode).token_route()
+        found: TokenRoute = await self._served(episode).token_route(self.eos_text)
         if found.mode == "token_ids" and not getattr(episode.llm, "supports_token_ids", False):
             return found.model_copy(update={"mode": "text", "reason": f"the server allows token ids, but the "
                                             f"model client ({type(episode.llm).__name__}) cannot send them"})
@@ -149,7 +149,7 @@ class AetherSearchAgent(Agent):
         if self.continuation == "text" or served is None:
             reason = "continuation=text was asked for" if self.continuation == "text" else "no served model"
             return {"continuation": TokenRoute(mode="text", reason=reason).model_dump(mode="json")}
-        found: TokenRoute = await served.token_route()
+        found: TokenRoute = await served.token_route(self.eos_text)
         if found.mode == "token_ids" and not callable(getattr(llm, "complete_ids", None)):
             found = found.model_copy(update={"mode": "text", "reason": f"the server allows token ids, but the "
                                              f"model client ({type(llm).__name__}) cannot send them"})
@@ -175,10 +175,13 @@ class AetherSearchAgent(Agent):
                 return AgentOutput(response, None, Outcome.NO_ANSWER_TAG, "token_cap")
             decoding = episode.decoding.model_copy(update={"stop": [], "max_tokens": room})
             if by_ids:
-                reply = await episode.llm.complete_ids(prompt_ids + response_ids, decoding)  # type: ignore[attr-defined]
+                reply = await episode.llm.complete_ids(  # type: ignore[attr-defined]
+                    prompt_ids + response_ids, decoding, route=route.route, eos_token_id=eos_id)
                 completion, ended = reply.completion, reply.ended_eos
-                eos = str(route.eos_text) if ended else ""
-                response_ids += [*reply.token_ids, *([eos_id] if ended and eos_id is not None else [])]
+                end_id = reply.end_id if reply.end_id is not None else eos_id
+                eos = "" if not ended else str(route.eos_text) if end_id == eos_id else \
+                    await served.detokenize([end_id])
+                response_ids += [*reply.token_ids, *([end_id] if ended and end_id is not None else [])]
                 response_tokens = len(response_ids)
             else:
                 completion = await episode.llm.complete(prompt + response, decoding)
@@ -188,7 +191,8 @@ class AetherSearchAgent(Agent):
             response += completion.text + eos
             record = completion.to_record()
             check = check_action(completion.text)
-            notes: dict[str, Any] = {"continuation": route.mode, "continuation_reason": route.reason,
+            notes: dict[str, Any] = {"continuation": route.mode, "continuation_route": route.route,
+                                     "continuation_reason": route.reason,
                                      "eos_appended": eos, "response_tokens": response_tokens,
                                      "action": check.kind, "action_error": check.error}
             if not check.valid or check.kind == "answer":

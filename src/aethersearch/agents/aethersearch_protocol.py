@@ -19,7 +19,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["ActionCheck", "check_action"]
+__all__ = ["INFORMATION_CLOSE", "INFORMATION_OPEN", "ActionCheck", "ResponseSplit", "check_action", "split_response"]
+
+INFORMATION_OPEN = "<information>"
+INFORMATION_CLOSE = "</information>"
 
 _INFORMATION_TAG = re.compile(r"</?information>", re.IGNORECASE)
 _SPANS = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.IGNORECASE | re.DOTALL)
@@ -77,3 +80,72 @@ def check_action(text: str) -> ActionCheck:
     return ActionCheck("answer", answer, None, False) if answer else _invalid("empty_answer")
 
 
+
+
+class ResponseSplit(NamedTuple):
+    """One decoded response cut back into the loop's actions (``ambiguous``: why it cannot be, else None)."""
+
+    actions: tuple[str, ...]
+    queries: tuple[str, ...]
+    ambiguous: str | None
+
+
+def _unrecoverable(why: str) -> ResponseSplit:
+    return ResponseSplit((), (), why)
+
+
+def split_response(response: str, eos_text: str | None = None) -> ResponseSplit:
+    """The actions of one episode written as a single response (a verl dump), exactly or not at all.
+
+    Their loop writes ``action [EOS] <information>…</information> action …``: it
+    observes only after a valid search and stops at the first invalid action or the
+    answer. So an ``<information>`` after text that is not a valid search is the
+    model's own (the action is invalid and the episode ended inside it). After a
+    valid search the tag is the loop's only if the action ended at end-of-sequence:
+    with no stop strings a model may write ``<search>q</search><information>…`` in
+    one action, which their parser rejects. A response decoded without its EOS
+    (verl's default, ``skip_special_tokens``) cannot tell the two apart, so such a
+    response is *ambiguous* and no score is read from it. Text after an EOS that is
+    not an observation, an unterminated observation, or an observation holding
+    ``</information>`` cannot come from their loop either and is ambiguous too. A
+    response that ends with an observation (a token cap ended the episode) has no
+    action after it. The actions are returned without their EOS, as their ``model_actions`` hold them.
+    """
+    actions: list[str] = []
+    queries: list[str] = []
+    position = 0
+    while True:
+        start = response.find(INFORMATION_OPEN, position)
+        segment = response[position:] if start == -1 else response[position:start]
+        if actions and INFORMATION_CLOSE in segment:
+            return _unrecoverable(f"the text after observation {len(actions)} holds another {INFORMATION_CLOSE}, "
+                                  "so where that observation ended is unknown")
+        if start == -1:
+            break
+        ended = bool(eos_text) and segment.endswith(str(eos_text))
+        action = segment[:-len(str(eos_text))] if ended else segment
+        check = check_action(action)
+        if check.kind != "search":  # the loop observes only after a valid search: the model wrote this tag
+            segment = response[position:]
+            break
+        if not ended:
+            return _unrecoverable(f"action {len(actions) + 1} is a valid search followed by {INFORMATION_OPEN} with "
+                                  "no end-of-sequence between: the model may have written that block itself (an "
+                                  "invalid action that ends the episode) or the loop may have (after an "
+                                  "end-of-sequence the decoder dropped)")
+        close = response.find(INFORMATION_CLOSE, start)
+        if close == -1:
+            return _unrecoverable(f"observation {len(actions) + 1} has no {INFORMATION_CLOSE} (the loop always "
+                                  "writes both tags)")
+        actions.append(action)
+        queries.append(str(check.value))
+        position = close + len(INFORMATION_CLOSE)
+    if actions and not segment:  # a cap ended the episode after an observation: no last action
+        return ResponseSplit(tuple(actions), tuple(queries), None)
+    if eos_text and segment.endswith(eos_text):
+        segment = segment[:-len(eos_text)]
+    if eos_text and eos_text in segment:
+        return _unrecoverable(f"action {len(actions) + 1} goes on after an end-of-sequence without an observation, "
+                              "which the loop never does")
+    actions.append(segment)
+    return ResponseSplit(tuple(actions), tuple(queries), None)

@@ -55,6 +55,7 @@ __all__ = [
 AGENTS: dict[str, str] = {
     "search-r1": "aethersearch.agents.search_r1:SearchR1Agent",
     "aethersearch": "aethersearch.agents.aethersearch_loop:AetherSearchAgent",
+    "verl-search": "aethersearch.agents.verl_search:VerlSearchAgent",
     "react": "aethersearch.agents.react:ReactAgent",
     "direct": "aethersearch.agents.baselines:DirectAgent",
     "naive-rag": "aethersearch.agents.baselines:NaiveRagAgent",

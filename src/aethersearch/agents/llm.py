@@ -67,13 +67,36 @@ class Completion(NamedTuple):
 class TokenCompletion(NamedTuple):
     """A completion of a token-id context: the reply, the generated ids, whether it ended at end-of-sequence.
 
-    ``token_ids`` excludes the end-of-sequence id (llama-server's ``tokens``); the
-    caller puts it back into its context when ``ended_eos``.
+    ``token_ids`` excludes the end-of-sequence id; the caller puts it back into its
+    context when ``ended_eos``: ``end_id`` when the server named the id that ended
+    the generation (SGLang's ``matched``, the last of vLLM's ``token_ids``), else the
+    EOS id the route was probed with (llama-server returns no end id).
     """
 
     completion: Completion
     token_ids: tuple[int, ...]
     ended_eos: bool
+    end_id: int | None = None
+
+
+#: Token-id routes :meth:`OpenAIClient.complete_ids` speaks: llama-server's native ``/completion``,
+#: SGLang's native ``/generate`` and vLLM's ``/v1/completions`` with ``return_token_ids``.
+TOKEN_ROUTES = ("/completion", "/generate", "/v1/completions")
+_SGLANG_FIELDS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
+                  "frequency_penalty")
+
+
+def _ids(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(type(t) is int for t in value):
+        raise TypeError(f"{what} is not a list of ids")
+    return value
+
+
+def _split_end(ids: list[int], ended: bool, end_id: int | None) -> tuple[tuple[int, ...], int | None]:
+    """The generated ids without the one that ended them (when the server returned it), and that id."""
+    if ended and ids and end_id is not None and ids[-1] == end_id:
+        return tuple(ids[:-1]), end_id
+    return tuple(ids), end_id
 
 
 @runtime_checkable
@@ -257,38 +280,99 @@ class OpenAIClient:
         fields = await self._decoding_fields(decoding)
         return await self._post("/completions", {"model": self.model, "prompt": prompt, **fields}, _completion_choice)
 
-    async def complete_ids(self, ids: Sequence[int], decoding: Decoding) -> TokenCompletion:
-        """Continue a context given as token ids on llama-server's ``POST /completion`` (no stop strings).
+    async def complete_ids(self, ids: Sequence[int], decoding: Decoding, *, route: str = "/completion",
+                           eos_token_id: int | None = None) -> TokenCompletion:
+        """Continue a context given as token ids on a route that returns the generated ids (no stop strings).
 
-        Why not ``/v1/completions``: only this route, on the servers that have it,
-        returns the generated ids, so a loop can keep its context in ids and put the
-        end-of-sequence id back as AetherSearch's loop does. Call it only after
-        :meth:`ServedModel.token_route` said ``token_ids``. Retries, deadlines and
-        refusals are :meth:`complete`'s; a 200 without ``content``, ``tokens`` and
-        a ``stop_type`` is a malformed reply.
+        Why these routes: only they take a token-id prompt *and* return the generated
+        ids, so a loop can keep its context in ids and put the end-of-sequence id
+        back as AetherSearch's loop does. ``route`` is what
+        :meth:`ServedModel.token_route` found: llama-server's ``/completion``
+        (``content``, ``tokens`` without the EOS, ``stop_type``), SGLang's
+        ``/generate`` (``input_ids`` in; ``text``, ``output_ids``,
+        ``meta_info.finish_reason`` with the ``matched`` id out) or vLLM's
+        ``/v1/completions`` with ``return_token_ids`` (``choices[0].token_ids``;
+        ``finish_reason`` ``stop`` with no ``stop_reason`` is the EOS).
+        ``eos_token_id`` is the probed EOS id, the end id when a server names none.
+        Retries, deadlines and refusals are :meth:`complete`'s; a 200 without those
+        fields is a malformed reply.
         """
         fields = self._cached_fields(decoding) or await self._decoding_fields(decoding)
+        generated: list[tuple[tuple[int, ...], int | None]] = []
+        if route == "/generate":
+            return await self._generate_ids(ids, fields, eos_token_id)
+        if route == "/v1/completions":
+            return await self._vllm_ids(ids, fields, eos_token_id)
+        if route != "/completion":
+            raise ConfigError(f"unknown token-id route {route!r}", fix=f"use one of: {', '.join(TOKEN_ROUTES)}")
         n_predict = fields["max_tokens"] if fields["max_tokens"] is not None else -1  # llama-server: -1 = no cap
         body: dict[str, Any] = {"prompt": list(ids), "n_predict": n_predict, "return_tokens": True,
                                 "cache_prompt": True, **{key: fields[key] for key in _NATIVE_FIELDS}}
         if "seed" in fields:
             body["seed"] = fields["seed"]
-        generated: list[tuple[int, ...]] = []
 
         def parse(data: Any) -> _Choice:
             content, tokens, stop_type = data["content"], data["tokens"], completion_stop_type(data)
             if not isinstance(content, str) or stop_type is None:
                 raise TypeError("no content string or stop_type")
-            if not isinstance(tokens, list) or not all(type(t) is int for t in tokens):
-                raise TypeError("tokens is not a list of ids")
-            generated.append(tuple(tokens))
+            generated.append((tuple(_ids(tokens, "tokens")), eos_token_id))
             # the usage Completion reads, in OpenAI's names
             data["usage"] = {"prompt_tokens": data.get("tokens_evaluated") or len(ids),
                              "completion_tokens": data.get("tokens_predicted") or len(tokens)}
             return {"finish_reason": "length" if stop_type == "limit" else "stop", "stop_type": stop_type}, content, []
 
         completion = await self._post("/completion", body, parse, root=True)
-        return TokenCompletion(completion, generated[-1], completion.finish_reason == "stop")
+        return TokenCompletion(completion, generated[-1][0], completion.finish_reason == "stop", generated[-1][1])
+
+    async def _generate_ids(self, ids: Sequence[int], fields: dict[str, Any],
+                            eos_token_id: int | None) -> TokenCompletion:
+        """SGLang's native ``POST /generate``: ``input_ids`` in, ``output_ids`` and the ``matched`` end id out."""
+        params: dict[str, Any] = {key: fields[key] for key in _SGLANG_FIELDS}
+        params["max_new_tokens"] = fields["max_tokens"]
+        if "seed" in fields:
+            params["sampling_seed"] = fields["seed"]
+        body = {"input_ids": list(ids), "sampling_params": params}
+        generated: list[tuple[tuple[int, ...], int | None]] = []
+
+        def parse(data: Any) -> _Choice:
+            text, meta = data["text"], data["meta_info"]
+            finish = meta["finish_reason"]
+            if not isinstance(text, str) or not isinstance(finish, dict) or finish.get("type") not in ("stop",
+                                                                                                      "length"):
+                raise TypeError("no text string or meta_info.finish_reason type")
+            output = _ids(data["output_ids"], "output_ids")
+            matched = finish.get("matched")
+            ended = finish["type"] == "stop" and (type(matched) is int or matched is None)
+            end_id = matched if type(matched) is int else eos_token_id
+            generated.append(_split_end(output, ended, end_id))
+            data["usage"] = {"prompt_tokens": meta.get("prompt_tokens") or len(ids),
+                             "completion_tokens": meta.get("completion_tokens") or len(output)}
+            return {"finish_reason": "stop" if ended else "length", "stop_type": "eos" if ended else "limit"}, text, []
+
+        completion = await self._post("/generate", body, parse, root=True)
+        return TokenCompletion(completion, generated[-1][0], completion.finish_reason == "stop", generated[-1][1])
+
+    async def _vllm_ids(self, ids: Sequence[int], fields: dict[str, Any],
+                        eos_token_id: int | None) -> TokenCompletion:
+        """vLLM's ``/v1/completions`` with a token-id ``prompt`` and ``return_token_ids``."""
+        body: dict[str, Any] = {"model": self.model, "prompt": list(ids), "return_token_ids": True,
+                                **{key: value for key, value in fields.items() if key != "stop"}}
+        generated: list[tuple[tuple[int, ...], int | None]] = []
+
+        def parse(data: Any) -> _Choice:
+            choice = data["choices"][0]
+            text = choice.get("text")
+            if not isinstance(text, str) or choice.get("finish_reason") not in ("stop", "length"):
+                raise TypeError("no text string or finish_reason")
+            output = _ids(choice.get("token_ids"), "choices[0].token_ids")
+            stop_reason = choice.get("stop_reason")
+            ended = choice["finish_reason"] == "stop" and (stop_reason is None or type(stop_reason) is int)
+            end_id = stop_reason if type(stop_reason) is int else eos_token_id
+            generated.append(_split_end(output, ended, end_id))
+            return {"finish_reason": choice["finish_reason"], "stop_reason": stop_reason}, text, []
+
+        completion = await self._post("/completions", body, parse)
+        return TokenCompletion(completion, generated[-1][0], completion.finish_reason == "stop", generated[-1][1])
 
     async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
                    tools: list[dict[str, Any]] | None = None) -> Completion:

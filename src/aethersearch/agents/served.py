@@ -180,51 +180,62 @@ class ServedModel:
                 found.setdefault("flavor", LLAMA_CPP)  # llama-cpp-python
         return ServerFacts(**found), True
 
-    async def token_route(self) -> TokenRoute:
-        """Probe once (cached) whether the server continues by token ids: llama-server's ``POST /completion``.
+    async def token_route(self, eos_text: str | None = None) -> TokenRoute:
+        """Probe once (cached) whether and where the server continues by token ids.
 
         Why probed, never assumed from the server's name: a route that takes a
         token-id prompt but loses the generated ids, or an EOS that is not one
         token, would silently change the context. Every condition is checked on
-        the server itself: its ``GET /props`` names the EOS text, ``/tokenize``
-        makes it exactly one id that ``/detokenize`` turns back into that text, and
-        a one-token ``/completion`` with a token-id prompt answers ``content``,
-        the generated ``tokens`` and a ``stop_type``. vLLM's and SGLang's
-        ``/v1/completions`` take token-id prompts too but return text, not the
-        generated ids, so they are not used (the reason says so).
+        the server itself: the EOS text (``GET /props``' ``eos_token``, else
+        ``eos_text``, the agent's) must be exactly one id that ``/detokenize``
+        turns back into that text, and a one-token generation with a token-id
+        prompt must return the generated ids on one of, in order: llama-server's
+        ``POST /completion`` (``content``, ``tokens``, ``stop_type``), SGLang's
+        native ``POST /generate`` (``text``, ``output_ids``,
+        ``meta_info.finish_reason``) or vLLM's ``POST /v1/completions`` with
+        ``return_token_ids`` (``choices[0].token_ids``). The reason names the route
+        found, or why each one failed.
         """
         async def probe() -> tuple[TokenRoute, bool]:
-            return await self._probe_token_route(await self.facts()), True
+            return await self._probe_token_route(await self.facts(), eos_text), True
 
         return await self._token_route.get(probe)
 
-    async def _probe_token_route(self, facts: ServerFacts) -> TokenRoute:
+    async def _probe_token_route(self, facts: ServerFacts, eos_hint: str | None) -> TokenRoute:
         if facts.tokenize is None:
             return TokenRoute(mode="text", reason="the server has no tokenize route, so no token-id context "
                                                   "can be built")
         status, props = await self._call("GET", "/props")
         eos = props.get("eos_token") if status == 200 and isinstance(props, dict) else None
+        source = "GET /props"
         if not isinstance(eos, str) or not eos:
-            return TokenRoute(mode="text", reason=f"GET /props (HTTP {status}) names no eos_token, so the "
-                                                  "end-of-sequence id cannot be put back into the context")
+            eos, source = eos_hint, "the agent's eos_text"
+        if not isinstance(eos, str) or not eos:
+            return TokenRoute(mode="text", reason=f"GET /props (HTTP {status}) names no eos_token and the agent "
+                                                  "gave none, so the end-of-sequence id cannot be put back")
         eos_ids = await self.tokenize(eos)
         if len(eos_ids) != 1 or await self.detokenize(eos_ids) != eos:
             return TokenRoute(mode="text", eos_text=eos,
-                              reason=f"the EOS text {eos!r} is {len(eos_ids)} token(s) that do not detokenize "
-                                     "back to it")
+                              reason=f"the EOS text {eos!r} ({source}) is {len(eos_ids)} token(s) that do not "
+                                     "detokenize back to it")
         probe_ids = list(await self.tokenize("Hello"))
-        status, reply = await self._call("POST", "/completion", {
-            "prompt": probe_ids, "n_predict": 1, "temperature": 0.0, "return_tokens": True, "cache_prompt": False})
-        tokens = reply.get("tokens") if isinstance(reply, dict) else None
-        well_formed = (status == 200 and isinstance(reply, dict) and isinstance(reply.get("content"), str)
-                       and isinstance(tokens, list) and all(type(t) is int for t in tokens)
-                       and completion_stop_type(reply) is not None)
-        if not well_formed:
-            return TokenRoute(mode="text", eos_token_id=eos_ids[0], eos_text=eos,
-                              reason=f"POST /completion with a token-id prompt answered HTTP {status}, not "
-                                     f"llama-server's content/tokens/stop_type: {str(reply)[:120]}")
-        return TokenRoute(mode="token_ids", route="/completion", eos_token_id=eos_ids[0], eos_text=eos,
-                          reason="POST /completion takes token-id prompts and returns the generated ids")
+        failures = []
+        for route, request, check in (
+                ("/completion", {"prompt": probe_ids, "n_predict": 1, "temperature": 0.0, "return_tokens": True,
+                                 "cache_prompt": False}, _llama_ids_reply),
+                ("/generate", {"input_ids": probe_ids, "sampling_params": {"max_new_tokens": 1, "temperature": 0.0}},
+                 _sglang_ids_reply),
+                ("/v1/completions", {"model": self.model, "prompt": probe_ids, "max_tokens": 1, "temperature": 0.0,
+                                     "return_token_ids": True}, _vllm_ids_reply)):
+            status, reply = await self._call("POST", route, request)
+            if status == 200 and check(reply):
+                return TokenRoute(mode="token_ids", route=route, eos_token_id=eos_ids[0], eos_text=eos,
+                                  reason=f"POST {route} takes token-id prompts and returns the generated ids "
+                                         f"(EOS from {source})")
+            failures.append(f"POST {route}: HTTP {status} {str(reply)[:80]}")
+        return TokenRoute(mode="text", eos_token_id=eos_ids[0], eos_text=eos,
+                          reason="no route took a token-id prompt and returned the generated ids ("
+                                 + "; ".join(failures) + ")")
 
     async def _template_by_tokenize(self) -> dict[str, Any]:
         """vLLM/SGLang: tokenizing ``messages`` succeeds only when the model has a chat template."""
@@ -319,3 +330,27 @@ def completion_stop_type(reply: dict[str, Any]) -> Literal["eos", "limit", "word
         if reply.get(flag) is True:
             return kind  # type: ignore[return-value]
     return None
+
+
+def _int_list(value: Any) -> bool:
+    return isinstance(value, list) and all(type(t) is int for t in value)
+
+
+def _llama_ids_reply(reply: Any) -> bool:
+    """llama-server's ``/completion`` reply: ``content``, the generated ``tokens`` and why it stopped."""
+    return (isinstance(reply, dict) and isinstance(reply.get("content"), str) and _int_list(reply.get("tokens"))
+            and completion_stop_type(reply) is not None)
+
+
+def _sglang_ids_reply(reply: Any) -> bool:
+    """SGLang's ``/generate`` reply: ``text``, ``output_ids`` and ``meta_info.finish_reason``."""
+    meta = reply.get("meta_info") if isinstance(reply, dict) else None
+    return (isinstance(reply, dict) and isinstance(reply.get("text"), str) and _int_list(reply.get("output_ids"))
+            and isinstance(meta, dict) and isinstance(meta.get("finish_reason"), dict))
+
+
+def _vllm_ids_reply(reply: Any) -> bool:
+    """vLLM's ``/v1/completions`` reply with ``return_token_ids``: ``choices[0].token_ids``."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    return isinstance(first, dict) and isinstance(first.get("text"), str) and _int_list(first.get("token_ids"))

@@ -211,12 +211,16 @@ def register(app: typer.Typer) -> None:
         processes: int = typer.Option(1, "--processes", help="uvicorn worker processes sharing the port"),
         http: str = typer.Option("auto", "--http", help="HTTP parser: auto (httptools if installed), h11, httptools"),
         loop: str = typer.Option("auto", "--loop", help="event loop: auto (uvloop if installed), asyncio, uvloop"),
+        mode_alias: list[str] = typer.Option([], "--mode-alias", help="MODE=TARGET: answer a retrieval mode the "  # noqa: B008
+                                             "index lacks with one it has, e.g. hybrid=bm25 for AetherSearch's "
+                                             "client on a BM25 index (shown in /health and run.json); repeatable"),
     ) -> None:
         """Serve an index over HTTP with the Search-R1 /retrieve API (+ ASearcher /access, /health).
 
         Prints the "serving ... on URL" line only once the server answers; exits non-zero
         with a message (never a traceback) for a bad option, a busy port or a bad index.
         """
+        from aethersearch.search.modes import parse_mode_aliases
         from aethersearch.search.server import limits_from_options
         from aethersearch.search.server import serve as run_server
 
@@ -234,7 +238,8 @@ def register(app: typer.Typer) -> None:
                           soft_wrap=True)
 
         run_server(str(index), host=host, port=port, limits=limits, pages_dir=str(pages) if pages else None,
-                   processes=processes, http=http, loop=loop, on_ready=ready)
+                   processes=processes, http=http, loop=loop, on_ready=ready,
+                   mode_aliases=parse_mode_aliases(mode_alias))
 
 
 def faiss_settings(config: dict[str, Any], kind: str | None, encoder: str | None, *,

@@ -60,14 +60,22 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="run directory to write"),  # noqa: B008
         model: str | None = typer.Option(None, "--model", help="run label (default: step-N)"),
         force: bool = typer.Option(False, "--force", help="replace an existing run directory"),
+        eos_text: str = typer.Option("<|im_end|>", "--eos-text",
+                                     help="the model's end-of-sequence text, kept in the dump, that ends each "
+                                          "action (cuts a response into actions for --compat aethersearch)"),
     ) -> None:
         """Import verl validation generations as a run directory (then `aether score OUT --release DIR`)."""
         from aethersearch.interop.verl_import import import_generations
 
-        result = import_generations(generations, release, out, model=model, force=force)
+        result = import_generations(generations, release, out, model=model, force=force, eos_text=eos_text or None)
         console.print(f"[green]imported[/] {result.imported:,} generations (of {result.release_rows:,} release rows)"
                       f" into {escape(str(result.run_dir))}; next: aether score {escape(str(result.run_dir))} "
                       f"--release {escape(str(release))}", soft_wrap=True)
+        if result.unsplit:
+            console.print(f"[yellow]note:[/] {len(result.unsplit):,} response(s) cannot be cut into actions exactly "
+                          f"(first: {escape(result.unsplit[0])}; all in import.json), so `--compat aethersearch` "
+                          "will refuse this run; the default and `--compat searchr1` scores are unaffected",
+                          soft_wrap=True)
 
     register_sandbox_import(import_app)
 

@@ -133,6 +133,8 @@ TOOLS_HELP = "comma-separated tools offered (default search; a hint-free release
 PROBES_HELP = ("hint-free release: after the run, the Forget (with the run's model), Lead-astray and distractor "
                "probes; factorised.json is always written")
 RUN_AGENT_DEFAULT = "search-r1"
+PROFILE_HELP = ("agent profile file (YAML/JSON; the schema of aethersearch/agents/profiles/*.json): your trainer's "
+                "prompt, action grammar, limits and budget; --agent NAME uses its shipped profile")
 PROMPT_VARIANT_HELP = ("search-r1 agent: search-r1 (its own prompt, default) or stated-confidence (asks for "
                        "'Confidence: N%' inside the answer tags, as BrowseComp-Plus does; never compared with the "
                        "plain prompt)")
@@ -155,7 +157,8 @@ def register(app: typer.Typer) -> None:
     def run(
         release: Path = typer.Argument(..., help="release directory (verified first; the runner reads only rollout_questions.jsonl)"),
         out: Path = typer.Option(..., "--out", "-o", help="run directory (rerun the same command to resume)"),
-        agent: str = typer.Option(RUN_AGENT_DEFAULT, "--agent", help="search-r1, react, direct, naive-rag, lexical, ..."),
+        agent: str | None = typer.Option(None, "--agent", help="search-r1 (default), aethersearch, react, direct, naive-rag, lexical, ..."),
+        profile: Path | None = typer.Option(None, "--profile", help=PROFILE_HELP),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default: the chat template when the server reports one), chat or raw"),
         prompt_variant: str | None = typer.Option(None, "--prompt-variant", help=PROMPT_VARIANT_HELP),
@@ -174,7 +177,7 @@ def register(app: typer.Typer) -> None:
         context_tokens: int | None = typer.Option(None, "--context-tokens", help="context of each model call, prompt + reply"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
-        max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
+        max_tokens: int | None = typer.Option(None, "--max-tokens", help="max_tokens of each model call (default: the agent profile's, else 500)"),
         topk: int | None = typer.Option(None, "--topk", "-k", min=1, help="documents per search (the agent's topk)"),
         seed: int | None = typer.Option(0, "--seed"),
         samples: int = typer.Option(1, "--samples", help=SAMPLES_HELP),
@@ -196,22 +199,25 @@ def register(app: typer.Typer) -> None:
         """
         from aethersearch import pipeline
         from aethersearch.records import Decoding
-        from aethersearch.rollout.budget import resolve_budget
+        from aethersearch.rollout.profile_run import apply_profile
         from aethersearch.rollout.session import SearchSetup
         from aethersearch.sandbox_eval import tools_for
 
         _check_release_dir(release)
         _warn_identical_samples(samples, temperature)
-        search = tools_for(release, agent=agent, index=index, corpus=corpus, search_url=search_url,
+        chosen = apply_profile(agent, _agent_config(agent_config, prompt_format, topk, prompt_variant),
+                               profile_file=profile, preset=preset, max_tool_calls=max_tool_calls,
+                               max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens,
+                               max_tokens=max_tokens)
+        search = tools_for(release, agent=chosen.agent, index=index, corpus=corpus, search_url=search_url,
                            sandbox_url=sandbox_url, tools=tools, run_dir=out)
         limits = _limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures)
         with _progress_bar(progress) as update:
             setup = search if isinstance(search, SearchSetup) else search.search
             summary = pipeline.run_agent(
-                release, out, setup, agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint,
-                model=model, api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
-                                                                   token_budget=token_budget, context_tokens=context_tokens),
-                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
+                release, out, setup, agent=chosen.agent, agent_config=chosen.agent_config, endpoint=endpoint,
+                model=model, api_key=api_key, budget=chosen.budget, profile=chosen.profile,
+                decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=chosen.max_tokens, seed=seed),
                 concurrency=concurrency, limits=limits, progress=update, ray=ray, shards=shards, samples=samples)
         _print_summary(summary)
 
@@ -221,6 +227,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("eval_out"), "--out", "-o", help="output directory (run/, report.html)"),
         agent: str | None = typer.Option(None, "--agent", help="as for `aether run` (default search-r1); "
                                                                 "the demo without RELEASE uses the lexical agent"),
+        profile: Path | None = typer.Option(None, "--profile", help=PROFILE_HELP),
         agent_config: list[str] = typer.Option([], "--agent-config", help="KEY=VALUE (JSON value), repeatable"),
         prompt_format: str | None = typer.Option(None, "--prompt-format", help="auto (default), chat or raw"),
         prompt_variant: str | None = typer.Option(None, "--prompt-variant", help=PROMPT_VARIANT_HELP),
@@ -241,7 +248,7 @@ def register(app: typer.Typer) -> None:
         context_tokens: int | None = typer.Option(None, "--context-tokens", help="context of each model call, prompt + reply"),
         temperature: float = typer.Option(0.0, "--temperature"),
         top_p: float = typer.Option(1.0, "--top-p"),
-        max_tokens: int = typer.Option(500, "--max-tokens", help="max_tokens of each model call (Search-R1: 500)"),
+        max_tokens: int | None = typer.Option(None, "--max-tokens", help="max_tokens of each model call (default: the agent profile's, else 500)"),
         topk: int | None = typer.Option(None, "--topk", "-k", min=1, help="documents per search (the agent's topk)"),
         seed: int | None = typer.Option(0, "--seed"),
         samples: int = typer.Option(1, "--samples", help=SAMPLES_HELP),
@@ -261,21 +268,24 @@ def register(app: typer.Typer) -> None:
         from aethersearch import demo, pipeline, sandbox_eval
         from aethersearch.errors import ConfigError
         from aethersearch.records import Decoding
-        from aethersearch.rollout.budget import resolve_budget
+        from aethersearch.rollout.profile_run import apply_profile
 
         if release is not None:
             _check_release_dir(release)
         _warn_identical_samples(samples, temperature)
-        agent = agent or RUN_AGENT_DEFAULT
+        chosen = apply_profile(agent, _agent_config(agent_config, prompt_format, topk, prompt_variant),
+                               profile_file=profile, preset=preset, max_tool_calls=max_tool_calls,
+                               max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens,
+                               max_tokens=max_tokens)
+        agent = chosen.agent
         with _progress_bar(progress) as update:
             if release is None:
                 console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
                 result = demo.run_demo(out, sandbox=sandbox, progress=update, samples=samples)
             else:
-                options = dict(agent=agent, agent_config=_agent_config(agent_config, prompt_format, topk, prompt_variant), endpoint=endpoint, model=model,
-                               api_key=api_key, budget=resolve_budget(preset, max_tool_calls=max_tool_calls, max_turns=max_turns,
-                                                                     token_budget=token_budget, context_tokens=context_tokens),
-                               decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                options = dict(agent=agent, agent_config=chosen.agent_config, endpoint=endpoint, model=model,
+                               api_key=api_key, budget=chosen.budget, profile=chosen.profile,
+                               decoding=Decoding(temperature=temperature, top_p=top_p, max_tokens=chosen.max_tokens,
                                                    seed=seed), concurrency=concurrency, progress=update, samples=samples,
                                limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
                 offered = tuple(t for t in (tools or "search").split(",") if t)

@@ -18,6 +18,14 @@ are its samples 0..K-1 in the order the dump holds them, ``run.json`` records
 ``samples`` K, and scoring reports mean@K (verl's ``reward/mean@N``), pass@k and
 maj@K. Every row in the dump must have the same K (a row with fewer generations
 than the others is a truncated dump and is refused, naming the row).
+
+Action boundaries: AetherSearch's scorer (``--compat aethersearch``) reads each
+model action on its own, and a dump holds one decoded text per episode. Each
+response is cut back into actions by the tag protocol
+(:func:`aethersearch.agents.aethersearch_protocol.split_response`), which needs the
+end-of-sequence text (``--eos-text``, Qwen2.5's ``<|im_end|>`` by default) kept in
+the dump; a response it cannot cut exactly keeps no steps, ``import.json`` names it,
+and ``aether score --compat aethersearch`` refuses the run rather than score it.
 """
 
 from __future__ import annotations
@@ -27,16 +35,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from aethersearch.agents.aethersearch_protocol import split_response
 from aethersearch.errors import ConfigError, DataError, IntegrityError
 from aethersearch.interop.exports import question_as_searchr1_sees_it, read_release
 from aethersearch.interop.verl_reward import AGENT, ROW_KEY, golds_of, response_trace
 from aethersearch.jsonl import atomic_write_bytes, atomic_write_json, encode_jsonl, iter_jsonl, sha256_file
-from aethersearch.records import Budget, Decoding, RunFingerprint, SandboxContract, Trace
+from aethersearch.records import Budget, Decoding, LLMCall, RunFingerprint, SandboxContract, Step, ToolCall, Trace
 from aethersearch.rollout.fingerprint import release_info
+from aethersearch.rollout.samples import unit_label
 from aethersearch.scoring.extract import SEARCHR1_PROMPT
 from aethersearch.text import question_key
 
 IMPORT_FILE = "import.json"
+#: The end-of-sequence text of Qwen2.5, the family AetherSearch and Search-R1 train (``--eos-text``).
+DEFAULT_EOS_TEXT = "<|im_end|>"
 _QUESTION = re.compile(r"Question: (.*?)\n", re.DOTALL)
 
 
@@ -47,6 +59,8 @@ class ImportResult(NamedTuple):
     imported: int
     release_rows: int
     step: int | None
+    unsplit: tuple[str, ...] = ()
+    """Row ids (``id#sample``) whose response could not be cut into actions exactly (no per-action scores)."""
 
 
 def _row_for(line: dict[str, Any], path: Path, number: int, by_id: dict[str, int],
@@ -69,8 +83,21 @@ def _row_for(line: dict[str, Any], path: Path, number: int, by_id: dict[str, int
     return candidates[0]
 
 
+def with_actions(trace: Trace, eos_text: str | None) -> tuple[Trace, str | None]:
+    """The trace with one step per action its response splits into exactly, or unchanged and why not."""
+    split = split_response(trace.response, eos_text)
+    if split.ambiguous is not None:
+        return trace, split.ambiguous
+    steps = []
+    for index, action in enumerate(split.actions):
+        calls = [ToolCall(tool="search", arguments={"query": split.queries[index]})] \
+            if index < len(split.queries) else []
+        steps.append(Step(index=index, llm=LLMCall(text=action), tool_calls=calls))
+    return trace.model_copy(update={"steps": steps}), None
+
+
 def import_generations(generations: Path, release_dir: Path, out: Path, *, model: str | None = None,
-                       force: bool = False) -> ImportResult:
+                       force: bool = False, eos_text: str | None = DEFAULT_EOS_TEXT) -> ImportResult:
     """Write ``out`` (run.json, traces.jsonl, import.json) from one verl generations dump."""
     generations, release_dir, out = Path(generations), Path(release_dir), Path(out)
     if not generations.is_file():
@@ -87,6 +114,7 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
     traces: list[Trace] = []
     seen: dict[int, list[int]] = {}
     steps: set[int] = set()
+    unsplit: dict[str, str] = {}
     for number, line in iter_jsonl(generations):
         if not isinstance(line, dict) or not isinstance(line.get("output"), str):
             raise DataError(generations, "expected an object with a string 'output'", line=number,
@@ -102,7 +130,10 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
         if isinstance(line.get("step"), int):
             steps.add(line["step"])
         trace = response_trace(row.id, question_as_searchr1_sees_it(row.question), line["output"])
-        traces.append(trace.model_copy(update={"sample": len(lines) - 1}))
+        trace, why = with_actions(trace.model_copy(update={"sample": len(lines) - 1}), eos_text)
+        if why is not None:
+            unsplit[unit_label((row.id, trace.sample))] = f"line {number}: {why}"
+        traces.append(trace)
     if not traces:
         raise DataError(generations, "no generations in the file", fix="check trainer.validation_data_dir")
     samples = _samples_per_row(seen, release.rows, generations)
@@ -114,8 +145,9 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
                        model=model or (f"step-{step}" if step is not None else generations.stem), samples=samples,
                        record={"kind": "aethersearch-verl-import", "generations": str(generations),
                                "generations_sha256": sha256_file(generations), "lines": len(traces),
-                               "step": step, "prompt_template": SEARCHR1_PROMPT})
-    return ImportResult(out, len(traces), len(release.rows), step)
+                               "step": step, "prompt_template": SEARCHR1_PROMPT, "eos_text": eos_text,
+                               "actions_unrecovered": unsplit})
+    return ImportResult(out, len(traces), len(release.rows), step, tuple(unsplit))
 
 
 def write_imported_run(out: Path, traces: list[Trace], release_dir: Path, question_count: int, *, agent: str,

@@ -156,14 +156,14 @@ class BudgetedLLM:
         """Whether the wrapped client can continue a token-id context (:meth:`complete_ids`)."""
         return callable(getattr(self._llm, "complete_ids", None))
 
-    async def complete_ids(self, ids: Sequence[int], decoding: Decoding) -> TokenCompletion:
-        """Admit (the context counted in ids), then continue the token-id context."""
+    async def complete_ids(self, ids: Sequence[int], decoding: Decoding, **route: Any) -> TokenCompletion:
+        """Admit (the context counted in ids), then continue the token-id context (``route``: the client's)."""
         inner = getattr(self._llm, "complete_ids", None)
         if inner is None:
             raise ConfigError(f"the model client {type(self._llm).__name__} cannot send token-id prompts",
                               fix="check supports_token_ids first and continue by text")
         context = len(ids) if self.tracker.budget.max_context_tokens is not None else 0
-        result: TokenCompletion = await inner(ids, self.tracker.before_llm(decoding, context))
+        result: TokenCompletion = await inner(ids, self.tracker.before_llm(decoding, context), **route)
         self.tracker.after_llm(result.completion)
         return result
 
@@ -189,14 +189,16 @@ DEFAULT_BUDGET = Budget(max_tool_calls=8, max_turns=4)
 
 
 def resolve_budget(preset: str | None, *, max_tool_calls: int | None = None, max_turns: int | None = None,
-                   token_budget: int | None = None, context_tokens: int | None = None) -> Budget:
-    """The budget of a preset (or the default one) with every explicitly given limit overriding it.
+                   token_budget: int | None = None, context_tokens: int | None = None,
+                   base: Budget | None = None) -> Budget:
+    """The budget of a preset (or ``base``, an agent profile's, or the default one) with every explicitly
+    given limit overriding it.
 
     An unknown preset is a ConfigError listing the valid names.
     """
     if preset is not None and preset not in PRESETS:
         raise ConfigError(f"unknown budget preset {preset!r}", fix=f"use one of: {', '.join(sorted(PRESETS))}")
-    base = PRESETS[preset] if preset is not None else DEFAULT_BUDGET
+    base = PRESETS[preset] if preset is not None else base or DEFAULT_BUDGET
     given = {"max_tool_calls": max_tool_calls, "max_turns": max_turns, "max_tokens": token_budget,
              "max_context_tokens": context_tokens}
     return base.model_copy(update={k: v for k, v in given.items() if v is not None})

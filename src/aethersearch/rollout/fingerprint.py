@@ -29,7 +29,9 @@ from aethersearch.release_layout import release_layout
 ROLLOUT_FILE = "rollout_questions.jsonl"
 #: Fields that may differ on resume: the same model served at another address, run with other
 #: parallelism or patience, is the same run (run.json is rewritten with the latest values).
-RESUME_IGNORED = frozenset({"endpoint", "concurrency", "limits"})
+#: ``profile`` is the profile's description (where the file was, where each limit came from); its content is
+#: ``profile_sha256`` and the budget it gave, both compared, so a resume may name the same file by another path.
+RESUME_IGNORED = frozenset({"endpoint", "concurrency", "limits", "profile"})
 
 _ID_KEYS = ("release_id", "name", "id")
 _DATA_KEYS = ("data_sha256", "eval_sha256", "canonical_data_sha256", "eval_jsonl_sha256")
@@ -142,6 +144,8 @@ def build_fingerprint(
     sent_decoding: dict[str, Any] | None = None,
     samples: int = 1,
     sandbox: SandboxContract | None = None,
+    retrieval_mode_aliases: dict[str, str] | None = None,
+    profile: dict[str, Any] | None = None,
 ) -> RunFingerprint:
     """The run.json record for these settings (decoding as the agent will really send it).
 
@@ -158,6 +162,8 @@ def build_fingerprint(
         retrieval_topk=retrieval_topk, software_version=__version__, concurrency=concurrency,
         limits=limits, served_model=served_model, sent_decoding=sent_decoding, samples=samples,
         sandbox=sandbox,
+        retrieval_mode_aliases=retrieval_mode_aliases, profile=profile,
+        profile_sha256=None if profile is None else str(profile["sha256"]),
     )
 
 

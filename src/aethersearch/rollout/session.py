@@ -68,6 +68,8 @@ class RunSettings(Record):
     decoding: Decoding = Field(default_factory=Decoding)
     concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1)
     limits: RunLimits = Field(default_factory=RunLimits)
+    #: the agent profile followed (``rollout.profile_run.apply_profile``); its sha256 is a contract field
+    profile: dict[str, Any] | None = None
 
 
 class SearchSetup(NamedTuple):
@@ -85,6 +87,7 @@ class SearchSetup(NamedTuple):
     builder: Callable[[], EnvironmentFactory] | None = None  # rebuilds ``factory`` in a Ray worker
     #: the masked sandbox's policy and tools (``environment="sandbox"``), recorded in run.json
     sandbox: SandboxContract | None = None
+    mode_aliases: dict[str, str] | None = None  # the retrieval server's declared ``--mode-alias`` policy
 
 
 class PreparedRun(NamedTuple):
@@ -186,7 +189,8 @@ def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *
         corpus_hash=search.corpus_hash, index_hash=search.index_hash,
         environment=search.environment or built.environment, retrieval_topk=getattr(built, "topk", None),
         concurrency=settings.concurrency, limits=settings.limits, served_model=None, sent_decoding=sent,
-        samples=settings.samples, sandbox=search.sandbox)
+        samples=settings.samples, sandbox=search.sandbox, retrieval_mode_aliases=search.mode_aliases,
+        profile=settings.profile)
     return PreparedRun(rows, built, client, search, fingerprint, settings)
 
 

@@ -43,7 +43,7 @@ from aethersearch.scoring.aethersearch_compat import (
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, QuestionReductions, aggregate
 from aethersearch.scoring.binding import bind_gold
 from aethersearch.scoring.budget_curve import budget_curve as budget_curve_section
-from aethersearch.scoring.extract import check_compat
+from aethersearch.scoring.extract import check_compat, check_compat_agent
 from aethersearch.scoring.join import MISSING, JoinedRow, join, load_release, load_run, run_samples
 from aethersearch.scoring.judge import (
     PROMPT_HASH,
@@ -257,6 +257,7 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     check_compat(compat)
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = read_fingerprint(run_dir)
+    check_compat_agent(compat, fingerprint.agent if fingerprint is not None else None)
     elicited = fingerprint is not None and elicits_confidence(fingerprint.agent_config)
     run = load_run(run_dir, compat=compat, stated_confidence=elicited)
     gold = bind_gold(release_dir, run_dir, fingerprint, run.path)

@@ -76,10 +76,28 @@ class Extraction(NamedTuple):
     """How the confidence was read (``aethersearch.stated_confidence.STATUSES``); None: not asked for."""
 
 
+#: Registered agents whose episodes are *not* written in the ``<search>``/``<answer>`` tag protocol the compat
+#: scorers read: function calling (``react``), verl's hermes tool calls, the model-free and EvidenceLoop agents.
+NON_TAG_AGENTS = frozenset({"react", "verl-search", "lexical", "lexical-browse", "evidenceloop"})
+
+
 def check_compat(compat: str | None) -> None:
     """Refuse an unknown compatibility mode up front, naming the valid ones."""
     if compat is not None and compat not in COMPAT_MODES:
         raise ConfigError(f"unknown --compat mode {compat!r}", fix=f"use one of: {', '.join(COMPAT_MODES)}")
+
+
+def check_compat_agent(compat: str | None, agent: str | None) -> None:
+    """Refuse a compat score of a run whose agent does not write the tag protocol that scorer reads.
+
+    Why: a function-calling or tool-message episode read by a tag scorer scores 0
+    for its format, not its answers; that would be a published name on a false number.
+    """
+    if compat is not None and agent in NON_TAG_AGENTS:
+        raise ConfigError(f"--compat {compat} reads episodes written in the <search>/<answer> tag protocol, but "
+                          f"this run's agent {agent!r} does not write it, so the score would measure its format",
+                          fix="score without --compat, or run an agent of that protocol (--agent search-r1 or "
+                              "--agent aethersearch)")
 
 
 def _classify(answer: str) -> Outcome:

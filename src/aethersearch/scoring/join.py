@@ -118,6 +118,27 @@ def load_release(release_dir: Path) -> list[EvalRow]:
     return rows
 
 
+def has_actions(trace: Trace) -> bool:
+    """Whether a trace keeps its model actions one by one (steps with model calls), or has none to keep.
+
+    An imported response that could not be cut into actions has a response and no
+    step; an episode that failed before its first model call has neither.
+    """
+    return any(step.llm is not None for step in trace.steps) or not trace.response.strip()
+
+
+def recorded_usage(trace: Trace) -> Usage | None:
+    """The trace's usage, or None when it was never recorded: model calls were made but none was counted.
+
+    An imported episode (a verl dump, AetherSearch's predictions) carries no token or
+    call counts; scoring its zeros would report an episode that cost nothing.
+    """
+    usage = trace.usage
+    counted = usage.turns or usage.prompt_tokens or usage.completion_tokens or usage.tool_calls
+    called = any(step.llm is not None for step in trace.steps) or bool(trace.response.strip())
+    return None if called and not counted else usage
+
+
 def load_run(run_dir: Path, *, compat: str | None = None, stated_confidence: bool = False) -> RunFile:
     """Read a run's traces (preferred: raw responses can be re-extracted) or its predictions.
 
@@ -130,11 +151,22 @@ def load_run(run_dir: Path, *, compat: str | None = None, stated_confidence: boo
     predictions = run_dir / PREDICTIONS_FILE
     if traces.is_file():
         entries = []
+        unsplit: list[str] = []
         for number, value in iter_jsonl(traces):
             trace = validate_row(traces, number, value, Trace)
-            entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat, stated_confidence=stated_confidence), trace.usage,
+            if compat == "aethersearch" and not has_actions(trace):
+                unsplit.append(f"{unit_label((trace.id, trace.sample))} (line {number})")
+            entries.append(RunEntry(number, trace.id, resolve_trace(trace, compat=compat, stated_confidence=stated_confidence), recorded_usage(trace),
                                     trace.attempt, trace.stop_reason,
                                     trace_actions(trace) if compat == "aethersearch" else None, trace.sample))
+        if unsplit:
+            raise ConfigError(
+                f"--compat aethersearch scores each model action, but {len(unsplit)} episode(s) of {traces} keep "
+                f"only their whole response, not where one action ends (first: {', '.join(unsplit[:3])}); "
+                "their R_task cannot be computed from them",
+                fix="for a verl dump, decode with special tokens kept and import with `aether import verl "
+                    "--eos-text TEXT` (import.json lists why each response could not be cut); or import "
+                    "AetherSearch's predictions.jsonl with `aether import aethersearch`; or score without --compat")
         return RunFile(traces, "traces", entries)
     if compat is not None:
         raise ConfigError(f"--compat {compat} needs raw responses but {run_dir} has no {TRACES_FILE}",

@@ -15,12 +15,21 @@ Read from AetherSearch's ``runtime_assets/retriever/hybrid_retrieval_server.py``
   ``faiss_gpu_enabled`` and ``index_type == "GpuIndexFlatIP"``. We report what is true: a CPU
   faiss index says ``IndexFlatIP`` and ``false`` (so their GPU gate refuses it, as it should);
   an index with no embeddings omits ``embedding_dimension`` and names its backend class.
+
+Mode aliases (``aether serve --mode-alias hybrid=bm25``): their client always sends
+``mode: hybrid``, so against a BM25-only index every search would be a 400. A server
+may answer a mode it does not have with one it does, but only when started with the
+alias: the policy is declared, shown in ``/health`` (``mode_aliases``) and recorded in
+each run's ``run.json``; without it the 400 names the flag that would declare it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from collections.abc import Sequence
+
+from aethersearch.errors import ConfigError
 from aethersearch.search.base import SearchIndex
 
 RETRIEVAL_MODES = ("hybrid", "dense", "sparse")
@@ -41,17 +50,63 @@ def retrieval_modes(index: SearchIndex) -> dict[str, SearchIndex]:
     return {}
 
 
+def parse_mode_aliases(pairs: Sequence[str]) -> dict[str, str]:
+    """``["hybrid=bm25", ...]`` -> ``{"hybrid": "bm25"}``; a malformed or unknown mode is a ConfigError."""
+    aliases: dict[str, str] = {}
+    for pair in pairs:
+        mode, sep, target = (part.strip() for part in pair.partition("="))
+        if not sep or not mode or not target:
+            raise ConfigError(f"--mode-alias {pair!r} is not MODE=TARGET", fix="e.g. --mode-alias hybrid=bm25")
+        if mode not in RETRIEVAL_MODES:
+            raise ConfigError(f"--mode-alias {pair!r}: {mode!r} is not a retrieval mode",
+                              fix=f"alias one of: {', '.join(RETRIEVAL_MODES)}")
+        if mode in aliases and aliases[mode] != target:
+            raise ConfigError(f"--mode-alias names {mode!r} twice ({aliases[mode]!r} and {target!r})",
+                              fix="give each mode one alias")
+        aliases[mode] = target
+    return aliases
+
+
+def _served_mode(target: str) -> str:
+    if target in SPARSE_BACKENDS:
+        return "sparse"
+    if target in DENSE_BACKENDS:
+        return "dense"
+    return target
+
+
+def resolve_mode_aliases(aliases: dict[str, str], modes: dict[str, SearchIndex]) -> dict[str, str]:
+    """Each alias -> the served mode that answers it (``bm25`` names the sparse side); refused if none does.
+
+    An alias may not hide a mode the index serves itself (``hybrid=bm25`` on a
+    hybrid index would silently change every hybrid request).
+    """
+    resolved: dict[str, str] = {}
+    for mode, target in aliases.items():
+        served = _served_mode(target)
+        if mode in modes:
+            raise ConfigError(f"--mode-alias {mode}={target}: this index serves {mode!r} itself",
+                              fix=f"drop the alias; the index offers: {', '.join(modes)}")
+        if served not in modes:
+            raise ConfigError(f"--mode-alias {mode}={target}: this index does not serve {target!r}",
+                              fix=f"alias to a mode it offers: {', '.join(modes) or 'none'}")
+        resolved[mode] = served
+    return resolved
+
+
 def title_text(contents: str) -> tuple[str, str]:
     """AetherSearch's split of ``contents``: ``(first line stripped of '"', the other lines)``."""
     first, _, rest = contents.partition("\n")
     return first.strip('"'), rest
 
 
-def health_facts(index: SearchIndex, store: Any, modes: dict[str, SearchIndex]) -> dict[str, Any]:
-    """AetherSearch's ``/health`` fields, describing the dense side when there is one."""
+def health_facts(index: SearchIndex, store: Any, modes: dict[str, SearchIndex],
+                 aliases: dict[str, str] | None = None) -> dict[str, Any]:
+    """AetherSearch's ``/health`` fields, describing the dense side when there is one, and the mode aliases."""
     dense = modes.get("dense")
     describe = getattr(dense, "describe", None)
-    facts: dict[str, Any] = {"ready": True, "corpus_passages": len(store), "modes": list(modes)}
+    facts: dict[str, Any] = {"ready": True, "corpus_passages": len(store), "modes": list(modes),
+                             "mode_aliases": dict(aliases or {})}
     if callable(describe):
         facts.update(describe())
     else:

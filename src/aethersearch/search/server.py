@@ -74,7 +74,7 @@ from aethersearch.search.http_guard import (
     record_from_options,
     uvicorn_options,
 )
-from aethersearch.search.modes import RETRIEVAL_MODES, health_facts, retrieval_modes
+from aethersearch.search.modes import RETRIEVAL_MODES, health_facts, resolve_mode_aliases, retrieval_modes
 from aethersearch.search.wire import DEFAULT_URL_PREFIX, WireRows, wire_hit, wire_id
 
 JSON = "application/json"
@@ -223,7 +223,7 @@ class Retriever:
     """Runs ``index.search`` and fetches contents; the part that runs in the executor."""
 
     def __init__(self, index: SearchIndex, store: DocumentStore, limits: ServerLimits | None = None, *,
-                 pages_separate: bool = False) -> None:
+                 pages_separate: bool = False, mode_aliases: dict[str, str] | None = None) -> None:
         self.index = index
         self.store = store
         self.limits = limits or ServerLimits()
@@ -232,6 +232,8 @@ class Retriever:
         self._raw_rows = getattr(store, "raw_rows", None)
         self._row_of = getattr(store, "row_of", None)
         self.modes = retrieval_modes(index)
+        #: declared aliases (``--mode-alias``): requested mode -> the served mode that answers it
+        self.aliases = resolve_mode_aliases(mode_aliases or {}, self.modes)
 
     def index_for(self, mode: str | None) -> SearchIndex:
         """The index a request's ``mode`` names; a 400 naming the valid modes otherwise."""
@@ -241,9 +243,13 @@ class Retriever:
             raise HTTPProblem(400, f"unknown retrieval mode {mode!r}; valid modes: {', '.join(RETRIEVAL_MODES)} "
                                    f"(this server offers: {', '.join(self.modes) or 'none'}; omit mode for the default)")
         if mode not in self.modes:
-            raise HTTPProblem(400, f"retrieval mode {mode!r} is not offered by this server's "
-                                   f"{getattr(self.index, 'backend', type(self.index).__name__)} index; it offers: "
-                                   f"{', '.join(self.modes) or 'none (omit mode)'}")
+            if mode in self.aliases:
+                return self.modes[self.aliases[mode]]
+            backend = getattr(self.index, "backend", type(self.index).__name__)
+            hint = (f"; to answer {mode!r} with it, start the server with --mode-alias {mode}={backend}"
+                    if self.modes else "")
+            raise HTTPProblem(400, f"retrieval mode {mode!r} is not offered by this server's {backend} index; it "
+                                   f"offers: {', '.join(self.modes) or 'none (omit mode)'}{hint}")
         return self.modes[mode]
 
     def fetch(self, doc_id: str) -> dict[str, Any] | None:
@@ -493,14 +499,16 @@ def _validate_retrieve(req: RetrieveRequest, limits: ServerLimits) -> int:
 
 
 def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | None = None, *,
-               pages: DocumentStore | None = None) -> FastAPI:
+               pages: DocumentStore | None = None, mode_aliases: dict[str, str] | None = None) -> FastAPI:
     """The FastAPI app serving ``index`` with contents from ``store``.
 
     ``pages`` is the store ``/access`` reads whole pages from when the index holds
     passages (``corpus import --chunk ... --pages-out``); by default it is ``store``.
+    ``mode_aliases`` (``--mode-alias``) answers a retrieval mode the index lacks with
+    one it has (``search.modes``); an alias that names nothing served is a ConfigError.
     """
     limits = limits or ServerLimits()
-    retriever = Retriever(index, store, limits, pages_separate=pages is not None)
+    retriever = Retriever(index, store, limits, pages_separate=pages is not None, mode_aliases=mode_aliases)
     page_reader = Retriever(index, pages, limits) if pages is not None else retriever
     executor = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="aether-index")
     batcher = MicroBatcher(retriever, executor, limits)
@@ -566,7 +574,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "store_hash": store.content_hash, "documents": len(store),
             "limits": limits.model_dump(), "index_calls": batcher.calls, "refusals": refusals.health(),
             "wire_rows": wire_rows_state,
-            **health_facts(index, store, retriever.modes),
+            **health_facts(index, store, retriever.modes, mode_aliases),
         })
 
     # Routes parse their own bodies (only ``request``: no dependency solving on the hot path); the
@@ -590,7 +598,8 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
 SERVE_ENV = "AETHER_SERVE_CONFIG"
 
 
-def _open_app(index_dir: str, limits: ServerLimits | None, pages_dir: str | None) -> FastAPI:
+def _open_app(index_dir: str, limits: ServerLimits | None, pages_dir: str | None,
+              mode_aliases: dict[str, str] | None = None) -> FastAPI:
     from aethersearch.corpus.store import open_store
     from aethersearch.search.index_dir import open_index
 
@@ -599,14 +608,15 @@ def _open_app(index_dir: str, limits: ServerLimits | None, pages_dir: str | None
     if callable(warm_up):
         warm_up()
     pages = open_store(pages_dir) if pages_dir else None
-    return create_app(opened.index, opened.store, limits, pages=pages)
+    return create_app(opened.index, opened.store, limits, pages=pages, mode_aliases=mode_aliases)
 
 
 def app_from_env() -> FastAPI:
     """App factory for multi-process serving: each uvicorn worker process opens the index (memory-mapped,
     so the processes share the page cache) from the settings ``serve`` put in the environment."""
     settings = orjson.loads(os.environ[SERVE_ENV])
-    return _open_app(settings["index"], ServerLimits.model_validate(settings["limits"]), settings["pages"])
+    return _open_app(settings["index"], ServerLimits.model_validate(settings["limits"]), settings["pages"],
+                     settings.get("mode_aliases"))
 
 
 LIMIT_OPTIONS = {"max_topk": "--max-topk", "max_batch": "--max-batch", "max_query_chars": "--max-query-chars",
@@ -675,7 +685,8 @@ def announce_when_ready(host: str, port: int, on_ready: Callable[[str], None], *
 
 def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: ServerLimits | None = None,
           pages_dir: str | None = None, processes: int = 1, log_level: str = "warning",
-          http: str = "auto", loop: str = "auto", on_ready: Callable[[str], None] | None = None) -> None:
+          http: str = "auto", loop: str = "auto", on_ready: Callable[[str], None] | None = None,
+          mode_aliases: dict[str, str] | None = None) -> None:
     """Serve an index directory (and optionally a page store for ``/access``) until interrupted.
 
     ``processes > 1`` runs that many uvicorn worker processes on one port; HTTP parsing
@@ -684,6 +695,7 @@ def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: 
     and uvloop when installed (``uvicorn[standard]``), which cuts the per-request cost
     that dominates one-query requests; ``h11``/``asyncio`` force the pure-Python ones.
     ``on_ready(url)`` is called once the server answers ``/health`` (never if start-up fails).
+    ``mode_aliases``: see :func:`create_app`.
     """
     import importlib.util
 
@@ -701,20 +713,22 @@ def serve(index_dir: str, *, host: str = "127.0.0.1", port: int = 8000, limits: 
     stop = threading.Event()
     try:
         if processes == 1:
-            app = _open_app(index_dir, limits, pages_dir)
+            app = _open_app(index_dir, limits, pages_dir, mode_aliases)
             if on_ready is not None:
                 announce_when_ready(host, port, on_ready, give_up=stop)
             uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, loop=loop, **protocol)
             return
         from aethersearch.search.index_dir import open_index
 
-        open_index(index_dir)  # fail here, with a clean message, rather than in every worker
+        opened = open_index(index_dir)  # fail here, with a clean message, rather than in every worker
+        resolve_mode_aliases(mode_aliases or {}, retrieval_modes(opened.index))
         if pages_dir:
             from aethersearch.corpus.store import open_store
 
             open_store(pages_dir)
         os.environ[SERVE_ENV] = orjson.dumps({"index": str(index_dir), "pages": pages_dir,
-                                              "limits": (limits or ServerLimits()).model_dump()}).decode()
+                                              "limits": (limits or ServerLimits()).model_dump(),
+                                              "mode_aliases": mode_aliases or {}}).decode()
         if on_ready is not None:
             announce_when_ready(host, port, on_ready, give_up=stop)
         uvicorn.run("aethersearch.search.server:app_from_env", factory=True, workers=processes, host=host,

@@ -16,8 +16,14 @@ whitespace-led word), and, when built with a ``chat_template``, ``GET /props`` a
 ``POST /apply-template`` (ChatML around the messages). ``token_completion=True``
 adds llama-server's ``POST /completion`` (a token-id prompt, the generated ids back
 with ``stop_type``; the responder sees ``kind`` ``"completion"`` and the prompt
-detokenized) and names ``<|im_end|>`` as ``eos_token`` in ``/props``. ``stop_reason=False`` makes
-it answer like llama.cpp, which does not say which stop string ended a reply.
+detokenized) and names ``<|im_end|>`` as ``eos_token`` in ``/props``. ``engine="sglang"``
+adds SGLang's native ``POST /generate`` (``input_ids`` in; ``text``, ``output_ids`` with
+the EOS id last when the reply ended there, ``meta_info.finish_reason`` ``{"type":
+"stop", "matched": id}`` or ``{"type": "length"}`` out); ``engine="vllm"`` answers a
+token-id ``prompt`` with ``return_token_ids`` on ``/v1/completions`` as vLLM does
+(``choices[0].token_ids`` with the EOS id last, ``prompt_token_ids``). Any token-id
+prompt reads as its detokenized text. ``stop_reason=False`` makes it answer like
+llama.cpp, which does not say which stop string ended a reply.
 
 Run it in a thread of the test process (:class:`ScriptedServer`, so the test can
 count calls per question) or as its own process (:func:`serve_in_process`, for
@@ -165,9 +171,10 @@ class _App:
     def __init__(self, responder: Responder, latency_s: float, faults: Faults | None,
                  key: Callable[[ScriptedRequest], str | None] | None, model: str,
                  chat_template: str | None = None, stop_reason: bool = True, tokenize: bool = True,
-                 token_completion: bool = False) -> None:
+                 token_completion: bool = False, engine: str | None = None) -> None:
         self.responder = responder
         self.token_completion = token_completion
+        self.engine = engine
         self.chat_template = chat_template
         self.report_stop = stop_reason
         self.serve_tokenizer = tokenize
@@ -195,7 +202,55 @@ class _App:
             app.router.add_post("/apply-template", self.apply_template)
         if self.token_completion:
             app.router.add_post("/completion", self.native_completion)
+        if self.engine == "sglang":
+            app.router.add_post("/generate", self.sglang_generate)
         return app
+
+    def _decode(self, ids: Sequence[Any]) -> str:
+        with self.lock:
+            return "".join(self.pieces[int(t)] for t in ids)
+
+    def _reply_ids(self, request: ScriptedRequest, limit: int | None) -> tuple[list[int], bool]:
+        """The reply's ids cut to ``limit`` and whether it ended at EOS (it does unless cut or scripted ``length``)."""
+        reply = self.responder(request)
+        if isinstance(reply, str):
+            reply = Reply(reply)
+        ids = self.token_ids(reply.text)
+        ended = reply.finish_reason != "length"
+        if limit is not None and 0 <= limit < len(ids):
+            ids, ended = ids[:limit], False
+        return ids, ended
+
+    async def sglang_generate(self, request: web.Request) -> web.Response:
+        """SGLang's native ``/generate``: ``input_ids`` in; ``text``, ``output_ids`` (the EOS id last when it
+        ended there) and ``meta_info.finish_reason`` (``stop`` with the ``matched`` id, or ``length``) out."""
+        body = orjson.loads(await request.read())
+        with self.lock:
+            self.stats.requests += 1
+        prompt = body.get("input_ids") or []
+        params = body.get("sampling_params") or {}
+        ids, ended = self._reply_ids(ScriptedRequest("generate", body, self._decode(prompt)),
+                                     params.get("max_new_tokens"))
+        eos_id = self.token_ids(SCRIPTED_EOS)[0]
+        finish: dict[str, Any] = ({"type": "stop", "matched": eos_id} if ended
+                                  else {"type": "length", "length": len(ids)})
+        return web.json_response({"text": self._decode(ids), "output_ids": ids + ([eos_id] if ended else []),
+                                  "meta_info": {"id": "scripted", "finish_reason": finish,
+                                                "prompt_tokens": len(prompt),
+                                                "completion_tokens": len(ids) + (1 if ended else 0)}})
+
+    def vllm_token_reply(self, body: dict[str, Any], prompt: list[int]) -> dict[str, Any]:
+        """vLLM's ``/v1/completions`` for a token-id prompt with ``return_token_ids``: ``token_ids`` (the EOS
+        id last when it ended there; ``stop_reason`` None) and ``prompt_token_ids``."""
+        ids, ended = self._reply_ids(ScriptedRequest("completions", body, self._decode(prompt)),
+                                     body.get("max_tokens"))
+        eos_id = self.token_ids(SCRIPTED_EOS)[0]
+        generated = ids + ([eos_id] if ended else [])
+        choice = {"index": 0, "text": self._decode(ids), "finish_reason": "stop" if ended else "length",
+                  "stop_reason": None, "logprobs": None, "token_ids": generated, "prompt_token_ids": prompt}
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(generated)}
+        return {"id": "cmpl-scripted", "object": "text_completion", "created": int(time.time()),
+                "model": self.model, "choices": [choice], "usage": {**usage, "total_tokens": sum(usage.values())}}
 
     def token_ids(self, text: str) -> list[int]:
         """The scripted tokenizer: whitespace-led words, ids assigned on first sight."""
@@ -284,6 +339,13 @@ class _App:
             body = orjson.loads(await request.read())
         except orjson.JSONDecodeError:
             return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        prompt = body.get("prompt")
+        if kind == "completions" and isinstance(prompt, list) and prompt and all(type(t) is int for t in prompt):
+            if self.engine == "vllm" and body.get("return_token_ids"):
+                with self.lock:
+                    self.stats.requests += 1
+                return web.json_response(self.vllm_token_reply(body, prompt))
+            body = {**body, "prompt": self._decode(prompt)}  # a token-id prompt reads as its text, as vLLM's does
         scripted = ScriptedRequest(kind, body, request_text(kind, body))
         with self.lock:
             self.stats.requests += 1
@@ -436,9 +498,9 @@ class ScriptedServer:
                  key: Callable[[ScriptedRequest], str | None] | None = question_of,
                  host: str = "127.0.0.1", port: int = 0, model: str = "scripted",
                  chat_template: str | None = None, stop_reason: bool = True, tokenize: bool = True,
-                 token_completion: bool = False) -> None:
+                 token_completion: bool = False, engine: str | None = None) -> None:
         self._app = _App(responder, latency_s, faults, key, model, chat_template, stop_reason, tokenize,
-                         token_completion)
+                         token_completion, engine)
         self.host = host
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
