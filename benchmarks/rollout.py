@@ -54,8 +54,18 @@ harness CPU per call ÷ the bare loop's (target ≤ 1.3 at every level) and harn
 bare wall (target ≤ 1.1 at 64); the exit status follows these. The floor ratios follow
 on their own line.
 ``--profile`` runs the harness once more under cProfile and prints the top functions
-by own time (what to optimise next).
-Usage: ``.venv/bin/python benchmarks/rollout.py [--quick] [--repeats 3] [--concurrency 64,1024] [--profile]``
+by own time (what to optimise next). ``--where`` answers "where does the harness's extra
+time per call go": the harness and the same-calls loop run again, interleaved, each under
+a CPU-time stack sampler (``SIGPROF`` every millisecond of process CPU; no per-call
+instrumentation, so, unlike cProfile, it does not inflate small functions), and every
+sample is put in the category of the innermost harness module on its stack (the HTTP
+client, the agent loop, the runner, traces, ...; a sample with no harness frame is the
+event loop and aiohttp's callbacks; the model call itself, the harness's ``_post`` or the
+bare loop's ``session.post`` with aiohttp under them, is one row). It prints each
+category's CPU per call for both loops and their difference, at the last ``--concurrency``
+level; the sampler's own cost (a stack walk per millisecond) is in both totals, so their
+ratio is not the figure to quote: the unsampled ratio above is.
+Usage: ``.venv/bin/python benchmarks/rollout.py [--quick] [--repeats 3] [--concurrency 64,1024] [--profile] [--where]``
 """
 
 from __future__ import annotations
@@ -65,6 +75,7 @@ import asyncio
 import gc
 import multiprocessing
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -323,6 +334,105 @@ def _profile(url: str, n: int, concurrency: int) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
+#: the model call itself: the harness's ``OpenAIClient._post`` or the same-calls loop's ``session.post``, with
+#: aiohttp under them (one row, so the table shows what the harness's client costs beyond the bare loop's)
+HTTP_CALL = "the HTTP call: OpenAIClient._post / the bare loop's session.post, aiohttp under them"
+#: the harness's modules, by what they do per model call: a sample belongs to the innermost one on its stack
+WHERE: dict[str, str] = {
+    "aethersearch/agents/llm.py": HTTP_CALL,
+    "aethersearch/rollout/budget.py": "budget wrappers (BudgetedLLM, BudgetedEnvironment, tracker)",
+    "aethersearch/agents/stops.py": "stop handling (stops.generate)",
+    "aethersearch/agents/search_r1.py": "agent loop (turns, action parse, steps, answer)",
+    "aethersearch/agents/base.py": "agent loop (turns, action parse, steps, answer)",
+    "aethersearch/abstention.py": "agent loop (turns, action parse, steps, answer)",
+    "aethersearch/agents/prompts.py": "observation: render and token cut",
+    "aethersearch/agents/tokenizers.py": "observation: render and token cut",
+    "aethersearch/search/environment.py": "search: the tool call's record",
+    "aethersearch/rollout/runner.py": "runner per question (episode, deadline, Trace)",
+    "aethersearch/rollout/deadlines.py": "runner per question (episode, deadline, Trace)",
+    "aethersearch/rollout/samples.py": "runner per question (episode, deadline, Trace)",
+    "aethersearch/rollout/store.py": "traces: encode, group commit, kept summary",
+    "aethersearch/jsonl.py": "traces: encode, group commit, kept summary",
+}
+#: this file's own functions that stand for a part of the product or are the reference loop's body
+WHERE_HERE = {"search": "search: the tool call's record", "harness": "run set-up and tear-down",
+              "bare_same": HTTP_CALL, "one": HTTP_CALL}
+NO_HARNESS_FRAME = "event loop and aiohttp callbacks (no harness frame)"
+
+
+class CpuSampler:
+    """Counts samples of the main thread's stack, one per ``interval_s`` of process CPU, by :data:`WHERE` category.
+
+    Why a sampler and not cProfile: cProfile's per-call hook costs about as much as the
+    small functions of the hot path themselves, so it inflates them; a SIGPROF timer
+    costs one handler run per millisecond of CPU and leaves the proportions alone.
+    """
+
+    def __init__(self, interval_s: float = 0.001) -> None:
+        self.interval_s = interval_s
+        self.counts: dict[str, int] = {}
+        self._known: dict[str, str | None] = {}
+
+    def _category(self, frame: Any) -> str:
+        while frame is not None:
+            path = frame.f_code.co_filename
+            category = self._known.get(path, "")
+            if category == "":
+                category = self._known[path] = next(
+                    (name for suffix, name in WHERE.items() if path.endswith(suffix)), None)
+            if category is None and path == __file__:
+                category = WHERE_HERE.get(frame.f_code.co_name)
+            if category is not None:
+                return category
+            frame = frame.f_back
+        return NO_HARNESS_FRAME
+
+    def _sample(self, signum: int, frame: Any) -> None:
+        category = self._category(frame)
+        self.counts[category] = self.counts.get(category, 0) + 1
+
+    def __enter__(self) -> CpuSampler:
+        signal.signal(signal.SIGPROF, self._sample)
+        signal.setitimer(signal.ITIMER_PROF, self.interval_s, self.interval_s)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+
+
+def _where(url: str, n: int, concurrency: int, repeats: int, calls: SameCalls) -> None:
+    """Where the harness's CPU per call goes beside the same-calls loop's (interleaved, sampled runs)."""
+    loops = {"harness": lambda tmp: harness(url, n, tmp, concurrency),
+             "bare (same)": lambda tmp: bare_same(url, n, calls, concurrency)}
+    samples: dict[str, dict[str, int]] = {name: {} for name in loops}
+    cpu = dict.fromkeys(loops, 0.0)
+    made = dict.fromkeys(loops, 0)
+    load_before = os.getloadavg()
+    for rep in range(repeats):
+        for name in (list(loops) if rep % 2 == 0 else list(reversed(loops))):
+            with tempfile.TemporaryDirectory() as tmp, CpuSampler() as sampler:
+                _, seconds, count = asyncio.run(loops[name](Path(tmp)))
+            for category, hits in sampler.counts.items():
+                samples[name][category] = samples[name].get(category, 0) + hits
+            cpu[name] += seconds
+            made[name] += count
+    per_call = {name: {category: cpu[name] / made[name] * hits / sum(samples[name].values())
+                       for category, hits in samples[name].items()} for name in loops}
+    print(f"\nwhere the CPU per call goes ({n} questions, concurrency {concurrency}, {repeats} sampled runs of each "
+          f"loop, interleaved; {sum(samples['harness'].values())} / {sum(samples['bare (same)'].values())} samples; "
+          f"load average {_load(load_before)} before, {_load(os.getloadavg())} after):")
+    print(f"  {'µs per call':>11s} {'harness':>8s} {'bare':>8s} {'extra':>8s}")
+    categories = sorted({c for table in per_call.values() for c in table},
+                        key=lambda c: -per_call["harness"].get(c, 0.0))
+    for category in categories:
+        ours, theirs = per_call["harness"].get(category, 0.0) * 1e6, per_call["bare (same)"].get(category, 0.0) * 1e6
+        print(f"  {'':11s} {ours:8.1f} {theirs:8.1f} {ours - theirs:+8.1f}  {category}")
+    ours, theirs = cpu["harness"] / made["harness"] * 1e6, cpu["bare (same)"] / made["bare (same)"] * 1e6
+    print(f"  {'total':>11s} {ours:8.1f} {theirs:8.1f} {ours - theirs:+8.1f}  (the sampler's own cost is in "
+          f"both totals, {ours / theirs:.2f}x here: the ratio to quote is the unsampled one above)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 questions instead of 1,400")
@@ -330,6 +440,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", default=str(CONCURRENCY), help="comma-separated in-flight levels")
     parser.add_argument("--profile", action="store_true", help="also profile one harness run (cProfile)")
+    parser.add_argument("--where", action="store_true",
+                        help="also sample where the harness's extra CPU per call goes, beside the same-calls loop")
     args = parser.parse_args()
     n = args.questions or (200 if args.quick else 1400)
     levels = [int(x) for x in args.concurrency.split(",")]
@@ -346,6 +458,8 @@ def main() -> None:
             failed |= _level(url, n, level, args.repeats, calls)
         if args.profile:
             _profile(url, n, levels[-1])
+        if args.where:
+            _where(url, n, levels[-1], args.repeats, calls)
     finally:
         server.terminate()
         server.join(5)
