@@ -105,6 +105,7 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
         derived = derive_fact_seeds(typed, facts, pages, source=corpus_name, max_hops=max_hops)
         triples += derived.seeds
         stats["fact_seeds"] = {"typed_facts": len(facts.facts), "pages_with_kind": len(facts.kinds),
+                               "matches_left_out": facts.left_out,
                                "seeds": len(derived.seeds), "ambiguous_left_out": derived.ambiguous,
                                "relations": dict(sorted(Counter(t.relation for t in derived.seeds).items()))}
         if derived.ambiguous:

@@ -54,10 +54,26 @@ _DIRECTION = re.compile(r"^(?:(?:north|south|east|west|central|northern|southern
 #: the kind of place a page says it is, in its own sentence: "Nigeria is a country in West Africa"
 KINDS = ("continent", "country", "city", "town", "village", "island", "region", "province", "state", "county",
          "territory", "kingdom", "archipelago", "peninsula", "river", "lake", "sea", "ocean", "mountain range")
-_KIND = re.compile(r"^[^,;]{1,80}?\b(?:is|was) (?:an?|the) (?:[\w'-]+ ){0,5}?(?P<kind>"
+_KIND = re.compile(r"^[^,;]{1,80}?\b(?:is|was) (?:an?|the) (?:(?!of )[\w'-]+ ){0,5}?(?P<kind>"
                    + "|".join(KINDS) + r")\b", re.IGNORECASE)
 IMPLIED: dict[str, tuple[str, ...]] = {"capital_of": ("located_in",), "largest_city_of": ("located_in",)}
 RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS}
+#: containment level of a kind of place: a place lies only in a place of a higher level (a city is not "in" a
+#: city, a country not "in" a region); kinds not listed (river, lake, mountain range ...) are not ranked
+#: ("region", "territory", "state", "island" name places on either side of a country: not ranked)
+CONTAINMENT_LEVEL = {"village": 1, "town": 1, "city": 2, "county": 3, "province": 3, "country": 4, "kingdom": 4,
+                     "continent": 5}
+#: relations that say the subject lies in the object (checked against :data:`CONTAINMENT_LEVEL`)
+CONTAINMENT = frozenset(("located_in", "capital_of", "largest_city_of"))
+#: a clause boundary between the subject and the pattern: the words after it may be about something else
+#: ("Lagos was the capital ...; it was stripped of this title when the Federal Capital Territory was
+#: established at the purpose-built city of Abuja" does not say Lagos is in Abuja)
+_OTHER_CLAUSE = re.compile(r"[;:]|\b(?:when|where|which|who|whom|whose|that|while|after|before|until|because|"
+                           r"although|though|since|whereas|unless|if|but)\b", re.IGNORECASE)
+_PARENTHESES = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+#: why a matched sentence gave no fact (``FactSet.left_out``)
+NOT_OWN_CLAUSE = "not_the_subjects_own_clause"
+KIND_MISMATCH = "answer_kind_not_a_container"
 #: paths enumerated per seed by :meth:`TypedGraph.composing_paths`
 PATH_LIMIT = 1_000
 #: pages whose names (title, then aliases) the facts pass keeps at hand: bounded, whatever the corpus size
@@ -81,6 +97,30 @@ class FactSet(NamedTuple):
     facts: list[TypedFact]
     kinds: dict[str, str]
     object_not_a_page: dict[str, int] = {}
+    #: pattern matches left out so that no gold is false, by reason (:data:`NOT_OWN_CLAUSE`,
+    #: :data:`KIND_MISMATCH`)
+    left_out: dict[str, int] = {}
+
+
+def own_clause(before: str) -> bool:
+    """Whether the words between a sentence's subject and a relation pattern leave the subject in charge.
+
+    ``before`` is the sentence up to the pattern; a parenthesis (dates, a
+    pronunciation) is skipped, then any clause boundary (``;``, ``:``, a
+    relative or subordinating word, "but") means the pattern's verb may have
+    another subject, so the match is no fact about the page's subject.
+    """
+    while True:  # nested: "Copenhagen ( IPA: [...], rhyming with pagan (the way ...) ...)"
+        bare = _PARENTHESES.sub("", before)
+        if bare == before:
+            return _OTHER_CLAUSE.search(bare) is None
+        before = bare
+
+
+def contains(kinds: Mapping[str, str], subject: str, container: str) -> bool:
+    """False when both pages' kinds are ranked and ``container`` is not of a higher level than ``subject``."""
+    low, high = CONTAINMENT_LEVEL.get(kinds.get(subject, "")), CONTAINMENT_LEVEL.get(kinds.get(container, ""))
+    return low is None or high is None or high > low
 
 
 def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None, *,
@@ -97,6 +137,12 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     after the pattern, with the title or an alias of a page the sentence's page
     links to. ``aliases`` (page id -> other names: a dump's redirect titles) are
     the names the wiki itself says mean that page ("Afro-asiatic languages").
+
+    No false gold: the pattern must sit in the subject's own clause
+    (:func:`own_clause`), and a containment fact (``located_in``,
+    ``capital_of``, ``largest_city_of``) whose object is no higher a kind of
+    place than its subject (a city "in" a city) is left out
+    (:func:`contains`); both are counted in ``FactSet.left_out``.
     """
     docs: Iterable[Document] = documents
     if titles is None:
@@ -113,6 +159,7 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     facts: list[TypedFact] = []
     kinds: dict[str, str] = {}
     outside: Counter[str] = Counter()
+    left_out: Counter[str] = Counter()
     for doc in docs:
         own = names_of(doc.id)
         link_titles = sorted({(name.casefold(), p) for p in doc.links if p in known and p != doc.id
@@ -128,6 +175,9 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
                     match = pattern.search(sentence)
                     if match is None:
                         continue
+                    if not own_clause(sentence[:match.start()]):
+                        left_out[NOT_OWN_CLAUSE] += 1
+                        continue
                     rest = sentence[match.end():]
                     # a linked title that starts with the compass word wins ("Northern Ireland" over "Ireland")
                     found = object_page(rest, link_titles) or object_page(_DIRECTION.sub("", rest, count=1),
@@ -140,7 +190,10 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
                 if kind and doc.id not in kinds and sentence.casefold().startswith(
                         tuple(name.split(" (")[0].casefold() for name in own)):
                     kinds[doc.id] = kind.group("kind").lower()
-    return FactSet(facts, kinds, dict(sorted(outside.items())))
+    typed = [fact for fact in facts if fact.relation not in CONTAINMENT or contains(kinds, fact.subject, fact.object)]
+    if len(typed) < len(facts):
+        left_out[KIND_MISMATCH] += len(facts) - len(typed)
+    return FactSet(typed, kinds, dict(sorted(outside.items())), dict(sorted(left_out.items())))
 
 
 #: composed relations asked as seeds, at the level of the answer page's kind
@@ -170,7 +223,7 @@ def fact_seeds(typed: TypedGraph, fact_set: FactSet, pages: Mapping[str, Documen
     for v0 in sorted(typed.out):
         for path, composed in typed.walk(v0, max_hops):
             kind = fact_set.kinds.get(path[-1])
-            if kind is None:
+            if kind is None or not contains(fact_set.kinds, v0, path[-1]):
                 continue
             for relation in sorted(composed & SEED_QUESTIONS.keys()):
                 evidence = typed.statement(path[0], path[1]) or ""
