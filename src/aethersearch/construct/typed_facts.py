@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from aethersearch.construct.chain_semantics import compose
+from aethersearch.construct.infobox import infobox_rows, type_ok
 from aethersearch.construct.statements import MAX_STATEMENT_WORDS, is_prose
 from aethersearch.construct.triples import (
     RELATION_PATTERNS,
@@ -57,7 +58,11 @@ KINDS = ("continent", "country", "city", "town", "village", "island", "region", 
 _KIND = re.compile(r"^[^,;]{1,80}?\b(?:is|was) (?:an?|the) (?:(?!of )[\w'-]+ ){0,5}?(?P<kind>"
                    + "|".join(KINDS) + r")\b", re.IGNORECASE)
 IMPLIED: dict[str, tuple[str, ...]] = {"capital_of": ("located_in",), "largest_city_of": ("located_in",)}
-RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS}
+RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS} | {
+    # the relations only infobox rows give (``construct.infobox``)
+    "father": "Who is the father of {s}?", "mother": "Who is the mother of {s}?", "spouse": "Who was {s}'s spouse?",
+    "directed_by": "Who directed {s}?", "educated_at": "Where was {s} educated?",
+    "headquartered_in": "Where is {s} headquartered?", "has_capital": "What is the capital of {s}?"}
 #: containment level of a kind of place: a place lies only in a place of a higher level (a city is not "in" a
 #: city, a country not "in" a region); kinds not listed (river, lake, mountain range ...) are not ranked
 #: ("region", "territory", "state", "island" name places on either side of a country: not ranked)
@@ -74,6 +79,7 @@ _PARENTHESES = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 #: why a matched sentence gave no fact (``FactSet.left_out``)
 NOT_OWN_CLAUSE = "not_the_subjects_own_clause"
 KIND_MISMATCH = "answer_kind_not_a_container"
+TYPE_MISMATCH = "object_not_of_the_relations_type"
 #: paths enumerated per seed by :meth:`TypedGraph.composing_paths`
 PATH_LIMIT = 1_000
 #: pages whose names (title, then aliases) the facts pass keeps at hand: bounded, whatever the corpus size
@@ -165,6 +171,8 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
         link_titles = sorted({(name.casefold(), p) for p in doc.links if p in known and p != doc.id
                               for name in names_of(p)}, key=lambda item: (-len(item[0]), item[0]))
         forms = [doc] + [doc.model_copy(update={"title": name}) for name in own[1:]]
+        for row in infobox_rows(doc.text, link_titles):
+            facts.append(TypedFact(doc.id, row.relation, row.object, row.row))
         for line in doc.text.split("\n"):
             for raw in SENTENCE_SPLIT.split(line):
                 sentence = raw.strip()
@@ -193,12 +201,34 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     typed = [fact for fact in facts if fact.relation not in CONTAINMENT or contains(kinds, fact.subject, fact.object)]
     if len(typed) < len(facts):
         left_out[KIND_MISMATCH] += len(facts) - len(typed)
+    # a place: what a containment fact puts somewhere or puts something in, and what has or is a capital
+    places = {page for fact in typed if fact.relation in CONTAINMENT or fact.relation == "has_capital"
+              for page in (fact.subject, fact.object)}
+    checked = [fact for fact in typed if type_ok(fact.relation, fact.object, kinds, places)]
+    if len(checked) < len(typed):
+        left_out[TYPE_MISMATCH] += len(typed) - len(checked)
+    typed = checked
     return FactSet(typed, kinds, dict(sorted(outside.items())), dict(sorted(left_out.items())))
 
 
 #: composed relations asked as seeds, at the level of the answer page's kind
 SEED_QUESTIONS = {"located_in": "In which {kind} is {s}?", "born_in_country": "In which {kind} was {s} born?",
-                  "died_in_country": "In which {kind} did {s} die?"}
+                  "died_in_country": "In which {kind} did {s} die?",
+                  "based_in_country": "In which {kind} is {s} headquartered?",
+                  "author_born_in": "In which {kind} was the writer of {s} born?",
+                  "director_born_in": "In which {kind} was the director of {s} born?",
+                  "composer_born_in": "In which {kind} was the composer of {s} born?",
+                  "founder_born_in": "In which {kind} was the founder of {s} born?",
+                  # family: the answer is a person, no kind
+                  "paternal_grandfather": "Who was the paternal grandfather of {s}?",
+                  "maternal_grandfather": "Who was the maternal grandfather of {s}?",
+                  "paternal_grandmother": "Who was the paternal grandmother of {s}?",
+                  "maternal_grandmother": "Who was the maternal grandmother of {s}?",
+                  "father_in_law": "Who was the father-in-law of {s}?",
+                  "mother_in_law": "Who was the mother-in-law of {s}?"}
+#: composed relations asked without a kind of place (their answer is a person)
+PERSON_SEEDS = frozenset(("paternal_grandfather", "maternal_grandfather", "paternal_grandmother",
+                          "maternal_grandmother", "father_in_law", "mother_in_law"))
 
 
 class FactSeeds(NamedTuple):
@@ -223,11 +253,14 @@ def fact_seeds(typed: TypedGraph, fact_set: FactSet, pages: Mapping[str, Documen
     for v0 in sorted(typed.out):
         for path, composed in typed.walk(v0, max_hops):
             kind = fact_set.kinds.get(path[-1])
-            if kind is None or not contains(fact_set.kinds, v0, path[-1]):
-                continue
             for relation in sorted(composed & SEED_QUESTIONS.keys()):
+                if relation in PERSON_SEEDS:
+                    if kind is not None:  # a person is no kind of place
+                        continue
+                elif kind is None or not contains(fact_set.kinds, v0, path[-1]):
+                    continue
                 evidence = typed.statement(path[0], path[1]) or ""
-                answers[(v0, relation, kind)].setdefault(path[-1], evidence)
+                answers[(v0, relation, kind or "")].setdefault(path[-1], evidence)
     seeds: list[QATriple] = []
     ambiguous = 0
     for (v0, relation, kind), ends in sorted(answers.items()):
@@ -239,7 +272,8 @@ def fact_seeds(typed: TypedGraph, fact_set: FactSet, pages: Mapping[str, Documen
         seeds.append(_seed(pages[v0], pages[answer], relation, question, evidence, source, len(seeds) + 1))
     covered = {(t.subject, t.answer_page) for t in seeds}
     for fact in fact_set.facts:
-        if (fact.subject, fact.object) in covered or fact.relation in ("located_in", "capital_of", "largest_city_of"):
+        if (fact.subject, fact.object) in covered or fact.relation in ("located_in", "capital_of", "largest_city_of") \
+                or fact.relation not in RELATION_QUESTIONS:
             continue
         covered.add((fact.subject, fact.object))
         question = RELATION_QUESTIONS[fact.relation].format(s=pages[fact.subject].title)
