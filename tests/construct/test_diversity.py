@@ -57,3 +57,13 @@ def test_the_demo_release_is_diverse_and_its_manifest_says_how(tmp_path: Path) -
     assert set(manifest["popularity"]) == {"subject_in_degree", "answer_in_degree", "subject_chars", "answer_chars"}
     rows = [json.loads(line) for line in (built.path / "diagnostics.jsonl").read_text().splitlines()]
     assert all(set(r["extra"]["popularity"]) == {"subject", "answer"} for r in rows)
+
+
+def test_goals_say_which_rule_stopped_the_build() -> None:
+    met = diversity.goals(["located_in"] * 3 + ["father"], ["Europe", "Europe", "Asia", "Bob"], [2, 2, 3, 4],
+                          {"not_entailing": 40, "seed_answer_not_a_page": 9000, "answer_share_cap": 7})
+    assert met["goals"]["questions"] == {"target": 100, "achieved": 4, "met": False}
+    assert met["goals"]["relations"]["achieved"] == 2 and met["goals"]["max_answer_share"]["achieved"] == 0.5
+    assert met["goals"]["multi_hop_share"] == {"target": 0.30, "achieved": 0.5, "met": True}
+    assert met["stopped_by"] == {"not_entailing": 40, "answer_share_cap": 7}  # seed-list reasons are not rules
+    assert met["questions_short_by"] == 96 and not met["all_met"]

@@ -37,6 +37,16 @@ def summary_table(built: Any) -> Table:
         table.add_row(f"rejected: {escape(reason)}", str(count))
     if result.detours:
         table.add_row("detour tier (not entailing, separate release)", str(len(result.detours)))
+    from aethersearch.construct.diversity import goals
+
+    met = goals([q.triple.relation for q in result.questions], [q.triple.answer_page for q in result.questions],
+                [len(q.path) - 1 for q in result.questions], result.rejected)
+    for name, row in met["goals"].items():
+        table.add_row(f"goal {name}: target {row['target']}", f"{row['achieved']}"
+                      + ("" if row["met"] else " [bold red](not met)[/]"))
+    if "stopped_by" in met:
+        table.add_row("  stopped by (rule: candidates)", escape(", ".join(f"{r}: {n}"
+                                                                          for r, n in met["stopped_by"].items())))
     checks = getattr(built, "checks", {}) or {}
     screen = checks.get("parametric_screen")
     if isinstance(screen, dict):

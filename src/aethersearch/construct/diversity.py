@@ -135,5 +135,39 @@ def distributions(answers: Sequence[str], subjects: Sequence[str], paths: Sequen
     return out
 
 
-__all__ = ["MAX_SHARED_HOPS", "answer_cap", "cap_answers", "distributions", "hops_of", "overlaps", "popularity",
+#: the release goals of issue 48 (a benchmark that measures search): questions, question relations, the
+#: largest answer share, and the share of chains with 3 or 4 hops
+GOALS = {"questions": 100, "relations": 5, "max_answer_share": 0.10, "multi_hop_share": 0.30}
+#: rejection reasons that are about the seed lists, not the construction's rules
+_SEED_REASONS = ("seed_",)
+
+
+def goals(relations: Sequence[str], answers: Sequence[str], hops: Sequence[int],
+          rejected: Mapping[str, int]) -> dict[str, Any]:
+    """The manifest's ``construction.goals``: each goal's target, what was achieved, and whether it was met;
+    when one is not, the rules that rejected most candidates (``stopped_by``, with their counts)."""
+    count = len(answers)
+    share = Counter(answers).most_common(1)[0][1] / count if count else None
+    multi = sum(h in (3, 4) for h in hops) / count if count else None
+    rows: dict[str, dict[str, Any]] = {
+        "questions": {"target": GOALS["questions"], "achieved": count, "met": count >= GOALS["questions"]},
+        "relations": {"target": GOALS["relations"], "achieved": len(set(relations)),
+                      "by_relation": dict(sorted(Counter(relations).items())),
+                      "met": len(set(relations)) >= GOALS["relations"]},
+        "max_answer_share": {"target": GOALS["max_answer_share"], "achieved": None if share is None else round(share, 4),
+                             "met": share is not None and share <= GOALS["max_answer_share"]},
+        "multi_hop_share": {"target": GOALS["multi_hop_share"], "achieved": None if multi is None else round(multi, 4),
+                            "met": multi is not None and multi >= GOALS["multi_hop_share"]},
+    }
+    out: dict[str, Any] = {"goals": rows, "all_met": all(row["met"] for row in rows.values())}
+    if not out["all_met"]:
+        rules = sorted(((n, reason) for reason, n in rejected.items() if not reason.startswith(_SEED_REASONS)),
+                       reverse=True)
+        out["stopped_by"] = {reason: n for n, reason in rules[:8]}
+        if rows["questions"]["achieved"] < GOALS["questions"]:
+            out["questions_short_by"] = GOALS["questions"] - count
+    return out
+
+
+__all__ = ["GOALS", "MAX_SHARED_HOPS", "answer_cap", "goals", "cap_answers", "distributions", "hops_of", "overlaps", "popularity",
            "tail_order"]

@@ -31,7 +31,7 @@ from aethersearch.release.manifest import (
     write_release_files,
 )
 from aethersearch.construct.hintfree import ConstructionConfig, ConstructionResult
-from aethersearch.construct.diversity import distributions
+from aethersearch.construct.diversity import distributions, goals
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.jsonl import dumps_pretty, sha256_bytes
@@ -152,6 +152,9 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
                                                     [q.path for q in result.questions],
                                                     [q.popularity for q in result.questions],
                                                     config.max_answer_share),
+                         "goals": goals([q.triple.relation for q in result.questions],
+                                        [q.triple.answer_page for q in result.questions],
+                                        [len(q.path) - 1 for q in result.questions], result.rejected),
                          "triples": triple_stats or {},
                          "companions": {fname: sha256_bytes(data) for fname, data in sorted((companions or {}).items())}},
         "corpus": corpus,
