@@ -148,6 +148,19 @@ def apply_screen(result: ConstructionResult, screened: Mapping[str, dict[str, An
                            hop_distribution=dict(sorted(hops.items()))), records
 
 
+def screen_accuracy(screened: Mapping[str, Mapping[str, Any]], kept: Sequence[ConstructedQuestion]) -> dict[str, Any]:
+    """The screening model and its closed-book accuracy (answered without search) on all it screened and on the
+    questions kept; absent (None) when nothing was screened."""
+    records = [r for r in screened.values() if r.get("screened")]
+    on_kept = [screened[q.triple.id] for q in kept if screened.get(q.triple.id, {}).get("screened")]
+    models = sorted({str(r.get("model")) for r in records})
+    return {"model": models[0] if len(models) == 1 else models,
+            "closed_book_accuracy": (round(sum(bool(r["answered_without_search"]) for r in records) / len(records), 4)
+                                     if records else None),
+            "closed_book_accuracy_on_kept": (round(sum(bool(r["answered_without_search"]) for r in on_kept)
+                                                   / len(on_kept), 4) if on_kept else None)}
+
+
 def build_page_release(documents: Sequence[Document] | Mapping[str, Document], out_dir: str | Path, *, name: str,
                        source_dataset: str, corpus: dict[str, Any], config: ConstructionConfig | None = None,
                        seeds_root: str | Path | None = None, fact_seeds: bool = True,
@@ -157,7 +170,8 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
                        review: str | Path | None = None,
                        page_aliases: Mapping[str, Sequence[str]] | None = None,
                        on_candidate: Callable[[int, int, int], None] | None = None,
-                       graph: LinkGraph | None = None) -> BuiltRelease:
+                       graph: LinkGraph | None = None,
+                       memorised_out: str | Path | None = None) -> BuiltRelease:
     """Pages + seeds -> the release of entailing hint-free questions (see the module docstring).
 
     ``documents`` is the page list, or a mapping page id -> page in page order: a
@@ -196,7 +210,10 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     if not result.questions:
         no_questions(result, used, f"; {census_note(pages, typed, pool.facts, config.max_hops)}")
     screened_raw = screen(result.questions) if screen is not None else None
+    before = result.questions
     result, screened = apply_screen(result, screened_raw, keep_memorised=keep_memorised)
+    kept_ids = {q.triple.id for q in result.questions}
+    memorised = [q for q in before if q.triple.id not in kept_ids]
     reviewed = apply_question_review(result.questions, Path(review) if review is not None else None, pages)
     if reviewed.excluded:
         rejected = {**result.rejected, "human_rejected": reviewed.excluded}
@@ -208,8 +225,11 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     accepted = {q.triple.id for q in result.questions}
     seed_review = [{**row, "accepted": row["triple_id"] in accepted} for row in pool.review]
     checks: dict[str, Any] = {
-        "parametric_screen": ({**screen_counts(screened), "policy": "kept, marked" if keep_memorised else "dropped"}
-                              if screened is not None else "not run"),
+        "parametric_screen": ({**screen_counts(screened), **screen_accuracy(screened, result.questions),
+                               "policy": "kept, marked" if keep_memorised else "dropped",
+                               "memorised_tier": Path(memorised_out).name if memorised_out is not None and memorised
+                               else None}
+                              if screened is not None else "not run (--no-screen)"),
         "entailment_judge": judge.name if judge is not None else "not run (relation composition only)",
         "review": {"file": Path(review).name if review is not None else None,
                    "excluded": reviewed.excluded,
@@ -230,6 +250,11 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     path = write_hintfree_release(result, out_dir, name=name, screen=screened,
                                   companions={"seed_review.jsonl": encode_jsonl(seed_review),
                                               TEMPLATE_NAME: reviewed.template}, **common)
+    if memorised_out is not None and memorised:
+        hops = Counter(len(q.path) - 1 for q in memorised)
+        tier = result._replace(questions=memorised, hop_distribution=dict(sorted(hops.items())), hop_mix=None)
+        write_hintfree_release(tier, memorised_out, name=f"{name}_memorised", tier="memorised", screen=screened,
+                               **common)
     if detours_out is not None and result.detours:
         hops = Counter(len(q.path) - 1 for q in result.detours)
         detours = result._replace(questions=result.detours, hop_distribution=dict(sorted(hops.items())),
