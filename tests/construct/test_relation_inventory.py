@@ -124,3 +124,24 @@ def test_real_wikispeedia_infoboxes_give_typed_hops_beyond_geography(wikispeedia
     relations = {relation for _, relation, _ in rows}
     assert {"father", "spouse", "written_by", "headquartered_in", "born_in", "died_in"} <= relations
     assert not [k for k in rows if k[0] == "Santa_Claus" and k[1] == "father"]
+
+
+def test_the_name_a_row_uses_is_a_name_of_its_page_and_grounds_the_chain(tmp_path) -> None:
+    """"Father George VI" names the page "George VI of the United Kingdom": the construction sees the mention
+    (mask terms, hop evidence), and a chain page naming "Elizabeth II" grounds the subject
+    "Elizabeth II of the United Kingdom"."""
+    from aethersearch.construct.infobox import short_name
+    from aethersearch.construct.page_release import build_page_release
+
+    assert short_name("Elizabeth II of the United Kingdom") == "Elizabeth II"
+    assert short_name("Bank of China") == "Bank of China"  # one word before "of": no short name
+    facts = extract_facts(ROYALS)
+    assert facts.names == {"George_VI": ["George VI"], "George_V": ["George V"]}
+    more = {"George_VI": " His daughter is Elizabeth II. He succeeded his father George V in 1936.",
+            "Elizabeth_II": " She succeeded her father George VI in 1952."}  # prose the validator wants
+    pages = [d.model_copy(update={"text": d.text + more.get(d.id, "")}) for d in ROYALS]
+    built = build_page_release(pages, tmp_path / "rel", name="t", source_dataset="t", corpus={"kind": "t"})
+    (question,) = [q for q in built.result.questions if q.triple.relation == "paternal_grandfather"]
+    assert question.path == ["Elizabeth_II", "George_VI", "George_V"]
+    assert [h["statement"] for h in question.hop_questions] == ["Father George VI", "Father George V"]
+    assert "George VI" in question.mask.hidden_terms["George_VI"]

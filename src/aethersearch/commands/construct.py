@@ -44,9 +44,8 @@ def summary_table(built: Any) -> Table:
     for name, row in met["goals"].items():
         table.add_row(f"goal {name}: target {row['target']}", f"{row['achieved']}"
                       + ("" if row["met"] else " [bold red](not met)[/]"))
-    if "stopped_by" in met:
-        table.add_row("  stopped by (rule: candidates)", escape(", ".join(f"{r}: {n}"
-                                                                          for r, n in met["stopped_by"].items())))
+    for reason, count in met.get("stopped_by", {}).items():
+        table.add_row(f"  goals stopped by: {escape(reason)}", str(count))
     checks = getattr(built, "checks", {}) or {}
     screen = checks.get("parametric_screen")
     if isinstance(screen, dict):

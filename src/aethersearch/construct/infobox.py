@@ -83,6 +83,8 @@ class InfoboxRow(NamedTuple):
     relation: str
     object: str
     row: str
+    #: how the row names the object ("George VI" for the page "George VI of the United Kingdom")
+    surface: str
 
 
 def _rows(line: str) -> Iterator[tuple[str, str]]:
@@ -114,8 +116,15 @@ def infobox_rows(text: str, link_titles: Sequence[tuple[str, str]]) -> list[Info
             found = _first_named(value, names, at_start=relation in AT_START)
             if found is not None:
                 seen.add(label)
-                out.append(InfoboxRow(label, relation, found, f"{label} {value}"))
+                out.append(InfoboxRow(label, relation, found[0], f"{label} {value}", found[1]))
     return out
+
+
+def short_name(title: str) -> str:
+    """The part of a title before " of " when it has two words or more ("George VI" of "George VI of the United
+    Kingdom"), else the title: how infobox rows and neighbouring pages name a monarch or a noble."""
+    head = title.split(" of ")[0]
+    return head if head != title and len(head.split()) >= 2 else title
 
 
 def _heads(link_titles: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -123,26 +132,31 @@ def _heads(link_titles: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     title before " of ", when it has two words or more and no other linked page shares it."""
     heads: dict[str, set[str]] = {}
     for name, page in link_titles:
-        head = name.split(" of ")[0]
-        if head != name and len(head.split()) >= 2:
+        head = short_name(name)
+        if head != name:
             heads.setdefault(head, set()).add(page)
     taken = {name for name, _ in link_titles}
     return [(head, next(iter(pages))) for head, pages in heads.items() if len(pages) == 1 and head not in taken]
 
 
-def _first_named(value: str, link_titles: Sequence[tuple[str, str]], *, at_start: bool) -> str | None:
+def _first_named(value: str, link_titles: Sequence[tuple[str, str]], *, at_start: bool) -> tuple[str, str] | None:
     """The linked page named earliest in ``value`` (longest name first at a position); ``at_start``: only a
     name that begins the value, after honorifics ("Consort Edith of Wessex" is not a marriage to Wessex)."""
     folded = value.casefold()
-    if at_start:
-        folded = folded[_HONORIFIC.match(folded).end():]  # type: ignore[union-attr]
+    skip = _HONORIFIC.match(folded).end() if at_start else 0  # type: ignore[union-attr]
+    folded = folded[skip:]
     best: tuple[int, int, str] | None = None
     for name, page in link_titles:
         match = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", folded)
         if match is not None and (not at_start or match.start() == 0) \
                 and (best is None or (match.start(), -len(name)) < best[:2]):
             best = (match.start(), -len(name), page)
-    return best[2] if best is not None else None
+    if best is None:
+        return None
+    start, length = skip + best[0], -best[1]
+    # the row's own spelling of the name (casefolding kept the length), else the linked name as folded
+    surface = value[start:start + length] if len(value.casefold()) == len(value) else folded[best[0]:best[0] + length]
+    return best[2], surface
 
 
 def type_ok(relation: str, obj: str, kinds: Mapping[str, str], places: frozenset[str] | set[str]) -> bool:
@@ -156,4 +170,4 @@ def type_ok(relation: str, obj: str, kinds: Mapping[str, str], places: frozenset
     return True
 
 
-__all__ = ["FIELD_RELATIONS", "LABELS", "InfoboxRow", "infobox_rows", "type_ok"]
+__all__ = ["FIELD_RELATIONS", "LABELS", "InfoboxRow", "infobox_rows", "short_name", "type_ok"]

@@ -35,7 +35,7 @@ the chain search's and validators' reasons, ``not_entailing``, ``memorised``,
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -59,6 +59,26 @@ from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.records import Document
 
 Screen = Callable[[Sequence[ConstructedQuestion]], Mapping[str, dict[str, Any]]]
+
+
+class WithNames(Mapping[str, Sequence[str]]):
+    """Page aliases (a dump's redirect titles: read lazily, never copied) plus the names infobox rows use."""
+
+    def __init__(self, base: Mapping[str, Sequence[str]], names: Mapping[str, Sequence[str]]) -> None:
+        self._base, self._names = base, names
+
+    def __getitem__(self, page: str) -> Sequence[str]:
+        extra = self._names.get(page, ())
+        if not extra:
+            return self._base[page]
+        return list(dict.fromkeys([*self._base.get(page, ()), *extra]))
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._base
+        yield from (page for page in self._names if page not in self._base)
+
+    def __len__(self) -> int:
+        return len(self._base) + sum(page not in self._base for page in self._names)
 
 
 class SeedPool(NamedTuple):
@@ -199,6 +219,8 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     pages = documents if isinstance(documents, Mapping) else {doc.id: doc for doc in documents}
     pool, typed = gather_seeds(pages, seeds_root, fact_seeds=fact_seeds, corpus_name=source_dataset,
                                max_hops=config.max_hops, page_aliases=page_aliases)
+    if pool.facts.names:  # the names infobox rows call pages by are names of those pages, like redirect titles
+        page_aliases = WithNames(page_aliases or {}, pool.facts.names)
     if graph is None:
         graph = LinkGraph.from_documents(pages.values())
     used = list(validators) if validators is not None else [

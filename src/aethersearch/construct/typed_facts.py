@@ -106,6 +106,9 @@ class FactSet(NamedTuple):
     #: pattern matches left out so that no gold is false, by reason (:data:`NOT_OWN_CLAUSE`,
     #: :data:`KIND_MISMATCH`)
     left_out: dict[str, int] = {}
+    #: page id -> the other names an infobox row calls it by ("George VI"): names of that page, for the
+    #: construction's mentions and the mask's hidden terms, as a dump's redirect titles are
+    names: dict[str, list[str]] = {}
 
 
 def own_clause(before: str) -> bool:
@@ -166,6 +169,7 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     kinds: dict[str, str] = {}
     outside: Counter[str] = Counter()
     left_out: Counter[str] = Counter()
+    surfaces: dict[str, set[str]] = defaultdict(set)
     for doc in docs:
         own = names_of(doc.id)
         link_titles = sorted({(name.casefold(), p) for p in doc.links if p in known and p != doc.id
@@ -173,6 +177,8 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
         forms = [doc] + [doc.model_copy(update={"title": name}) for name in own[1:]]
         for row in infobox_rows(doc.text, link_titles):
             facts.append(TypedFact(doc.id, row.relation, row.object, row.row))
+            if row.surface.casefold() not in {name.casefold() for name in names_of(row.object)}:
+                surfaces[row.object].add(row.surface)
         for line in doc.text.split("\n"):
             for raw in SENTENCE_SPLIT.split(line):
                 sentence = raw.strip()
@@ -208,7 +214,9 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     if len(checked) < len(typed):
         left_out[TYPE_MISMATCH] += len(typed) - len(checked)
     typed = checked
-    return FactSet(typed, kinds, dict(sorted(outside.items())), dict(sorted(left_out.items())))
+    used = {fact.object for fact in typed}
+    names = {page: sorted(forms) for page, forms in sorted(surfaces.items()) if page in used}
+    return FactSet(typed, kinds, dict(sorted(outside.items())), dict(sorted(left_out.items())), names)
 
 
 #: composed relations asked as seeds, at the level of the answer page's kind
