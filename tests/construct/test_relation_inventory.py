@@ -87,6 +87,16 @@ def test_writer_then_birthplace_composes_and_keeps_composing_with_containment() 
     assert compose([["written_by"], ["born_in"], ["located_in"]])[0] == {"author_born_in"}
     assert compose([["directed_by"], ["born_in"]])[0] == {"director_born_in"}
     assert compose([["founded_by"], ["born_in"], ["located_in"], ["located_in"]])[0] == {"founder_born_in"}
+    assert compose([["father"], ["born_in"], ["located_in"]])[0] == {"father_born_in"}
+    assert compose([["spouse"], ["born_in"]])[0] == {"spouse_born_in"}
+
+
+def test_a_country_house_is_no_country() -> None:
+    """"Sandringham House is a country house": with "country" as its kind, the build asked "In which country
+    did the father of Edward VIII die?" with the gold Sandringham House."""
+    docs = [Document(id="Sandringham_House", title="Sandringham House", links=[],
+                     text="Sandringham House is a country house on 20,000 acres of land in Norfolk, England.")]
+    assert extract_facts(docs).kinds == {}
 
 
 @pytest.mark.parametrize(("hops", "not_this"), [

@@ -42,7 +42,9 @@ is y's r2 then z is x's r"):
 * **creative works and organisations**: ``written_by . born_in =>
   author_born_in`` (likewise ``directed_by``, ``composed_by``,
   ``founded_by``), which stays itself when followed by ``located_in``
-  ("In which country was the author of X born?").
+  ("In which country was the author of X born?"); ``father . born_in =>
+  father_born_in`` (``father . died_in``, ``mother . born_in``,
+  ``spouse . born_in`` likewise), also kept through ``located_in``.
 
 Deliberately **absent**: ``mother . spouse`` and ``father . spouse`` (a
 parent's spouse may be a step-parent), ``sibling . spouse`` (a sibling's
@@ -112,6 +114,15 @@ DEFAULT_RULES: dict[tuple[str, str], str] = {
     ("composer_born_in", "located_in"): "composer_born_in",
     ("founded_by", "born_in"): "founder_born_in",
     ("founder_born_in", "located_in"): "founder_born_in",
+    # family and place: where a parent or spouse was born or died
+    ("father", "born_in"): "father_born_in",
+    ("father_born_in", "located_in"): "father_born_in",
+    ("father", "died_in"): "father_died_in",
+    ("father_died_in", "located_in"): "father_died_in",
+    ("mother", "born_in"): "mother_born_in",
+    ("mother_born_in", "located_in"): "mother_born_in",
+    ("spouse", "born_in"): "spouse_born_in",
+    ("spouse_born_in", "located_in"): "spouse_born_in",
 }
 
 

@@ -56,7 +56,8 @@ _DIRECTION = re.compile(r"^(?:(?:north|south|east|west|central|northern|southern
 KINDS = ("continent", "country", "city", "town", "village", "island", "region", "province", "state", "county",
          "territory", "kingdom", "archipelago", "peninsula", "river", "lake", "sea", "ocean", "mountain range")
 _KIND = re.compile(r"^[^,;]{1,80}?\b(?:is|was) (?:an?|the) (?:(?!of )[\w'-]+ ){0,5}?(?P<kind>"
-                   + "|".join(KINDS) + r")\b", re.IGNORECASE)
+                   + "|".join(KINDS) + r")\b(?! (?:house|houses|estate|club|music|park|seat|road|hall)\b)",
+                   re.IGNORECASE)  # "Sandringham House is a country house" is no country
 IMPLIED: dict[str, tuple[str, ...]] = {"capital_of": ("located_in",), "largest_city_of": ("located_in",)}
 RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS} | {
     # the relations only infobox rows give (``construct.infobox``)
@@ -227,6 +228,10 @@ SEED_QUESTIONS = {"located_in": "In which {kind} is {s}?", "born_in_country": "I
                   "director_born_in": "In which {kind} was the director of {s} born?",
                   "composer_born_in": "In which {kind} was the composer of {s} born?",
                   "founder_born_in": "In which {kind} was the founder of {s} born?",
+                  "father_born_in": "In which {kind} was the father of {s} born?",
+                  "father_died_in": "In which {kind} did the father of {s} die?",
+                  "mother_born_in": "In which {kind} was the mother of {s} born?",
+                  "spouse_born_in": "In which {kind} was the spouse of {s} born?",
                   # family: the answer is a person, no kind
                   "paternal_grandfather": "Who was the paternal grandfather of {s}?",
                   "maternal_grandfather": "Who was the maternal grandfather of {s}?",
