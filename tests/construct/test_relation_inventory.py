@@ -155,3 +155,15 @@ def test_the_name_a_row_uses_is_a_name_of_its_page_and_grounds_the_chain(tmp_pat
     assert question.path == ["Elizabeth_II", "George_VI", "George_V"]
     assert [h["statement"] for h in question.hop_questions] == ["Father George VI", "Father George V"]
     assert "George VI" in question.mask.hidden_terms["George_VI"]
+
+
+def test_a_name_inside_a_longer_name_is_no_object() -> None:
+    """"Capital Port of Spain" (Trinidad and Tobago's real row) is no capital Spain; a capital's name begins
+    its row, after "(and largest city)"."""
+    links = _links(("Spain", "Spain"), ("Vienna", "Vienna"), ("Italy", "Italy"))
+    row = "Capital Port of Spain 10°40′N 61°31′W Largest town Chaguanas Official languages English"
+    assert infobox_rows(row, links) == []
+    austria = "Capital (and largest city) Vienna 48°12′N 16°21′E Official languages German Government Republic"
+    assert [(r.relation, r.object) for r in infobox_rows(austria, links)] == [("has_capital", "Vienna")]
+    pius = "Born 2 March 1876 Rome Died 9 October 1958 Castel Gandolfo, Italy Religion Catholic"
+    assert [(r.relation, r.object) for r in infobox_rows(pius, links)] == [("died_in", "Italy")]

@@ -52,7 +52,7 @@ FIELD_RELATIONS: dict[str, str] = {
 PLACE_OBJECT = frozenset(("born_in", "died_in", "headquartered_in", "has_capital"))
 PERSON_OBJECT = frozenset(("father", "mother", "spouse", "written_by", "directed_by", "composed_by", "educated_at"))
 #: relations whose object must begin the row's value (a name, not a place mentioned after it)
-AT_START = PERSON_OBJECT | {"founded_by"}
+AT_START = PERSON_OBJECT | {"founded_by", "has_capital"}
 #: every label that ends a row's value (the table's fields and the other common infobox labels)
 LABELS = tuple(sorted({*FIELD_RELATIONS, "Predecessor", "Successor", "Issue", "Religion", "Nationality", "Residence",
                        "Known for", "Notable Prizes", "Field", "Institution", "Institutions", "Country", "Language",
@@ -65,7 +65,8 @@ LABELS = tuple(sorted({*FIELD_RELATIONS, "Predecessor", "Successor", "Issue", "R
                        "Occupation", "Cinematography", "Editing by", "Distributed by", "Running time", "Budget",
                        "Calling code", "Internet TLD", "Independence", "Demonym", "Founded", "Parent company",
                        "Original title", "Translator", "Cover artist", "Illustrator", "Membership", "Academic advisor",
-                       "Notable students", "Series", "Subject", "Release date", "Country of origin"},
+                       "Notable students", "Series", "Subject", "Release date", "Country of origin", "Largest town",
+                       "Political party", "Profession", "Spouse(s)", "Children", "Signature"},
                       key=lambda label: (-len(label), label)))
 _LABEL = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(label) for label in LABELS) + r")(?= [A-Z0-9(])")
 #: only the head of a page carries its infobox
@@ -73,7 +74,10 @@ HEAD_CHARS = 3_000
 #: labels a line needs to count as an infobox line ("Father Christmas is also present ... Country" is prose)
 MIN_LABELS = 3
 #: words a person's name may follow at the start of a row ("Father King Henry VIII")
-_HONORIFIC = re.compile(r"^(?:(?:king|queen|prince|princess|sir|lord|lady|emperor|empress|saint|st\.|dr\.) )*")
+_HONORIFIC = re.compile(r"^(?:\([^()]*\) *)?(?:(?:king|queen|prince|princess|sir|lord|lady|emperor|empress|saint|"
+                        r"st\.|dr\.) )*")
+#: a name right after "of" is part of a longer name ("Port of Spain" is no Spain)
+_OF_BEFORE = re.compile(r"\bof $")
 
 
 class InfoboxRow(NamedTuple):
@@ -149,6 +153,7 @@ def _first_named(value: str, link_titles: Sequence[tuple[str, str]], *, at_start
     for name, page in link_titles:
         match = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", folded)
         if match is not None and (not at_start or match.start() == 0) \
+                and not _OF_BEFORE.search(folded[:match.start()]) \
                 and (best is None or (match.start(), -len(name)) < best[:2]):
             best = (match.start(), -len(name), page)
     if best is None:
