@@ -39,7 +39,8 @@ PAGES = [d.model_copy(update={"text": d.text + " Kano is its second city.", "lin
 def _africa(tmp_path: Path, screen: Any) -> Path:
     out = tmp_path / "rel"
     build_page_release(PAGES, out, name="t", source_dataset="t", corpus={"kind": "t"}, screen=screen,
-                       memorised_out=tmp_path / "mem", config=ConstructionConfig(max_answer_share=None))
+                       memorised_out=tmp_path / "mem",
+                       config=ConstructionConfig(max_answer_share=None, hop_targets={2: 1.0}))
     return out
 
 
@@ -63,6 +64,7 @@ def test_the_memorised_tier_is_a_separate_release_and_the_manifest_names_the_mod
     assert [r["question"] for r in read_jsonl(main / "eval.jsonl")] == ["In which continent is Kano?"]
     manifest = json.loads((main / "manifest.json").read_text())["construction"]
     assert manifest["rejected"]["memorised"] == 1 and manifest["tier"] == "entailing"
+    assert manifest["hop_mix"]["2"]["achieved"] == 1 and manifest["hop_distribution"] == {"2": 1}  # rows written
     record = manifest["triples"]["parametric_screen"]
     assert record["closed_book_accuracy"] == 0.5 and record["closed_book_accuracy_on_kept"] == 0.0
     assert record["model"] == "remembers-abuja" and record["memorised_tier"] == "mem"
