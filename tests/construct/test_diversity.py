@@ -67,3 +67,13 @@ def test_goals_say_which_rule_stopped_the_build() -> None:
     assert met["goals"]["multi_hop_share"] == {"target": 0.30, "achieved": 0.5, "met": True}
     assert met["stopped_by"] == {"not_entailing": 40, "answer_share_cap": 7}  # seed-list reasons are not rules
     assert met["questions_short_by"] == 96 and not met["all_met"]
+
+
+def test_the_hop_mix_says_when_the_diversity_rules_took_the_longer_chains() -> None:
+    from aethersearch.construct.hintfree import hop_mix_report
+
+    config = ConstructionConfig(hop_targets={2: 0.5, 3: 0.5})
+    mix = hop_mix_report(config, {2: 10**9, 3: 10**9}, {2: 4}, [], {"not_entailing": 7}, {3: 2})
+    assert mix["3"]["short_by"] == 2
+    assert mix["3"]["reason"].startswith("the graph gave only 2 entailing 3-hop chain(s) among all seeds, of which "
+                                         "the diversity rules left out 2")

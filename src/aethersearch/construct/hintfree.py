@@ -123,6 +123,8 @@ class ConstructionResult(NamedTuple):
     validators: list[str]
     detours: list[ConstructedQuestion] = []
     hop_mix: dict[str, Any] | None = None
+    #: hop count -> entailing chains the diversity rules left out (subject taken, overlap, answer share)
+    diversity_dropped: dict[int, int] = {}
 
 
 def _title_terms(doc: Document, aliases: Mapping[str, Sequence[str]]) -> list[str]:
@@ -220,6 +222,7 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
     subjects: set[str] = set()
     chains: list[set[tuple[str, str]]] = []
     answers: Counter[str] = Counter()
+    dropped: Counter[int] = Counter()
     per_answer = (diversity.answer_cap(config.max_questions, config.max_answer_share)
                   if config.max_answer_share is not None and config.max_questions is not None else None)
     considered = 0
@@ -241,10 +244,13 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
             rejected["hop_target_full"] += 1
         elif config.diverse and triple.subject in subjects:
             rejected["subject_taken"] += 1
+            dropped[len(outcome.path) - 1] += 1
         elif config.diverse and diversity.overlaps(outcome.path, chains):
             rejected["chain_overlap"] += 1
+            dropped[len(outcome.path) - 1] += 1
         elif per_answer is not None and answers[triple.answer_page] >= per_answer:
             rejected["answer_share_cap"] += 1  # of max_questions; without it, trimmed on the final count below
+            dropped[len(outcome.path) - 1] += 1
         else:
             answers[triple.answer_page] += 1
             accepted.append(outcome)
@@ -257,11 +263,12 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
                                      [q.popularity["subject"]["in_degree"] for q in accepted], config.max_answer_share)
         if len(kept) < len(accepted):
             rejected["answer_share_cap"] += len(accepted) - len(kept)
+            dropped.update(len(accepted[i].path) - 1 for i in set(range(len(accepted))) - set(kept))
             accepted = [accepted[i] for i in kept]
     hops = Counter(len(q.path) - 1 for q in accepted)
-    mix = hop_mix_report(config, caps, hops, detours, rejected) if caps is not None else None
+    mix = hop_mix_report(config, caps, hops, detours, rejected, dropped) if caps is not None else None
     return ConstructionResult(accepted, dict(sorted(rejected.items())), dict(sorted(hops.items())), considered,
-                              [v.name for v in validators], detours, mix)
+                              [v.name for v in validators], detours, mix, dict(sorted(dropped.items())))
 
 
 def hop_caps(config: ConstructionConfig) -> dict[int, int] | None:
@@ -274,8 +281,10 @@ def hop_caps(config: ConstructionConfig) -> dict[int, int] | None:
 
 
 def hop_mix_report(config: ConstructionConfig, caps: Mapping[int, int], hops: Mapping[int, int],
-                   detours: Sequence[ConstructedQuestion], rejected: Mapping[str, int]) -> dict[str, Any]:
-    """Target against achieved, per hop count, with the reason when the graph fell short."""
+                   detours: Sequence[ConstructedQuestion], rejected: Mapping[str, int],
+                   diversity_dropped: Mapping[int, int] | None = None) -> dict[str, Any]:
+    """Target against achieved, per hop count, with the reason when the graph (or the diversity rules) fell
+    short."""
     total = sum(hops.values())
     detour_hops = Counter(len(q.path) - 1 for q in detours)
     out: dict[str, Any] = {}
@@ -286,8 +295,11 @@ def hop_mix_report(config: ConstructionConfig, caps: Mapping[int, int], hops: Ma
                                "achieved_share": round(got / total, 4) if total else 0.0}
         if got < target:
             row["short_by"] = target - got
-            row["reason"] = (f"the graph gave only {got} entailing {h}-hop chain(s) among all seeds "
-                             f"({detour_hops.get(h, 0)} non-entailing {h}-hop detours seen; "
+            left_out = (diversity_dropped or {}).get(h, 0)
+            row["reason"] = (f"the graph gave only {got + left_out} entailing {h}-hop chain(s) among all seeds"
+                             + (f", of which the diversity rules left out {left_out} (subject taken, chain "
+                                f"overlap, answer share)" if left_out else "")
+                             + f" ({detour_hops.get(h, 0)} non-entailing {h}-hop detours seen; "
                              f"{rejected.get('not_entailing', 0)} chains of any length did not entail)")
         out[str(h)] = row
     return out

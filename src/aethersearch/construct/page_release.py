@@ -249,7 +249,8 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     if result.hop_mix is not None and len(result.questions) < len(before):  # the mix of the rows written
         caps = hop_caps(config)
         result = result._replace(hop_mix=hop_mix_report(config, caps, result.hop_distribution, result.detours,
-                                                        result.rejected) if caps is not None else None)
+                                                        result.rejected, result.diversity_dropped)
+                                 if caps is not None else None)
     accepted = {q.triple.id for q in result.questions}
     seed_review = [{**row, "accepted": row["triple_id"] in accepted} for row in pool.review]
     checks: dict[str, Any] = {
