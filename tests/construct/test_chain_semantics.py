@@ -120,7 +120,8 @@ def test_every_accepted_demo_question_has_a_chain_that_composes_to_its_relation(
 def test_without_the_relation_validator_demo_chains_are_mostly_arbitrary(demo_construction) -> None:
     world, graph, pages, triples, chain, _ = demo_construction
     plain = construct_hintfree(triples.triples, graph, pages,
-                               config=ConstructionConfig(max_questions=60, keep_detours=True),
+                               # a seeded random sample of seeds (the tail-first order would bias it)
+                               config=ConstructionConfig(max_questions=60, keep_detours=True, diverse=False),
                                page_aliases=triples.page_aliases)
     assert not plain.questions  # no typed graph, no judge: nothing is known to entail, so nothing is released
     detours = plain.detours[:60]

@@ -80,7 +80,7 @@ def test_a_dead_validator_endpoint_fails_the_real_build_loudly_and_writes_nothin
     out = tmp_path / "rel"
     proc = subprocess.run([sys.executable, "-m", "aethersearch.cli", "construct", "wikispeedia", str(data),
                            "-o", str(out), "--max-questions", "3", "--validator-endpoint",
-                           f"http://127.0.0.1:{_free_port()}/v1", "--validator-model", "m"],
+                           f"http://127.0.0.1:{_free_port()}/v1", "--validator-model", "m", "--no-screen"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0, proc.stdout
     assert "LLM entailment validator endpoint" in proc.stderr and "failed at chain of" in proc.stderr, proc.stderr

@@ -43,7 +43,7 @@ def test_a_dump_builds_a_release_that_the_sandbox_serves(tmp_path: Path) -> None
     dump = write_export(tmp_path / "mini.xml.bz2", PAGES, compress=True)
     out = tmp_path / "release"
     result = CliRunner().invoke(app, ["construct", "wikipedia", str(dump), "--seeds", str(_seeds(tmp_path / "seeds")),
-                                      "--out", str(out)], env={"COLUMNS": "160"})
+                                      "--out", str(out), "--no-screen"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     assert "accepted questions" in result.output
     rows = list(read_jsonl(release_layout(out).diagnostics))
@@ -77,7 +77,7 @@ def test_a_dump_builds_a_release_that_the_sandbox_serves(tmp_path: Path) -> None
 def test_a_bad_dump_stops_the_build_and_writes_nothing(tmp_path: Path) -> None:
     dump = write_export(tmp_path / "loop.xml", [*PAGES[:3], Page("A", redirect="B"), Page("B", redirect="A")])
     result = CliRunner().invoke(app, ["construct", "wikipedia", str(dump), "--seeds", str(_seeds(tmp_path / "s")),
-                                      "--out", str(tmp_path / "release")])
+                                      "--out", str(tmp_path / "release"), "--no-screen"])
     assert result.exit_code != 0 and isinstance(result.exception, DataError)
     assert "redirect loop: A -> B -> A" in str(result.exception)
     assert not (tmp_path / "release").exists()

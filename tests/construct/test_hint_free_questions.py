@@ -33,8 +33,18 @@ def _triple(tid: str, question: str, subject: str, answer_page: str, answers: li
     ("Which student of Socrates, and teacher of Aristole, wrote Republic?", True),
     ("In 1964, who became the youngest winner of the Nobel Peace Prize?", True),
     ("To what country does the island of Leyte belong, known for the Battle of Leyte Gulf in WW2?", True),
+    # the clue clusters, which passed with a score of 1 (relative clause; apposition)
+    ("What superhero is followed in the American comic book series that started as a horror comics anthology "
+     "and introduced the fictional realm based on Norse mythology?", True),
+    ("What is the name of this South Asian island country, located in the Indian Ocean for which Ahmed Abdulla "
+     "is a professional footballer?", True),
+    ("Which river originates in the Taurus Mountains, and flows through Syria and Iraq?", True),
+    ("What large flightless bird found in Mauritius by the Portuguese is believed to have died out in 1681?", True),
     # minimal-need questions
     ("Who is the father of Kane Cornes?", False),
+    ("What superhero is followed in Journey into Mystery?", False),  # "is followed in" asks, describes nothing
+    ("Where was Kane Cornes born?", False),
+    ("Jack Alfred Evans played with a football club team that is based in what city in Australia?", False),
     ("In which country is Abuja?", False),
     ("In what city was Muhammad born?", False),
     ("Which US president won the Nobel Peace Prize in 1920?", False),  # one attribute: still a question
@@ -44,6 +54,13 @@ def test_specification_score_rejects_fingerprints_at_the_documented_threshold(qu
     spec = specification(question)
     assert (spec.score >= SPECIFICATION_THRESHOLD) is fingerprinted, spec
     assert len(spec.cues) == spec.score
+
+
+def test_a_clue_cluster_counts_one_cue_per_descriptive_clause() -> None:
+    spec = specification("What superhero is followed in the American comic book series that started as a horror "
+                         "comics anthology and introduced the fictional realm based on Norse mythology?")
+    assert spec.cues == ["relative_clause: series that", "coordinated_clause: and introduced the",
+                         "participle: based"]
 
 
 def test_the_subjects_own_name_is_no_cue() -> None:

@@ -164,6 +164,46 @@ def test_malformed_xml_names_the_line_and_the_last_good_page(tmp_path: Path) -> 
     _fails_without_store(tmp_path, cut, "malformed XML .*after page 'Alpha'")
 
 
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_byte_that_is_not_utf8_is_an_encoding_error_naming_its_offset_and_page(tmp_path: Path,
+                                                                                  compress: bool) -> None:
+    """Expat alone says "not well-formed (invalid token)"; the import names the byte, its offset and its page."""
+    data = export_xml([Page("Alpha", "A [[Beta]]."), Page("Beta", "Caf\u00e9 au lait.")]).encode("utf-8")
+    latin1 = data.replace("Caf\u00e9".encode(), b"Caf\xe9")  # one Latin-1 byte inside Beta's text
+    offset = latin1.index(b"\xe9")
+    dump = tmp_path / ("latin1.xml.bz2" if compress else "latin1.xml")
+    dump.write_bytes(bz2.compress(latin1) if compress else latin1)
+    error = _fails_without_store(tmp_path, dump, rf"encoding error: byte e9 at byte offset {offset:,} of the XML "
+                                                 r"is not UTF-8, in page 'Beta'")
+    assert "after page 'Alpha'" in str(error) and "iconv" in str(error.fix)
+
+
+def test_an_invalid_byte_across_a_chunk_boundary_is_still_an_encoding_error(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from aethersearch.corpus import mediawiki
+
+    data = export_xml([Page("Alpha", "x" * 300 + " Caf\u00e9.")]).encode("utf-8").replace("\u00e9".encode(), b"\xe9")
+    offset = data.index(b"\xe9")
+    monkeypatch.setattr(mediawiki, "CHUNK", offset + 1)  # the bad byte ends the first chunk
+    dump = tmp_path / "edge.xml"
+    dump.write_bytes(data)
+    with pytest.raises(DataError, match=rf"byte e9 at byte offset {offset:,} .* in page 'Alpha'"):
+        list(read_dump(dump))
+
+
+def test_a_page_over_the_article_size_limit_is_refused_by_name(tmp_path: Path) -> None:
+    from aethersearch.corpus.mediawiki import MAX_PAGE_BYTES, DumpReader
+
+    assert MAX_PAGE_BYTES == 2 * 1024 * 1024  # MediaWiki's default $wgMaxArticleSize
+    big = _dump(tmp_path, [Page("Alpha", "A."), Page("Huge", "\u00e9" * (MAX_PAGE_BYTES // 2 + 1))])
+    _fails_without_store(tmp_path, big, r"page 'Huge' \(id 11\) has 2,097,154 bytes of text, over the "
+                                        r"2,097,152-byte page limit")
+    small = _dump(tmp_path, [Page("Alpha", "A."), Page("Mid", "word " * 300)])
+    with pytest.raises(DataError, match=r"page 'Mid' \(id 11\) has 1,500 bytes"):
+        list(DumpReader(small, max_page_bytes=1000))
+    assert [p.title for p in DumpReader(small, max_page_bytes=1500)] == ["Alpha", "Mid"]
+
+
 def test_a_page_with_no_text_is_named(tmp_path: Path) -> None:
     missing = _dump(tmp_path, [Page("Alpha", "A."), Page("Gamma", None)])
     _fails_without_store(tmp_path, missing, r"page 'Gamma' \(id 11\) has no revision text")

@@ -37,6 +37,15 @@ def summary_table(built: Any) -> Table:
         table.add_row(f"rejected: {escape(reason)}", str(count))
     if result.detours:
         table.add_row("detour tier (not entailing, separate release)", str(len(result.detours)))
+    from aethersearch.construct.diversity import goals
+
+    met = goals([q.triple.relation for q in result.questions], [q.triple.answer_page for q in result.questions],
+                [len(q.path) - 1 for q in result.questions], result.rejected)
+    for name, row in met["goals"].items():
+        table.add_row(f"goal {name}: target {row['target']}", f"{row['achieved']}"
+                      + ("" if row["met"] else " [bold red](not met)[/]"))
+    for reason, count in met.get("stopped_by", {}).items():
+        table.add_row(f"  goals stopped by: {escape(reason)}", str(count))
     checks = getattr(built, "checks", {}) or {}
     screen = checks.get("parametric_screen")
     if isinstance(screen, dict):
@@ -118,7 +127,12 @@ FORCE = typer.Option(False, "--force")
 VALIDATOR_ENDPOINT = typer.Option(None, "--validator-endpoint",
                                   help="OpenAI-compatible base URL: the LLM entailment judge")
 VALIDATOR_MODEL = typer.Option(None, "--validator-model")
-SCREEN_ENDPOINT = typer.Option(None, "--screen-endpoint", help="OpenAI-compatible base URL: run the parametric screen")
+SCREEN_ENDPOINT = typer.Option(None, "--screen-endpoint", help="OpenAI-compatible base URL of a capable model for "
+                                                                "the parametric screen (default: the shipped "
+                                                                "SmolLM2-135M, served on loopback)")
+NO_SCREEN = typer.Option(False, "--no-screen", help="build without the parametric screen (the manifest says so)")
+MEMORISED_OUT = typer.Option(None, "--memorised-out", help="also write the questions the screen dropped as "
+                                                           "memorised, as a separately named release here")
 SCREEN_MODEL = typer.Option(None, "--screen-model")
 UNLINKED = typer.Option(False, "--unlinked-seeds/--linked-seeds-only",
                         help="also use seed pairs whose subject page does not link the answer (shortest path as is; "
@@ -138,8 +152,10 @@ DETOURS = typer.Option(None, "--detours-out", help="also write the chains that d
 
 
 def model_checks(validator_endpoint: str | None, validator_model: str | None, screen_endpoint: str | None,
-                 screen_model: str | None, key_env: str | None) -> tuple[Any, Any]:
-    """The LLM entailment judge and the parametric screen the endpoint options ask for (None when not asked)."""
+                 screen_model: str | None, key_env: str | None, no_screen: bool = False) -> tuple[Any, Any]:
+    """The LLM entailment judge (None when not asked) and the parametric screen: ``--screen-endpoint``'s
+    model, else the shipped small model served on loopback for the screen (``construct.shipped_screen``;
+    a ConfigError with the fix when it is not installed), None with ``--no-screen``."""
     judge = None
     if validator_endpoint is not None:
         from aethersearch.construct.llm_entailment import LLMEntailmentJudge
@@ -158,6 +174,19 @@ def model_checks(validator_endpoint: str | None, validator_model: str | None, sc
 
             with progress("parametric screen", unit=" questions") as update:
                 return parametric_screen(questions, url, model, api_key_env=key_env,
+                                         on_question=lambda done, total: update(done, total))
+    elif not no_screen:
+        from aethersearch.construct.shipped_screen import SHIPPED_MODEL, serve_shipped, shipped_gguf
+
+        gguf = shipped_gguf()  # before the build: a missing model stops it at once, with the fix
+
+        def screen(questions: Any) -> Any:
+            from aethersearch.commands.progress import progress
+            from aethersearch.construct.llm_checks import parametric_screen
+
+            with serve_shipped(gguf) as url, progress("parametric screen (shipped model)",
+                                                      unit=" questions") as update:
+                return parametric_screen(questions, url, SHIPPED_MODEL,
                                          on_question=lambda done, total: update(done, total))
     return judge, screen
 
@@ -213,15 +242,19 @@ def register(app: typer.Typer) -> None:
         keep_memorised: bool = KEEP_MEMORISED,
         review: Path | None = REVIEW,
         detours: Path | None = DETOURS,
+        no_screen: bool = NO_SCREEN,
+        memorised_out: Path | None = MEMORISED_OUT,
     ) -> None:
         """Construct hint-free questions on real Wikispeedia pages from real single-hop seed questions.
 
         The release holds only chains that entail their answer: typed hops
         that compose to the question's relation, or -- with
         --validator-endpoint -- chains the model judges sufficient and
-        necessary. With --screen-endpoint every accepted question is asked
-        without search and dropped when answered (--keep-memorised keeps it
-        marked). A dead endpoint stops the build with a non-zero exit and
+        necessary. Every accepted question is asked without search -- by the
+        shipped SmolLM2-135M (served on loopback), or --screen-endpoint's
+        model -- and dropped when answered (--keep-memorised keeps it marked;
+        --memorised-out writes the dropped ones apart; --no-screen skips the
+        screen). A dead endpoint stops the build with a non-zero exit and
         writes nothing.
         """
         from aethersearch.construct.build import build_wikispeedia_release
@@ -230,12 +263,13 @@ def register(app: typer.Typer) -> None:
         config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked,
                          hop_targets=parse_hop_mix(hops) if hops is not None else None)
         documents = list(iter_wikispeedia(*wikispeedia_paths(data)))
-        judge, screen = model_checks(validator_endpoint, validator_model, screen_endpoint, screen_model, key_env)
+        judge, screen = model_checks(validator_endpoint, validator_model, screen_endpoint, screen_model, key_env,
+                                     no_screen)
         with construction_progress() as on_candidate:
             built = build_wikispeedia_release(data, out, overwrite=force, config=config, documents=documents,
                                               seeds_root=seeds, fact_seeds=fact_seeds, judge=judge, screen=screen,
                                               keep_memorised=keep_memorised, detours_out=detours, review=review,
-                                              on_candidate=on_candidate)
+                                              memorised_out=memorised_out, on_candidate=on_candidate)
         console.print(summary_table(built))
 
     @construct_app.command("wikipedia")
@@ -268,6 +302,8 @@ def register(app: typer.Typer) -> None:
         keep_memorised: bool = KEEP_MEMORISED,
         review: Path | None = REVIEW,
         detours: Path | None = DETOURS,
+        no_screen: bool = NO_SCREEN,
+        memorised_out: Path | None = MEMORISED_OUT,
     ) -> None:
         """Construct hint-free questions on the articles of a real Wikipedia dump (the Wikispeedia construction).
 
@@ -279,11 +315,12 @@ def register(app: typer.Typer) -> None:
 
         config = _config(seed, min_hops, max_hops, max_questions, max_alternatives, grounding, unlinked,
                          hop_targets=parse_hop_mix(hops) if hops is not None else None)
-        judge, screen = model_checks(validator_endpoint, validator_model, screen_endpoint, screen_model, key_env)
+        judge, screen = model_checks(validator_endpoint, validator_model, screen_endpoint, screen_model, key_env,
+                                     no_screen)
         with construction_progress() as on_candidate:
             built = build_wikipedia_release(dump, out, seeds_root=seeds, config=config, overwrite=force,
                                             workers=workers, keep_disambiguation=keep_disambiguation, store=store,
                                             fact_seeds=fact_seeds, judge=judge, screen=screen,
                                             keep_memorised=keep_memorised, detours_out=detours, review=review,
-                                            on_candidate=on_candidate)
+                                            memorised_out=memorised_out, on_candidate=on_candidate)
         console.print(summary_table(built))

@@ -73,6 +73,7 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
                               judge: EntailmentJudge | None = None,
                               screen: Any | None = None, keep_memorised: bool = False,
                               detours_out: str | Path | None = None, review: str | Path | None = None,
+                              memorised_out: str | Path | None = None,
                               on_candidate: Callable[[int, int, int], None] | None = None) -> BuiltRelease:
     """Real Wikispeedia pages + real seed questions -> a hint-free release (WebDetective's construction).
 
@@ -93,4 +94,5 @@ def build_wikispeedia_release(data_dir: str | Path, out_dir: str | Path, *,
         corpus={"kind": "wikispeedia", "articles": str(articles.name)}, config=config,
         seeds_root=seeds_root if seeds_root is not None else Path(data_dir).parent, fact_seeds=fact_seeds,
         validators=validators, judge=judge, screen=screen, keep_memorised=keep_memorised,
-        detours_out=detours_out, overwrite=overwrite, review=review, on_candidate=on_candidate)
+        detours_out=detours_out, overwrite=overwrite, review=review, memorised_out=memorised_out,
+        on_candidate=on_candidate)

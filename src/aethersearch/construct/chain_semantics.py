@@ -35,10 +35,20 @@ is y's r2 then z is x's r"):
   repeats a page, so the result is not x itself);
   ``sibling . father => father``; ``sibling . mother => mother``;
   ``sibling . stepmother => stepmother``; ``stepmother . spouse => father``
-  (a stepmother is by definition the father's wife).
+  (a stepmother is by definition the father's wife);
+  ``father . father => paternal_grandfather`` (and the maternal and
+  grandmother forms); ``spouse . father => father_in_law``,
+  ``spouse . mother => mother_in_law``.
+* **creative works and organisations**: ``written_by . born_in =>
+  author_born_in`` (likewise ``directed_by``, ``composed_by``,
+  ``founded_by``), which stays itself when followed by ``located_in``
+  ("In which country was the author of X born?"); ``father . born_in =>
+  father_born_in`` (``father . died_in``, ``mother . born_in``,
+  ``spouse . born_in`` likewise), also kept through ``located_in``.
 
 Deliberately **absent**: ``mother . spouse`` and ``father . spouse`` (a
-parent's spouse may be a step-parent), ``father . inverse:father`` (a father's
+parent's spouse may be a step-parent), ``sibling . spouse`` (a sibling's
+spouse is an in-law, not a parent), ``father . inverse:father`` (a father's
 child may be a half-sibling), ``inverse:located_in . located_in`` (a
 neighbour's container), and everything involving ``employer``,
 ``educated_at``, ``corresponded_with`` and other non-functional relations.
@@ -89,6 +99,30 @@ DEFAULT_RULES: dict[tuple[str, str], str] = {
     ("sibling", "mother"): "mother",
     ("sibling", "stepmother"): "stepmother",
     ("stepmother", "spouse"): "father",
+    ("father", "father"): "paternal_grandfather",
+    ("mother", "father"): "maternal_grandfather",
+    ("father", "mother"): "paternal_grandmother",
+    ("mother", "mother"): "maternal_grandmother",
+    ("spouse", "father"): "father_in_law",
+    ("spouse", "mother"): "mother_in_law",
+    # creative works and organisations: where their maker was born (then the country that place lies in)
+    ("written_by", "born_in"): "author_born_in",
+    ("author_born_in", "located_in"): "author_born_in",
+    ("directed_by", "born_in"): "director_born_in",
+    ("director_born_in", "located_in"): "director_born_in",
+    ("composed_by", "born_in"): "composer_born_in",
+    ("composer_born_in", "located_in"): "composer_born_in",
+    ("founded_by", "born_in"): "founder_born_in",
+    ("founder_born_in", "located_in"): "founder_born_in",
+    # family and place: where a parent or spouse was born or died
+    ("father", "born_in"): "father_born_in",
+    ("father_born_in", "located_in"): "father_born_in",
+    ("father", "died_in"): "father_died_in",
+    ("father_died_in", "located_in"): "father_died_in",
+    ("mother", "born_in"): "mother_born_in",
+    ("mother_born_in", "located_in"): "mother_born_in",
+    ("spouse", "born_in"): "spouse_born_in",
+    ("spouse_born_in", "located_in"): "spouse_born_in",
 }
 
 

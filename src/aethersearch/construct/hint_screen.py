@@ -26,7 +26,22 @@ its record goes into each release row (``extra.hint_screen``):
   - ``superlative``: "largest", "first", "youngest", ... (``-est`` forms and
     first/last/only);
   - ``apposition``: each comma inside the question (a clause set off by
-    commas: "Which student of Socrates, and teacher of Aristotle, wrote ...").
+    commas: "Which student of Socrates, and teacher of Aristotle, wrote ...");
+  - ``participle``: a participial phrase modifying a noun ("the realm
+    *based on* Norse mythology", "bird *found in* Mauritius", "country,
+    *located in* the Indian Ocean"): a participle of :data:`PARTICIPLES`
+    before a preposition, unless an auxiliary, a relative or a question word
+    comes right before it ("is followed in" asks; "that started as" is
+    already a relative clause);
+  - ``coordinated_clause``: "and"/"but" followed by a second predicate
+    ("... series that started as an anthology *and introduced* the realm",
+    "originates in the Taurus Mountains, *and flows* through Syria"): a
+    clue cluster chains descriptions one after another.
+
+  Clue clusters ("What superhero is followed in the American comic book
+  series that started as a horror comics anthology and introduced the
+  fictional realm based on Norse mythology?": relative clause, coordinated
+  clause, participle) score one per descriptive clause, so they fail.
 
   A seed whose score reaches :data:`SPECIFICATION_THRESHOLD` (2) is rejected
   as ``specification_hint``: one attribute ("Which US president won the Nobel
@@ -59,7 +74,23 @@ _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
                                r"earliest|latest|first|last|only|most|least|greatest|best|worst)\b",
                                re.IGNORECASE)),
     ("apposition", re.compile(r",(?!\d)")),
+    # lower case only: "and flows through", not "and Kansas"
+    ("coordinated_clause", re.compile(r"\b(?:and|but)\s+(?:also\s+)?(?:[a-z]+ed|[a-z]{3,}s)\s+"
+                                      r"(?:the|a|an|his|her|its|their|in|on|at|by|through|into|from|to|as|with|"
+                                      r"for|over|across)\b")),
 )
+#: participles that open a descriptive phrase before a preposition ("based on", "located in")
+PARTICIPLES = ("based", "located", "situated", "set", "named", "known", "called", "founded", "born", "built",
+               "made", "found", "written", "published", "released", "introduced", "created", "produced",
+               "directed", "started", "lying", "bordering", "following", "featuring", "starring", "including",
+               "consisting", "famed", "noted", "awarded", "elected", "appointed", "buried", "held")
+_PARTICIPLE = re.compile(r"(?:(?P<prev>[\w']+)\s+|(?P<comma>,)\s*)?\b(?P<part>" + "|".join(PARTICIPLES)
+                         + r")\s+(?:in|on|at|by|as|from|after|for|with|into|under|between|near|to|during)\b",
+                         re.IGNORECASE)
+#: words after which a participle is the question's own verb or already counted ("is followed in", "that started")
+_NOT_A_MODIFIER = frozenset(("is", "was", "were", "are", "be", "been", "being", "has", "have", "had", "get", "got",
+                             "gets", "that", "which", "who", "whom", "what", "where", "when", "did", "does", "do",
+                             "not", "also", "first", "originally", "once", "later"))
 
 
 class Specification(NamedTuple):
@@ -81,6 +112,8 @@ def specification(question: str, subject_terms: Sequence[str] = ()) -> Specifica
     cues: list[str] = []
     for name, pattern in _CUES:
         cues.extend(f"{name}: {m.group(0).strip()}" for m in pattern.finditer(text))
+    cues.extend(f"participle: {m.group('part')}" for m in _PARTICIPLE.finditer(text)
+                if (m.group("prev") or "").casefold() not in _NOT_A_MODIFIER)
     return Specification(len(cues), cues)
 
 

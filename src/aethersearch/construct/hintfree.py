@@ -58,6 +58,7 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import Field
 
+from aethersearch.construct import diversity
 from aethersearch.construct.hint_screen import SPECIFICATION_THRESHOLD, narrated_pages, screen_record, specification
 from aethersearch.construct.statements import hop_statement
 from aethersearch.construct.statements import mention_pattern as _mention
@@ -87,6 +88,11 @@ class ConstructionConfig(Record):
     hop_targets: dict[int, float] | None = None
     #: keep non-entailing chains as the separately named detour tier (never in the main release)
     keep_detours: bool = False
+    #: long-tail and diverse selection (``construct.diversity``): tail first, one question per subject, no two
+    #: chains sharing two hops; off: the seeded order, first come
+    diverse: bool = True
+    #: no answer page on more than this share of the release (``construct.diversity.cap_answers``); None: no cap
+    max_answer_share: float | None = Field(default=0.10, gt=0, le=1)
 
 
 class ConstructedQuestion(NamedTuple):
@@ -103,6 +109,8 @@ class ConstructedQuestion(NamedTuple):
     direct_link: bool = True  # False: an unlinked seed pair (ConstructionConfig.allow_unlinked), nothing removed
     hint_screen: dict[str, Any] = {}
     chain_entailment: dict[str, Any] = {}
+    #: the popularity proxy of subject and answer page (``construct.diversity.popularity``)
+    popularity: dict[str, Any] = {}
 
 
 class ConstructionResult(NamedTuple):
@@ -115,6 +123,8 @@ class ConstructionResult(NamedTuple):
     validators: list[str]
     detours: list[ConstructedQuestion] = []
     hop_mix: dict[str, Any] | None = None
+    #: hop count -> entailing chains the diversity rules left out (subject taken, overlap, answer share)
+    diversity_dropped: dict[int, int] = {}
 
 
 def _title_terms(doc: Document, aliases: Mapping[str, Sequence[str]]) -> list[str]:
@@ -202,16 +212,27 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
         seen_keys.add(key)
         unique.append(triple)
     random.Random(config.seed).shuffle(unique)
+    pop = diversity.popularity(graph, pages)
+    if config.diverse:
+        unique = [unique[i] for i in diversity.tail_order([(t.subject, t.answer_page) for t in unique], pop)]
 
     caps = hop_caps(config)
     accepted: list[ConstructedQuestion] = []
     detours: list[ConstructedQuestion] = []
+    subjects: set[str] = set()
+    chains: list[set[tuple[str, str]]] = []
+    answers: Counter[str] = Counter()
+    dropped: Counter[int] = Counter()
+    per_answer = (diversity.answer_cap(config.max_questions, config.max_answer_share)
+                  if config.max_answer_share is not None and config.max_questions is not None else None)
     considered = 0
     for triple in unique:
         if config.max_questions is not None and len(accepted) >= config.max_questions:
             break
         considered += 1
         outcome = _construct_one(triple, graph, pages, config, validators, aliases, typed, judge)
+        if not isinstance(outcome, str):
+            outcome = outcome._replace(popularity={"subject": pop(triple.subject), "answer": pop(triple.answer_page)})
         if isinstance(outcome, str):
             rejected[outcome] += 1
         elif not outcome.chain_entailment.get("entailing"):
@@ -221,14 +242,33 @@ def construct_hintfree(triples: Iterable[QATriple], graph: LinkGraph, pages: Map
         elif caps is not None and sum(len(q.path) - 1 == len(outcome.path) - 1 for q in accepted) \
                 >= caps.get(len(outcome.path) - 1, 0):
             rejected["hop_target_full"] += 1
+        elif config.diverse and triple.subject in subjects:
+            rejected["subject_taken"] += 1
+            dropped[len(outcome.path) - 1] += 1
+        elif config.diverse and diversity.overlaps(outcome.path, chains):
+            rejected["chain_overlap"] += 1
+            dropped[len(outcome.path) - 1] += 1
+        elif per_answer is not None and answers[triple.answer_page] >= per_answer:
+            rejected["answer_share_cap"] += 1  # of max_questions; without it, trimmed on the final count below
+            dropped[len(outcome.path) - 1] += 1
         else:
+            answers[triple.answer_page] += 1
             accepted.append(outcome)
+            subjects.add(triple.subject)
+            chains.append(diversity.hops_of(outcome.path))
         if on_candidate is not None:
             on_candidate(considered, len(unique), len(accepted))
+    if config.max_answer_share is not None:
+        kept = diversity.cap_answers([q.triple.answer_page for q in accepted],
+                                     [q.popularity["subject"]["in_degree"] for q in accepted], config.max_answer_share)
+        if len(kept) < len(accepted):
+            rejected["answer_share_cap"] += len(accepted) - len(kept)
+            dropped.update(len(accepted[i].path) - 1 for i in set(range(len(accepted))) - set(kept))
+            accepted = [accepted[i] for i in kept]
     hops = Counter(len(q.path) - 1 for q in accepted)
-    mix = hop_mix_report(config, caps, hops, detours, rejected) if caps is not None else None
+    mix = hop_mix_report(config, caps, hops, detours, rejected, dropped) if caps is not None else None
     return ConstructionResult(accepted, dict(sorted(rejected.items())), dict(sorted(hops.items())), considered,
-                              [v.name for v in validators], detours, mix)
+                              [v.name for v in validators], detours, mix, dict(sorted(dropped.items())))
 
 
 def hop_caps(config: ConstructionConfig) -> dict[int, int] | None:
@@ -241,8 +281,10 @@ def hop_caps(config: ConstructionConfig) -> dict[int, int] | None:
 
 
 def hop_mix_report(config: ConstructionConfig, caps: Mapping[int, int], hops: Mapping[int, int],
-                   detours: Sequence[ConstructedQuestion], rejected: Mapping[str, int]) -> dict[str, Any]:
-    """Target against achieved, per hop count, with the reason when the graph fell short."""
+                   detours: Sequence[ConstructedQuestion], rejected: Mapping[str, int],
+                   diversity_dropped: Mapping[int, int] | None = None) -> dict[str, Any]:
+    """Target against achieved, per hop count, with the reason when the graph (or the diversity rules) fell
+    short."""
     total = sum(hops.values())
     detour_hops = Counter(len(q.path) - 1 for q in detours)
     out: dict[str, Any] = {}
@@ -253,8 +295,11 @@ def hop_mix_report(config: ConstructionConfig, caps: Mapping[int, int], hops: Ma
                                "achieved_share": round(got / total, 4) if total else 0.0}
         if got < target:
             row["short_by"] = target - got
-            row["reason"] = (f"the graph gave only {got} entailing {h}-hop chain(s) among all seeds "
-                             f"({detour_hops.get(h, 0)} non-entailing {h}-hop detours seen; "
+            left_out = (diversity_dropped or {}).get(h, 0)
+            row["reason"] = (f"the graph gave only {got + left_out} entailing {h}-hop chain(s) among all seeds"
+                             + (f", of which the diversity rules left out {left_out} (subject taken, chain "
+                                f"overlap, answer share)" if left_out else "")
+                             + f" ({detour_hops.get(h, 0)} non-entailing {h}-hop detours seen; "
                              f"{rejected.get('not_entailing', 0)} chains of any length did not entail)")
         out[str(h)] = row
     return out

@@ -35,7 +35,7 @@ the chain search's and validators' reasons, ``not_entailing``, ``memorised``,
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -47,6 +47,8 @@ from aethersearch.construct.hintfree import (
     ConstructionResult,
     EntailmentJudge,
     construct_hintfree,
+    hop_caps,
+    hop_mix_report,
     no_questions,
     seed_pair_distances,
 )
@@ -59,6 +61,26 @@ from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.records import Document
 
 Screen = Callable[[Sequence[ConstructedQuestion]], Mapping[str, dict[str, Any]]]
+
+
+class WithNames(Mapping[str, Sequence[str]]):
+    """Page aliases (a dump's redirect titles: read lazily, never copied) plus the names infobox rows use."""
+
+    def __init__(self, base: Mapping[str, Sequence[str]], names: Mapping[str, Sequence[str]]) -> None:
+        self._base, self._names = base, names
+
+    def __getitem__(self, page: str) -> Sequence[str]:
+        extra = self._names.get(page, ())
+        if not extra:
+            return self._base[page]
+        return list(dict.fromkeys([*self._base.get(page, ()), *extra]))
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._base
+        yield from (page for page in self._names if page not in self._base)
+
+    def __len__(self) -> int:
+        return len(self._base) + sum(page not in self._base for page in self._names)
 
 
 class SeedPool(NamedTuple):
@@ -105,6 +127,7 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
         derived = derive_fact_seeds(typed, facts, pages, source=corpus_name, max_hops=max_hops)
         triples += derived.seeds
         stats["fact_seeds"] = {"typed_facts": len(facts.facts), "pages_with_kind": len(facts.kinds),
+                               "matches_left_out": facts.left_out,
                                "seeds": len(derived.seeds), "ambiguous_left_out": derived.ambiguous,
                                "relations": dict(sorted(Counter(t.relation for t in derived.seeds).items()))}
         if derived.ambiguous:
@@ -147,6 +170,19 @@ def apply_screen(result: ConstructionResult, screened: Mapping[str, dict[str, An
                            hop_distribution=dict(sorted(hops.items()))), records
 
 
+def screen_accuracy(screened: Mapping[str, Mapping[str, Any]], kept: Sequence[ConstructedQuestion]) -> dict[str, Any]:
+    """The screening model and its closed-book accuracy (answered without search) on all it screened and on the
+    questions kept; absent (None) when nothing was screened."""
+    records = [r for r in screened.values() if r.get("screened")]
+    on_kept = [screened[q.triple.id] for q in kept if screened.get(q.triple.id, {}).get("screened")]
+    models = sorted({str(r.get("model")) for r in records})
+    return {"model": models[0] if len(models) == 1 else models,
+            "closed_book_accuracy": (round(sum(bool(r["answered_without_search"]) for r in records) / len(records), 4)
+                                     if records else None),
+            "closed_book_accuracy_on_kept": (round(sum(bool(r["answered_without_search"]) for r in on_kept)
+                                                   / len(on_kept), 4) if on_kept else None)}
+
+
 def build_page_release(documents: Sequence[Document] | Mapping[str, Document], out_dir: str | Path, *, name: str,
                        source_dataset: str, corpus: dict[str, Any], config: ConstructionConfig | None = None,
                        seeds_root: str | Path | None = None, fact_seeds: bool = True,
@@ -156,7 +192,8 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
                        review: str | Path | None = None,
                        page_aliases: Mapping[str, Sequence[str]] | None = None,
                        on_candidate: Callable[[int, int, int], None] | None = None,
-                       graph: LinkGraph | None = None) -> BuiltRelease:
+                       graph: LinkGraph | None = None,
+                       memorised_out: str | Path | None = None) -> BuiltRelease:
     """Pages + seeds -> the release of entailing hint-free questions (see the module docstring).
 
     ``documents`` is the page list, or a mapping page id -> page in page order: a
@@ -184,6 +221,8 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     pages = documents if isinstance(documents, Mapping) else {doc.id: doc for doc in documents}
     pool, typed = gather_seeds(pages, seeds_root, fact_seeds=fact_seeds, corpus_name=source_dataset,
                                max_hops=config.max_hops, page_aliases=page_aliases)
+    if pool.facts.names:  # the names infobox rows call pages by are names of those pages, like redirect titles
+        page_aliases = WithNames(page_aliases or {}, pool.facts.names)
     if graph is None:
         graph = LinkGraph.from_documents(pages.values())
     used = list(validators) if validators is not None else [
@@ -195,7 +234,10 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     if not result.questions:
         no_questions(result, used, f"; {census_note(pages, typed, pool.facts, config.max_hops)}")
     screened_raw = screen(result.questions) if screen is not None else None
+    before = result.questions
     result, screened = apply_screen(result, screened_raw, keep_memorised=keep_memorised)
+    kept_ids = {q.triple.id for q in result.questions}
+    memorised = [q for q in before if q.triple.id not in kept_ids]
     reviewed = apply_question_review(result.questions, Path(review) if review is not None else None, pages)
     if reviewed.excluded:
         rejected = {**result.rejected, "human_rejected": reviewed.excluded}
@@ -204,11 +246,19 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
                                                                       for q in reviewed.kept).items())))
     if not result.questions:
         no_questions(result, used)
+    if result.hop_mix is not None and len(result.questions) < len(before):  # the mix of the rows written
+        caps = hop_caps(config)
+        result = result._replace(hop_mix=hop_mix_report(config, caps, result.hop_distribution, result.detours,
+                                                        result.rejected, result.diversity_dropped)
+                                 if caps is not None else None)
     accepted = {q.triple.id for q in result.questions}
     seed_review = [{**row, "accepted": row["triple_id"] in accepted} for row in pool.review]
     checks: dict[str, Any] = {
-        "parametric_screen": ({**screen_counts(screened), "policy": "kept, marked" if keep_memorised else "dropped"}
-                              if screened is not None else "not run"),
+        "parametric_screen": ({**screen_counts(screened), **screen_accuracy(screened, result.questions),
+                               "policy": "kept, marked" if keep_memorised else "dropped",
+                               "memorised_tier": Path(memorised_out).name if memorised_out is not None and memorised
+                               else None}
+                              if screened is not None else "not run (--no-screen)"),
         "entailment_judge": judge.name if judge is not None else "not run (relation composition only)",
         "review": {"file": Path(review).name if review is not None else None,
                    "excluded": reviewed.excluded,
@@ -229,6 +279,11 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     path = write_hintfree_release(result, out_dir, name=name, screen=screened,
                                   companions={"seed_review.jsonl": encode_jsonl(seed_review),
                                               TEMPLATE_NAME: reviewed.template}, **common)
+    if memorised_out is not None and memorised:
+        hops = Counter(len(q.path) - 1 for q in memorised)
+        tier = result._replace(questions=memorised, hop_distribution=dict(sorted(hops.items())), hop_mix=None)
+        write_hintfree_release(tier, memorised_out, name=f"{name}_memorised", tier="memorised", screen=screened,
+                               **common)
     if detours_out is not None and result.detours:
         hops = Counter(len(q.path) - 1 for q in result.detours)
         detours = result._replace(questions=result.detours, hop_distribution=dict(sorted(hops.items())),

@@ -31,6 +31,7 @@ from aethersearch.release.manifest import (
     write_release_files,
 )
 from aethersearch.construct.hintfree import ConstructionConfig, ConstructionResult
+from aethersearch.construct.diversity import distributions, goals
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.jsonl import dumps_pretty, sha256_bytes
@@ -83,7 +84,7 @@ def release_rows(result: ConstructionResult, *, name: str, source_dataset: str, 
                    "direct_evidence": t.evidence, "alternative_paths_truncated": q.alternatives_truncated,
                    "equal_shortest_paths": q.equal_paths, "equal_shortest_paths_capped": q.equal_paths_capped,
                    "validators": result.validators, "hint_screen": q.hint_screen,
-                   "chain_entailment": q.chain_entailment, **extra},
+                   "chain_entailment": q.chain_entailment, "popularity": q.popularity, **extra},
         ))
     return eval_rows, diagnostics
 
@@ -146,6 +147,14 @@ def write_hintfree_release(result: ConstructionResult, out_dir: str | Path, *, n
                          "considered": result.considered, "rejected": result.rejected,
                          "hop_distribution": {str(k): v for k, v in result.hop_distribution.items()},
                          "tier": tier, "hop_mix": result.hop_mix,
+                         "diversity": distributions([q.triple.answer_page for q in result.questions],
+                                                    [q.triple.subject for q in result.questions],
+                                                    [q.path for q in result.questions],
+                                                    [q.popularity for q in result.questions],
+                                                    config.max_answer_share),
+                         "goals": goals([q.triple.relation for q in result.questions],
+                                        [q.triple.answer_page for q in result.questions],
+                                        [len(q.path) - 1 for q in result.questions], result.rejected),
                          "triples": triple_stats or {},
                          "companions": {fname: sha256_bytes(data) for fname, data in sorted((companions or {}).items())}},
         "corpus": corpus,

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from aethersearch.construct.chain_semantics import compose
+from aethersearch.construct.infobox import infobox_rows, type_ok
 from aethersearch.construct.statements import MAX_STATEMENT_WORDS, is_prose
 from aethersearch.construct.triples import (
     RELATION_PATTERNS,
@@ -54,10 +55,32 @@ _DIRECTION = re.compile(r"^(?:(?:north|south|east|west|central|northern|southern
 #: the kind of place a page says it is, in its own sentence: "Nigeria is a country in West Africa"
 KINDS = ("continent", "country", "city", "town", "village", "island", "region", "province", "state", "county",
          "territory", "kingdom", "archipelago", "peninsula", "river", "lake", "sea", "ocean", "mountain range")
-_KIND = re.compile(r"^[^,;]{1,80}?\b(?:is|was) (?:an?|the) (?:[\w'-]+ ){0,5}?(?P<kind>"
-                   + "|".join(KINDS) + r")\b", re.IGNORECASE)
+_KIND = re.compile(r"^[^,;]{1,80}?\b(?:is|was) (?:an?|the) (?:(?!of )[\w'-]+ ){0,5}?(?P<kind>"
+                   + "|".join(KINDS) + r")\b(?! (?:house|houses|estate|club|music|park|seat|road|hall)\b)",
+                   re.IGNORECASE)  # "Sandringham House is a country house" is no country
 IMPLIED: dict[str, tuple[str, ...]] = {"capital_of": ("located_in",), "largest_city_of": ("located_in",)}
-RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS}
+RELATION_QUESTIONS = {relation: template for relation, _, template in RELATION_PATTERNS} | {
+    # the relations only infobox rows give (``construct.infobox``)
+    "father": "Who is the father of {s}?", "mother": "Who is the mother of {s}?", "spouse": "Who was {s}'s spouse?",
+    "directed_by": "Who directed {s}?", "educated_at": "Where was {s} educated?",
+    "headquartered_in": "Where is {s} headquartered?", "has_capital": "What is the capital of {s}?"}
+#: containment level of a kind of place: a place lies only in a place of a higher level (a city is not "in" a
+#: city, a country not "in" a region); kinds not listed (river, lake, mountain range ...) are not ranked
+#: ("region", "territory", "state", "island" name places on either side of a country: not ranked)
+CONTAINMENT_LEVEL = {"village": 1, "town": 1, "city": 2, "county": 3, "province": 3, "country": 4, "kingdom": 4,
+                     "continent": 5}
+#: relations that say the subject lies in the object (checked against :data:`CONTAINMENT_LEVEL`)
+CONTAINMENT = frozenset(("located_in", "capital_of", "largest_city_of"))
+#: a clause boundary between the subject and the pattern: the words after it may be about something else
+#: ("Lagos was the capital ...; it was stripped of this title when the Federal Capital Territory was
+#: established at the purpose-built city of Abuja" does not say Lagos is in Abuja)
+_OTHER_CLAUSE = re.compile(r"[;:]|\b(?:when|where|which|who|whom|whose|that|while|after|before|until|because|"
+                           r"although|though|since|whereas|unless|if|but)\b", re.IGNORECASE)
+_PARENTHESES = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+#: why a matched sentence gave no fact (``FactSet.left_out``)
+NOT_OWN_CLAUSE = "not_the_subjects_own_clause"
+KIND_MISMATCH = "answer_kind_not_a_container"
+TYPE_MISMATCH = "object_not_of_the_relations_type"
 #: paths enumerated per seed by :meth:`TypedGraph.composing_paths`
 PATH_LIMIT = 1_000
 #: pages whose names (title, then aliases) the facts pass keeps at hand: bounded, whatever the corpus size
@@ -81,6 +104,33 @@ class FactSet(NamedTuple):
     facts: list[TypedFact]
     kinds: dict[str, str]
     object_not_a_page: dict[str, int] = {}
+    #: pattern matches left out so that no gold is false, by reason (:data:`NOT_OWN_CLAUSE`,
+    #: :data:`KIND_MISMATCH`)
+    left_out: dict[str, int] = {}
+    #: page id -> the other names an infobox row calls it by ("George VI"): names of that page, for the
+    #: construction's mentions and the mask's hidden terms, as a dump's redirect titles are
+    names: dict[str, list[str]] = {}
+
+
+def own_clause(before: str) -> bool:
+    """Whether the words between a sentence's subject and a relation pattern leave the subject in charge.
+
+    ``before`` is the sentence up to the pattern; a parenthesis (dates, a
+    pronunciation) is skipped, then any clause boundary (``;``, ``:``, a
+    relative or subordinating word, "but") means the pattern's verb may have
+    another subject, so the match is no fact about the page's subject.
+    """
+    while True:  # nested: "Copenhagen ( IPA: [...], rhyming with pagan (the way ...) ...)"
+        bare = _PARENTHESES.sub("", before)
+        if bare == before:
+            return _OTHER_CLAUSE.search(bare) is None
+        before = bare
+
+
+def contains(kinds: Mapping[str, str], subject: str, container: str) -> bool:
+    """False when both pages' kinds are ranked and ``container`` is not of a higher level than ``subject``."""
+    low, high = CONTAINMENT_LEVEL.get(kinds.get(subject, "")), CONTAINMENT_LEVEL.get(kinds.get(container, ""))
+    return low is None or high is None or high > low
 
 
 def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None, *,
@@ -97,6 +147,12 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     after the pattern, with the title or an alias of a page the sentence's page
     links to. ``aliases`` (page id -> other names: a dump's redirect titles) are
     the names the wiki itself says mean that page ("Afro-asiatic languages").
+
+    No false gold: the pattern must sit in the subject's own clause
+    (:func:`own_clause`), and a containment fact (``located_in``,
+    ``capital_of``, ``largest_city_of``) whose object is no higher a kind of
+    place than its subject (a city "in" a city) is left out
+    (:func:`contains`); both are counted in ``FactSet.left_out``.
     """
     docs: Iterable[Document] = documents
     if titles is None:
@@ -113,11 +169,17 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     facts: list[TypedFact] = []
     kinds: dict[str, str] = {}
     outside: Counter[str] = Counter()
+    left_out: Counter[str] = Counter()
+    surfaces: dict[str, set[str]] = defaultdict(set)
     for doc in docs:
         own = names_of(doc.id)
         link_titles = sorted({(name.casefold(), p) for p in doc.links if p in known and p != doc.id
                               for name in names_of(p)}, key=lambda item: (-len(item[0]), item[0]))
         forms = [doc] + [doc.model_copy(update={"title": name}) for name in own[1:]]
+        for row in infobox_rows(doc.text, link_titles):
+            facts.append(TypedFact(doc.id, row.relation, row.object, row.row))
+            if row.surface.casefold() not in {name.casefold() for name in names_of(row.object)}:
+                surfaces[row.object].add(row.surface)
         for line in doc.text.split("\n"):
             for raw in SENTENCE_SPLIT.split(line):
                 sentence = raw.strip()
@@ -127,6 +189,9 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
                 for relation, pattern, _ in RELATION_PATTERNS:
                     match = pattern.search(sentence)
                     if match is None:
+                        continue
+                    if not own_clause(sentence[:match.start()]):
+                        left_out[NOT_OWN_CLAUSE] += 1
                         continue
                     rest = sentence[match.end():]
                     # a linked title that starts with the compass word wins ("Northern Ireland" over "Ireland")
@@ -140,12 +205,43 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
                 if kind and doc.id not in kinds and sentence.casefold().startswith(
                         tuple(name.split(" (")[0].casefold() for name in own)):
                     kinds[doc.id] = kind.group("kind").lower()
-    return FactSet(facts, kinds, dict(sorted(outside.items())))
+    typed = [fact for fact in facts if fact.relation not in CONTAINMENT or contains(kinds, fact.subject, fact.object)]
+    if len(typed) < len(facts):
+        left_out[KIND_MISMATCH] += len(facts) - len(typed)
+    # a place: what a containment fact puts somewhere or puts something in, and what has or is a capital
+    places = {page for fact in typed if fact.relation in CONTAINMENT or fact.relation == "has_capital"
+              for page in (fact.subject, fact.object)}
+    checked = [fact for fact in typed if type_ok(fact.relation, fact.object, kinds, places)]
+    if len(checked) < len(typed):
+        left_out[TYPE_MISMATCH] += len(typed) - len(checked)
+    typed = checked
+    used = {fact.object for fact in typed}
+    names = {page: sorted(forms) for page, forms in sorted(surfaces.items()) if page in used}
+    return FactSet(typed, kinds, dict(sorted(outside.items())), dict(sorted(left_out.items())), names)
 
 
 #: composed relations asked as seeds, at the level of the answer page's kind
 SEED_QUESTIONS = {"located_in": "In which {kind} is {s}?", "born_in_country": "In which {kind} was {s} born?",
-                  "died_in_country": "In which {kind} did {s} die?"}
+                  "died_in_country": "In which {kind} did {s} die?",
+                  "based_in_country": "In which {kind} is {s} headquartered?",
+                  "author_born_in": "In which {kind} was the writer of {s} born?",
+                  "director_born_in": "In which {kind} was the director of {s} born?",
+                  "composer_born_in": "In which {kind} was the composer of {s} born?",
+                  "founder_born_in": "In which {kind} was the founder of {s} born?",
+                  "father_born_in": "In which {kind} was the father of {s} born?",
+                  "father_died_in": "In which {kind} did the father of {s} die?",
+                  "mother_born_in": "In which {kind} was the mother of {s} born?",
+                  "spouse_born_in": "In which {kind} was the spouse of {s} born?",
+                  # family: the answer is a person, no kind
+                  "paternal_grandfather": "Who was the paternal grandfather of {s}?",
+                  "maternal_grandfather": "Who was the maternal grandfather of {s}?",
+                  "paternal_grandmother": "Who was the paternal grandmother of {s}?",
+                  "maternal_grandmother": "Who was the maternal grandmother of {s}?",
+                  "father_in_law": "Who was the father-in-law of {s}?",
+                  "mother_in_law": "Who was the mother-in-law of {s}?"}
+#: composed relations asked without a kind of place (their answer is a person)
+PERSON_SEEDS = frozenset(("paternal_grandfather", "maternal_grandfather", "paternal_grandmother",
+                          "maternal_grandmother", "father_in_law", "mother_in_law"))
 
 
 class FactSeeds(NamedTuple):
@@ -170,11 +266,14 @@ def fact_seeds(typed: TypedGraph, fact_set: FactSet, pages: Mapping[str, Documen
     for v0 in sorted(typed.out):
         for path, composed in typed.walk(v0, max_hops):
             kind = fact_set.kinds.get(path[-1])
-            if kind is None:
-                continue
             for relation in sorted(composed & SEED_QUESTIONS.keys()):
+                if relation in PERSON_SEEDS:
+                    if kind is not None:  # a person is no kind of place
+                        continue
+                elif kind is None or not contains(fact_set.kinds, v0, path[-1]):
+                    continue
                 evidence = typed.statement(path[0], path[1]) or ""
-                answers[(v0, relation, kind)].setdefault(path[-1], evidence)
+                answers[(v0, relation, kind or "")].setdefault(path[-1], evidence)
     seeds: list[QATriple] = []
     ambiguous = 0
     for (v0, relation, kind), ends in sorted(answers.items()):
@@ -186,7 +285,8 @@ def fact_seeds(typed: TypedGraph, fact_set: FactSet, pages: Mapping[str, Documen
         seeds.append(_seed(pages[v0], pages[answer], relation, question, evidence, source, len(seeds) + 1))
     covered = {(t.subject, t.answer_page) for t in seeds}
     for fact in fact_set.facts:
-        if (fact.subject, fact.object) in covered or fact.relation in ("located_in", "capital_of", "largest_city_of"):
+        if (fact.subject, fact.object) in covered or fact.relation in ("located_in", "capital_of", "largest_city_of") \
+                or fact.relation not in RELATION_QUESTIONS:
             continue
         covered.add((fact.subject, fact.object))
         question = RELATION_QUESTIONS[fact.relation].format(s=pages[fact.subject].title)

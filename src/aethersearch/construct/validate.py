@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from aethersearch.construct.infobox import short_name
 from aethersearch.construct.statements import hop_statement
 from aethersearch.construct.triples import QATriple
 from aethersearch.corpus.page_texts import LruCache
@@ -230,7 +231,9 @@ class RuleBasedValidator:
                                + ("" if not finals else " without naming the answer"))
         if self.require_grounding:
             subject = self.pages[v0].title
-            pattern = re.compile(rf"(?<!\w){re.escape(subject)}(?!\w)", re.IGNORECASE)
+            # a monarch is named "Elizabeth II" on the pages around "Elizabeth II of the United Kingdom"
+            names = sorted({subject, short_name(subject)}, key=len, reverse=True)
+            pattern = re.compile("|".join(rf"(?<!\w){re.escape(name)}(?!\w)" for name in names), re.IGNORECASE)
             if not any(pattern.search(mask.render(self.pages[p]).text) for p in path[1:]):
                 return Verdict(False, "ungrounded_chain", f"no chain page mentions the subject {subject!r}")
         return ACCEPT

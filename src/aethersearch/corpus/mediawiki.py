@@ -16,6 +16,12 @@ Errors (all :class:`~aethersearch.errors.DataError` naming the dump):
   last complete page;
 * malformed XML, or an export that ends before ``</mediawiki>``: the line and
   column in the decompressed XML and the last complete page;
+* a byte that is not UTF-8 (an export is UTF-8): an *encoding* error naming its
+  byte offset in the decompressed XML, the bytes there and the page it is in
+  (expat alone calls it "not well-formed (invalid token)");
+* a page whose text is over ``max_page_bytes`` (MediaWiki's own article limit,
+  ``$wgMaxArticleSize``: 2 MiB, :data:`MAX_PAGE_BYTES`): its title and page id,
+  refused before its text is handed on;
 * a content page with no ``<text>`` (or a deleted one): its title and page id.
 """
 
@@ -34,6 +40,8 @@ CHUNK = 1 << 20
 _BZ2_MAGIC = b"BZh"
 #: the ``<page>`` children whose text a page keeps
 _PAGE_FIELDS = frozenset({"title", "ns", "id"})
+#: MediaWiki's default ``$wgMaxArticleSize`` (2,048 KiB): no page of a real export is longer
+MAX_PAGE_BYTES = 2048 * 1024
 
 
 class DumpPage(NamedTuple):
@@ -75,11 +83,13 @@ class DumpReader:
     caller's progress and for error messages.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, max_page_bytes: int = MAX_PAGE_BYTES) -> None:
         self.path = Path(path)
+        self.max_page_bytes = max_page_bytes
         self.site = SiteInfo({}, "", "first-letter")
         self.pages_read = 0
         self.last_title: str | None = None
+        self._open_title: str | None = None  # the title of the page being parsed (for an error inside it)
 
     def _where(self) -> str:
         return f"after page {self.last_title!r} (page {self.pages_read})" if self.last_title else "before the first page"
@@ -92,6 +102,13 @@ class DumpReader:
             raise DataError(self.path, f"page {title!r} (id {page_id}) has a non-integer <ns>",
                             fix="this is not a MediaWiki export") from None
         text = fields.get("text")
+        # a UTF-8 character is at most 4 bytes: encode only a text that may be over the limit
+        if text is not None and len(text) * 4 > self.max_page_bytes \
+                and len(size := text.encode("utf-8")) > self.max_page_bytes:
+            raise DataError(self.path, f"page {title!r} (id {page_id}) has {len(size):,} bytes of text, over the "
+                            f"{self.max_page_bytes:,}-byte page limit (MediaWiki's $wgMaxArticleSize)",
+                            fix="remove the page from the export, or raise the limit (max_page_bytes) if the wiki "
+                                "allows longer pages")
         if text is None or fields.get("deleted"):
             raise DataError(self.path, f"page {title!r} (id {page_id}) has no revision text",
                             fix="use a pages-articles export with page text (not a stub or logging dump), or "
@@ -102,6 +119,8 @@ class DumpReader:
         stream, raw = open_dump(self.path)
         ready: list[DumpPage] = []
         parser = self._parser(ready)
+        fed = 0  # decompressed bytes fed before the current chunk
+        previous = b""  # the chunk before it (an invalid byte may sit in its tail, still unparsed)
         try:
             while True:
                 try:
@@ -122,6 +141,7 @@ class DumpReader:
                     yield page
                 ready.clear()
                 if isinstance(failed, ExpatError):
+                    self._encoding_error(previous[-8:] + chunk, fed - len(previous[-8:]), parser.ErrorByteIndex)
                     raise DataError(self.path, f"malformed XML at line {failed.lineno}, column {failed.offset} "
                                     f"({failed}), {self._where()}", line=failed.lineno,
                                     fix="the export is cut short or edited: download it again") from None
@@ -129,9 +149,30 @@ class DumpReader:
                     raise failed
                 if not chunk:
                     break
+                fed += len(chunk)
+                previous = chunk
         finally:
             stream.close()
             raw.close()
+
+    def _encoding_error(self, window: bytes, start: int, offset: int) -> None:
+        """Raise the encoding error when the byte expat stopped at (``offset`` in the XML; ``window`` holds the
+        XML's bytes from ``start``) does not start valid UTF-8; return when it does (the XML is what is wrong)."""
+        at = offset - start
+        if not 0 <= at < len(window):
+            return
+        try:
+            window[at:at + 4].decode("utf-8")
+            return
+        except UnicodeDecodeError as exc:
+            if exc.start != 0:
+                return
+        chunk = window
+        page = f"in page {self._open_title!r}" if self._open_title else "outside any page"
+        raise DataError(self.path, f"encoding error: byte {chunk[at:at + 1].hex()} at byte offset {offset:,} of the "
+                        f"XML is not UTF-8, {page} ({self._where()})",
+                        fix="an export is UTF-8: re-encode the file (e.g. iconv -f LATIN1 -t UTF-8) or download "
+                            "it again") from None
 
     def _parser(self, ready: list[DumpPage]) -> Any:
         """An expat parser whose callbacks append each complete page to ``ready`` and fill :attr:`site`.
@@ -188,7 +229,10 @@ class DumpReader:
                     site[field] = value.strip()
                 else:
                     fields[field] = value
+                    if field == "title":
+                        self._open_title = value
             if name == "page":
+                self._open_title = None
                 ready.append(self._page(fields))
                 fields.clear()
             elif name == "siteinfo":

@@ -69,7 +69,7 @@ from aethersearch.corpus.blocked_array import BlockedInt32
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.corpus.link_stats import LinkStats
 from aethersearch.corpus.malloc_threshold import fix_mmap_threshold
-from aethersearch.corpus.mediawiki import DumpReader
+from aethersearch.corpus.mediawiki import MAX_PAGE_BYTES, DumpReader
 from aethersearch.corpus.npy_stream import NpyAppender
 from aethersearch.corpus.string_spool import MappedStrings, StringSpool
 from aethersearch.corpus.title_table import NOT_FOUND, DuplicateKey, TitleTable
@@ -241,8 +241,9 @@ class WikipediaDump:
     """
 
     def __init__(self, path: str | Path, *, workers: int = 1, keep_disambiguation: bool = False,
-                 spool_dir: str | Path | None = None) -> None:
+                 spool_dir: str | Path | None = None, max_page_bytes: int = MAX_PAGE_BYTES) -> None:
         self.path = Path(path)
+        self.max_page_bytes = max_page_bytes
         self.workers = workers
         self.keep_disambiguation = keep_disambiguation
         self.spool_dir = spool_dir
@@ -294,7 +295,7 @@ class WikipediaDump:
     def _spool(self, work: Path) -> None:
         """Pass 1: ``[title, text]`` and the link titles of each article to two spools, the redirects to
         their files; in memory only the page ids."""
-        reader = DumpReader(self.path)
+        reader = DumpReader(self.path, max_page_bytes=self.max_page_bytes)
         redirects = _Redirects(self._keep, work)
         try:
             with (work / _TEXTS).open("wb") as texts, (work / _LINKS).open("wb") as links:

@@ -135,6 +135,15 @@ class ChainMask:
             return doc
         return doc.model_copy(update={"text": text, "links": links})
 
+    def withheld_from_search(self, page: str, visited: Iterable[str]) -> list[re.Pattern[str]]:
+        """Every mention pattern a search snippet of ``page`` must not match: those :meth:`render` withholds
+        from it, and those of the pages still locked given ``visited``."""
+        seen = set(visited)
+        out = self.patterns_for(page)
+        out += [pattern for masked, pattern in self._patterns.items()
+                if pattern is not None and pattern not in out and self.is_locked(masked, seen)]
+        return out
+
     def render_for_search(self, doc: Document, visited: Iterable[str]) -> Document:
         """The page as a search snippet may quote it: :meth:`render`, less sentences naming a still-locked page.
 

@@ -12,8 +12,13 @@ plus a snippet of at most :data:`SNIPPET_SENTENCES` whole sentences of the page
 *as the mask renders it for search* (``ChainMask.render_for_search``: also
 without any sentence naming a page still locked in the episode, so a snippet of
 ``v(i-1)`` never names ``v(i)`` before ``v(i-1)`` was visited): the sentences sharing most query words (ties: earlier
-first; none shared: the first sentence), in page order, each cut at
-:data:`SNIPPET_SENTENCE_CHARS` characters (a cut sentence ends in `` ...``).
+first; none shared: the first sentence), in page order, each cut at the last
+word boundary within :data:`SNIPPET_SENTENCE_CHARS` characters (a cut sentence
+ends in `` ...``), and the mask applied again *after* the cut: a cut piece that
+names a withheld or still-locked page by any of its terms is not served. (A cut
+inside a word made a new name: "the European Union" cut after "Europe" printed
+the locked page Europe; a cut at a word boundary cannot, and the second mask
+pass makes sure whatever the cut.)
 Search never serves links; only ``visit`` serves a page's full text and links,
 and ``visit`` refuses a locked page. So a locked page's text is never served,
 and an unlocked chain page's full text only by a visit the mask allows; a
@@ -55,17 +60,35 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in split_sentences(text) if s.strip()]
 
 
-def snippet(text: str, query: str) -> str:
-    """The search snippet of a page text for ``query`` (see the module's snippet policy)."""
+def cut_sentence(sentence: str, limit: int = SNIPPET_SENTENCE_CHARS) -> str:
+    """``sentence`` cut at the last word boundary within ``limit`` characters, with `` ...`` when cut.
+
+    A cut never ends inside a word, so it never turns part of a longer word
+    into a whole word of its own ("European" into "Europe").
+    """
+    if len(sentence) <= limit:
+        return sentence
+    head = sentence[:limit]
+    if sentence[limit].isalnum() or sentence[limit] == "_":
+        # inside a word: back to the last non-word character (a whole first word longer than the limit: nothing)
+        head = head[: max((i for i, ch in enumerate(head) if not (ch.isalnum() or ch == "_")), default=-1) + 1]
+    return head.rstrip() + " ..."
+
+
+def snippet(text: str, query: str, withheld: Sequence[re.Pattern[str]] = ()) -> str:
+    """The search snippet of a page text for ``query`` (see the module's snippet policy).
+
+    ``withheld``: the mention patterns the snippet must not match, applied to
+    each piece after its cut (``ChainMask.withheld_from_search``).
+    """
     parts = sentences(text)
     if not parts:
         return ""
     terms = _words(query)
     scored = sorted(range(len(parts)), key=lambda i: (-len(terms & _words(parts[i])), i))
     chosen = [i for i in scored[:SNIPPET_SENTENCES] if terms & _words(parts[i])] or [0]
-    cut = [parts[i] if len(parts[i]) <= SNIPPET_SENTENCE_CHARS else parts[i][:SNIPPET_SENTENCE_CHARS] + " ..."
-           for i in sorted(chosen)]
-    return " ".join(cut)
+    cut = [cut_sentence(parts[i]) for i in sorted(chosen)]
+    return " ".join(piece for piece in cut if not any(pattern.search(piece) for pattern in withheld))
 
 
 def render_page(mask: ChainMask | None, doc: Document) -> Document:
@@ -79,8 +102,11 @@ def search_hit(mask: ChainMask | None, doc: Document, query: str, visited: Itera
     ``visited``: the episode's visited pages when the search ran (default none:
     the strictest view); sentences naming a page still locked are not quoted.
     """
-    page = doc if mask is None else mask.render_for_search(doc, visited)
-    return Document(id=page.id, title=page.title, url=page.url, text=snippet(page.text, query), links=[])
+    if mask is None:
+        return Document(id=doc.id, title=doc.title, url=doc.url, text=snippet(doc.text, query), links=[])
+    page = mask.render_for_search(doc, visited)
+    return Document(id=page.id, title=page.title, url=page.url, links=[],
+                    text=snippet(page.text, query, mask.withheld_from_search(doc.id, visited)))
 
 
 def public_call(call: ToolCall) -> ToolCall:
