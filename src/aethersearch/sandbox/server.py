@@ -238,7 +238,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     if action_log is None:
         action_log = Path(tempfile.mkdtemp(prefix="aether-sandbox-")) / "actions.jsonl"
     recovered = recover(action_log)
-    log = ActionLog(action_log, size=recovered.size)
+    log = ActionLog(action_log, size=recovered.size, seen=recovered.seen)
     refusals = RefusalLog()
     live: dict[str, Live] = {}
     by_key: dict[tuple[str, str], str] = {}
@@ -340,7 +340,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                 raise HTTPException(409, f"episode {episode_id} is closed; open a new episode")
             seq = body.get("seq") if error is None else None
             if isinstance(seq, int) and seq < ep.actions:
-                return _replay(found, seq)
+                return _replay(found, seq, tool, body)
             if isinstance(seq, int) and seq > ep.actions:
                 raise HTTPException(409, f"seq {seq} is ahead of episode {episode_id}, which has answered "
                                          f"{ep.actions} actions; send seq={ep.actions}")
@@ -403,7 +403,9 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                     "closed": ep.closed, "trace": [_public_json(c) for c in ep.trace]}
         if episode_id in unrecoverable:
             raise HTTPException(409, unrecoverable[episode_id])
-        logged = await run_in_threadpool(log.read_trace, episode_id) if len(episode_id) <= 64 else None
+        # an id the log never opened is answered here, in O(1), without reading the log or leaving the loop
+        known = len(episode_id) <= 64 and episode_id in log.seen
+        logged = await run_in_threadpool(log.read_trace, episode_id) if known else None
         if logged is None:
             raise HTTPException(404, f"no episode {episode_id!r} in this sandbox's action log")
         return {"episode_id": episode_id, "question_id": logged.question_id, "run_id": logged.run_id,
@@ -432,9 +434,24 @@ def _visit_refusal_status(page: str) -> int:
     return 404
 
 
-def _replay(found: Live, seq: int) -> Any:
-    """Answer a retried request (same ``seq``) from the log: same status, same documents, nothing logged."""
+def _asked(tool: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The arguments a valid request logs (``SandboxEpisode.search_sync``/``visit_sync`` record these)."""
+    return {"query": body["query"], "k": body.get("k", 5)} if tool == "search" else {"page": body["page"]}
+
+
+def _replay(found: Live, seq: int, tool: str, body: dict[str, Any]) -> Any:
+    """Answer a retried request (same ``seq``) from the log: same status, same documents, nothing logged.
+
+    Only the same action is a retry: another action sent with a logged ``seq`` is a
+    client whose count went wrong, and answering it with the logged reply would hand
+    it the documents of a request it did not make (409, naming the logged action).
+    """
     call = found.episode.trace[seq]
+    if call.tool != tool or call.arguments != _asked(tool, body):
+        raise HTTPException(409, f"seq {seq} of episode {found.episode.episode_id} was {call.tool} "
+                                 f"{orjson.dumps(call.arguments).decode()}, not this {tool} "
+                                 f"{orjson.dumps(_asked(tool, body)).decode()}; a retry must resend the same action, "
+                                 f"a new action takes seq={found.episode.actions}")
     status = found.statuses[seq]
     if status != 200:
         return _refusal(status, call)
