@@ -190,6 +190,40 @@ def test_a_retried_seq_with_another_action_is_refused_naming_the_logged_one(mini
     asyncio.run(scenario())
 
 
+def test_replace_takes_over_an_episode_only_with_its_owner_token(mini_sandbox: Sandbox, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+
+    async def first_start() -> tuple[str, str]:
+        async with _http(create_app(mini_sandbox, action_log=log)) as http:
+            created = (await http.post("/episodes", json={"question_id": "q1", "run_id": "shared"})).json()
+            eid, owner = created["episode_id"], created["owner"]
+            # another client (no token, or its own) cannot close it by replacing it
+            for other in ({}, {"owner": "x" * 32}):
+                taken = await http.post("/episodes", json={"question_id": "q1", "run_id": "shared", "replace": True,
+                                                           **other})
+                assert taken.status_code == 403 and "owner token" in taken.json()["detail"], taken.text
+            assert (await http.post(f"/episodes/{eid}/search", json={"query": "Kane", "k": 2})).status_code == 200
+            # without a run id, each request gets one of its own: two clients never collide by default
+            a = (await http.post("/episodes", json={"question_id": "q2"})).json()
+            b = (await http.post("/episodes", json={"question_id": "q2"})).json()
+            assert a["run_id"] != b["run_id"] and a["run_id"].startswith("run-")
+            return eid, owner
+
+    eid, owner = asyncio.run(first_start())
+    assert owner not in log.read_text()  # the log holds the token's hash, never the token
+
+    async def after_restart() -> None:
+        async with _http(create_app(mini_sandbox, action_log=log)) as http:  # recovered from the log
+            taken = await http.post("/episodes", json={"question_id": "q1", "run_id": "shared", "replace": True})
+            assert taken.status_code == 403
+            mine = await http.post("/episodes", json={"question_id": "q1", "run_id": "shared", "replace": True,
+                                                      "owner": owner})
+            assert mine.status_code == 200 and mine.json()["episode_id"] != eid
+            assert (await http.get(f"/episodes/{eid}/trace")).json()["closed"] is True  # replaced: closed
+
+    asyncio.run(after_restart())
+
+
 def test_an_unknown_episode_id_is_answered_without_reading_the_log(mini_sandbox: Sandbox, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "log.jsonl"

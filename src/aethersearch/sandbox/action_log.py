@@ -7,7 +7,7 @@ leave memory. Both need every action on disk before its reply is sent. The log
 is JSONL, one event per line, group-committed (:class:`aethersearch.jsonl.GroupCommitWriter`:
 flush + fsync per batch of concurrent appends, never on the event loop):
 
-* ``{"event": "open", "episode_id", "question_id", "run_id"}``
+* ``{"event": "open", "episode_id", "question_id", "run_id", "owner_sha256"}``
 * ``{"event": "call", "episode_id", "seq", "status", "call": ToolCall}``: action
   ``seq`` (0-based) of the episode, masked ids included, with the HTTP status it was answered with
 * ``{"event": "refused", "episode_id", "status", "reason"}``: a request over the
@@ -97,6 +97,8 @@ class LoggedEpisode(NamedTuple):
     closed: bool
     #: the close event's answer: ``NO_ANSWER`` when the client sent no body, ``None`` when it sent null
     answer: str | None | object = NO_ANSWER
+    #: sha256 of the owner token the episode was opened with (None in logs written before owners existed)
+    owner_sha256: str | None = None
 
 
 def _rows(path: Path, start: int = 0) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
@@ -124,7 +126,9 @@ def _apply(episodes: dict[str, LoggedEpisode], row: dict[str, Any], path: Path, 
     """Fold one event into ``episodes``; returns the id of an episode that just closed."""
     event, episode_id = row.get("event"), str(row.get("episode_id"))
     if event == "open":
-        episodes[episode_id] = LoggedEpisode(episode_id, str(row["question_id"]), str(row["run_id"]), [], [], False)
+        owner = row.get("owner_sha256")
+        episodes[episode_id] = LoggedEpisode(episode_id, str(row["question_id"]), str(row["run_id"]), [], [], False,
+                                             owner_sha256=str(owner) if owner else None)
     elif event == "call" and episode_id in episodes:
         found = episodes[episode_id]
         try:
@@ -215,10 +219,10 @@ class ActionLog:
         await self._writer.submit_line(line)
         return offset
 
-    async def opened(self, episode_id: str, question_id: str, run_id: str) -> None:
-        """Log an episode's opening (durable on return)."""
+    async def opened(self, episode_id: str, question_id: str, run_id: str, owner_sha256: str | None = None) -> None:
+        """Log an episode's opening with its owner's token hash (never the token; durable on return)."""
         offset = await self._append({"event": "open", "episode_id": episode_id, "question_id": question_id,
-                                     "run_id": run_id})
+                                     "run_id": run_id, "owner_sha256": owner_sha256})
         self.seen.add(episode_id)
         self.remember(episode_id, offset)
 
