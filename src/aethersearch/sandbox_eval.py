@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import secrets
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,6 +32,7 @@ from typing import Any, NamedTuple
 
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError, DataError, IntegrityError
+from aethersearch.jsonl import atomic_write_bytes
 from aethersearch.records import RolloutQuestion
 from aethersearch.release_layout import release_layout
 from aethersearch.rollout.session import SearchSetup
@@ -37,6 +40,8 @@ from aethersearch.rollout.session import SearchSetup
 __all__ = ["HttpEpisodes", "SandboxTools", "diagnose", "is_hintfree", "sandbox_in_process",
            "sandbox_server", "tools_for"]
 
+#: where a run keeps the owner token of the sandbox episodes it opens (``owner_token``)
+OWNER_FILE = "sandbox_owner"
 #: What the sandbox offers every episode (``--tools`` cannot narrow it: the paper's agents browse).
 SANDBOX_TOOLS = ("search", "visit")
 _WHY = "a hint-free release is evaluated only inside the masked sandbox (its chain pages unlock one visit at a time)"
@@ -113,9 +118,10 @@ class HttpEpisodes:
     the episodes its crashed predecessor left open (``replace``), which are its own.
     """
 
-    def __init__(self, url: str, label: str) -> None:
+    def __init__(self, url: str, label: str, owner: str | None = None) -> None:
         self.url = url
         self.label = label
+        self.owner = owner  # the run's owner token: a resumed run may replace only its own episodes
         self._client: Any = None
         self._opened: Counter[str] = Counter()
 
@@ -127,7 +133,7 @@ class HttpEpisodes:
         number = self._opened[question.id]
         self._opened[question.id] += 1
         episode: Environment = await self._client.create_episode(question.id, run_id=f"{self.label}#{number}",
-                                                                 replace=True)
+                                                                 replace=True, owner=self.owner)
         return episode
 
 
@@ -141,8 +147,24 @@ async def _health(url: str) -> dict[str, Any]:
         await client.aclose()
 
 
+def owner_token(run_dir: str | Path) -> str:
+    """The run's secret for the sandbox episodes it opens (``run_dir/sandbox_owner``, made once, mode 0600).
+
+    Why kept in the run directory: a run resumed after a crash must take back the
+    episodes its predecessor left open (``replace``), and the sandbox lets only the
+    client holding an episode's owner token do that, so no other client can.
+    """
+    path = Path(run_dir) / OWNER_FILE
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, secrets.token_hex(16).encode())
+        os.chmod(path, 0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
 def sandbox_server(url: str, release_dir: str | Path, *, corpus_dir: str | Path | None = None,
-                   index_dir: str | Path | None = None, run_label: str = "run") -> SandboxTools:
+                   index_dir: str | Path | None = None, run_label: str = "run",
+                   owner: str | None = None) -> SandboxTools:
     """Episodes on a running ``aether sandbox serve`` (checked: a sandbox, of this release, of its corpus)."""
     from aethersearch.sandbox.contract import MASK_POLICY, SANDBOX_SERVICE
 
@@ -169,7 +191,7 @@ def sandbox_server(url: str, release_dir: str | Path, *, corpus_dir: str | Path 
         _check_corpus(release, store.content_hash, f"the local store {corpus_dir or index_dir}")
 
     def factory(label: str) -> Callable[[RolloutQuestion], Awaitable[Environment]]:
-        return HttpEpisodes(url, label)
+        return HttpEpisodes(url, label, owner)
 
     search = SearchSetup(factory(run_label), health.get("corpus_hash"), health.get("index_hash"),
                          f"masked sandbox {url}", environment="sandbox", sandbox=_contract(),
@@ -215,7 +237,8 @@ def tools_for(release_dir: str | Path, *, agent: str, index: Path | None = None,
         raise ConfigError(f"{_WHY}; --search-url {search_url} would serve it unmasked", fix=_SANDBOX_FIX)
     label = run_label(run_dir)
     if sandbox_url:
-        return sandbox_server(sandbox_url, release, corpus_dir=corpus, index_dir=index, run_label=label)
+        return sandbox_server(sandbox_url, release, corpus_dir=corpus, index_dir=index, run_label=label,
+                              owner=owner_token(run_dir))
     if index is None:
         raise ConfigError(f"{_WHY}; no sandbox was given", fix=_SANDBOX_FIX)
     return sandbox_in_process(release, index, corpus, run_label=label)

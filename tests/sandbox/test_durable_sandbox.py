@@ -168,6 +168,92 @@ def test_a_retried_action_is_answered_from_the_log_not_run_twice(mini_sandbox: S
     asyncio.run(scenario())
 
 
+def test_a_retried_seq_with_another_action_is_refused_naming_the_logged_one(mini_sandbox: Sandbox,
+                                                                              tmp_path: Path) -> None:
+    app = create_app(mini_sandbox, action_log=tmp_path / "log.jsonl")
+
+    async def scenario() -> None:
+        async with _http(app) as http:
+            eid = (await http.post("/episodes", json={"question_id": "q1"})).json()["episode_id"]
+            await http.post(f"/episodes/{eid}/search", json={"query": "Kane Cornes", "k": 2, "seq": 0})
+            for tool, body in (("visit", {"page": "kane", "seq": 0}),  # another tool
+                               ("search", {"query": "Chad Cornes", "k": 2, "seq": 0}),  # another query
+                               ("search", {"query": "Kane Cornes", "k": 3, "seq": 0})):  # another k
+                wrong = await http.post(f"/episodes/{eid}/{tool}", json=body)
+                assert wrong.status_code == 409, (tool, body, wrong.text)
+                assert 'was search {"query":"Kane Cornes","k":2}' in wrong.json()["detail"]
+                assert "seq=1" in wrong.json()["detail"]
+            same = await http.post(f"/episodes/{eid}/search", json={"query": "Kane Cornes", "k": 2, "seq": 0})
+            assert same.status_code == 200  # the same action is still answered from the log
+            assert len((await http.get(f"/episodes/{eid}/trace")).json()["trace"]) == 1  # nothing logged twice
+
+    asyncio.run(scenario())
+
+
+def test_replace_takes_over_an_episode_only_with_its_owner_token(mini_sandbox: Sandbox, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+
+    async def first_start() -> tuple[str, str]:
+        async with _http(create_app(mini_sandbox, action_log=log)) as http:
+            created = (await http.post("/episodes", json={"question_id": "q1", "run_id": "shared"})).json()
+            eid, owner = created["episode_id"], created["owner"]
+            # another client (no token, or its own) cannot close it by replacing it
+            for other in ({}, {"owner": "x" * 32}):
+                taken = await http.post("/episodes", json={"question_id": "q1", "run_id": "shared", "replace": True,
+                                                           **other})
+                assert taken.status_code == 403 and "owner token" in taken.json()["detail"], taken.text
+            assert (await http.post(f"/episodes/{eid}/search", json={"query": "Kane", "k": 2})).status_code == 200
+            # without a run id, each request gets one of its own: two clients never collide by default
+            a = (await http.post("/episodes", json={"question_id": "q2"})).json()
+            b = (await http.post("/episodes", json={"question_id": "q2"})).json()
+            assert a["run_id"] != b["run_id"] and a["run_id"].startswith("run-")
+            return eid, owner
+
+    eid, owner = asyncio.run(first_start())
+    assert owner not in log.read_text()  # the log holds the token's hash, never the token
+
+    async def after_restart() -> None:
+        async with _http(create_app(mini_sandbox, action_log=log)) as http:  # recovered from the log
+            taken = await http.post("/episodes", json={"question_id": "q1", "run_id": "shared", "replace": True})
+            assert taken.status_code == 403
+            mine = await http.post("/episodes", json={"question_id": "q1", "run_id": "shared", "replace": True,
+                                                      "owner": owner})
+            assert mine.status_code == 200 and mine.json()["episode_id"] != eid
+            assert (await http.get(f"/episodes/{eid}/trace")).json()["closed"] is True  # replaced: closed
+
+    asyncio.run(after_restart())
+
+
+def test_an_unknown_episode_id_is_answered_without_reading_the_log(mini_sandbox: Sandbox, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "log.jsonl"
+    app = create_app(mini_sandbox, action_log=log)
+    reads: list[str] = []
+
+    async def scenario() -> str:
+        async with _http(app) as http:
+            eid = (await http.post("/episodes", json={"question_id": "q1"})).json()["episode_id"]
+            await http.post(f"/episodes/{eid}/search", json={"query": "Kane Cornes", "k": 2, "seq": 0})
+            await http.post(f"/episodes/{eid}/close")
+            original = type(app.state.action_log).read_trace
+            monkeypatch.setattr(type(app.state.action_log), "read_trace",
+                                lambda self, episode_id: reads.append(episode_id) or original(self, episode_id))
+            for unknown in ("0" * 32, "f" * 32, "deadbeef"):
+                response = await http.get(f"/episodes/{unknown}/trace")
+                assert response.status_code == 404 and "no episode" in response.json()["detail"]
+            closed = await http.get(f"/episodes/{eid}/trace")
+            assert closed.status_code == 200 and len(closed.json()["trace"]) == 1
+            return str(eid)
+
+    eid = asyncio.run(scenario())
+    assert reads == [eid]  # the log was read for the one episode it holds, never for an unknown id
+    # a restarted sandbox indexes every episode of its log at start-up: known ids are found, unknown ones are not
+    from aethersearch.sandbox.action_log import recover
+
+    seen = recover(log).seen
+    assert eid in seen and "0" * 32 not in seen and seen.added == 1
+
+
 def test_a_restarted_sandbox_recovers_open_episodes_with_their_unlock_state(
         mini_sandbox: Sandbox, tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"

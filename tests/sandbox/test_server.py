@@ -60,7 +60,8 @@ def test_http_episodes_are_isolated_and_unique_per_run_and_question(mini_sandbox
     async def scenario() -> None:
         app = create_app(mini_sandbox)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sandbox") as http:
-            a = (await http.post("/episodes", json={"question_id": "q1", "run_id": "A"})).json()["episode_id"]
+            created = (await http.post("/episodes", json={"question_id": "q1", "run_id": "A"})).json()
+            a, owner = created["episode_id"], created["owner"]
             b = (await http.post("/episodes", json={"question_id": "q1", "run_id": "B"})).json()["episode_id"]
             again = await http.post("/episodes", json={"question_id": "q1", "run_id": "A"})
             assert again.status_code == 409 and a in again.json()["detail"]
@@ -69,7 +70,8 @@ def test_http_episodes_are_isolated_and_unique_per_run_and_question(mini_sandbox
             await http.post(f"/episodes/{a}/visit", json={"page": "kane"})
             assert (await http.post(f"/episodes/{a}/visit", json={"page": "chad"})).status_code == 200
             assert (await http.post(f"/episodes/{b}/visit", json={"page": "chad"})).status_code == 404  # no leak
-            replaced = await http.post("/episodes", json={"question_id": "q1", "run_id": "A", "replace": True})
+            replaced = await http.post("/episodes", json={"question_id": "q1", "run_id": "A", "replace": True,
+                                                          "owner": owner})
             fresh = replaced.json()["episode_id"]
             assert fresh != a and (await http.post(f"/episodes/{fresh}/visit", json={"page": "chad"})).status_code == 404
             assert (await http.get("/health")).json()["open_episodes"] == 2

@@ -114,13 +114,15 @@ class SandboxClient:
                                     status=reply.status, transient=True)
             return reply
 
-    async def create_episode(self, question_id: str, *, run_id: str = "run",
-                             replace: bool = False) -> HttpSandboxEpisode:
-        """Open an episode for ``question_id`` in run ``run_id``."""
+    async def create_episode(self, question_id: str, *, run_id: str = "run", replace: bool = False,
+                             owner: str | None = None) -> HttpSandboxEpisode:
+        """Open an episode for ``question_id`` in run ``run_id``; ``replace`` takes over one this ``owner`` opened."""
         self.open_episodes += 1  # counted from the request on, so an idle close cannot cut it off
+        body: dict[str, Any] = {"question_id": question_id, "run_id": run_id, "replace": replace}
+        if owner is not None:
+            body["owner"] = owner
         try:
-            reply = await self.request("POST", "/episodes", {"question_id": question_id, "run_id": run_id,
-                                                             "replace": replace})
+            reply = await self.request("POST", "/episodes", body)
             if reply.status != 200:
                 raise EndpointError(f"cannot open episode for {question_id!r}: {_detail(reply)}",
                                     status=reply.status)

@@ -46,10 +46,11 @@ class InProcessSandboxFactory:
 class HttpSandboxFactory:
     """Episodes held by a sandbox server, reached through :class:`SandboxClient`."""
 
-    def __init__(self, client: SandboxClient, *, replace: bool = False) -> None:
+    def __init__(self, client: SandboxClient, *, replace: bool = False, owner: str | None = None) -> None:
         self.client = client
         self.replace = replace
+        self.owner = owner
 
     async def open(self, question_id: str, *, run_id: str = "run") -> Environment:
-        """A new server-side episode (``replace`` re-opens one left open by a crashed run)."""
-        return await self.client.create_episode(question_id, run_id=run_id, replace=self.replace)
+        """A new server-side episode (``replace`` re-opens one this ``owner`` left open in a crashed run)."""
+        return await self.client.create_episode(question_id, run_id=run_id, replace=self.replace, owner=self.owner)

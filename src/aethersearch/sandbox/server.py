@@ -4,11 +4,14 @@ Why an HTTP face: agents in another process (or another machine, e.g. a vLLM
 box) must browse the same masked corpus with the same per-episode state.
 Every episode lives in this server; its id is a random 128-bit hex string, so
 episodes cannot see or guess each other. One open episode per (run, question):
-creating a second one is a 409 unless ``replace`` is set (a resumed run).
+creating a second one is a 409 unless ``replace`` is set (a resumed run), and
+``replace`` takes over only with the owner token the episode's creation
+returned (403 otherwise): another client cannot close an episode that is not
+its own. A request without ``run_id`` gets a run id of its own.
 
 Endpoints (JSON bodies; every refusal is ``{"detail": str}``, plus ``call`` when it was logged):
 
-* ``POST /episodes`` ``{question_id, run_id, replace?}`` -> ``{episode_id, question_id, run_id, tools}``
+* ``POST /episodes`` ``{question_id, run_id?, replace?, owner?}`` -> ``{episode_id, question_id, run_id, tools, owner}``
 * ``POST /episodes/{id}/search`` ``{query, k?, seq?}`` -> ``{documents, call}``
 * ``POST /episodes/{id}/visit`` ``{page, seq?}`` -> ``{documents, call}``; an unknown or
   still-masked page is a 404 ``{detail, call}`` (same message for both); an invalid
@@ -46,6 +49,8 @@ slow search never blocks the event loop. Binds 127.0.0.1 by default.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import secrets
 import tempfile
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -80,6 +85,9 @@ from aethersearch.search.http_guard import (
 )
 
 MAX_OPEN_EPISODES = 10_000
+#: a final answer's length: a short span, and any answer this long fits the body limit however it is escaped
+#: (a character JSON-escaped as a surrogate pair is 12 bytes; 2,000 of them were refused as 413, not 422)
+MAX_ANSWER_CHARS = MAX_BODY_CHARS // 4
 #: closed episode ids remembered so a late request is told "closed" (409) rather than "unknown" (404)
 RECENTLY_CLOSED = 4_096
 
@@ -99,8 +107,12 @@ class CreateEpisode(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     question_id: StrictStr = Field(min_length=1, max_length=256)
-    run_id: StrictStr = Field(default="run", min_length=1, max_length=256)
+    run_id: StrictStr | None = Field(default=None, min_length=1, max_length=256,
+                                     description="omitted: a run id of its own (no other client shares it)")
     replace: StrictBool = False
+    owner: StrictStr | None = Field(default=None, min_length=16, max_length=256,
+                                    description="the client's secret for this episode (omitted: the server makes "
+                                                "one); replace=true takes over an open episode only with its owner")
 
 
 class SearchBody(BaseModel):
@@ -130,7 +142,7 @@ class CloseBody(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    answer: StrictStr | None = Field(max_length=MAX_BODY_CHARS)
+    answer: StrictStr | None = Field(max_length=MAX_ANSWER_CHARS)
 
 
 class Created(BaseModel):
@@ -140,6 +152,7 @@ class Created(BaseModel):
     question_id: str
     run_id: str
     tools: list[str]
+    owner: str = Field(description="the owner token: replace=true of this (run, question) needs it")
 
 
 class ActionReply(BaseModel):
@@ -206,11 +219,13 @@ def _refusal(status: int, call: ToolCall) -> Response:
 class Live:
     """An open episode on the server: the episode, the status each action was answered with, its lock."""
 
-    __slots__ = ("episode", "lock", "statuses")
+    __slots__ = ("episode", "lock", "owner_sha256", "statuses")
 
-    def __init__(self, episode: SandboxEpisode, statuses: list[int] | None = None) -> None:
+    def __init__(self, episode: SandboxEpisode, statuses: list[int] | None = None,
+                 owner_sha256: str | None = None) -> None:
         self.episode = episode
         self.statuses = statuses or []
+        self.owner_sha256 = owner_sha256  # only the client holding this token's preimage may replace the episode
         self.lock = asyncio.Lock()  # one action of an episode at a time: its seq is its place in the log
 
 
@@ -238,7 +253,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     if action_log is None:
         action_log = Path(tempfile.mkdtemp(prefix="aether-sandbox-")) / "actions.jsonl"
     recovered = recover(action_log)
-    log = ActionLog(action_log, size=recovered.size)
+    log = ActionLog(action_log, size=recovered.size, seen=recovered.seen)
     refusals = RefusalLog()
     live: dict[str, Live] = {}
     by_key: dict[tuple[str, str], str] = {}
@@ -299,27 +314,35 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                 "refusals": refusals.health()}
 
     @app.post("/episodes", response_model=Created,
-              responses=problem_responses(400, 404, 408, 409, 413, 422, 429))
+              responses=problem_responses(400, 403, 404, 408, 409, 413, 422, 429))
     async def create(body: CreateEpisode) -> dict[str, Any]:
-        key = (body.run_id, body.question_id)
+        run_id = body.run_id or f"run-{secrets.token_hex(8)}"
+        owner = body.owner or secrets.token_hex(16)
+        owner_sha256 = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()
+        key = (run_id, body.question_id)
         existing = by_key.get(key)
         if existing is not None and not body.replace:
-            raise HTTPException(409, f"episode {existing} is already open for run {body.run_id!r}, question "
-                                     f"{body.question_id!r}; close it or pass replace=true")
+            raise HTTPException(409, f"episode {existing} is already open for run {run_id!r}, question "
+                                     f"{body.question_id!r}; close it or pass replace=true with its owner token")
+        held = live[existing].owner_sha256 if existing is not None else None
+        if existing is not None and held is not None and held != owner_sha256:
+            raise HTTPException(403, f"episode {existing} of run {run_id!r}, question {body.question_id!r} belongs "
+                                     "to the client that opened it; replace=true needs the owner token its "
+                                     "creation returned (or use a run id of your own)")
         if existing is None and len(live) >= limits.max_open_episodes:
             raise HTTPException(429, f"{limits.max_open_episodes} episodes are open; close finished ones first "
                                      "(or raise --max-open-episodes)")
         try:
-            new = sandbox.episode(body.question_id, run_id=body.run_id)
+            new = sandbox.episode(body.question_id, run_id=run_id)
         except ConfigError as exc:
             raise HTTPException(404, exc.message) from None
         if existing is not None:
             await persist(live[existing])
-        live[new.episode_id] = Live(new)
+        live[new.episode_id] = Live(new, owner_sha256=owner_sha256)
         by_key[key] = new.episode_id
-        await log.opened(new.episode_id, new.question_id, new.run_id)
+        await log.opened(new.episode_id, new.question_id, new.run_id, owner_sha256)
         return {"episode_id": new.episode_id, "question_id": new.question_id, "run_id": new.run_id,
-                "tools": list(new.tools)}
+                "tools": list(new.tools), "owner": owner}
 
     async def act(episode_id: str, request: Request, tool: str) -> Any:
         found = open_episode(episode_id)
@@ -340,7 +363,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                 raise HTTPException(409, f"episode {episode_id} is closed; open a new episode")
             seq = body.get("seq") if error is None else None
             if isinstance(seq, int) and seq < ep.actions:
-                return _replay(found, seq)
+                return _replay(found, seq, tool, body)
             if isinstance(seq, int) and seq > ep.actions:
                 raise HTTPException(409, f"seq {seq} is ahead of episode {episode_id}, which has answered "
                                          f"{ep.actions} actions; send seq={ep.actions}")
@@ -383,7 +406,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     async def visit(episode_id: str, request: Request) -> Any:
         return await act(episode_id, request, "visit")
 
-    @app.post("/episodes/{episode_id}/close", response_model=TraceReply, responses=problem_responses(400, 404, 409, 422))
+    @app.post("/episodes/{episode_id}/close", response_model=TraceReply, responses=problem_responses(400, 404, 408, 409, 413, 422))
     async def close(episode_id: str, body: CloseBody | None = None) -> dict[str, Any]:
         found = live.get(episode_id)
         if found is None:
@@ -403,7 +426,9 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                     "closed": ep.closed, "trace": [_public_json(c) for c in ep.trace]}
         if episode_id in unrecoverable:
             raise HTTPException(409, unrecoverable[episode_id])
-        logged = await run_in_threadpool(log.read_trace, episode_id) if len(episode_id) <= 64 else None
+        # an id the log never opened is answered here, in O(1), without reading the log or leaving the loop
+        known = len(episode_id) <= 64 and episode_id in log.seen
+        logged = await run_in_threadpool(log.read_trace, episode_id) if known else None
         if logged is None:
             raise HTTPException(404, f"no episode {episode_id!r} in this sandbox's action log")
         return {"episode_id": episode_id, "question_id": logged.question_id, "run_id": logged.run_id,
@@ -432,9 +457,24 @@ def _visit_refusal_status(page: str) -> int:
     return 404
 
 
-def _replay(found: Live, seq: int) -> Any:
-    """Answer a retried request (same ``seq``) from the log: same status, same documents, nothing logged."""
+def _asked(tool: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The arguments a valid request logs (``SandboxEpisode.search_sync``/``visit_sync`` record these)."""
+    return {"query": body["query"], "k": body.get("k", 5)} if tool == "search" else {"page": body["page"]}
+
+
+def _replay(found: Live, seq: int, tool: str, body: dict[str, Any]) -> Any:
+    """Answer a retried request (same ``seq``) from the log: same status, same documents, nothing logged.
+
+    Only the same action is a retry: another action sent with a logged ``seq`` is a
+    client whose count went wrong, and answering it with the logged reply would hand
+    it the documents of a request it did not make (409, naming the logged action).
+    """
     call = found.episode.trace[seq]
+    if call.tool != tool or call.arguments != _asked(tool, body):
+        raise HTTPException(409, f"seq {seq} of episode {found.episode.episode_id} was {call.tool} "
+                                 f"{orjson.dumps(call.arguments).decode()}, not this {tool} "
+                                 f"{orjson.dumps(_asked(tool, body)).decode()}; a retry must resend the same action, "
+                                 f"a new action takes seq={found.episode.actions}")
     status = found.statuses[seq]
     if status != 200:
         return _refusal(status, call)
@@ -453,7 +493,7 @@ def _recover_one(sandbox: Sandbox, logged: LoggedEpisode, live: dict[str, Live],
             "open a new episode with replace=true")
         return
     ep.restore(logged.calls)
-    live[ep.episode_id] = Live(ep, list(logged.statuses))
+    live[ep.episode_id] = Live(ep, list(logged.statuses), owner_sha256=logged.owner_sha256)
     by_key[(ep.run_id, ep.question_id)] = ep.episode_id
 
 

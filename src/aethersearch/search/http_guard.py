@@ -339,6 +339,7 @@ class Problem(BaseModel):
 #: why each refusal status can happen, as both servers' OpenAPI descriptions say it
 REASONS = {
     400: "malformed request: a non-numeric Content-Length, a body cut short, or a refused action",
+    403: "the episode belongs to another client: replace=true needs the owner token its creation returned",
     404: "no such episode, question or page",
     408: "the request body did not arrive within the body timeout",
     409: "conflicts with the episode's state (open twice, or already closed)",
