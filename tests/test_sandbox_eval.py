@@ -79,7 +79,7 @@ def test_eval_of_a_hintfree_release_runs_inside_the_sandbox_and_writes_the_paper
     assert {"forget", "lead_astray", "distractors"} <= set(probes)
     fingerprint = _json(run / "run.json")
     assert fingerprint["environment"] == "sandbox"
-    assert fingerprint["sandbox"] == {"mask_policy": "webdetective-chain-lock/v1", "tools": ["search", "visit"]}
+    assert fingerprint["sandbox"] == {"mask_policy": "webdetective-chain-lock/v2", "tools": ["search", "visit"]}
     assert "Knowledge Sufficiency" in result.stdout and "4 hops" in result.stdout and "GenScore" in result.stdout
     html = (tmp_path / "x" / "report.html").read_text(encoding="utf-8")
     assert 'id="decoupling-1"' in html and 'id="per-hop-1"' in html  # Search Score x GenScore; curves by hop
@@ -185,7 +185,7 @@ def test_eval_through_a_running_sandbox_equals_the_in_process_run(demo: Path, tm
                    str(demo / "sandbox_index"), "--out", str(tmp_path / "local"), "--no-probes", "--no-progress")
     assert local.returncode == 0, local.stderr
     assert remote == _json(tmp_path / "local" / "run" / "factorised.json")["overall"]
-    assert _json(tmp_path / "http" / "run" / "run.json")["sandbox"]["mask_policy"] == "webdetective-chain-lock/v1"
+    assert _json(tmp_path / "http" / "run" / "run.json")["sandbox"]["mask_policy"] == "webdetective-chain-lock/v2"
     # without a local copy of the pages the factorised metrics cannot be rebuilt: refused, not guessed
     bare = aether("eval", str(demo / "sandbox_release"), "--agent", "lexical-browse", "--sandbox-url", url,
                   "--out", str(tmp_path / "bare"), "--no-progress")
