@@ -27,7 +27,6 @@ from aethersearch.demo import run_demo
 from tests.serving import free_port, wait_for_json
 
 pytestmark = pytest.mark.slow
-DEMO_PASS_AT_1 = 46 / 60  # the demo's lexical-browse run inside the sandbox (make demo prints 0.767)
 
 
 def aether(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -73,7 +72,9 @@ def test_eval_of_a_hintfree_release_runs_inside_the_sandbox_and_writes_the_paper
     assert result.returncode == 0, result.stdout + result.stderr
     run = tmp_path / "x" / "run"
     factorised = _json(run / "factorised.json")
-    assert factorised["overall"]["pass_at_1"] == pytest.approx(DEMO_PASS_AT_1)
+    # the same agent on the same release through the command equals the demo's own sandbox run
+    assert factorised["overall"]["pass_at_1"] == _json(demo / "sandbox_run" / "factorised.json")["overall"]["pass_at_1"]
+    assert factorised["overall"]["pass_at_1"] >= 0.4  # a browsing baseline that really reads (abstaining: 0)
     assert set(factorised["by_hops"]) == {"2", "3", "4"}
     probes = _json(run / "probes.json")
     assert {"forget", "lead_astray", "distractors"} <= set(probes)
