@@ -2,7 +2,7 @@
 
 What it measures: the demo world's hint-free release (60 questions, 1,067 pages,
 BM25) run inside the masked sandbox, each question K times (``samples``) so that
-64 or 1,024 episodes are in flight. The agent replays, per question, the exact
+64 or 1,024 episodes are in flight, and at least 1,200 episodes run in all. The agent replays, per question, the exact
 actions the ``lexical-browse`` baseline took (recorded once before any timing),
 so no agent thinking is measured: what is timed is the sandbox's work and the
 harness around it. For each level it runs, interleaved (order reversed every
@@ -60,6 +60,7 @@ from aethersearch.sandbox_eval import HttpEpisodes, SandboxTools, sandbox_in_pro
 Plan = list[tuple[str, Any]]
 BUDGET = Budget(max_tool_calls=40, max_turns=None)
 GOAL = 1.3
+MIN_EPISODES = 1_200
 
 
 class ReplayAgent(Agent):
@@ -227,7 +228,9 @@ def _run_async(coroutine: Coroutine[Any, Any, int]) -> int:
 def level(release: Path, index: Path, root: Path, plans: dict[str, tuple[Plan, str | None]], url: str,
           server_pid: int, concurrency: int, repeats: int) -> dict[str, list[Measured]]:
     questions = load_rollout_questions(release_info(release).rollout_path)
-    samples = max(1, -(-2 * concurrency // len(questions)))  # about twice the level, so it stays full
+    # at least twice the level (it stays full) and 1,200 episodes (a run's fixed costs, run.json, the writer
+    # thread, predictions.jsonl, ~5 ms, are spread as in a real evaluation, not over a few hundred actions)
+    samples = max(1, -(-max(2 * concurrency, MIN_EPISODES) // len(questions)))
     work = units(questions, samples)
     agent = ReplayAgent(plans)
     results: dict[str, list[Measured]] = {k: [] for k in ("harness in-process", "bare in-process", "harness HTTP",
