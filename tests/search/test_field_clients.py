@@ -10,22 +10,17 @@ byte; a small request that would produce a huge reply refused with 413.
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-import uvicorn
 
 from aethersearch.corpus.chunking import ChunkConfig
 from aethersearch.corpus.importers import import_corpus
 from aethersearch.search.index_dir import build_index
 from aethersearch.search.server import ServerLimits, create_app
+from tests.serving import serving_app as serving
 from tests.search.field_clients import (
     asearcher_access,
     asearcher_query,
@@ -34,28 +29,6 @@ from tests.search.field_clients import (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Run ``app`` under uvicorn on a free loopback port in a thread; yield its base URL."""
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", loop="asyncio"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def _turn(demo_world: Any, n: int) -> list[str]:
