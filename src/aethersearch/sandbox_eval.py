@@ -37,7 +37,7 @@ from aethersearch.records import RolloutQuestion
 from aethersearch.release_layout import release_layout
 from aethersearch.rollout.session import SearchSetup
 
-__all__ = ["HttpEpisodes", "SandboxTools", "diagnose", "is_hintfree", "sandbox_in_process",
+__all__ = ["HttpEpisodes", "SandboxTools", "diagnose", "sandbox_in_process",
            "sandbox_server", "tools_for"]
 
 #: where a run keeps the owner token of the sandbox episodes it opens (``owner_token``)
@@ -57,21 +57,19 @@ class SandboxTools(NamedTuple):
     clean_factory: Callable[[str], Callable[[RolloutQuestion], Environment | Awaitable[Environment]]]
 
 
-def is_hintfree(release_dir: str | Path) -> bool:
-    """Whether the release is a hint-free (WebDetective) release (``release.manifest.is_hintfree_release``)."""
-    from aethersearch.release.manifest import is_hintfree_release
-
-    return is_hintfree_release(release_dir)
-
-
-def _check_corpus(release_dir: Path, found: str | None, where: str) -> None:
-    """Refuse a sandbox over pages other than those the release was constructed from, naming both hashes."""
+def _expected_corpus(release_dir: Path) -> str:
+    """The corpus hash the release was constructed from (a release without one cannot be served)."""
     from aethersearch.release.manifest import hintfree_corpus_hash
 
     expected = hintfree_corpus_hash(release_dir)
     if expected is None:
         raise DataError(release_layout(release_dir).manifest, "no corpus.corpus_hash: the pages the questions were "
                         "constructed from are unknown", fix="rebuild the release with `aether construct`")
+    return expected
+
+
+def _check_corpus(release_dir: Path, expected: str, found: str | None, where: str) -> None:
+    """Refuse a sandbox over pages other than those the release was constructed from, naming both hashes."""
     if found != expected:
         raise IntegrityError(f"{where} holds corpus {found}, but release {release_dir} was constructed from corpus "
                              f"{expected}: its chains and masks name pages of that corpus",
@@ -94,7 +92,7 @@ def sandbox_in_process(release_dir: str | Path, index_dir: str | Path, corpus_di
 
     release = Path(release_dir)
     opened = open_index(index_dir, open_store(corpus_dir) if corpus_dir is not None else None)
-    _check_corpus(release, opened.store.content_hash, f"the store of index {index_dir}")
+    _check_corpus(release, _expected_corpus(release), opened.store.content_hash, f"the store of index {index_dir}")
     sandbox = open_sandbox(release, opened.index, opened.store, corpus_hash=opened.store.content_hash,
                            index_hash=opened.index.index_hash)
 
@@ -112,7 +110,7 @@ def sandbox_in_process(release_dir: str | Path, index_dir: str | Path, corpus_di
 class HttpEpisodes:
     """Opens one episode per (question, sample) on a running sandbox, under this run's own run id.
 
-    The client is made in the event loop that runs the episodes (an httpx client
+    The client is made in the event loop that runs the episodes (an aiohttp session
     is bound to one loop). Each opening of a question gets the next number in the
     run id, so K samples of one question are K episodes; a resumed run takes back
     the episodes its crashed predecessor left open (``replace``), which are its own.
@@ -184,11 +182,12 @@ def sandbox_server(url: str, release_dir: str | Path, *, corpus_dir: str | Path 
     if health.get("mask_policy") != MASK_POLICY:
         raise ConfigError(f"the sandbox at {url} masks by policy {health.get('mask_policy')!r}; this toolkit "
                           f"evaluates under {MASK_POLICY!r}", fix="serve the sandbox with this version of aethersearch")
-    _check_corpus(release, health.get("corpus_hash"), f"the sandbox at {url}")
+    expected = _expected_corpus(release)
+    _check_corpus(release, expected, health.get("corpus_hash"), f"the sandbox at {url}")
     store = None
     if corpus_dir is not None or index_dir is not None:
         store = _local_store(corpus_dir, index_dir)
-        _check_corpus(release, store.content_hash, f"the local store {corpus_dir or index_dir}")
+        _check_corpus(release, expected, store.content_hash, f"the local store {corpus_dir or index_dir}")
 
     def factory(label: str) -> Callable[[RolloutQuestion], Awaitable[Environment]]:
         return HttpEpisodes(url, label, owner)
@@ -223,8 +222,10 @@ def tools_for(release_dir: str | Path, *, agent: str, index: Path | None = None,
     """
     from aethersearch.pipeline import search_for
 
+    from aethersearch.release.manifest import is_hintfree_release
+
     release = Path(release_dir)
-    if not is_hintfree(release):
+    if not is_hintfree_release(release):
         if sandbox_url:
             raise ConfigError(f"{release} is not a hint-free release: it has no chain masks, so there is no sandbox "
                               "to run it in", fix="pass --index DIR or --search-url URL (a retrieval server)")

@@ -266,6 +266,7 @@ def register(app: typer.Typer) -> None:
         With no RELEASE: the embedded demo (demo world, demo release, lexical agent), no model server needed.
         """
         from aethersearch import demo, pipeline, sandbox_eval
+        from aethersearch.release.manifest import is_hintfree_release
         from aethersearch.errors import ConfigError
         from aethersearch.records import Decoding
         from aethersearch.rollout.profile_run import apply_profile
@@ -289,7 +290,7 @@ def register(app: typer.Typer) -> None:
                                                    seed=seed), concurrency=concurrency, progress=update, samples=samples,
                                limits=_limits(call_timeout, question_deadline, max_retries, max_error_rate, stop_after_failures))
                 offered = tuple(t for t in (tools or "search").split(",") if t)
-                if serve and sandbox_eval.is_hintfree(release):
+                if serve and is_hintfree_release(release):
                     raise ConfigError("--serve starts a retrieval server, which serves pages unmasked; a hint-free "
                                       "release runs only in its masked sandbox",
                                       fix="drop --serve (the sandbox runs in-process over --index), or start "

@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 
 from aethersearch.agents.aethersearch_protocol import check_action
 from aethersearch.agents.base import finish
-from aethersearch.errors import ConfigError, DataError
+from aethersearch.errors import DataError
 from aethersearch.interop.exports import question_as_searchr1_sees_it, read_release
-from aethersearch.interop.verl_import import write_imported_run
+from aethersearch.interop.verl_import import refuse_occupied, write_imported_run
 from aethersearch.jsonl import iter_jsonl, sha256_file
 from aethersearch.records import LLMCall, Outcome, Step, ToolCall, Trace
 
@@ -85,8 +85,7 @@ def import_predictions(predictions: Path, release_dir: Path, out: Path, *, model
     if not predictions.is_file():
         raise DataError(predictions, "predictions file does not exist",
                         fix="pass eval/update_NNN/predictions.jsonl from an AetherSearch run directory")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
+    refuse_occupied(out, force)
     release = read_release(release_dir)
     index_of = {row.id: index for index, row in enumerate(release.rows)}
     traces: list[Trace] = []

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from aethersearch.agents.base import finish
 from aethersearch.errors import ConfigError, DataError, IntegrityError
-from aethersearch.interop.verl_import import write_imported_run
+from aethersearch.interop.verl_import import refuse_occupied, write_imported_run
 from aethersearch.jsonl import sha256_file
 from aethersearch.records import ErrorKind, Outcome, Step, Trace, Usage
 from aethersearch.rollout.fingerprint import load_rollout_questions, release_info
@@ -98,13 +98,13 @@ def import_sandbox_log(action_log: Path, release_dir: Path, out: Path, *, run_id
     if not action_log.is_file():
         raise DataError(action_log, "action log does not exist",
                         fix="pass the --action-log file of the `aether sandbox serve` the harness used")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
+    refuse_occupied(out, force)
     hashes = _served(action_log, release_dir)
     questions = {q.id: q.question for q in load_rollout_questions(release_layout(release_dir).rollout)}
     chosen: dict[str, LoggedEpisode] = {}
     superseded = 0
-    for episode in read_episodes(action_log).values():  # in order of opening: the last one of a question wins
+    episodes = read_episodes(action_log)
+    for episode in episodes.values():  # in order of opening: the last one of a question wins
         if episode.run_id != run_id:
             continue
         if episode.question_id not in questions:
@@ -114,7 +114,7 @@ def import_sandbox_log(action_log: Path, release_dir: Path, out: Path, *, run_id
         superseded += episode.question_id in chosen
         chosen[episode.question_id] = episode
     if not chosen:
-        runs = sorted({e.run_id for e in read_episodes(action_log).values()})
+        runs = sorted({e.run_id for e in episodes.values()})
         raise ConfigError(f"{action_log} has no episode of run {run_id!r}; its runs: {', '.join(runs[:20]) or 'none'}",
                           fix="pass the run_id the harness sent with POST /episodes")
     order = {qid: i for i, qid in enumerate(questions)}

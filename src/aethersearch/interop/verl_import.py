@@ -103,8 +103,7 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
     if not generations.is_file():
         raise DataError(generations, "generations file does not exist",
                         fix="pass a {step}.jsonl that verl wrote under trainer.validation_data_dir")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
+    refuse_occupied(out, force)
     release = read_release(release_dir)
     release_info(release_dir)  # refuse a release whose rollout file fails its checksum before reading lines
     by_id = {row.id: index for index, row in enumerate(release.rows)}
@@ -148,6 +147,12 @@ def import_generations(generations: Path, release_dir: Path, out: Path, *, model
                                "step": step, "prompt_template": SEARCHR1_PROMPT, "eos_text": eos_text,
                                "actions_unrecovered": unsplit})
     return ImportResult(out, len(traces), len(release.rows), step, tuple(unsplit))
+
+
+def refuse_occupied(out: Path, force: bool) -> None:
+    """An importer never writes into a non-empty directory unless told to (``--force``): one rule, every importer."""
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")
 
 
 def write_imported_run(out: Path, traces: list[Trace], release_dir: Path, question_count: int, *, agent: str,
