@@ -10,7 +10,7 @@ EXTRAS ?= test,faiss,dense,ray,loggers
 # torch first: the CPU build from the machine's local wheels (pip's find-links) where it is there, without asking
 # any index; else the package index's (larger) wheel. The PyPI wheel pulls several GB of CUDA libraries.
 
-.PHONY: demo test bench install real-model clean
+.PHONY: demo test bench install real-model clean cli-docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ test: $(STAMP) real-model
 	$(BIN)/mypy src
 	$(BIN)/mkdocs build --strict --site-dir site
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
+
+## Rewrite the generated command reference (docs/reference/cli-options.md) from the CLI itself.
+cli-docs: $(STAMP)
+	$(BIN)/python -m aethersearch.commands.reference
 
 ## Run every benchmark (slow; prints ratios against each issue's reference).
 bench: $(STAMP)
