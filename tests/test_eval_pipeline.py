@@ -49,6 +49,35 @@ def test_eval_with_no_arguments_runs_the_embedded_demo(demo: tuple[Path, str]) -
     assert (out / "sandbox_run" / "traces.jsonl").exists()
 
 
+def test_the_demo_prints_no_table_wider_than_100_columns(demo: tuple[Path, str]) -> None:
+    _, output = demo
+    table_lines = [line for line in output.splitlines() if line[:1] in "┏┃┡│└"]
+    assert len(table_lines) > 20  # the score tables and the factorised table are there
+    assert max(len(line) for line in table_lines) <= 100, max(table_lines, key=len)
+    # every metric still printed whole: the score table split in two rather than dropping a column
+    assert all(metric in output for metric in ("subem_answered", "cover_em", " f1 "))
+
+
+def test_the_demo_ends_with_three_next_commands_that_parse(demo: tuple[Path, str]) -> None:
+    import shlex
+
+    import typer
+
+    out, output = demo
+    tail = output[output.index("next:"):].replace("\\\n", " ")
+    lines = [line.strip() for line in tail.splitlines()[1:] if line.strip() and not line.strip().startswith("#")]
+    commands = [part.strip() for line in lines for part in line.split("&&")]
+    assert len(lines) == 3 and str(out / "run") in lines[0] and "--endpoint URL" in lines[1]
+    assert "eval1400-config" in lines[2]
+    root = typer.main.get_command(app)
+    for command in commands:
+        words = shlex.split(command)[1:]
+        leaf: typer.core.TyperCommand | typer.core.TyperGroup = root  # type: ignore[assignment]
+        while isinstance(leaf, typer.core.TyperGroup) and words and words[0] in leaf.commands:
+            leaf = leaf.commands[words.pop(0)]  # type: ignore[assignment]
+        leaf.make_context("aether", words)  # raises on an unknown option or a missing argument
+
+
 def test_the_demo_report_shows_both_evaluations_with_factorised_metrics_and_probes(
         demo: tuple[Path, str]) -> None:
     out, _ = demo

@@ -24,24 +24,23 @@ def _fmt(value: Any) -> str:
 
 
 def print_factorised(result: dict[str, Any]) -> None:
-    """The factorised table: overall, then one column per hop count and per source."""
-    from rich.table import Table
+    """The factorised table: overall, then one column per hop count and per source.
 
+    A release of one source gets no source column: it would repeat the overall column figure for figure.
+    """
+    from aethersearch.commands.tables import Column, print_fitted
     from aethersearch.scoring.metric_names import label
 
     groups = [("overall", result["overall"])]
     groups += [(f"{k} hops", v) for k, v in result.get("by_hops", {}).items()]
-    groups += [(k, v) for k, v in result.get("by_source", {}).items()]
+    by_source = result.get("by_source", {})
+    if len(by_source) > 1:
+        groups += list(by_source.items())
     budget = (result.get("run") or {}).get("budget")
     title = f"Factorised metrics (n={result['n']}, %)" + (f", budget {budget_text(budget)}" if budget else "")
-    table = Table(title=title)
-    table.add_column("metric")
-    for name, _ in groups:
-        table.add_column(name, justify="right")
-    for key in ROWS:
-        table.add_row(label(key), *(_fmt(values.get(key)) for _, values in groups))
-    table.add_row("n", *(str(values.get("n")) for _, values in groups))
-    make_console().print(table)
+    rows = [[label(key), *(_fmt(values.get(key)) for _, values in groups)] for key in ROWS]
+    rows.append(["n", *(str(values.get("n")) for _, values in groups)])
+    print_fitted(make_console(), title, [Column("metric")], [Column(name, "right") for name, _ in groups], rows)
 
 
 def budget_text(budget: dict[str, Any]) -> str:

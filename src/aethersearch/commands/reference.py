@@ -13,6 +13,7 @@ from pathlib import Path
 
 import typer
 from typer.cli import get_docs_for_click
+from typer.models import Context
 
 #: where the generated page lives, relative to the repository root
 PAGE = Path("docs/reference/cli-options.md")
@@ -26,8 +27,7 @@ def cli_reference() -> str:
     from aethersearch.cli import app
 
     command = typer.main.get_command(app)
-    with typer.Context(command, info_name="aether") as ctx:
-        body = get_docs_for_click(obj=command, ctx=ctx, name="aether", title=TITLE)
+    body = get_docs_for_click(obj=command, ctx=Context(command, info_name="aether"), name="aether", title=TITLE)
     return PREAMBLE + body.strip() + "\n"
 
 

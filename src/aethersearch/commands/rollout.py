@@ -316,6 +316,30 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]warning: {escape(result.extra['sandbox_error'])}[/]")
         if result.report_path is not None:
             console.print(f"report: {escape(str(result.report_path))}")
+        if release is None:
+            _print_next_steps(out)
+
+
+#: what a newcomer does after the demo, in order: look at it, try a real model, build the real benchmark
+NEXT_STEPS: tuple[tuple[str, str], ...] = (
+    ("browse each question's trace and score", "aether view {out}/run"),
+    ("evaluate a real checkpoint behind an OpenAI-compatible server",
+     "aether eval {out}/release --index {out}/index --agent search-r1 \\\n      --endpoint URL --model M --out runs/m"),
+    ("build the real Eval-1400 release from the public sources",
+     "aether eval1400-config ../shared/data --out cfg && aether build cfg/build.yaml --out eval1400"),
+)
+
+
+def _print_next_steps(out: Path) -> None:
+    """The demo's last lines: three commands a newcomer runs next (what to type, not where to read)."""
+    console.print("[bold]next:[/]")
+    for why, command in NEXT_STEPS:
+        console.print(f"  # {why}\n  {escape(command.format(out=out))}", highlight=False)
+
+
+def _em_text(em: float | None) -> str:
+    """EM as printed; a run with no scored answer says so rather than printing 0.000."""
+    return "not scored" if em is None else f"{em:.3f}"
 
 
 def _print_sandbox(summary: dict[str, Any]) -> None:
@@ -323,7 +347,7 @@ def _print_sandbox(summary: dict[str, Any]) -> None:
     from aethersearch.commands.diagnostics import print_factorised, print_probe
 
     console.print(f"[bold]sandbox evaluation[/] ({escape(str(summary.get('agent')))}, {summary.get('questions')} "
-                  f"questions, masked sandbox): em {summary.get('em') or 0:.3f}")
+                  f"questions, masked sandbox): em {_em_text(summary.get('em'))}")
     print_factorised(summary["factorised_table"])
     probes = summary.get("probes") or {}
     shown = {"forget": ("forget_rate", "n_forget", "n_eligible"), "lead_astray": ("lead_astray_rate", "n_eligible"),

@@ -50,7 +50,8 @@ def print_scores(scores: Scores) -> None:
     count beside it, so a run of endpoint failures never reads as a low score.
     """
     from rich.markup import escape
-    from rich.table import Table
+
+    from aethersearch.commands.tables import Column, print_fitted
 
     shown = ("em", "subem", "subem_answered", "f1", "cover_em", "judge")
     metrics = [m for m in shown if m in scores.metrics]
@@ -60,24 +61,19 @@ def print_scores(scores: Scores) -> None:
         title += f"\n{scores.samples} samples per question: every figure is mean@{scores.samples}"
     if scores.errors.unscored:
         title += f"\n{_unscored_note(scores.errors.count, missing).strip(' ()')}: each scored 0 in every figure"
-    table = Table(title=escape(title))
-    table.add_column("source")
-    table.add_column("n", justify="right")
-    for metric in metrics:
-        table.add_column(metric, justify="right")
-
     def cells(block: Mapping[str, MetricEstimate], note: str) -> list[str]:
         return [f"{_pct(block[m].mean)} [{_pct(block[m].ci_low)}, {_pct(block[m].ci_high)}]{note}"
                 for m in metrics]
 
-    for source, entry in scores.by_source.items():
-        table.add_row(escape(source), str(entry.n), *cells(entry.metrics, _unscored_note(entry.errors)))
+    rows = [[escape(source), str(entry.n), *cells(entry.metrics, _unscored_note(entry.errors))]
+            for source, entry in scores.by_source.items()]
     micro, macro = scores.overall.micro, scores.overall.macro
-    table.add_row("overall (micro)", str(micro.n), *cells(micro.metrics, _unscored_note(micro.errors, missing)))
-    table.add_row("overall (macro)", f"{macro.sources} src",
-                  *cells(macro.metrics, _unscored_note(macro.errors, missing)))
+    rows.append(["overall (micro)", str(micro.n), *cells(micro.metrics, _unscored_note(micro.errors, missing))])
+    rows.append(["overall (macro)", f"{macro.sources} src",
+                 *cells(macro.metrics, _unscored_note(macro.errors, missing))])
     console = make_console()
-    console.print(table)
+    print_fitted(console, escape(title), [Column("source"), Column("n", "right")],
+                 [Column(metric, "right") for metric in metrics], rows)
     if scores.samples > 1:
         _print_reducers(console, scores)
     outcomes = ", ".join(f"{k}={v}" for k, v in scores.outcomes.items() if v)
