@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from aethersearch import pipeline
 from aethersearch.testing.scripted_server import Reply, ScriptedServer
@@ -235,3 +235,44 @@ def test_a_three_sample_demo_scores_pass_mean_and_maj_at_3(tmp_path: Path) -> No
     assert [(p["id"], p["sample"]) for p in read_jsonl(out / "run" / "predictions.jsonl")][:4] == [
         (rows[0]["id"], 0), (rows[0]["id"], 1), (rows[0]["id"], 2), (rows[1]["id"], 0)]
     assert "c of 3 correct" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def _sampled_run(out: Path, run_dir: Path, *extra: str) -> Result:
+    return CliRunner().invoke(app, ["run", str(out / "release"), "--out", str(run_dir), "--index", str(out / "index"),
+                                    "--agent", "lexical", "--no-progress", *extra], catch_exceptions=False)
+
+
+def test_the_lexical_agent_samples_so_pass_and_maj_differ_from_mean_and_reruns_repeat(
+        demo: tuple[Path, str], tmp_path: Path) -> None:
+    """`--samples 5 --temperature 0.8` with no model: seeded choices among candidates, reproducible per sample."""
+    out, _ = demo
+    first = _sampled_run(out, tmp_path / "a", "--samples", "5", "--temperature", "0.8")
+    assert first.exit_code == 0 and "identical" not in first.output, first.output
+    again = _sampled_run(out, tmp_path / "b", "--samples", "5", "--temperature", "0.8")
+    assert again.exit_code == 0
+    answers = [(p["id"], p["sample"], p["prediction"]) for p in read_jsonl(tmp_path / "a" / "predictions.jsonl")]
+    assert answers == [(p["id"], p["sample"], p["prediction"]) for p in read_jsonl(tmp_path / "b" / "predictions.jsonl")]
+    by_question: dict[str, set[str | None]] = {}
+    for question_id, _, answer in answers:
+        by_question.setdefault(question_id, set()).add(answer)
+    assert sum(len(found) > 1 for found in by_question.values()) > 20  # the samples really differ
+    assert CliRunner().invoke(app, ["score", str(tmp_path / "a"), "--release", str(out / "release")]).exit_code == 0
+    micro = orjson.loads((tmp_path / "a" / "scores.json").read_bytes())["overall"]["micro"]
+    em = micro["reducers"]["em"]
+    assert em["pass@5"]["mean"] > em["pass@1"]["mean"] and em["pass@1"]["mean"] == em["mean@5"]["mean"]
+    assert micro["variance"]["em"]["share"] > 0
+
+
+def test_samples_with_an_agent_that_cannot_vary_warn_once(demo: tuple[Path, str], tmp_path: Path) -> None:
+    out, _ = demo
+    greedy = _sampled_run(out, tmp_path / "greedy", "--samples", "2")
+    assert greedy.output.count("identical") == 1 and "--temperature 0" in greedy.output
+    from aethersearch.agents.base import AGENTS
+    from aethersearch.registry import resolve
+
+    assert not resolve("agent", "lexical-browse", AGENTS).can_sample and resolve("agent", "lexical", AGENTS).can_sample
+    fixed = CliRunner().invoke(app, ["run", str(out / "sandbox_release"), "--out", str(tmp_path / "browse"),
+                                     "--index", str(out / "sandbox_index"), "--agent", "lexical-browse",
+                                     "--samples", "2", "--temperature", "0.8", "--no-progress"],
+                               catch_exceptions=False)
+    assert fixed.output.count("identical") == 1 and "makes no random choice" in fixed.output, fixed.output

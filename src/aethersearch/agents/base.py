@@ -172,6 +172,9 @@ class Agent(ABC):
     name: ClassVar[str]
     #: False for agents that never call a model (``lexical``); the runner then needs no endpoint.
     needs_llm: ClassVar[bool] = True
+    #: True when K samples at a temperature above 0 can differ: a model's sampled decoding, or a no-LLM
+    #: agent's own seeded choices (``lexical``). False for agents whose K samples are always identical.
+    can_sample: ClassVar[bool] = True
     #: The environment kind the agent expects (recorded in the fingerprint).
     environment: ClassVar[str] = "search"
     #: True when the agent's prompt states its budget (rounds, calls): its behaviour before a smaller

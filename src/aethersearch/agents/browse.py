@@ -164,6 +164,7 @@ class LexicalBrowseAgent(Agent):
 
     name: ClassVar[str] = "lexical-browse"
     needs_llm: ClassVar[bool] = False
+    can_sample: ClassVar[bool] = False  # every choice is deterministic: K samples are K copies
     environment: ClassVar[str] = "sandbox"
 
     def __init__(self, topk: int = 5, max_visits: int = 8, min_score: float = 0.3) -> None:

@@ -22,12 +22,23 @@ How it answers (classic IR-QA, no learning):
    is that name plus the uncovered words; this follows one hop of a multi-hop
    question. Up to ``rounds`` searches, all charged to the budget.
 5. **Abstain** ("I don't know") when no candidate reaches ``min_score``.
+
+**Sampling** (``--samples K --temperature T``): at a temperature above 0 the two
+choices (the bridge entity to follow, the answer to give) are drawn among the
+candidates that qualify, with probability proportional to ``score ** (1 / T)``
+(T → 0 is the greedy choice, T = 1 follows the candidates' votes), from a random
+generator seeded by the sample's own seed (``rollout.samples``): K samples of a
+question differ, and a resumed or rerun sample makes the same choices. This is
+what lets the demo show pass@k, maj@k and a noise floor with no model at all.
+At temperature 0 the agent is exactly the greedy baseline.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
@@ -162,6 +173,25 @@ def candidates(question: str, documents: list[Document], kind: str) -> list[Cand
     return [Candidate(surface[k], s, covered[k]) for k, s in ranked]
 
 
+#: how many of the best candidates a sampled choice draws among
+SAMPLED_CHOICES = 5
+
+
+def choose(ranked: Sequence[Candidate], temperature: float, seed: int | None, purpose: str) -> Candidate:
+    """The best of ``ranked`` at temperature 0, else a draw weighted by ``score ** (1 / temperature)``.
+
+    The generator is seeded by the sample's seed and the choice's ``purpose`` alone, so the draw does
+    not depend on how many draws came before it (a resumed sample draws the same). With no seed the
+    draw is unreproducible, as a model server's own sampling is.
+    """
+    if temperature <= 0 or len(ranked) == 1:
+        return ranked[0]
+    pool = list(ranked[:SAMPLED_CHOICES])
+    rng = random.Random(f"{seed}/{purpose}") if seed is not None else random.Random()
+    weights = [max(c.score, 1e-9) ** (1.0 / temperature) for c in pool]
+    return rng.choices(pool, weights=weights, k=1)[0]
+
+
 def _shares_words(text: str, terms: list[str]) -> bool:
     """True if ``text`` contains one of the question's content words (an answer rarely does)."""
     return bool({w.lower() for w in _WORD.findall(text)} & set(terms))
@@ -198,10 +228,10 @@ class LexicalAgent(Agent):
                 "top_candidates": [[c.text, round(c.score, 4)] for c in found[:3]]})
             if round_number + 1 >= self.rounds or not _NESTED.search(question):
                 break
-            bridge = next((c for c in found if c.text[:1].isupper() and c.covered
-                           and not _shares_words(c.text, terms)), None)
-            if bridge is None:
+            bridges = [c for c in found if c.text[:1].isupper() and c.covered and not _shares_words(c.text, terms)]
+            if not bridges:
                 break
+            bridge = choose(bridges, episode.decoding.temperature, episode.decoding.seed, f"bridge{round_number}")
             missing = [t for t in terms if t not in bridge.covered]
             if not missing:
                 break  # the best sentence already covers the whole question: a single hop
@@ -216,7 +246,8 @@ class LexicalAgent(Agent):
         found = [c for c in found if not _shares_words(c.text, focus_terms)] or found
         if not found or found[0].score < self.min_score:
             return finish("I don't know", "I don't know", "abstain")
-        best = found[0].text
+        qualified = [c for c in found if c.score >= self.min_score]
+        best = choose(qualified, episode.decoding.temperature, episode.decoding.seed, "answer").text
         return finish(best, best, "answer")
 
     async def final_answer(self, episode: Episode) -> AgentOutput:

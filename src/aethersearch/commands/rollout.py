@@ -93,9 +93,21 @@ def _limits(call_timeout: float, question_deadline: float, max_retries: int, max
                           fix="timeouts are positive seconds, --max-retries a whole number >= 0") from None
 
 
-def _warn_identical_samples(samples: int, temperature: float) -> None:
-    """K > 1 greedy samples are K copies of one rollout: say so before spending K times the calls."""
-    if samples > 1 and temperature == 0:
+def _warn_identical_samples(samples: int, temperature: float, agent: str | None) -> None:
+    """K > 1 samples that cannot differ are K copies of one rollout: say so once, before spending K times the calls.
+
+    Two causes: an agent that makes no random choice (``can_sample = False``), or greedy decoding.
+    """
+    if samples <= 1:
+        return
+    from aethersearch.agents.base import AGENTS
+    from aethersearch.registry import resolve
+
+    if agent in AGENTS and not resolve("agent", agent, AGENTS).can_sample:
+        console.print(f"[yellow]--samples {samples}: agent {agent!r} makes no random choice, so its {samples} "
+                      "samples are identical (pass@k = mean@K = maj@K); the `lexical` agent samples without "
+                      "a model[/]")
+    elif temperature == 0:
         console.print(f"[yellow]--samples {samples} at --temperature 0: greedy decoding makes the {samples} "
                       "samples identical (pass@k = mean@K = maj@K); pass --temperature > 0 to sample[/]")
 
@@ -204,7 +216,7 @@ def register(app: typer.Typer) -> None:
         from aethersearch.sandbox_eval import tools_for
 
         _check_release_dir(release)
-        _warn_identical_samples(samples, temperature)
+        _warn_identical_samples(samples, temperature, agent)
         chosen = apply_profile(agent, _agent_config(agent_config, prompt_format, topk, prompt_variant),
                                profile_file=profile, preset=preset, max_tool_calls=max_tool_calls,
                                max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens,
@@ -273,7 +285,7 @@ def register(app: typer.Typer) -> None:
 
         if release is not None:
             _check_release_dir(release)
-        _warn_identical_samples(samples, temperature)
+        _warn_identical_samples(samples, temperature, agent)
         chosen = apply_profile(agent, _agent_config(agent_config, prompt_format, topk, prompt_variant),
                                profile_file=profile, preset=preset, max_tool_calls=max_tool_calls,
                                max_turns=max_turns, token_budget=token_budget, context_tokens=context_tokens,
