@@ -52,9 +52,12 @@ from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
+from aethersearch.release.verify_release_template import POLICY
+
 __all__ = ["POLICY_NAME", "PolicyDecision", "auto_decide"]
 
-POLICY_NAME = "auto-review policy"
+#: the ``decided_by`` of the policy's decisions; the release's standalone verifier reads the same name
+POLICY_NAME = POLICY
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _NUMBER = re.compile(r"^\d+(st|nd|rd|th|s)?$")

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from aethersearch import jsonl
 from aethersearch.audit.policy import POLICY_NAME, auto_decide
 from aethersearch.errors import DataError, ReviewRequired
+from aethersearch.release.verify_release_template import PERSON
 from aethersearch.text import question_key
 
 AUTO_REVIEW_REASON = "auto-review policy: unreviewed flagged pair excluded"
@@ -43,7 +44,7 @@ class ReviewDecision(BaseModel):
     pair: tuple[str, str]
     decision: Literal["exclude", "retain"]
     reason: str = Field(min_length=1)
-    decided_by: str = Field(default="review", description="'review' (a person) or the policy that decided "
+    decided_by: str = Field(default=PERSON, description="'review' (a person) or the policy that decided "
                             "(`aether review --auto` records 'auto-review policy'); published with the pair")
 
     @field_validator("reason")

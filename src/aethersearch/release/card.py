@@ -157,7 +157,8 @@ def dataset_card(manifest: Manifest, rows: list[dict[str, Any]], validation: dic
     """
     figures = standalone.card_figures(manifest.model_dump(mode="json"), rows, validation)
     tables = figures["tables"]
-    stages_sentence, isolation_sentence, audit_sentence = figures["sentences"]
+    stages_sentence, isolation_sentence, *audit_sentences = figures["sentences"]
+    audit_sentence = " ".join(audit_sentences)  # what the audit found, then who decided its pairs
 
     def table(heading: str) -> str:
         header, body = tables[heading]

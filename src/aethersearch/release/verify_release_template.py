@@ -230,7 +230,41 @@ def _audit_accounting(manifest, rows):
             "excluded_questions": len(set(p["pair"][0] for p in gone)),
             "final_pairs": len(kept), "final_questions": len(set(p["pair"][0] for p in kept)),
             "final_undecided": sum(1 for p in kept if p.get("decision") != "retain"),
+            "final_by_policy": sum(1 for p in kept if p.get("decided_by") == POLICY),
             "high_confidence": len(set(p["pair"][0] for p in kept if high(p)))}
+
+
+#: ``decided_by`` of a pair a person decided (``aether review``); the policy records its own name
+PERSON = "review"
+POLICY = "auto-review policy"
+
+
+def _rule(reason):
+    """The policy rule a decision cites: its reason after ``auto-review policy: ``, up to the details."""
+    text = reason[len(POLICY) + 2:] if reason.startswith(POLICY + ": ") else reason
+    return text.split(" (")[0].split(";")[0].strip() or "no reason recorded"
+
+
+def _who_decided(pairs):
+    """One sentence: how many flagged pairs a person decided and how many the automatic policy, by rule."""
+    by_person = [p for p in pairs if p.get("decided_by", PERSON) == PERSON and p.get("decision") in ("retain", "exclude")]
+    by_policy = [p for p in pairs if p.get("decided_by") == POLICY]
+    other = [p for p in pairs if p not in by_person and p not in by_policy]
+    parts = ["a person's review decided {} ({} retained, {} excluded)".format(
+        _n(len(by_person)), _n(sum(1 for p in by_person if p["decision"] == "retain")),
+        _n(sum(1 for p in by_person if p["decision"] == "exclude")))]
+    if by_policy:
+        rules = {}
+        for p in by_policy:
+            key = (p.get("decision"), _rule(str(p.get("reason") or "")))
+            rules[key] = rules.get(key, 0) + 1
+        parts.append("the automatic {} decided {}: {}".format(POLICY, _n(len(by_policy)), ", ".join(
+            "{} {} as '{}'".format("retained" if decision == "retain" else "excluded", _n(n), rule)
+            for (decision, rule), n in sorted(rules.items(), key=lambda item: (item[0][0] != "retain", -item[1],
+                                                                                 item[0][1])))))
+    if other:
+        parts.append("{} carry no recorded decision".format(_n(len(other))))
+    return "Who decided the {} flagged pairs: {}.".format(_n(len(pairs)), "; ".join(parts))
 
 
 def _verified_rows(validation):
@@ -329,13 +363,17 @@ def card_figures(manifest, rows, validation):
             "{audited} audited questions: {excluding} pairs led to excluding {excluded_questions} questions, "
             "{with_excluded} more pairs involved those excluded questions, and the final {n}-question scan "
             "flagged {final_pairs} pairs involving {final_questions} questions, {resolved}. {remaining}".format(
-                n=_n(len(rows)), resolved="all resolved with explicit reasons for retaining distinct factual "
-                "questions" if not audit["final_undecided"] else "{} of them not retained by a recorded decision"
+                n=_n(len(rows)), resolved=("all resolved with explicit reasons for retaining distinct factual "
+                "questions" if not audit["final_by_policy"] else "all retained by recorded decisions ({} of them "
+                "by the automatic {})".format(_n(audit["final_by_policy"]), POLICY))
+                if not audit["final_undecided"] else "{} of them not retained by a recorded decision"
                 .format(audit["final_undecided"]),
                 remaining="No known high-confidence training near-duplicate remained." if not audit["high_confidence"]
                 else "{} questions with a high-confidence training near-duplicate remained.".format(
                     audit["high_confidence"]),
                 **dict((k, _n(v)) for k, v in audit.items())))
+        sentences.append(_who_decided([p for p in ((manifest.get("audit") or {}).get("report") or {})
+                                       .get("flagged_pairs") or [] if isinstance(p, dict)]))
     return {"tables": {
         GLANCE: (("Item", "Value"), glance),
         COMPOSITION: (("Source dataset", "Questions", "Official source split", "Release variant"), composition),
