@@ -24,7 +24,7 @@ from typing import Any
 
 from aethersearch.agents.browse import LexicalBrowseAgent
 from aethersearch.pipeline import EvalResult, index_search, run_eval, run_release
-from aethersearch.records import Budget
+from aethersearch.records import Budget, Decoding
 
 DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
 
@@ -51,17 +51,20 @@ def sandbox_demo(out_dir: Path) -> dict[str, Any] | None:
 
 
 def run_demo(out_dir: Path, *, concurrency: int = 8, sandbox: bool = True,
-             progress: Callable[[Any], None] | None = None, samples: int = 1) -> EvalResult:
+             progress: Callable[[Any], None] | None = None, samples: int = 1, temperature: float = 0.0,
+             seed: int | None = 0) -> EvalResult:
     """The embedded demo: no model server, no downloads, under a minute on 2 cores.
 
-    ``samples`` K > 1 rolls each question out K times; the lexical agent is
-    deterministic, so its K samples agree and pass@k = mean@K = maj@K (the demo
-    shows the keys, a sampled model shows the spread).
+    ``samples`` K > 1 rolls each question out K times. At ``temperature`` 0 the
+    lexical agent is greedy, so its K samples agree and pass@k = mean@K = maj@K;
+    above 0 it samples among its candidates, seeded per sample from ``seed``, so
+    the demo shows pass@k, maj@k and the within-question spread with no model.
     """
     out = Path(out_dir)
     release_dir, index_dir = build_demo_inputs(out)
     result = run_eval(release_dir, out, index_search(index_dir), agent="lexical", budget=DEMO_BUDGET,
-                      concurrency=concurrency, progress=progress, samples=samples)
+                      concurrency=concurrency, progress=progress, samples=samples,
+                      decoding=Decoding(temperature=temperature, seed=seed))
     extra: dict[str, Any] = {}
     if sandbox:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from html import unescape as html_unescape
 import sys
 from pathlib import Path
 
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from aethersearch.report.viewer.app import create_app, load_viewer
 from aethersearch.report.viewer.questions import PAGE_SIZE, QuestionQuery, QuestionRow, RunCell, query_questions
 from aethersearch.report.viewer.trace_view import mark_golds
-from tests.report.viewer_fixtures import CHAIN_QUESTIONS, ViewerRuns, make_viewer_runs, snapshot, trace, write_bad_runs
+from aethersearch.jsonl import read_jsonl
+from tests.report.viewer_fixtures import (CHAIN_QUESTIONS, ViewerRuns, make_sampled_demo_run, make_viewer_runs,
+                                          mixed_question, snapshot, trace, write_bad_runs)
 from tests.serving import free_port, wait_for_json
 
 
@@ -173,3 +176,46 @@ def test_aether_view_command_serves_on_localhost(runs: ViewerRuns) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return make_sampled_demo_run(tmp_path_factory.mktemp("sampled"))
+
+
+def _answer_tables(html: str) -> tuple[str, str]:
+    own = html.split('class="kv sample-values"', 1)[1].split("</table>", 1)[0]
+    mean = html.split('class="kv question-mean-values"', 1)[1].split("</table>", 1)[0]
+    return own, mean
+
+
+def test_a_sample_page_shows_that_samples_scores_and_the_question_mean_apart(sampled: tuple[Path, Path]) -> None:
+    import orjson
+
+    run, release = sampled
+    qid, right, wrong = mixed_question(run)
+    row = next(r for r in read_jsonl(run / "scores_questions.jsonl") if r["id"] == qid)
+    mean_em = row["values"]["em"]
+    assert 0 < mean_em < 1
+    client = TestClient(create_app(load_viewer([run], release=release)), raise_server_exceptions=False)
+    for sample, em_text in ((wrong, "0.000"), (right, "1.000")):
+        html = client.get(f"/q/{qid}", params={"sample": sample}).text
+        own, mean = _answer_tables(html)
+        assert f">{em_text}</td>" in own.split("</tr>", 1)[0], own  # EM row: this sample's own 0 or 1
+        assert f">{mean_em:.3f}</td>" in mean.split("</tr>", 1)[0]  # the question's mean@5, labelled apart
+        assert f"this sample ({sample})" in html and "mean@5 over its 5 samples" in html
+    assert orjson.loads((run / "run.json").read_bytes())["samples"] == 5
+
+
+@pytest.mark.parametrize(("url", "named"), [
+    ("/?run=nope", "run='nope'"), ("/?sort=bogus", "sort='bogus'"), ("/?bogus=1", "'bogus'"),
+    ("/?flip_a=nope&flip=either", "flip_a='nope'"), ("/?source=nowhere", "source='nowhere'"),
+    ("/?outcome=maybe", "outcome='maybe'"), ("/?page=999", "page=999"), ("/?desc=sideways", "desc='sideways'"),
+    ("/api/questions?sort=bogus", "sort='bogus'"), ("/q/eval_0001?run=rl&sample=x", "sample='x'"),
+    ("/q/eval_0001?run=rl&sample=3", "sample=3"), ("/q/eval_0001?run=rl&bogus=1", "'bogus'"),
+    ("/compare/eval_0001?a=sft&b=rl&c=1", "'c'"),
+])
+def test_every_bad_query_parameter_gets_the_error_page_naming_it(client: TestClient, url: str, named: str) -> None:
+    page = client.get(url)
+    assert page.status_code == 400 and 'id="problem"' in page.text, (url, page.status_code)
+    assert html_unescape(named) in html_unescape(page.text), (url, page.text[:2000])

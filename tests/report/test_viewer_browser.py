@@ -175,3 +175,61 @@ def test_static_report_links_into_a_running_viewer(browser: Any, runs: ViewerRun
     browser.get(report.resolve().as_uri())  # no viewer running: the links stay hidden
     time.sleep(1.0)
     assert not [a for a in browser.find_elements(By.CSS_SELECTOR, "a.viewer-link") if a.is_displayed()]
+
+
+def test_back_undoes_a_filter_and_bad_deep_links_show_the_error_page(browser: Any, runs: ViewerRuns) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    viewer = load_viewer([runs.sft, runs.rl], corpus=runs.corpus)
+    with Served(create_app(viewer)) as url:
+        browser.get(url + "/")
+        total = browser.find_element(By.ID, "total").text
+
+        def changed(stamp: str | None) -> Any:
+            return lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-updated") != stamp
+
+        stamp = browser.find_element(By.TAG_NAME, "body").get_attribute("data-updated")
+        Select(browser.find_element(By.NAME, "source")).select_by_visible_text("hotpotqa")
+        _wait(browser, changed(stamp))
+        filtered = browser.find_element(By.ID, "total").text
+        assert "source=hotpotqa" in browser.current_url and filtered != total
+        stamp = browser.find_element(By.TAG_NAME, "body").get_attribute("data-updated")
+        Select(browser.find_element(By.NAME, "correct")).select_by_value("right")
+        _wait(browser, changed(stamp))
+        assert "correct=right" in browser.current_url
+
+        stamp = browser.find_element(By.TAG_NAME, "body").get_attribute("data-updated")
+        browser.back()  # undoes the EM filter, stays in the viewer
+        _wait(browser, changed(stamp))
+        assert browser.current_url.startswith(url) and "correct=right" not in browser.current_url
+        assert browser.find_element(By.ID, "total").text == filtered
+        assert Select(browser.find_element(By.NAME, "correct")).first_selected_option.get_attribute("value") == ""
+        stamp = browser.find_element(By.TAG_NAME, "body").get_attribute("data-updated")
+        browser.back()  # ... then the source filter
+        _wait(browser, changed(stamp))
+        assert browser.find_element(By.ID, "total").text == total
+        assert Select(browser.find_element(By.NAME, "source")).first_selected_option.get_attribute("value") == ""
+
+        for link, named in (("/?run=nope", "run='nope'"), ("/?sort=bogus", "sort='bogus'")):
+            browser.get(url + link)
+            problem = browser.find_element(By.ID, "problem")
+            assert named in problem.text and "How to fix" in problem.text
+        errors = [entry for entry in browser.get_log("browser") if entry.get("level") == "SEVERE"
+                  and url in entry.get("message", "") and "status of 400" not in entry.get("message", "")]
+        assert not errors, errors
+
+
+def test_a_sample_page_shows_its_own_scores_in_chromium(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from tests.report.viewer_fixtures import make_sampled_demo_run, mixed_question
+
+    run, release = make_sampled_demo_run(tmp_path)
+    qid, _, wrong = mixed_question(run)
+    with Served(create_app(load_viewer([run], release=release))) as url:
+        browser.get(f"{url}/q/{qid}?sample={wrong}")
+        own = browser.find_element(By.CSS_SELECTOR, "table.sample-values td")
+        mean = browser.find_element(By.CSS_SELECTOR, "table.question-mean-values td")
+        assert own.text == "0.000" and own.is_displayed() and 0 < float(mean.text) < 1 and mean.is_displayed()
+        assert_not_blank(browser.get_screenshot_as_png(), "sample_page")

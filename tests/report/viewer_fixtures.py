@@ -172,3 +172,29 @@ def snapshot(directory: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under ``directory`` with its mtime and bytes: equal before and after means nothing was written."""
     return {str(p.relative_to(directory)): (p.stat().st_mtime_ns, p.read_bytes())
             for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def make_sampled_demo_run(root: Path) -> tuple[Path, Path]:
+    """The demo release rolled out 5 times per question by the sampling ``lexical`` agent, scored: (run, release)."""
+    from typer.testing import CliRunner
+
+    from aethersearch.cli import app
+
+    out = root / "demo"
+    result = CliRunner().invoke(app, ["eval", "--out", str(out), "--no-sandbox", "--no-progress", "--samples", "5",
+                                      "--temperature", "0.8"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out / "run", out / "release"
+
+
+def mixed_question(run: Path) -> tuple[str, int, int]:
+    """A question of a scored K-sample run with a right and a wrong sample: (id, a right sample, a wrong sample)."""
+    from aethersearch.jsonl import read_jsonl
+
+    for row in read_jsonl(run / "scores_questions.jsonl"):
+        ems = {s["sample"]: s["values"]["em"] for s in row["samples"]}
+        right = [k for k, v in ems.items() if v == 1.0]
+        wrong = [k for k, v in ems.items() if v == 0.0]
+        if right and wrong:
+            return row["id"], right[0], wrong[0]
+    raise AssertionError("no question with both a right and a wrong sample")

@@ -294,7 +294,8 @@ def register(app: typer.Typer) -> None:
         with _progress_bar(progress) as update:
             if release is None:
                 console.print(f"embedded demo -> {escape(str(out))} (demo world, demo release, lexical agent)")
-                result = demo.run_demo(out, sandbox=sandbox, progress=update, samples=samples)
+                result = demo.run_demo(out, sandbox=sandbox, progress=update, samples=samples,
+                                       temperature=temperature, seed=seed)
             else:
                 options = dict(agent=agent, agent_config=chosen.agent_config, endpoint=endpoint, model=model,
                                api_key=api_key, budget=chosen.budget, profile=chosen.profile,

@@ -28,7 +28,8 @@ from aethersearch.errors import AetherError
 from aethersearch.report.layout import display_labels
 from aethersearch.report.metric_names import ANSWER_METRICS
 from aethersearch.report.viewer import VIEWER_HOST, VIEWER_PORT
-from aethersearch.report.viewer.questions import QuestionQuery, build_rows, page_json, query_questions
+from aethersearch.report.viewer.questions import (QuestionQuery, build_rows, check_query, page_json,
+                                                  query_questions)
 from aethersearch.report.viewer.runs import LoadedRun, Release, against_release, find_release, load_run, run_keys
 from aethersearch.report.viewer.trace_view import Corpus, trace_view
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
@@ -122,11 +123,24 @@ def create_app(viewer: Viewer) -> FastAPI:
 
     def query_of(request: Request) -> QuestionQuery:
         try:
-            return QuestionQuery.model_validate(dict(request.query_params))
+            query = QuestionQuery.model_validate(dict(request.query_params))
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise AetherError(f"bad list parameter {'.'.join(map(str, first['loc']))}: {first['msg']}",
+            name = ".".join(map(str, first["loc"]))
+            if first["type"] == "extra_forbidden":
+                raise AetherError(f"unknown list parameter {name!r}",
+                                  fix=f"the list takes {', '.join(QuestionQuery.model_fields)}; open / to reset "
+                                      "the list") from None
+            raise AetherError(f"bad list parameter {name}={first.get('input')!r}: {first['msg']}",
                               fix="open / to reset the list") from None
+        check_query(query, keys, sources, outcomes)
+        return query
+
+    def only(request: Request, *names: str) -> None:
+        unknown = sorted(set(request.query_params) - set(names))
+        if unknown:
+            raise AetherError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for {request.url.path}",
+                              fix=f"this page takes {', '.join(names) or 'no parameters'}")
 
     @app.exception_handler(AetherError)
     async def _aether_error(request: Request, exc: AetherError) -> HTMLResponse:
@@ -144,6 +158,9 @@ def create_app(viewer: Viewer) -> FastAPI:
     def list_context(request: Request) -> dict[str, Any]:
         query = query_of(request)
         first = page_json(query_questions(rows, keys, query), keys)
+        if first["page"] != query.page:
+            raise AetherError(f"bad list parameter page={query.page}: this view has {first['pages']} page(s), "
+                              "numbered from 0", fix="open the list's first page (leave out page=)")
         first["compare"] = (query.flip_a, query.flip_b) if query.flip_a in keys and query.flip_b in keys else (
             tuple(keys[:2]) if len(keys) >= 2 else None)
         return {"query": query.model_dump(), "first": first, "sortable": SORTABLE_COLUMNS}
@@ -177,11 +194,18 @@ def create_app(viewer: Viewer) -> FastAPI:
             raise AetherError(f"run {run.key} cannot be shown: {run.problem.message}", fix=run.problem.fix)
         golds = viewer.release.golds.get(qid, []) if viewer.release else []
         diagnostics = viewer.release.diagnostics.get(qid) if viewer.release else None
-        return run, trace_view(run, qid, golds, diagnostics, viewer.corpus, sample)
+        view = trace_view(run, qid, golds, diagnostics, viewer.corpus, sample)
+        if view is not None and sample is not None and sample not in view["samples"]:
+            raise AetherError(f"bad parameter sample={sample}: run {run.key} has "
+                              + (f"samples {', '.join(map(str, view['samples']))} of {qid!r}" if view["samples"]
+                                 else f"one rollout of {qid!r}, no samples"),
+                              fix=f"open /q/{qid}?run={run.key} for the first sample")
+        return run, view
 
     @app.get("/q/{qid:path}", response_class=HTMLResponse)
-    def trace_page(qid: str, run: str = "", sample: int | None = None) -> HTMLResponse:
-        loaded, view = one(qid, run, sample)
+    def trace_page(request: Request, qid: str, run: str = "", sample: str = "") -> HTMLResponse:
+        only(request, "run", "sample")
+        loaded, view = one(qid, run, _sample_number(sample))
         if view is None:
             return problem("No trace", f"run {loaded.key} has no trace of question {qid!r}",
                            "open / and pick a question the run answered", 404)
@@ -190,7 +214,8 @@ def create_app(viewer: Viewer) -> FastAPI:
                     corpus_mismatch=_corpus_mismatch(viewer.corpus, loaded))
 
     @app.get("/compare/{qid:path}", response_class=HTMLResponse)
-    def compare_page(qid: str, a: str = "", b: str = "") -> HTMLResponse:
+    def compare_page(request: Request, qid: str, a: str = "", b: str = "") -> HTMLResponse:
+        only(request, "a", "b")
         if not a or not b:
             a, b = (keys + keys)[:2] if len(keys) >= 2 else (a, b)
         run_a, view_a = one(qid, a, None)
@@ -203,6 +228,16 @@ def create_app(viewer: Viewer) -> FastAPI:
         return page("compare.html.j2", qid=qid, a=run_a, b=run_b, ta=view_a, tb=view_b, depth=depth)
 
     return app
+
+
+def _sample_number(text: str) -> int | None:
+    """``?sample=`` as a number (absent: the first sample); anything else is an error page naming it."""
+    if text == "":
+        return None
+    if not text.isdigit():
+        raise AetherError(f"bad parameter sample={text!r}: not a sample number",
+                          fix="samples are numbered 0, 1, ... as the trace page's sample links show")
+    return int(text)
 
 
 def _corpus_mismatch(corpus: Corpus | None, run: LoadedRun) -> bool:

@@ -11,7 +11,7 @@ Every view state is in the URL, so a filtered, sorted page is a deep link.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,7 +19,9 @@ from aethersearch.report.viewer.runs import LoadedRun, Release
 from aethersearch.scoring.metrics import em
 
 PAGE_SIZE = 50
-SORTABLE = ("id", "source", "question", "outcome", "em", "f1", "c_of_k", "tool_calls", "tokens", "wall_s")
+#: the columns the list sorts by (a ``sort`` parameter naming another is an error page)
+SortColumn = Literal["id", "source", "question", "outcome", "em", "f1", "c_of_k", "tool_calls", "tokens", "wall_s"]
+SORTABLE: tuple[str, ...] = get_args(SortColumn)
 
 
 class RunCell(NamedTuple):
@@ -48,7 +50,7 @@ class QuestionRow(NamedTuple):
 class QuestionQuery(BaseModel):
     """One view of the list: which run's columns, filters, search, sort and page (all URL parameters)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     run: str = ""
     source: str = ""
@@ -58,7 +60,7 @@ class QuestionQuery(BaseModel):
     flip_b: str = ""
     flip: Literal["", "gained", "lost", "either"] = ""
     q: str = ""
-    sort: str = "id"
+    sort: SortColumn = "id"
     desc: bool = False
     page: int = Field(default=0, ge=0)
     size: int = Field(default=PAGE_SIZE, ge=1, le=500)
@@ -127,8 +129,8 @@ def _sort_key(field: str, focus: int) -> Any:
 def query_questions(rows: Sequence[QuestionRow], keys: Sequence[str], query: QuestionQuery) -> Page:
     """Apply ``query`` to ``rows`` (``keys`` = the shown runs' keys, in cell order) and cut out its page.
 
-    Unknown run keys fall back to the first run (a stale deep link still shows
-    the list); the flip filter compares EM between ``flip_a`` and ``flip_b``:
+    The query was checked by :func:`check_query` (an unknown run key is an error page,
+    never a silent fall-back to the first run); the flip filter compares EM between ``flip_a`` and ``flip_b``:
     ``gained`` = wrong in A, right in B; ``lost`` = the reverse.
     """
     index = {key: i for i, key in enumerate(keys)}
@@ -152,11 +154,23 @@ def query_questions(rows: Sequence[QuestionRow], keys: Sequence[str], query: Que
         if needle and needle not in f"{row.id}\n{row.question}\n{cell.prediction if cell else ''}".casefold():
             continue
         kept.append(row)
-    sort = query.sort if query.sort in SORTABLE else "id"
-    kept.sort(key=_sort_key(sort, focus), reverse=query.desc)
+    kept.sort(key=_sort_key(query.sort, focus), reverse=query.desc)
     pages = max(1, -(-len(kept) // query.size))
     page = min(query.page, pages - 1)
     return Page(kept[page * query.size:(page + 1) * query.size], len(kept), page, pages, focus)
+
+
+def check_query(query: QuestionQuery, keys: Sequence[str], sources: Sequence[str], outcomes: Sequence[str]) -> None:
+    """Refuse a list view naming a run, source or outcome this viewer does not have (a stale or mistyped link)."""
+    from aethersearch.errors import AetherError
+
+    allowed = {"run": keys, "flip_a": keys, "flip_b": keys, "source": sources, "outcome": outcomes}
+    for name, values in allowed.items():
+        value = getattr(query, name)
+        if value and value not in values:
+            raise AetherError(f"bad list parameter {name}={value!r}: not one of this viewer's "
+                              f"{'runs' if name in ('run', 'flip_a', 'flip_b') else name + 's'}",
+                              fix=f"use one of {', '.join(values) or 'none'}, or open / for the default view")
 
 
 def page_json(page: Page, keys: Sequence[str]) -> dict[str, Any]:

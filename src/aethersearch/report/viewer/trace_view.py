@@ -188,6 +188,20 @@ def pick_trace(lines: Sequence[dict[str, Any]], sample: int | None) -> tuple[dic
     return chosen, samples
 
 
+def _scored_values(scored: Any, sample: Any, samples: int) -> dict[str, Any]:
+    """The page's scores: this sample's own values, and apart from them the question's mean over K samples.
+
+    A K-sample question's ``values`` are mean@K; showing them on one sample's page would give a plainly
+    wrong answer EM 0.2. So ``values`` is the shown sample's own row and ``question_mean`` the mean@K.
+    """
+    if scored is None:
+        return {"values": {}, "question_mean": None}
+    own = next((s for s in scored.samples if s.sample == sample), None) if samples > 1 else None
+    if own is None:
+        return {"values": dict(scored.values), "question_mean": None}
+    return {"values": dict(own.values), "question_mean": {"k": len(scored.samples), "values": dict(scored.values)}}
+
+
 def trace_view(run: LoadedRun, qid: str, golds: Sequence[str], diagnostics: DiagnosticsRow | None,
                corpus: Corpus | None, sample: int | None = None) -> dict[str, Any] | None:
     """Everything the one-trace page shows for ``qid`` in ``run`` (None when the run has no trace of it)."""
@@ -211,7 +225,7 @@ def trace_view(run: LoadedRun, qid: str, golds: Sequence[str], diagnostics: Diag
         "turns": _turns(trace, corpus, mask, golds),
         "response": segments(str(trace.get("response") or ""), golds),
         "extraction": _extraction(trace, run.scores.compat if run.scores else None, golds, stated_confidence=stated),
-        "values": dict(scored.values) if scored else {},
+        **_scored_values(scored, trace.get("sample"), len(samples)),
         "stop_reason": trace.get("stop_reason"), "error": trace.get("error"), "usage": trace.get("usage") or {},
         "elapsed_s": trace.get("elapsed_s"), "attempt": trace.get("attempt", 1),
         "samples": samples, "sample": trace.get("sample"),

@@ -1,6 +1,7 @@
 /* aether view: the question list without page reloads. Plain JS, no library, nothing fetched but this server.
    The server renders every row and pager (the same templates as the first paint); this script only asks for
-   them as JSON and keeps the URL equal to the view, so every state is a deep link. */
+   them as JSON and keeps the URL equal to the view, so every state is a deep link. Each change of filter, sort
+   or page is a history entry: the Back button undoes it (the form follows the URL), never leaves the viewer. */
 (function () {
   "use strict";
   var form = document.getElementById("filters");
@@ -15,7 +16,18 @@
     return params;
   }
 
-  function load(params) {
+  function showInForm(params) {
+    Array.prototype.forEach.call(form.elements, function (field) {
+      if (!field.name) { return; }
+      var value = params.get(field.name);
+      if (field.type === "checkbox") { field.checked = value === "true"; return; }
+      if (value !== null) { field.value = value; return; }
+      if (field.tagName === "SELECT" && field.options.length) { field.value = field.options[0].value; return; }
+      field.value = field.dataset.default !== undefined ? field.dataset.default : "";
+    });
+  }
+
+  function load(params, fromHistory) {
     if (pending) { pending.abort(); }
     pending = new AbortController();
     document.body.classList.add("loading");
@@ -33,7 +45,8 @@
         document.getElementById("pages").textContent = String(data.pages);
         form.elements.sort.value = data.query.sort;
         form.elements.desc.value = data.query.desc ? "true" : "false";
-        history.replaceState(null, "", "/?" + params.toString());
+        var url = "/?" + params.toString();
+        if (!fromHistory && url !== location.pathname + location.search) { history.pushState(null, "", url); }
         document.body.classList.remove("loading");
         document.body.setAttribute("data-updated", String(Date.now()));
       })
@@ -51,6 +64,12 @@
   form.addEventListener("submit", function (event) { event.preventDefault(); refresh(); });
   var timer = null;
   form.elements.q.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(refresh, 200); });
+
+  window.addEventListener("popstate", function () {
+    var params = new URLSearchParams(location.search);
+    showInForm(params);
+    load(params, true);
+  });
 
   document.addEventListener("click", function (event) {
     var link = event.target.closest("a.sort, #pager a");
