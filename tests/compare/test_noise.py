@@ -61,6 +61,36 @@ def test_compare_marks_a_delta_below_the_measured_floor_as_within_serving_noise(
     _noise_file(base, 0.001)
     quiet = compare_runs([base, rl], resamples=100)["pairs"][0]["results"]["overall"]["em"]
     assert quiet["within_noise"] is False
+    f1 = compare_runs([base, rl], resamples=100)["pairs"][0]["results"]["overall"]["f1"]
+    assert f1["noise_floor"] is None and f1["within_noise"] is None  # measured for em only: said so, not blank
+
+
+def test_every_metric_measured_gets_its_own_floor_and_the_report_shows_every_verdict(tmp_path: Path) -> None:
+    from aethersearch.report.html import write_report
+
+    rows = eval_rows(30)
+    release = write_release(tmp_path / "release", rows)
+    base_correct = {r.id for i, r in enumerate(rows) if i % 2 == 0}
+    base = write_run(tmp_path / "base", rows, base_correct, model="base")
+    rl = write_run(tmp_path / "rl", rows, base_correct | {rows[1].id, rows[3].id}, model="rl")
+    for run in (base, rl):
+        score_run(run, release, resamples=100)
+    rate = {"mean": 0.30, "ci_low": 0.2, "ci_high": 0.4, "n": 30}
+    atomic_write_json(base / NOISE_FILE, {"metric": "em", "flip_rate": rate,
+                                          "by_metric": {"em": {"flip_rate": rate}, "f1": {"flip_rate": rate}},
+                                          "bound_to": {"scores_sha256": sha256_file(base / "scores.json")}})
+    results = compare_runs([base, rl], resamples=100)["pairs"][0]["results"]
+    for scope in results.values():
+        for metric in ("em", "f1"):
+            assert scope[metric]["noise_floor"] == pytest.approx(noise_floor(0.30, None, scope[metric]["n"]))
+    html = write_report([base, rl], tmp_path / "report.html").read_text(encoding="utf-8")
+    table = html.split('<table class="comparison">', 1)[1].split("</table>", 1)[0]
+    rows_html = table.split("<tr>")[2:]
+    assert len(rows_html) == sum(len(by_metric) for by_metric in results.values())
+    for row in rows_html:  # every metric shown carries all three verdicts
+        assert "significant" in row and "serving noise" in row and row.count("<td>") >= 9, row
+    assert "within serving noise" in table
+    assert str(tmp_path) not in html  # no absolute path of the machine that wrote it
 
 
 def test_a_noise_file_for_other_scores_is_refused(tmp_path: Path) -> None:
@@ -85,6 +115,7 @@ def test_measure_noise_reruns_the_sample_with_the_runs_settings(tmp_path: Path) 
     result = measure_noise(run, release, pipeline.index_search(index), reruns=2, sample=12, seed=1)
     assert result["sample"] == 12 and result["concurrencies"] == [1, 4]
     assert result["flip_rate"]["mean"] == 0.0  # a deterministic agent: no flips
+    assert set(result["by_metric"]) == {"em", "f1"} and result["by_metric"]["f1"]["flip_rate"]["mean"] == 0.0
     assert result["questions_measured"] == 12 and result["errors"] == 0
     assert [len(q["correct"]) for q in result["per_question"]] == [3] * 12
     assert read_noise(run) == result

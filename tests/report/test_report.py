@@ -98,6 +98,9 @@ def test_report_renders_in_headless_chromium_without_console_errors(report: Path
     assert check, "the page's render self-check did not run"
     ready, tables, svgs = map(int, check.groups())
     assert ready == 1 and tables >= 8 and svgs >= 6
+    overlap = re.search(r'data-legend-overlaps="(\d+)" data-overlap-detail="([^"]*)"', dom.stdout)
+    assert overlap, "the page's legend check did not run"
+    assert overlap.group(1) == "0", f"legends over data: {overlap.group(2)}"
     errors = re.search(r'<pre id="console-errors" data-count="(\d+)">([^<]*)</pre>', dom.stdout)
     assert errors and errors.group(1) == "0", errors.group(2) if errors else dom.stdout[-2000:]
     ARTIFACTS.mkdir(exist_ok=True)

@@ -16,7 +16,7 @@ question's K samples move together. McNemar stays for two one-sample runs of a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from aethersearch.compare.factorised_pairs import compare_factorised
 from aethersearch.compare.fingerprints import check_contract, load_fingerprint
-from aethersearch.compare.noise import noise_floor, read_noise
+from aethersearch.compare.noise import metric_flip_rate, noise_floor, read_noise
 from aethersearch.compare.paired import (
     DEFAULT_ALPHA,
     flips,
@@ -145,26 +145,38 @@ def compare_pair(a_scores: Scores, b_scores: Scores, metrics: Sequence[str], *,
 
 def mark_serving_noise(results: dict[str, dict[str, Any]], noise_a: dict[str, Any] | None,
                        noise_b: dict[str, Any] | None) -> None:
-    """Add ``noise_floor`` and ``within_noise`` to every entry of the measured metric (``compare.noise``).
+    """Add ``noise_floor`` and ``within_noise`` to every entry (``compare.noise``), for each metric measured.
 
     The floor is the delta serving noise alone would give over the entry's ``n`` questions; a
-    delta whose size is below it is marked ``within_noise``, beside the MDE.
+    delta whose size is below it is marked ``within_noise``, beside the MDE. With a noise file
+    that did not measure a metric, its entries get ``noise_floor: None`` (not measured), so no
+    reader mistakes a missing verdict for a delta above the noise.
     """
-    measured = [n for n in (noise_a, noise_b) if n is not None and n.get("flip_rate")]
-    if not measured:
+    if noise_a is None and noise_b is None:
         return
-    metric = measured[0]["metric"]
-    rate_a = noise_a["flip_rate"]["mean"] if noise_a and noise_a.get("flip_rate") else None
-    rate_b = noise_b["flip_rate"]["mean"] if noise_b and noise_b.get("flip_rate") else None
-    first = rate_a if rate_a is not None else rate_b
-    assert first is not None
     for by_metric in results.values():
-        entry = by_metric.get(metric)
-        if entry is None or entry.get("delta") is None:
-            continue
-        floor = noise_floor(first, rate_b if rate_a is not None else None, entry["n"])
-        entry["noise_floor"] = floor
-        entry["within_noise"] = bool(abs(entry["delta"]) < floor)
+        for metric, entry in by_metric.items():
+            rate_a = metric_flip_rate(noise_a, metric) if noise_a else None
+            rate_b = metric_flip_rate(noise_b, metric) if noise_b else None
+            if entry.get("delta") is None or (rate_a is None and rate_b is None):
+                entry["noise_floor"], entry["within_noise"] = None, None
+                continue
+            first = rate_a if rate_a is not None else rate_b
+            assert first is not None
+            floor = noise_floor(first, rate_b if rate_a is not None else None, entry["n"])
+            entry["noise_floor"] = floor
+            entry["within_noise"] = bool(abs(entry["delta"]) <= floor)
+
+
+def noise_verdict(entry: Mapping[str, Any]) -> str:
+    """The serving-noise verdict on one delta, in words (the report's column; the CLI prints the floor)."""
+    if "noise_floor" not in entry:
+        return "noise not measured (run `aether noise`)"
+    floor = entry["noise_floor"]
+    if floor is None:
+        return "noise not measured for this metric"
+    side = "within" if entry["within_noise"] else "beyond"
+    return f"{side} serving noise (floor ±{floor:.3f})"
 
 
 def compare_aurc(a: tuple[str, RiskInputs], b: tuple[str, RiskInputs], *, resamples: int,

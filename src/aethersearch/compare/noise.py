@@ -26,6 +26,10 @@ Statistics (named ``serving_noise``, this project's):
 * A K-sample run is rerun with its K samples, and its per-question scores are mean@K: the
   flip rate is then the mean squared difference of those scores over run pairs (for 0/1
   scores exactly the share of disagreeing pairs), the same estimate of ``2 Var``.
+* One measurement serves every metric ``compare`` shows: the reruns are scored once and
+  ``by_metric`` holds the rate and floor of each (``em`` and ``f1`` by default; for F1 the
+  "flip rate" is the same mean squared difference of per-question scores). The top-level
+  fields are those of ``--metric``.
 * A rerun question that ended in an error outcome is left out of that question's
   count (``errors`` says how many); a question with fewer than two usable runs is
   left out of the rate.
@@ -45,9 +49,11 @@ from aethersearch.jsonl import atomic_write_json, loads, sha256_file
 from aethersearch.records import ERROR_OUTCOMES, RunLimits
 from aethersearch.scoring.aggregate import estimate
 
-__all__ = ["NOISE_FILE", "concurrency_levels", "flip_rates", "measure_noise", "noise_floor", "read_noise"]
+__all__ = ["NOISE_FILE", "NOISE_METRICS", "concurrency_levels", "flip_rates", "metric_flip_rate", "measure_noise", "noise_floor", "read_noise"]
 
 NOISE_FILE = "noise.json"
+#: the metrics a measurement also scores its reruns on: those ``compare`` shows by default
+NOISE_METRICS: tuple[str, ...] = ("em", "f1")
 Z95 = 1.959963984540054
 _ERRORS = frozenset({*(o.value for o in ERROR_OUTCOMES), "missing"})
 
@@ -67,6 +73,15 @@ def flip_rates(matrix: Sequence[Sequence[float | None]]) -> list[float | None]:
             continue
         rates.append(2.0 * float(np.var(usable, ddof=1)))
     return rates
+
+
+def metric_flip_rate(noise: dict[str, Any], metric: str) -> float | None:
+    """``noise.json``'s mean flip rate for ``metric`` (None: not measured for that metric)."""
+    measured = (noise.get("by_metric") or {}).get(metric)
+    if measured is None and noise.get("metric") == metric:
+        measured = noise  # a measurement made before ``by_metric``: its top level is its one metric
+    rate = (measured or {}).get("flip_rate")
+    return float(rate["mean"]) if rate else None
 
 
 def noise_floor(flip_rate_a: float, flip_rate_b: float | None, n: int) -> float:
@@ -100,9 +115,9 @@ def _sample_ids(ids: list[str], sample: int | None, seed: int) -> list[str]:
     return [qid for qid in ids if qid in chosen]  # release order
 
 
-def _rerun_correctness(rerun_dir: Path, release_dir: Path, ids: list[str], metric: str,
-                       samples: int) -> dict[str, float | None]:
-    """Each sampled question's ``metric`` (mean@K for K samples) in one rerun (None: an error or a missing row)."""
+def _rerun_correctness(rerun_dir: Path, release_dir: Path, ids: list[str], metrics: Sequence[str],
+                       samples: int) -> dict[str, dict[str, float | None]]:
+    """Per metric, each sampled question's value (mean@K for K samples) in one rerun (None: an error or no row)."""
     from aethersearch.scoring.api import per_question_rows, score_row
     from aethersearch.scoring.join import join, load_release, load_run
 
@@ -110,7 +125,19 @@ def _rerun_correctness(rerun_dir: Path, release_dir: Path, ids: list[str], metri
     wanted = set(ids)
     rows = [row for row in joined.rows if row.id in wanted]
     scored = per_question_rows(rows, [score_row(row, compat=None) for row in rows], samples=samples)
-    return {q.id: (None if q.outcome in _ERRORS else q.values[metric]) for q in scored}
+    return {metric: {q.id: (None if q.outcome in _ERRORS else q.values[metric]) for q in scored}
+            for metric in metrics}
+
+
+def _measured(matrix: list[list[float | None]], seed: int, run_size: int, metric: str) -> dict[str, Any]:
+    """One metric's flip rate (with its 95% interval), the questions flipping and its floor at the run's size."""
+    rates = flip_rates(matrix)
+    usable = [r for r in rates if r is not None]
+    overall = estimate(usable, seed=seed, name=f"noise/flip_rate/{metric}") if usable else None
+    return {"flip_rate": overall.as_dict() if overall is not None else None,
+            "questions_flipping": sum(1 for r in usable if r > 0), "questions_measured": len(usable),
+            "floor_at_run_size": noise_floor(overall.mean, None, run_size) if overall is not None else None,
+            "rates": rates}
 
 
 def concurrency_levels(base: int, given: Sequence[int] | None = None) -> list[int]:
@@ -145,7 +172,9 @@ def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int 
     if metric not in scores.metrics:
         raise ConfigError(f"{run_dir} has no {metric!r} scores", fix=f"use one of: {', '.join(scores.metrics)}")
     fingerprint = load_fingerprint(run_dir)
-    original = {q.id: (None if q.outcome in _ERRORS else q.values[metric]) for q in scores.per_question}
+    metrics = [metric, *(m for m in NOISE_METRICS if m != metric and m in scores.metrics)]
+    original = {m: {q.id: (None if q.outcome in _ERRORS else q.values[m]) for q in scores.per_question}
+                for m in metrics}
     ids = _sample_ids([q.id for q in scores.per_question], sample, seed)
     info = release_info(release_dir)
     wanted = set(ids)
@@ -156,7 +185,7 @@ def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int 
                            endpoint=fingerprint.endpoint, model=fingerprint.model, budget=fingerprint.budget,
                            decoding=fingerprint.decoding, concurrency=base,
                            limits=fingerprint.limits or RunLimits(), samples=fingerprint.samples)
-    runs: list[dict[str, float | None]] = []
+    runs: list[dict[str, dict[str, float | None]]] = []
     bound: list[dict[str, Any]] = []
     for index in range(reruns):
         level = max(1, min(levels[index % len(levels)], len(questions)))
@@ -166,24 +195,26 @@ def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int 
         prepared = prepare_run(info, settings.model_copy(update={"concurrency": level}), search,
                                questions=questions, api_key=api_key)
         execute_run(prepared, rerun_dir, enforce=False)
-        runs.append(_rerun_correctness(rerun_dir, release_dir, ids, metric, scores.samples))
+        runs.append(_rerun_correctness(rerun_dir, release_dir, ids, metrics, scores.samples))
         bound.append({"dir": str(rerun_dir.relative_to(run_dir)), "concurrency": level,
                       "traces_sha256": sha256_file(rerun_dir / "traces.jsonl")})
-    matrix = [[original[qid], *(r[qid] for r in runs)] for qid in ids]
-    rates = flip_rates(matrix)
-    usable = [r for r in rates if r is not None]
-    overall = estimate(usable, seed=seed, name="noise/flip_rate") if usable else None
+    matrices = {m: [[original[m][qid], *(r[m][qid] for r in runs)] for qid in ids] for m in metrics}
+    run_size = len(scores.per_question)
+    by_metric = {m: _measured(matrices[m], seed, run_size, m) for m in metrics}
+    primary, matrix = by_metric[metric], matrices[metric]
+    rates = primary["rates"]
     result = {
         "convention": "serving_noise: flip rate = share of run pairs (original + reruns) disagreeing on a question; "
                       "floor = 1.96*sqrt((dA+dB)/(2n))",
         "metric": metric, "reruns": reruns, "sample": len(ids), "seed": seed,
         "concurrencies": [b["concurrency"] for b in bound],
-        "flip_rate": overall.as_dict() if overall is not None else None,
-        "questions_flipping": sum(1 for r in usable if r > 0),
-        "questions_measured": len(usable),
+        "flip_rate": primary["flip_rate"],
+        "questions_flipping": primary["questions_flipping"],
+        "questions_measured": primary["questions_measured"],
         "errors": sum(1 for row in matrix for v in row if v is None),
-        "floor_at_run_size": noise_floor(overall.mean, None, len(scores.per_question)) if overall is not None else None,
-        "run_size": len(scores.per_question),
+        "floor_at_run_size": primary["floor_at_run_size"],
+        "run_size": run_size,
+        "by_metric": {m: {k: v for k, v in measured.items() if k != "rates"} for m, measured in by_metric.items()},
         "per_question": [{"id": qid, "correct": row, "flip_rate": rate}
                          for qid, row, rate in zip(ids, matrix, rates, strict=True)],
         "bound_to": {"scores_sha256": sha256_file(run_dir / "scores.json"),

@@ -25,12 +25,13 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from aethersearch import __version__
-from aethersearch.compare.checkpoints import compare_runs
+from aethersearch.compare.checkpoints import compare_runs, noise_verdict
 from aethersearch.compare.watch import read_history
 from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_text, dumps_pretty, iter_jsonl
 from aethersearch.report import charts
-from aethersearch.report.layout import display_labels, fmt, has_model_usage, release_groups, source_matrix
+from aethersearch.report.layout import (display_labels, fmt, has_model_usage, release_groups, run_names,
+                                        source_matrix)
 from aethersearch.report.metric_names import DECOUPLING_AXES, PER_HOP_METRICS
 from aethersearch.report.paper import RAW_TITLES, Cell, run_metrics, shown_columns
 from aethersearch.report.viewer import VIEWER_URL
@@ -140,7 +141,7 @@ def _pair_view(pair: Mapping[str, Any], index_of: Mapping[str, int],
                          "delta": f"{r['delta']:+.3f}" if r["delta"] is not None else "—", "ci": ci,
                          "negative": (r["delta"] or 0) < 0, "significant": r["significant"],
                          "method": r["method"], "p": fmt(r["p_value"], 4), "p_holm": fmt(r["p_holm"], 4),
-                         "mde": fmt(r["mde"])})
+                         "mde": fmt(r["mde"]), "noise": noise_verdict(r), "within_noise": r.get("within_noise")})
     b_index = index_of[pair["b"]]
     flips = []
     for metric, table in pair["flips"].items():
@@ -219,9 +220,7 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     if not run_dirs and history is None:
         raise DataError(out_path, "nothing to report", fix="pass at least one run directory or --history")
     all_scores = [_current_scores(run_dir, release_dir) for run_dir in run_dirs]
-    names = [d.name for d in run_dirs]
-    if len(set(names)) != len(names):
-        names = [str(d) for d in run_dirs]
+    names = run_names(run_dirs)
     index_of = {name: i for i, name in enumerate(names)}
 
     comparison, refused = None, None
@@ -286,7 +285,8 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     html = env.get_template("report.html.j2").render(
         title="aethersearch report: " + ", ".join(names) if names else "aethersearch training curve",
         version=__version__,
-        release_label=(all_scores[0].gold.release_dir if all_scores else "—"),
+        release_label=(f"{Path(all_scores[0].gold.release_dir).name} (eval sha256 "
+                       f"{all_scores[0].gold.eval_sha256[:12]})" if all_scores else "—"),
         runs=runs_view,
         groups=groups,
         outcome_labels=OUTCOME_LABELS,

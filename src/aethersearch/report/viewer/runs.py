@@ -207,6 +207,7 @@ def find_release(explicit: Path | None, runs: Sequence[LoadedRun]) -> Release | 
 
 
 def run_keys(run_dirs: Sequence[Path]) -> list[str]:
-    """URL keys of the runs: directory names, or whole paths when two names collide (as the report names them)."""
-    names = [Path(d).name for d in run_dirs]
-    return names if len(set(names)) == len(names) else [str(d) for d in run_dirs]
+    """URL keys of the runs: their short unique names, as the report names them (``report.layout.run_names``)."""
+    from aethersearch.report.layout import run_names
+
+    return run_names(run_dirs)
