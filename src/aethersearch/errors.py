@@ -67,6 +67,10 @@ class ConfigError(AetherError):
     """A configuration value is missing, unknown or inconsistent."""
 
 
+class JudgeErrors(AetherError):
+    """An LLM judge gave no verdict on some rows (``--judge-errors fail``); the scores were written first."""
+
+
 class BudgetExhausted(AetherError):
     """The tool budget (calls, turns or tokens) of an episode is spent."""
 

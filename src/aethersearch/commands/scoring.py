@@ -83,8 +83,17 @@ def print_scores(scores: Scores) -> None:
         kinds = ", ".join(f"{k}={v}" for k, v in scores.errors.by_outcome.items())
         console.print(f"[yellow]errors: {scores.errors.count} of {scores.denominator} questions ({kinds}) scored 0 "
                       "without an answer attempt; `aether score --strict` refuses such a run[/]")
-    if scores.judge is not None:
-        print_disagreement(console, scores.judge)
+    for judge in scores.judges or ([scores.judge] if scores.judge is not None else []):
+        print_disagreement(console, judge)
+    for pair in scores.judge_agreement:
+        ci = "" if pair.ci_low is None or pair.ci_high is None else f" [{100 * pair.ci_low:+.1f}, {100 * pair.ci_high:+.1f}]"
+        kappa = "—" if pair.kappa is None else f"{pair.kappa:.3f}"
+        delta = "—" if pair.delta is None else f"{100 * pair.delta:+.1f}"
+        console.print(f"judges {escape(pair.b)} vs {escape(pair.a)} on {pair.n} questions: kappa {kappa}, "
+                      f"score delta {delta}{ci} points; disagree on {len(pair.disagree)}"
+                      + (f": {', '.join(pair.disagree[:10])}" if pair.disagree else ""))
+    if scores.cost is not None:
+        _print_cost(console, scores.cost)
     usage = scores.usage
     if usage.questions_with_usage:
         means = ", ".join(f"{field}={getattr(usage, field).mean:.1f}" for field in
@@ -160,8 +169,29 @@ def print_disagreement(console: Any, judge: JudgeSummary) -> None:
         if ids:
             shown = ", ".join(ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
             console.print(f"{label}: {shown}")
-    if judge.errors:
-        console.print(f"[yellow]judge errors on {len(judge.errors)} questions (scored not correct)[/]")
+    kappa = "" if judge.kappa_vs_em is None else f"; kappa vs EM {judge.kappa_vs_em:.3f}"
+    console.print(f"judge {judge.name or judge.model} ({judge.metric}): {judge.parser} parser, prompt "
+                  f"{judge.prompt_source} sha256 {judge.prompt_sha256[:12]}, temperature {judge.temperature}, "
+                  f"seed {judge.seed}{kappa}" + ("; [bold]judging the model under test[/]" if judge.judge_self else ""))
+    if judge.error_count or judge.errors:
+        count = judge.error_count or len(judge.errors)
+        console.print(f"[yellow]judge errors: {count} rows got no verdict (unparseable reply or API error): left "
+                      f"out of {judge.metric}, never scored as wrong; {judge.questions_without_verdict} questions "
+                      "are out of its denominator[/]")
+
+
+def _print_cost(console: Any, cost: dict[str, Any]) -> None:
+    """Tokens and cost of the agent and each judge (``--prices``); an unpriced part says so."""
+    def money(line: dict[str, Any]) -> str:
+        return f"{line['cost']:.4f} {cost['currency']}" if line.get("cost") is not None else f"— ({line.get('why')})"
+
+    parts = [("agent", cost["agent"]), *((f"judge {j['name']}", j) for j in cost["judges"])]
+    for label, line in parts:
+        console.print(f"cost {label} ({line['model']}): {line['prompt_tokens']:,} + {line['completion_tokens']:,} "
+                      f"tokens = {money(line)}")
+    total = cost.get("total")
+    console.print(f"cost total: {total:.4f} {cost['currency']}" if total is not None
+                  else f"cost total: — ({cost.get('total_why')})")
 
 
 def _print_factorised_pair(pair: dict[str, Any]) -> None:
@@ -242,9 +272,32 @@ def register(app: typer.Typer) -> None:
                                                         "(last answer of prompt+response, two matches) or "
                                                         "'aethersearch' (their validity rules, R_task, exact, "
                                                         "per-source keys; docs/aethersearch-compat.md).")] = None,
-        judge: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL of an LLM judge.")] = None,
-        judge_model: Annotated[str, typer.Option(help="Judge model name.")] = "gpt-4o-mini",
+        judge: Annotated[list[str] | None, typer.Option(help="OpenAI-compatible base URL of an LLM judge "
+                                                           "(repeatable: each judge scores and is compared).")] = None,
+        judge_model: Annotated[list[str] | None, typer.Option(help="Judge model name (once for all, or once per "
+                                                                 "--judge; default gpt-4o-mini).")] = None,
+        judge_name: Annotated[list[str] | None, typer.Option(help="Judge name in tables and metric keys "
+                                                                "(default: its model).")] = None,
+        judge_prompt: Annotated[list[Path] | None, typer.Option(help="A grader's prompt file ({question}, "
+                                                                    "{golds}/{correct_answer}/{target}, "
+                                                                    "{prediction}/{response}); default: the "
+                                                                    "project's own.")] = None,
+        judge_parser: Annotated[list[str] | None, typer.Option(help="How a reply reads as a verdict: three-way "
+                                                                   "(CORRECT/INCORRECT/NOT_ATTEMPTED), yes-no "
+                                                                   "(BrowseComp's 'correct: yes|no'), letter "
+                                                                   "(SimpleQA's A/B/C).")] = None,
         judge_key_env: Annotated[str | None, typer.Option(help="Env var holding the judge API key.")] = None,
+        judge_temperature: Annotated[float, typer.Option(help="Judge sampling temperature.")] = 0.0,
+        judge_seed: Annotated[int | None, typer.Option(help="Judge seed sent with every call.")] = 0,
+        judge_max_tokens: Annotated[int | None, typer.Option(help="Judge reply cap (default 16; 1024 for "
+                                                                 "yes-no graders).")] = None,
+        judge_self: Annotated[bool, typer.Option("--judge-self", help="Allow a judge on the model under test "
+                                                                     "(refused otherwise; recorded).")] = False,
+        judge_errors: Annotated[str, typer.Option(help="report: count judge errors beside the score; fail: "
+                                                       "also exit non-zero when there are any.")] = "report",
+        prices: Annotated[Path | None, typer.Option(help="Price table (YAML/JSON: models: {M: "
+                                                         "{input_per_million, output_per_million}}): adds the "
+                                                         "agent's and each judge's tokens and cost.")] = None,
         resamples: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% CIs.")] = 1000,
         seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
         strict: Annotated[bool, typer.Option("--strict", help="Refuse (exit 3) a run with any errored or "
@@ -258,12 +311,18 @@ def register(app: typer.Typer) -> None:
         Refuses a release whose files do not match checksums.sha256 or whose
         eval.jsonl is not the one the run pinned in run.json.
         """
+        from aethersearch.errors import ConfigError
         from aethersearch.scoring.api import score_run
-        from aethersearch.scoring.judge import JudgeConfig
+        from aethersearch.scoring.judge import build_judges
 
-        config = JudgeConfig(base_url=judge, model=judge_model, api_key_env=judge_key_env) if judge else None
-        print_scores(score_run(run, release, compat=compat, judge=config, resamples=resamples, seed=seed,
-                               strict=strict, budget_curve=budget_curve))
+        if judge_errors not in ("report", "fail"):
+            raise ConfigError(f"--judge-errors {judge_errors!r}", fix="use report or fail")
+        judges = build_judges(judge or [], models=judge_model or [], names=judge_name or [],
+                              prompts=judge_prompt or [], parsers=judge_parser or [], api_key_env=judge_key_env,
+                              temperature=judge_temperature, seed=judge_seed, max_tokens=judge_max_tokens)
+        print_scores(score_run(run, release, compat=compat, judges=judges, resamples=resamples, seed=seed,
+                               strict=strict, budget_curve=budget_curve, judge_self=judge_self,
+                               judge_errors=judge_errors, prices=prices))
 
     @app.command("compare")
     def compare(

@@ -146,16 +146,24 @@ class Clusters(NamedTuple):
         return cls(ordered, starts, sizes)
 
     def question_means(self, metric: str) -> np.ndarray:
-        """One value per question: the mean of ``metric`` over its samples (the value itself when K = 1)."""
-        values = np.array([float(r[metric]) for r in self.rows], dtype=float)
+        """One value per question: the mean of ``metric`` over its samples (the value itself when K = 1).
+
+        A row without ``metric`` (a judge that gave no verdict) is left out of its question's mean,
+        and a question with no row holding it is left out: it is not in that metric's denominator.
+        """
+        values = np.array([float(r.get(metric, np.nan)) for r in self.rows], dtype=float)
         if len(self.starts) == len(values):
-            return values
-        means: np.ndarray = np.add.reduceat(values, self.starts) / self.sizes
+            kept: np.ndarray = values[~np.isnan(values)]
+            return kept
+        present = ~np.isnan(values)
+        counts = np.add.reduceat(present.astype(float), self.starts)
+        sums = np.add.reduceat(np.where(present, values, 0.0), self.starts)
+        means: np.ndarray = sums[counts > 0] / counts[counts > 0]
         return means
 
     def matrix(self, metric: str) -> np.ndarray:
         """Questions x K values of ``metric`` (empty when questions have different sample counts)."""
-        if not len(self.sizes) or np.ptp(self.sizes) != 0:
+        if not len(self.sizes) or np.ptp(self.sizes) != 0 or any(metric not in r for r in self.rows):
             return np.empty((0, 0))
         return np.array([float(r[metric]) for r in self.rows], dtype=float).reshape(len(self.sizes), -1)
 
@@ -281,7 +289,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], *,
         if reductions is not None:
             ids = [str(ordered[i]["id"]) for i in clusters.starts]
             for metric in metrics:
-                for reducer in reductions[ids[0]][metric] if ids else ():
+                for reducer in reductions[ids[0]].get(metric, ()) if ids else ():
                     columns.setdefault((metric, reducer), {})[source] = np.array(
                         [reductions[qid][metric][reducer] for qid in ids], dtype=float)
             entry["reducers"] = _reducer_estimates(columns, entry["metrics"], source, samples, resamples, seed)

@@ -18,12 +18,13 @@ abstention-aware twin, ``<metric>_answered``, where an abstention scores 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from aethersearch import __version__
 from aethersearch.abstention import ABSTENTION_RULE
-from aethersearch.errors import AetherError, ConfigError, DataError, IntegrityError
+from aethersearch.errors import AetherError, ConfigError, DataError, IntegrityError, JudgeErrors
 from aethersearch.jsonl import (
     atomic_write_bytes,
     atomic_write_json,
@@ -43,14 +44,18 @@ from aethersearch.scoring.aethersearch_compat import (
 from aethersearch.scoring.aggregate import DEFAULT_RESAMPLES, DEFAULT_SEED, QuestionReductions, aggregate
 from aethersearch.scoring.binding import bind_gold
 from aethersearch.scoring.budget_curve import budget_curve as budget_curve_section
+from aethersearch.scoring.costs import run_cost
 from aethersearch.scoring.extract import check_compat, check_compat_agent
 from aethersearch.scoring.join import MISSING, JoinedRow, join, load_release, load_run, run_samples
-from aethersearch.scoring.judge import (
-    PROMPT_HASH,
-    JudgeCase,
-    JudgeConfig,
-    disagreement_table,
-    judge_cases,
+from aethersearch.scoring.judge import JudgeConfig
+from aethersearch.scoring.judges import (
+    agreement,
+    apply_to_questions,
+    check_not_self,
+    is_judge_metric,
+    judge_rows,
+    judge_summaries,
+    reducible,
 )
 from aethersearch.scoring.metrics import ABSTENTION_AWARE, ALL_METRICS, BINARY_METRICS, score_all
 from aethersearch.scoring.reducers import question_summary, reducer_names
@@ -77,7 +82,6 @@ __all__ = [
 ]
 
 RUN_FILE = "run.json"
-JUDGE_METRIC = "judge"
 SEARCHR1_KEY = "val/test_score/{source}"
 _ERROR_VALUES = frozenset(o.value for o in ERROR_OUTCOMES)
 
@@ -181,32 +185,9 @@ def per_question_rows(rows: list[JoinedRow], values: list[dict[str, float]], *,
 
 def question_reductions(scored: list[QuestionScore], metrics: list[str], samples: int) -> QuestionReductions:
     """Per question id: metric -> ``mean@K``, ``pass@1..K`` (0/1 metrics) and ``maj@K`` values."""
-    names = {metric: reducer_names(samples, metric in BINARY_METRICS) for metric in metrics}
+    names = {metric: reducer_names(samples, metric in BINARY_METRICS or is_judge_metric(metric)) for metric in metrics}
     return {q.id: {metric: {name: q.reduced(metric, name) for name in names[metric]} for metric in metrics}
             for q in scored}
-
-
-def _apply_judge(rows: list[JoinedRow], scored: list[QuestionScore], config: JudgeConfig,
-                 run_dir: Path) -> tuple[list[QuestionScore], dict[str, Any]]:
-    if config.cache_path is None:
-        config = config.model_copy(update={"cache_path": Path(run_dir) / "judge_cache.jsonl"})
-    cases = [JudgeCase(r.id, r.question, r.golds, r.prediction) for r in rows
-             if r.prediction is not None and r.outcome == Outcome.ANSWERED.value]
-    verdicts = judge_cases(cases, config)
-    judged: list[QuestionScore] = []
-    for entry in scored:
-        found = verdicts.get(entry.id)
-        verdict = found.verdict if found is not None else "not_attempted"
-        values = {**entry.values, JUDGE_METRIC: 1.0 if verdict == "correct" else 0.0}
-        judged.append(entry.model_copy(update={"judge_verdict": verdict, "values": values}))
-    errors = {qid: v.error for qid, v in verdicts.items() if v.error}
-    summary = {
-        "model": config.model, "base_url": config.base_url, "prompt_sha256": PROMPT_HASH,
-        "temperature": 0, "judged": len(cases), "cached": sum(v.cached for v in verdicts.values()),
-        "errors": errors,
-        "disagreement": disagreement_table({e.id: e.values["em"] for e in judged if e.id in verdicts}, verdicts),
-    }
-    return judged, summary
 
 
 def searchr1_metrics(scores: Scores) -> dict[str, float | None]:
@@ -241,7 +222,9 @@ def _refuse_if_strict(rows: list[JoinedRow], run_dir: Path) -> None:
 
 def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
               judge: JudgeConfig | None = None, resamples: int = DEFAULT_RESAMPLES,
-              seed: int = DEFAULT_SEED, strict: bool = False, budget_curve: bool = False) -> Scores:
+              seed: int = DEFAULT_SEED, strict: bool = False, budget_curve: bool = False,
+              judges: Sequence[JudgeConfig] = (), judge_self: bool = False, judge_errors: str = "report",
+              prices: Path | None = None) -> Scores:
     """Score a finished (or partial) run against its release and write ``<run_dir>/scores.json`` atomically.
 
     The release must verify and be the one the run pinned in ``run.json``
@@ -253,8 +236,15 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     The risk–coverage curve (``scoring.risk_coverage``) is always added, on the answers' stated
     confidence when the run's prompt asked for one (``prompt_variant: stated-confidence``). Returns what
     was written, with ``per_question`` attached.
+
+    ``judge`` (one) or ``judges`` (several, the first scored as ``judge``) add LLM-judge metrics
+    (``scoring.judges``): a judge on the model under test is refused unless ``judge_self``; judge
+    errors are left out of each judge's denominator and counted, and with ``judge_errors="fail"``
+    the scores are written and then :class:`JudgeErrors` raised. ``prices`` (a price table) adds the
+    tokens and cost of the agent and each judge (``scoring.costs``).
     """
     check_compat(compat)
+    all_judges = [*([judge] if judge is not None else []), *judges]
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = read_fingerprint(run_dir)
     check_compat_agent(compat, fingerprint.agent if fingerprint is not None else None)
@@ -264,10 +254,8 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     release = load_release(release_dir)
     _check_size(fingerprint, release_dir, len(release))
     samples = run_samples(run, fingerprint.samples if fingerprint is not None else None)
-    if judge is not None and samples > 1:
-        raise ConfigError(f"--judge scores one answer per question, but {run_dir} has {samples} samples per question",
-                          fix="score this run without --judge (EM, F1 and the other metrics are reduced over "
-                              "its samples), or judge a one-sample run")
+    check_not_self(all_judges, fingerprint, allow_self=judge_self)
+    check_judge_names(all_judges)
     joined = join(release, run, samples)
     if strict:
         _refuse_if_strict(joined.rows, run_dir)
@@ -276,16 +264,19 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     metrics = list(ALL_METRICS) + (list(AETHERSEARCH_METRICS) if compat == "aethersearch" else [])
     theirs = (aethersearch_summary([(row.source, aethersearch_row(row)) for row in joined.rows])
               if compat == "aethersearch" else None)
-    judge_summary = None
-    if judge is not None:
-        scored, judge_summary = _apply_judge(joined.rows, scored, judge, run_dir)
-        metrics.append(JUDGE_METRIC)
-        values = [q.values for q in scored]
     flat = [{"id": row.id, "sample": row.sample, "source": row.source, "outcome": row.outcome,
              "stop_reason": row.stop_reason, "usage": row.usage.model_dump() if row.usage is not None else None,
              **value} for row, value in zip(joined.rows, values, strict=True)]
+    summaries: list[dict[str, Any]] = []
+    reduced = list(metrics)
+    if all_judges:
+        judged = judge_rows(joined.rows, all_judges, run_dir)
+        scored = apply_to_questions(scored, joined.rows, flat, judged, samples)
+        summaries = [{**s, "judge_self": judge_self} for s in judge_summaries(scored, judged)]
+        metrics += [s["metric"] for s in summaries]
+        reduced += [s["metric"] for s in summaries if reducible(scored, s["metric"])]
     summary = aggregate(flat, metrics, resamples=resamples, seed=seed, samples=samples,
-                        reductions=question_reductions(scored, metrics, samples))
+                        reductions=question_reductions(scored, reduced, samples))
     errors = _error_counts(joined.rows)
     # Per-question rows go to their own compact JSONL (a 1M-question run would
     # make an unreadable scores.json); scores.json pins it by sha256 and is
@@ -317,11 +308,30 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
         **summary,
         "searchr1": {},
         "aethersearch": theirs,
-        "judge": judge_summary,
+        "judge": summaries[0] if summaries else None,
+        "judges": summaries,
+        "judge_agreement": agreement(scored, summaries, resamples=resamples, seed=seed),
+        "cost": run_cost(prices, fingerprint, summaries, scored) if prices is not None else None,
         "per_question_file": {"path": QUESTIONS_FILE, "sha256": sha256_bytes(questions), "rows": len(scored)},
         "risk_coverage": risk,
         "budget_curve": curve,
     })
     result = result.model_copy(update={"searchr1": searchr1_metrics(result), "per_question": tuple(scored)})
     atomic_write_json(run_dir / SCORES_FILE, result)
+    failed = {s["name"]: s["error_count"] for s in summaries if s["error_count"]}
+    if judge_errors == "fail" and failed:
+        raise JudgeErrors(f"judge errors in {run_dir}: " + ", ".join(f"{n}: {c} rows without a verdict"
+                                                                      for n, c in failed.items())
+                          + " (left out of the judge metric; scores.json written with the counts)",
+                          fix="see scores.json judges[].errors for each row's reply or API error; fix the judge "
+                              "endpoint or its --judge-parser and score again")
     return result
+
+
+def check_judge_names(judges: Sequence[JudgeConfig]) -> None:
+    """Two judges need two names: each names a metric (``judge:<name>``) and a column of every table."""
+    names = [j.label for j in judges]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"two judges are both named {repeated[0]!r}",
+                          fix="give each --judge its own --judge-name (or a different --judge-model)")

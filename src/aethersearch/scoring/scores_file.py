@@ -201,7 +201,12 @@ class Disagreement(Record):
 
 
 class JudgeSummary(Record):
-    """The LLM judge's settings and results."""
+    """One LLM judge's contract and results (``scoring.judges``).
+
+    ``errors`` (rollout row key -> what went wrong) are judge errors, never grades: those rows are
+    out of the judge metric, and a question with no verdict at all is out of its denominator
+    (``questions_without_verdict``).
+    """
 
     model: str
     base_url: str
@@ -211,6 +216,33 @@ class JudgeSummary(Record):
     cached: int
     errors: dict[str, str]
     disagreement: Disagreement
+    name: str = ""
+    metric: str = "judge"
+    prompt_source: str = "aethersearch default"
+    parser: str = "three-way"
+    seed: int | None = None
+    max_tokens: int | None = None
+    error_count: int = 0
+    tokens: dict[str, int] = Field(default_factory=dict)
+    kappa_vs_em: float | None = None
+    questions_scored: int | None = None
+    questions_without_verdict: int = 0
+    judge_self: bool = False
+
+
+class JudgeAgreement(Record):
+    """Two judges on the same questions: Cohen's kappa, the paired delta of their scores and where they differ."""
+
+    a: str
+    b: str
+    n: int
+    kappa: float | None
+    a_mean: float | None
+    b_mean: float | None
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    disagree: list[str]
 
 
 class PerQuestionFile(Record):
@@ -252,6 +284,10 @@ class QuestionScore(Record):
     values: dict[str, float]
     usage: Usage | None = None
     judge_verdict: str | None = None
+    judge_verdicts: dict[str, str] = Field(default_factory=dict)
+    """Each judge's verdict (by judge name) of the question's lead sample; ``error`` where it gave none."""
+    judge_replies: dict[str, str] = Field(default_factory=dict)
+    """Each judge's raw reply (by judge name), for the viewer."""
     correct: dict[str, int] = Field(default_factory=dict)
     majority: dict[str, float] = Field(default_factory=dict)
     majority_sample: int = 0
@@ -300,6 +336,11 @@ class Scores(Record):
     #: ``--compat aethersearch``: their ``_aggregate`` keys per source, ``overall`` and ``overall_macro``.
     aethersearch: dict[str, dict[str, float]] | None = None
     judge: JudgeSummary | None
+    #: every judge, in ``--judge`` order (the first is ``judge`` above), and every two judges' agreement
+    judges: list[JudgeSummary] = Field(default_factory=list)
+    judge_agreement: list[JudgeAgreement] = Field(default_factory=list)
+    #: ``--prices FILE``: tokens and cost of the agent and each judge (``scoring.costs``)
+    cost: dict[str, Any] | None = None
     per_question_file: PerQuestionFile
     #: ``scoring.risk_coverage``: accuracy among answered questions against coverage, AURC, ECE (stated confidence)
     risk_coverage: dict[str, Any] | None = None
@@ -320,9 +361,11 @@ class Scores(Record):
         if metric not in self.metrics:
             raise ConfigError(f"{self.run_dir} has no {metric!r} scores",
                               fix=f"use one of: {', '.join(self.metrics)}, or rescore the run")
+        # a question without a value (a judge metric where the judge gave no verdict) is left out
         if reducer is None:
-            return {row.id: (row.source, row.values[metric]) for row in self.per_question}
-        return {row.id: (row.source, row.reduced(metric, reducer)) for row in self.per_question}
+            return {row.id: (row.source, row.values[metric]) for row in self.per_question if metric in row.values}
+        return {row.id: (row.source, row.reduced(metric, reducer)) for row in self.per_question
+                if metric in row.values}
 
 
 def _rescore(run_dir: Path) -> str:
