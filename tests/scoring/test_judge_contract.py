@@ -239,3 +239,48 @@ def test_cost_from_a_price_table_and_unpriced_models_say_so(run: tuple[Path, Pat
                                                        + tokens["completion_tokens"] * 2.0) / 1e6)
     assert cost["agent"]["cost"] is None and "policy-7b" in cost["agent"]["why"]
     assert cost["total"] is None and "understate" in cost["total_why"]
+
+
+def test_the_viewer_shows_both_judges_verdicts_and_raw_replies_where_they_disagree(run: tuple[Path, Path]) -> None:
+    from fastapi.testclient import TestClient
+
+    from aethersearch.report.viewer.app import create_app, load_viewer
+
+    release, run_dir = run
+
+    def strict(request: ScriptedRequest) -> str:
+        return "CORRECT" if _prediction(request.text).startswith("answer") else "INCORRECT"
+
+    with ScriptedServer(strict) as a, ScriptedServer(lambda r: "Verdict: CORRECT") as b:
+        scores = score_run(run_dir, release, judges=build_judges([a.url, b.url], models=["judge-a", "judge-b"]))
+    [pair] = scores.judge_agreement
+    qid = pair.disagree[0]
+    client = TestClient(create_app(load_viewer([run_dir], release=release)))
+    html = client.get(f"/q/{qid}").text
+    assert "(they disagree)" in html and "judge-a" in html and "judge-b" in html
+    assert "Verdict: CORRECT" in html and ">INCORRECT</pre>" in html
+
+
+def test_the_report_and_compare_carry_every_judge_its_errors_and_the_cost(run: tuple[Path, Path],
+                                                                         tmp_path: Path) -> None:
+    from aethersearch.compare.checkpoints import compare_runs
+    from aethersearch.report.html import write_report
+
+    release, run_dir = run
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  grader: {input_per_million: 1.0, output_per_million: 2.0}\n"
+                      "  other: {input_per_million: 0.5, output_per_million: 0.5}\n  policy-7b: "
+                      "{input_per_million: 0.0, output_per_million: 0.0}\n", encoding="utf-8")
+    with ScriptedServer(three_way_or_gibberish) as a, ScriptedServer(lambda r: "INCORRECT") as b:
+        score_run(run_dir, release, judges=build_judges([a.url, b.url], models=["grader", "other"]), prices=prices)
+    html = write_report([run_dir], tmp_path / "report.html").read_text(encoding="utf-8")
+    judges = html.split('<table class="judges">', 1)[1].split("</table>", 1)[0]
+    assert "grader" in judges and "other" in judges and "judge:other" in judges
+    assert "other vs grader on" in html and '<table class="cost">' in html and "total" in html
+    assert "USD" in html
+    import shutil
+
+    shutil.copytree(run_dir, tmp_path / "again" / "run")  # same name in another folder: named a/run-style
+    first, second = compare_runs([run_dir, tmp_path / "again" / "run"])["runs"]
+    assert first["cost"]["total"] is not None and first["usage"]["prompt_tokens"] >= 0
+    assert first["name"] != second["name"] and not first["name"].startswith("/")

@@ -115,12 +115,21 @@ def register(app: typer.Typer) -> None:
                                                              "(correctness as in `aether score --judge`)."),
         judge_model: str = typer.Option("gpt-4o-mini", "--judge-model", help="Judge model name."),
         judge_key_env: str | None = typer.Option(None, "--judge-key-env", help="Env var holding the judge API key."),
+        correct: str = typer.Option("em", "--correct", help="Where correctness comes from: em (exact match), or "
+                                                            "judge:NAME (that judge's verdicts from `aether score "
+                                                            "--judge`, no new call)."),
     ) -> None:
         """Write factorised.json (Knowledge Sufficiency, Search Score, F1_GR, F1_KU, GenScore, Pass@1)."""
         from aethersearch.diagnostics.probes import factorise_run
+        from aethersearch.errors import ConfigError
 
+        if correct != "em" and not correct.startswith("judge:"):
+            raise ConfigError(f"--correct {correct!r}", fix="use em or judge:NAME (a judge of `aether score`)")
+        if correct != "em" and judge is not None:
+            raise ConfigError("--correct judge:NAME reads a scored judge; --judge calls a new one",
+                              fix="pass one of them")
         result = factorise_run(run, release, store=_store(corpus),
-                               judge=_judge(judge, judge_model, judge_key_env))
+                               judge=_judge(judge, judge_model, judge_key_env), correct_from=correct)
         print_factorised(result)
         typer.echo(f"wrote {run / 'factorised.json'}")
 

@@ -229,6 +229,13 @@ def print_comparison(result: dict[str, Any]) -> None:
     if result["allowed_overrides"]:
         console.print(f"[yellow]contract override (--allow): {', '.join(result['allowed_overrides'])}[/]")
     unscored = {run["name"]: _unscored_note(run.get("errors", 0), run.get("missing", 0)) for run in result["runs"]}
+    for run in result["runs"]:
+        cost = run.get("cost")
+        spent = (f"; cost {cost['total']:.4f} {cost['currency']}" if cost and cost.get("total") is not None
+                 else "; cost: —" + (f" ({cost.get('total_why')})" if cost else " (score with --prices)"))
+        usage = run.get("usage") or {}
+        console.print(f"{run['name']}: {usage.get('prompt_tokens', 0):,} + {usage.get('completion_tokens', 0):,} "
+                      f"agent tokens{spent}")
     for pair in result["pairs"]:
         table = Table(title=f"{pair['b']}{unscored.get(pair['b'], '')} vs {pair['a']}{unscored.get(pair['a'], '')}"
                             f"  (* = significant after Holm, alpha {result['alpha']})")

@@ -46,11 +46,18 @@ DEFAULT_METRICS: tuple[str, ...] = ("em", "f1")
 OVERALL = "overall"
 
 
-def _run_names(run_dirs: Sequence[Path]) -> list[str]:
-    names = [Path(d).name for d in run_dirs]
-    if len(set(names)) != len(names):
-        names = [str(d) for d in run_dirs]
-    return names
+def run_names(run_dirs: Sequence[Path]) -> list[str]:
+    """Short unique names of run directories: the last path parts that tell them apart, never absolute paths.
+
+    ``runs/a/rl`` and ``runs/b/rl`` are ``a/rl`` and ``b/rl``: the report and the viewer name runs the
+    same way, and a report shared with a colleague shows no path of the machine that wrote it.
+    """
+    parts = [Path(d).resolve().parts for d in run_dirs]
+    for depth in range(1, max((len(p) for p in parts), default=1) + 1):
+        names = ["/".join(p[-depth:]).lstrip("/") for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return names  # the same directory twice: equal names, as the directory is equal
 
 
 def reducer_for(reducer: str | None, samples: int) -> str | None:
@@ -207,7 +214,7 @@ def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
     if len(run_dirs) < 2:
         raise ConfigError("compare needs at least two runs", fix="pass the reference run first, then the others")
     run_dirs = [Path(d) for d in run_dirs]
-    names = _run_names(run_dirs)
+    names = run_names(run_dirs)
     fingerprints = [load_fingerprint(d) for d in run_dirs]
     check = check_contract(list(zip(names, fingerprints, strict=True)), allow, reducer=reducer)
     all_scores = [read_scores(d) for d in run_dirs]
@@ -227,7 +234,10 @@ def compare_runs(run_dirs: Sequence[Path], *, allow: Sequence[str] = (),
     result = {
         "runs": [{"name": n, "run_dir": str(d), "model": fp.model, "endpoint": fp.endpoint,
                   "errors": sc.errors.count, "missing": sc.errors.missing, "samples": sc.samples,
-                  "figure": reducer_for(reducer, sc.samples) or f"mean@{sc.samples}"}
+                  "figure": reducer_for(reducer, sc.samples) or f"mean@{sc.samples}",
+                  "usage": {"prompt_tokens": sc.usage.prompt_tokens.total,
+                            "completion_tokens": sc.usage.completion_tokens.total},
+                  "cost": sc.cost}
                  for n, d, fp, sc in zip(names, run_dirs, fingerprints, all_scores, strict=True)],
         "reference": names[0],
         "metrics": list(metrics),

@@ -64,7 +64,7 @@ from aethersearch.diagnostics.factorised import (
     supporting_titles,
 )
 from aethersearch.scoring.join import load_release
-from aethersearch.scoring.judge import PROMPT_HASH, JudgeCase, JudgeConfig, judge_cases
+from aethersearch.scoring.judge import JudgeCase, JudgeConfig, judge_cases
 from aethersearch.diagnostics.chain_evidence import chain_evidence
 from aethersearch.diagnostics.distractors import NoisyEnvironment, distractor_summary
 from aethersearch.scoring.reducers import SAMPLE_MEAN_RULE, mean_over_samples
@@ -249,9 +249,10 @@ def judged_correct(traces: Mapping[str, Trace], golds: Mapping[str, Sequence[str
                    cache_dir: Path, *, questions: Mapping[str, str] | None = None) -> dict[str, bool]:
     """Question id -> the LLM judge's verdict is "correct", for every answered trace (``{}`` without a judge).
 
-    The same judge, prompt and cache as ``aether score --judge`` (``scoring.judge``);
-    a question the judge could not rule on counts as not correct (as there).
-    ``questions`` supplies the question text (default: what the agent saw).
+    The same judge, prompt and cache as ``aether score --judge`` (``scoring.judge``). A question
+    the judge could not rule on is left out of the map (a judge error is never a grade): its
+    correctness falls back to exact match. ``questions`` supplies the question text (default:
+    what the agent saw).
     """
     if judge is None:
         return {}
@@ -263,17 +264,37 @@ def judged_correct(traces: Mapping[str, Trace], golds: Mapping[str, Sequence[str
             text = (questions or {}).get(qid, traces[qid].question_seen)
             cases.append(JudgeCase(qid, text, list(golds[qid]), scored.prediction))
     verdicts = judge_cases(cases, judge)
-    return {qid: verdict.verdict == "correct" for qid, verdict in verdicts.items()}
+    return {qid: verdict.verdict == "correct" for qid, verdict in verdicts.items() if verdict.verdict is not None}
+
+
+def scored_judge_correct(run_dir: Path, name: str) -> dict[str, bool]:
+    """Question id -> the named judge's verdict is "correct", read from the run's ``aether score`` rows.
+
+    ``factorise --correct judge:NAME``: no judge is called again, so the factorised metrics use exactly
+    the verdicts the scores do. A question that judge gave no verdict on is left out (exact match then).
+    """
+    from aethersearch.scoring.scores_file import read_scores
+
+    scores = read_scores(run_dir)
+    names = [j.name or j.model for j in scores.judges] or ([scores.judge.name or scores.judge.model]
+                                                            if scores.judge is not None else [])
+    if name not in names:
+        raise ConfigError(f"{run_dir} was not scored with a judge named {name!r}",
+                          fix=(f"use one of: {', '.join('judge:' + n for n in names)}" if names else
+                               "score the run with `aether score RUN --release DIR --judge URL` first"))
+    return {q.id: q.judge_verdicts[name] == "correct" for q in scores.per_question
+            if q.judge_verdicts.get(name) not in (None, "error")}
 
 
 def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | None = None,
                   gathering_tools: Sequence[str] | None = None, write: bool = True,
-                  judge: JudgeConfig | None = None) -> dict[str, Any]:
+                  judge: JudgeConfig | None = None, correct_from: str = "em") -> dict[str, Any]:
     """Compute ``factorised.json`` for a run (and ``factorised_questions.jsonl``), writing both atomically.
 
     Release questions without a trace (a partial run) are listed under ``missing``
     and left out of ``n``; error outcomes are counted as ``n_errors``. With
-    ``judge``, correctness (Pass@1, F1_KU) is the LLM judge's verdict.
+    ``judge``, correctness (Pass@1, F1_KU) is the LLM judge's verdict; ``correct_from="judge:NAME"``
+    takes it from that judge's verdicts in the run's scores instead (no call), recorded in the output.
     """
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = load_fingerprint(run_dir)
@@ -285,7 +306,9 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
     missing: list[str] = []
     for sample in range(fingerprint.samples):  # each sample index is one replicate of the whole evaluation
         traces = by_sample.get(sample, {})
-        correct = judged_correct(traces, {qid: list(row.answers) for qid, row in gold.items()}, judge, run_dir)
+        correct = (scored_judge_correct(run_dir, correct_from.split(":", 1)[1]) if correct_from.startswith("judge:")
+                   else judged_correct(traces, {qid: list(row.answers) for qid, row in gold.items()}, judge,
+                                       run_dir))
         episodes = episodes_for_run(traces, diagnostics, gold, environment=fingerprint.environment, store=store,
                                     parametric=parametric, gathering_tools=gathering_tools, correct=correct)
         per_sample.append(factorise(episodes))
@@ -300,8 +323,11 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
                      "agent_config": fingerprint.agent_config,
                      "budget": fingerprint.budget.model_dump(mode="json")}
     result["parametric_source"] = "probes.json forget" if parametric else None
-    result["correctness"] = ({"judge": judge.model, "base_url": judge.base_url, "prompt_sha256": PROMPT_HASH}
-                             if judge is not None else "exact match")
+    result["correctness"] = (
+        {"from": correct_from, "source": "scores_questions.jsonl judge_verdicts (exact match where none)"}
+        if correct_from.startswith("judge:") else
+        {"judge": judge.model, "base_url": judge.base_url, "prompt_sha256": judge.prompt_sha256,
+         "parser": judge.parser, "judge_errors": "exact match"} if judge is not None else "exact match")
     if write:
         write_jsonl(run_dir / FACTORISED_ROWS_FILE, rows)
         atomic_write_json(run_dir / FACTORISED_FILE, result)

@@ -25,13 +25,12 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from aethersearch import __version__
-from aethersearch.compare.checkpoints import compare_runs, noise_verdict
+from aethersearch.compare.checkpoints import compare_runs, noise_verdict, run_names
 from aethersearch.compare.watch import read_history
 from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_text, dumps_pretty, iter_jsonl
 from aethersearch.report import charts
-from aethersearch.report.layout import (display_labels, fmt, has_model_usage, release_groups, run_names,
-                                        source_matrix)
+from aethersearch.report.layout import display_labels, fmt, has_model_usage, release_groups, source_matrix
 from aethersearch.report.metric_names import DECOUPLING_AXES, PER_HOP_METRICS
 from aethersearch.report.paper import RAW_TITLES, Cell, run_metrics, shown_columns
 from aethersearch.report.viewer import VIEWER_URL
@@ -119,6 +118,40 @@ def _load_traces(run_dir: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
             if previous is None or int(row.get("attempt", 1)) >= int(previous.get("attempt", 1)):
                 found[row["id"]] = row  # the latest attempt is the one that was scored
     return found
+
+
+def _judges_view(scores: Scores) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each judge's contract, score, errors and kappa vs EM; one sentence per two judges' agreement."""
+    rows = []
+    for judge in scores.judges:
+        estimate = scores.overall.micro.metrics.get(judge.metric)
+        rows.append({"name": (judge.name or judge.model) + (" (the model under test)" if judge.judge_self else ""),
+                     "metric": judge.metric, "score": fmt(estimate.mean if estimate else None),
+                     "ci": f"[{fmt(estimate.ci_low)}, {fmt(estimate.ci_high)}]" if estimate else "",
+                     "scored": judge.questions_scored, "errors": judge.error_count, "kappa": fmt(judge.kappa_vs_em),
+                     "parser": judge.parser, "prompt": f"{judge.prompt_source} {judge.prompt_sha256[:12]}",
+                     "model": judge.model, "tokens": f"{judge.tokens.get('prompt_tokens', 0):,} + "
+                                                     f"{judge.tokens.get('completion_tokens', 0):,}"})
+    pairs = [f"{p.b} vs {p.a} on {p.n} questions: kappa {fmt(p.kappa)}, score delta {fmt(p.delta)} "
+             f"[{fmt(p.ci_low)}, {fmt(p.ci_high)}]; they disagree on {len(p.disagree)}"
+             + (f": {' '.join(p.disagree[:20])}" if p.disagree else "") for p in scores.judge_agreement]
+    return rows, pairs
+
+
+def _cost_view(cost: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The cost table: agent, each judge, total; an unpriced part shows why instead of a number."""
+    if cost is None:
+        return None
+
+    def money(line: dict[str, Any], key: str = "cost", why: str = "why") -> str:
+        return f"{line[key]:.4f}" if line.get(key) is not None else f"— ({line.get(why)})"
+
+    rows = [{"label": label, "model": line["model"], "prompt": f"{line['prompt_tokens']:,}",
+             "completion": f"{line['completion_tokens']:,}", "cost": money(line)}
+            for label, line in [("agent", cost["agent"]), *((f"judge {j['name']}", j) for j in cost["judges"])]]
+    rows.append({"label": "total", "model": "", "prompt": "", "completion": "",
+                 "cost": money(cost, "total", "total_why")})
+    return {"currency": cost["currency"], "rows": rows}
 
 
 def _budget_view(scores: Scores) -> dict[str, str]:
@@ -250,6 +283,8 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
                           "model": fingerprint.model if fingerprint else None,
                           "agent": fingerprint.agent if fingerprint else None,
                           "judge": _judge_block(scores),
+                          "judges": _judges_view(scores)[0], "judge_pairs": _judges_view(scores)[1],
+                          "cost": _cost_view(scores.cost),
                           "budget": _budget_view(scores), "samples": samples_view(scores, fmt)})
     trace_view = []
     for i, found in traces.items():

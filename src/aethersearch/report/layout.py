@@ -10,7 +10,6 @@ releases side by side as if they were comparable.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.records import RunFingerprint
@@ -65,20 +64,6 @@ def run_labels(names: Sequence[str], fingerprints: Sequence[RunFingerprint | Non
     if len(set(labels)) != len(labels):  # settings alone do not tell them apart: keep the run names
         labels = [f"{name} ({label})" if label != name else name for name, label in zip(names, labels, strict=True)]
     return labels
-
-
-def run_names(run_dirs: Sequence[Path]) -> list[str]:
-    """Short unique names of run directories: the last path parts that tell them apart, never absolute paths.
-
-    ``runs/a/rl`` and ``runs/b/rl`` are ``a/rl`` and ``b/rl``: the report and the viewer name runs the
-    same way, and a report shared with a colleague shows no path of the machine that wrote it.
-    """
-    parts = [Path(d).resolve().parts for d in run_dirs]
-    for depth in range(1, max((len(p) for p in parts), default=1) + 1):
-        names = ["/".join(p[-depth:]).lstrip("/") for p in parts]
-        if len(set(names)) == len(names):
-            return names
-    return names  # the same directory twice: equal names, as the directory is equal
 
 
 def display_labels(names: Sequence[str], fingerprints: Sequence[RunFingerprint | None],

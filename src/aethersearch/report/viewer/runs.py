@@ -207,7 +207,7 @@ def find_release(explicit: Path | None, runs: Sequence[LoadedRun]) -> Release | 
 
 
 def run_keys(run_dirs: Sequence[Path]) -> list[str]:
-    """URL keys of the runs: their short unique names, as the report names them (``report.layout.run_names``)."""
-    from aethersearch.report.layout import run_names
+    """URL keys of the runs: their short unique names, as compare and the report name them."""
+    from aethersearch.compare.checkpoints import run_names
 
     return run_names(run_dirs)

@@ -226,6 +226,8 @@ def trace_view(run: LoadedRun, qid: str, golds: Sequence[str], diagnostics: Diag
         "response": segments(str(trace.get("response") or ""), golds),
         "extraction": _extraction(trace, run.scores.compat if run.scores else None, golds, stated_confidence=stated),
         **_scored_values(scored, trace.get("sample"), len(samples)),
+        "judges": [{"name": name, "verdict": verdict, "reply": scored.judge_replies.get(name)}
+                   for name, verdict in scored.judge_verdicts.items()] if scored else [],
         "stop_reason": trace.get("stop_reason"), "error": trace.get("error"), "usage": trace.get("usage") or {},
         "elapsed_s": trace.get("elapsed_s"), "attempt": trace.get("attempt", 1),
         "samples": samples, "sample": trace.get("sample"),
