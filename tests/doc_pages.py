@@ -19,7 +19,7 @@ DOCS = ROOT / "docs"
 #: The docs pages that hold the README's former sections, in the README's former order.
 COMMAND_PAGES = [DOCS / name for name in (
     "getting-started.md", "reference/cli.md", "guides/build-a-release.md", "guides/run-and-compare.md",
-    "guides/failures.md", "guides/training-loop.md", "guides/hint-free.md", "guides/real-model.md",
+    "guides/failures.md", "guides/training-loop.md", "guides/hint-free.md", "guides/real-model.md", "guides/mcp.md",
     "reference/server-fidelity.md", "design/layout.md", "measurements/benchmarks.md")]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 

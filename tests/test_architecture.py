@@ -43,7 +43,7 @@ LAYERS: list[set[str]] = [
     {"rollout"},
     {"scoring"},
     {"compare", "report", "interop", "diagnostics"},
-    {"pipeline", "demo", "cli", "commands", "api", "sandbox_eval"},
+    {"pipeline", "demo", "cli", "commands", "api", "sandbox_eval", "mcp_bridge"},
     # test doubles: above everything, so they may drive any product module; nothing in the product imports them
     {"testing"},
 ]

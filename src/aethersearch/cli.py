@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diagnostics",
     "interop",
     "viewer",
+    "mcp",
 )
 
 app = typer.Typer(

@@ -1,0 +1,1 @@
+"""An MCP server over the frozen corpus and the masked sandbox, under the run contract (``aether mcp``)."""
