@@ -9,22 +9,9 @@ import typer
 from typer.testing import CliRunner
 
 from aethersearch.cli import app
+from tests.cli_tree import leaves
 
 runner = CliRunner()
-
-
-def _leaves() -> dict[str, Any]:
-    found: dict[str, Any] = {}
-
-    def walk(command: Any, path: str) -> None:
-        if hasattr(command, "commands"):
-            for name, sub in command.commands.items():
-                walk(sub, f"{path} {name}".strip())
-        else:
-            found[path] = command
-
-    walk(typer.main.get_command(app), "")
-    return found
 
 
 def _options(command: Any) -> dict[str, list[str]]:
@@ -34,7 +21,7 @@ def _options(command: Any) -> dict[str, list[str]]:
 
 def test_outputs_are_always_out_or_o_never_positional() -> None:
     problems = []
-    for path, command in _leaves().items():
+    for path, command in leaves().items():
         for param in command.params:
             kind = getattr(param, "param_type_name", "")
             if kind == "argument" and param.name in ("out", "output", "out_dir"):
@@ -45,16 +32,16 @@ def test_outputs_are_always_out_or_o_never_positional() -> None:
 
 
 def test_one_spelling_for_index_topk_and_max_tokens() -> None:
-    leaves = _leaves()
+    commands = leaves()
     for path in ("search", "serve", "run", "eval", "sandbox serve", "probe distractors"):
-        assert any("--index" in opts for opts in _options(leaves[path]).values()), f"aether {path} lacks --index"
-    spellings = {opt for command in leaves.values() for opts in _options(command).values() for opt in opts}
+        assert any("--index" in opts for opts in _options(commands[path]).values()), f"aether {path} lacks --index"
+    spellings = {opt for command in commands.values() for opts in _options(command).values() for opt in opts}
     assert not {s for s in spellings if "top-k" in s or s in ("--k", "--top_k")}
     assert "--max-new-tokens" not in spellings
     for path in ("search", "run", "eval"):
-        assert "--topk" in {o for opts in _options(leaves[path]).values() for o in opts}, path
+        assert "--topk" in {o for opts in _options(commands[path]).values() for o in opts}, path
     for path in ("run", "eval"):
-        opts = {o for opts in _options(leaves[path]).values() for o in opts}
+        opts = {o for opts in _options(commands[path]).values() for o in opts}
         assert {"--max-tokens", "--token-budget"} <= opts, path
 
 

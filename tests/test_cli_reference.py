@@ -4,29 +4,13 @@ overview table names every command, and the README's "What you can do" names eve
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import typer
 
-from aethersearch.cli import app
+from tests.cli_tree import leaves
 from aethersearch.commands.reference import PAGE, cli_reference
 from tests.doc_pages import ROOT, section
 
 OVERVIEW = ROOT / "docs" / "reference" / "cli.md"
-
-
-def _leaves() -> dict[str, Any]:
-    found: dict[str, Any] = {}
-
-    def walk(command: Any, path: str) -> None:
-        if hasattr(command, "commands"):
-            for name, sub in command.commands.items():
-                walk(sub, f"{path} {name}".strip())
-        else:
-            found[path] = command
-
-    walk(typer.main.get_command(app), "")
-    return found
 
 
 def test_generated_page_equals_what_the_cli_generates_now() -> None:
@@ -37,8 +21,8 @@ def test_generated_page_equals_what_the_cli_generates_now() -> None:
 
 def test_generated_page_lists_every_command_and_every_option() -> None:
     sections = {chunk.split("`", 1)[0]: chunk for chunk in cli_reference().split("## `aether ")[1:]}
-    missing = [f"aether {path}" for path in _leaves() if path not in sections]
-    for path, command in _leaves().items():
+    missing = [f"aether {path}" for path in leaves() if path not in sections]
+    for path, command in leaves().items():
         options = [opt for param in command.params for opt in (*param.opts, *param.secondary_opts)
                    if opt.startswith("--")]
         missing += [f"aether {path} {opt}" for opt in options if f"{opt}`" not in sections.get(path, "")
@@ -48,7 +32,7 @@ def test_generated_page_lists_every_command_and_every_option() -> None:
 
 def test_overview_table_names_every_command() -> None:
     overview = OVERVIEW.read_text(encoding="utf-8")
-    missing = [path for path in _leaves() if f"`aether {path}" not in overview]
+    missing = [path for path in leaves() if f"`aether {path}" not in overview]
     assert not missing, f"docs/reference/cli.md does not show: {missing}"
 
 

@@ -44,7 +44,8 @@ def _noise_file(run: Path, flip_rate: float) -> None:
         "bound_to": {"scores_sha256": sha256_file(run / "scores.json")}})
 
 
-def test_compare_marks_a_delta_below_the_measured_floor_as_within_serving_noise(tmp_path: Path) -> None:
+def _two_scored_runs(tmp_path: Path) -> tuple[Path, Path]:
+    """A base run and an RL run on 30 questions, RL right on two more: a delta of 2/90 in overall EM."""
     rows = eval_rows(30)
     release = write_release(tmp_path / "release", rows)
     base_correct = {r.id for i, r in enumerate(rows) if i % 2 == 0}
@@ -52,6 +53,11 @@ def test_compare_marks_a_delta_below_the_measured_floor_as_within_serving_noise(
     rl = write_run(tmp_path / "rl", rows, base_correct | {rows[1].id, rows[3].id}, model="rl")
     for run in (base, rl):
         score_run(run, release, resamples=100)
+    return base, rl
+
+
+def test_compare_marks_a_delta_below_the_measured_floor_as_within_serving_noise(tmp_path: Path) -> None:
+    base, rl = _two_scored_runs(tmp_path)
     plain = compare_runs([base, rl], resamples=100)["pairs"][0]["results"]["overall"]["em"]
     assert "within_noise" not in plain  # nothing measured: nothing claimed
     _noise_file(base, 0.30)  # a noisy server: reruns disagree on 30% of question pairs
@@ -68,13 +74,7 @@ def test_compare_marks_a_delta_below_the_measured_floor_as_within_serving_noise(
 def test_every_metric_measured_gets_its_own_floor_and_the_report_shows_every_verdict(tmp_path: Path) -> None:
     from aethersearch.report.html import write_report
 
-    rows = eval_rows(30)
-    release = write_release(tmp_path / "release", rows)
-    base_correct = {r.id for i, r in enumerate(rows) if i % 2 == 0}
-    base = write_run(tmp_path / "base", rows, base_correct, model="base")
-    rl = write_run(tmp_path / "rl", rows, base_correct | {rows[1].id, rows[3].id}, model="rl")
-    for run in (base, rl):
-        score_run(run, release, resamples=100)
+    base, rl = _two_scored_runs(tmp_path)
     rate = {"mean": 0.30, "ci_low": 0.2, "ci_high": 0.4, "n": 30}
     atomic_write_json(base / NOISE_FILE, {"metric": "em", "flip_rate": rate,
                                           "by_metric": {"em": {"flip_rate": rate}, "f1": {"flip_rate": rate}},

@@ -84,8 +84,7 @@ class RemoteAgent(Agent):
         while True:
             request = await channel.requests.get()
             if request.tool == "answer":
-                request.reply.set_result(None)
-                return _answer(request.arguments.get("answer"), "answer")
+                return _answer(request, "answer")
             try:
                 result = await (episode.env.search(str(request.arguments["query"]), int(request.arguments["topk"]))
                                 if request.tool == "search" else episode.env.visit(str(request.arguments["page"])))
@@ -112,11 +111,13 @@ class RemoteAgent(Agent):
         while True:
             request = await channel.requests.get()
             if request.tool == "answer":
-                request.reply.set_result(None)
-                return _answer(request.arguments.get("answer"), "budget")
+                return _answer(request, "budget")
             request.reply.set_exception(BudgetExhausted("tool calls", 0, fix="call answer now"))
 
 
-def _answer(text: Any, stop_reason: str) -> AgentOutput:
+def _answer(request: ToolRequest, stop_reason: str) -> AgentOutput:
+    """Acknowledge the client's ``answer`` call and classify its text (empty: no answer)."""
+    request.reply.set_result(None)
+    text = request.arguments.get("answer")
     answer = None if text is None else str(text)
     return finish(answer or "", answer, stop_reason)
