@@ -50,7 +50,10 @@ FIELD_RELATIONS: dict[str, str] = {
 }
 #: relations whose object is a place / never a place
 PLACE_OBJECT = frozenset(("born_in", "died_in", "headquartered_in", "has_capital"))
-PERSON_OBJECT = frozenset(("father", "mother", "spouse", "written_by", "directed_by", "composed_by", "educated_at"))
+PERSON_OBJECT = frozenset(("father", "mother", "spouse", "written_by", "directed_by", "composed_by", "educated_at",
+                           # only a dump's infobox rows give these (``corpus/infobox.py``): typed hops, never
+                           # seed questions (each has several right answers: a child, a sibling, a cast member)
+                           "parent", "child", "sibling", "performer", "employer"))
 #: relations whose object must begin the row's value (a name, not a place mentioned after it)
 AT_START = PERSON_OBJECT | {"founded_by", "has_capital"}
 #: every label that ends a row's value (the table's fields and the other common infobox labels)

@@ -27,11 +27,15 @@ Conventions of this module (one place, used by the importer and its tests):
 from __future__ import annotations
 
 import functools
+import html
 import re
 from collections.abc import Collection
 from typing import NamedTuple
 
 import wikitextparser
+
+from aethersearch.corpus.infobox import InfoboxRow, infobox_rows
+from aethersearch.corpus.titles import article_target, normalize_title
 
 #: template names (lower case) that mark a disambiguation page, besides any name *ending* in "disambiguation"
 #: ("Airport disambiguation"); "Disambiguation needed" is an inline cleanup tag on ordinary articles
@@ -53,39 +57,16 @@ _DOUBLE_SPACES = re.compile(r"  +")
 #: two or more quotes, written so it starts with a literal: ``'{2,}`` has no literal prefix, so the engine tried it
 #: at every character of the page (23 us a generated page, against 1)
 _EMPHASIS = re.compile(r"''+")
-_INTERWIKI = re.compile(r"^[a-z][a-z-]{1,11}$")
 
 
 class ParsedPage(NamedTuple):
-    """Plain text, normalised link titles (first appearance order, no repeats) and the disambiguation flag."""
+    """Plain text, normalised link titles (first appearance order, no repeats), the disambiguation flag and
+    the typed infobox rows (:mod:`aethersearch.corpus.infobox`; their targets are among ``links``)."""
 
     text: str
     links: list[str]
     disambiguation: bool
-
-
-def normalize_title(title: str) -> str:
-    """A page title as MediaWiki stores it on a first-letter wiki (``_`` as space, first letter upper)."""
-    title = " ".join(title.replace("_", " ").split())
-    return title[:1].upper() + title[1:]
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def article_target(target: str, namespaces: frozenset[str]) -> str | None:
-    """The article a wikilink target names, or ``None`` for a namespaced, interwiki or empty target.
-
-    ``namespaces`` are the wiki's namespace prefixes, lower-cased (``"file"``, ``"category"``, ...).
-    Cached: a dump names its popular targets millions of times (a tenth of the import's CPU uncached).
-    """
-    target = target.partition("#")[0].strip().lstrip(":").strip()
-    if not target or "{" in target or "<" in target:
-        return None
-    prefix, colon, _ = target.partition(":")
-    if colon:
-        key = prefix.strip().lower()
-        if key in namespaces or (prefix == prefix.lower() and _INTERWIKI.match(prefix)) or key in ("image", "media"):
-            return None
-    return normalize_title(target)
+    infobox: list[InfoboxRow] = []
 
 
 def is_disambiguation(template_names: Collection[str]) -> bool:
@@ -159,11 +140,36 @@ def cut_not_prose(wikitext: str, namespaces: frozenset[str]) -> str:
     return "".join(kept)
 
 
-#: a paragraph the parser is not needed for: words, headings and plain wikilinks ``[[target]]`` /
-#: ``[[target|text]]`` (no namespace colon, no nesting, no empty pipe-trick text) and emphasis quotes; any
-#: template, table, tag, entity, external link, magic word, list or indented line sends it to the parser
-_SIMPLE_PARAGRAPH = re.compile(r"(?![*#:; |!{-])(?:[^\[\]{}<>&|:\n_]++|_(?!_)|:(?!//)|\n(?![*#:; |!{-])"
-                               r"|\[\[[^\[\]{}<>&|:\n]++(?:\|[^\[\]{}<>&|\n]++)?\]\])*+")
+#: pieces of a paragraph the parser is not needed for: a plain wikilink ``[[target]]`` / ``[[target|text]]``
+#: (no namespace colon, no nesting, no empty pipe-trick text); a template ``{{name|args}}`` whose arguments hold
+#: words, plain links, ``<br>`` and templates of their own without braces inside (``plain_text`` drops a
+#: template whole; its links stay links); an image ``[[File:x.jpg|...]]`` whose caption holds only words,
+#: plain links and such templates (dropped whole, its caption's links stay links); a formatting tag pair
+#: without tags inside (``<sup>``, ``<small>`` ...: the markup goes, the words stay), ``<br>``; an external
+#: link ``[https://... text]`` (its text stays)
+_PLAIN = r"\[\[[^\[\]{}<>&|:\n]++(?:\|[^\[\]{}<>&|\n]++)?\]\]"
+_BREAK = r"<br\s*/?>"
+_INNER = r"\{\{(?:[^{}\[\]<>]++|" + _PLAIN + "|" + _BREAK + r")*+\}\}"
+_TEMPLATE = r"\{\{(?:[^{}\[\]<>]++|" + _PLAIN + "|" + _BREAK + "|" + _INNER + r")*+\}\}"
+#: file extensions wikitextparser's ``plain_text`` reads as an image (a subset of its ``KNOWN_FILE_EXTENSIONS``)
+_IMAGE_EXTENSIONS = "jpe?g|png|gif|svg|tiff?|ogg|ogv|oga|webm|pdf|djvu|mp3"
+_IMAGE = (r"\[\[[^\[\]{}<>|:\s][^\[\]{}<>|:\n]*+:[^\[\]{}<>|:\n]*\.(?i:" + _IMAGE_EXTENSIONS + r")"
+          r"(?:\|(?:[^\[\]{}<>]++|" + _PLAIN + "|" + _TEMPLATE + r")*+)?\]\]")
+_FORMATTING = "sup|sub|small|big|u|s|del|ins"
+_TAG_PAIR = r"<(?P<tag>" + _FORMATTING + r")(?:\s[^<>/]*+)?>(?:[^\[\]{}<>|\n]++|" + _PLAIN + r")*+</(?P=tag)>"
+_EXTERNAL = r"\[https?://[^\s\[\]<>{}\"|]++(?: ([^\[\]<>{}\n]*+))?\]"
+#: a paragraph the parser is not needed for: words, headings, list and indented lines, emphasis quotes, HTML
+#: entities and the pieces above; any other tag, a deeper template, a table, a magic word or a table-like
+#: line (``|``, ``!``) sends it to the parser. Templates, entities, tags, external links and captioned images
+#: are in most paragraphs of real prose (``{{convert}}``, ``&nbsp;``, ``<sup>``): without them 30% of the real
+#: excerpt's wikitext took this path, and the parse ran at half wikiextractor's speed
+_SIMPLE_PARAGRAPH = re.compile(r"(?![|!])(?:[^\[\]{}<>|:\n_]++|_(?!_)|:(?!//)|\n(?![|!])|" + _PLAIN + "|"
+                               + _TEMPLATE + "|" + _IMAGE + "|" + _TAG_PAIR + "|" + _BREAK + "|" + _EXTERNAL + ")*+")
+#: what a simple paragraph drops whole: its templates and images
+_DROPPED = re.compile(_TEMPLATE + "|" + _IMAGE)
+_TEMPLATE_NAME = re.compile(r"\{\{([^{}\[\]<>|]*+)")
+_TAG_MARKUP = re.compile(r"</?(?:" + _FORMATTING + r")\b[^<>]*+>|" + _BREAK)
+_EXTERNAL_LINK = re.compile(_EXTERNAL)
 #: a plain link, its target and (when piped) its shown text, as ``re.split`` groups
 _PLAIN_LINK = re.compile(r"\[\[([^\[\]|]+)(?:\|([^\[\]|]+))?\]\]")
 _LINK_TARGET = re.compile(r"\[\[([^\[\]|]+)")
@@ -177,9 +183,12 @@ _LINK_TARGET = re.compile(r"\[\[([^\[\]|]+)")
 _NOT_TITLE_START = re.compile(r"\|[^A-Z0-9]")
 _NOT_TITLE_CHARACTER = re.compile(r"[#_:{<\t\n\x0b\x0c\r\x1c-\x1f]")
 _NON_SPACE_WHITESPACE = re.compile(r"[^\S ]")
-#: markup that opens or closes a block the parser must see whole (templates, tables, tags)
-_OPENERS = re.compile(r"\{\{|\{\||<[A-Za-z]")
-_CLOSERS = re.compile(r"\}\}|\|\}|</[A-Za-z]|/>")
+#: markup that opens or closes a block the parser must see whole (templates, tables, tags). A tag opens one
+#: only when it is whole and neither self-closing (``<ref name=x />``) nor void (``<br>``, ``<hr>``): counted
+#: as openers, one ``<br>`` left every later paragraph of its page to the parser (a third of the real
+#: excerpt's plain prose)
+_OPENERS = re.compile(r"\{\{|\{\||<(?!(?i:br|hr|wbr)\b)[A-Za-z][^<>]*+(?<!/)>")
+_CLOSERS = re.compile(r"\}\}|\|\}|</[A-Za-z]")
 
 
 def _segments(wikitext: str) -> list[tuple[bool, str]]:
@@ -192,8 +201,8 @@ def _segments(wikitext: str) -> list[tuple[bool, str]]:
     depth = 0
     for paragraph in wikitext.split("\n\n"):
         simple = depth <= 0 and _SIMPLE_PARAGRAPH.fullmatch(paragraph) is not None
-        if not simple:
-            depth += len(_OPENERS.findall(paragraph)) - len(_CLOSERS.findall(paragraph))
+        if not simple:  # a closer with no opener before it closes nothing
+            depth = max(0, depth + len(_OPENERS.findall(paragraph)) - len(_CLOSERS.findall(paragraph)))
         if runs and runs[-1][0] == simple:
             runs[-1][1].append(paragraph)
         else:
@@ -201,21 +210,40 @@ def _segments(wikitext: str) -> list[tuple[bool, str]]:
     return [(simple, "\n\n".join(paragraphs)) for simple, paragraphs in runs]
 
 
-def _simple_text(paragraphs: str, namespaces: frozenset[str], links: dict[str, None]) -> str:
-    """What wikitextparser's ``plain_text`` gives for simple paragraphs: each link replaced by its text.
+def _simple_text(paragraphs: str, namespaces: frozenset[str], links: dict[str, None]) -> str | None:
+    """What wikitextparser's ``plain_text`` gives for simple paragraphs, or ``None`` when they name a
+    template of the disambiguation family (the parser then reads them, and the page's flag, exactly).
 
-    In a simple paragraph every ``[[``, ``|`` and ``]]`` belongs to a plain link, so one ``split`` on
-    :data:`_PLAIN_LINK` gives the text between links, each link's target and its shown text (``None``
-    when unpiped); the text is put back together from those pieces (a find-all, a substitution and two
-    replacements did it in three passes over the page)."""
+    Flat templates are dropped first (``plain_text`` drops them whole). Then every ``[[``, ``|`` and ``]]``
+    belongs to a plain link, so one ``split`` on :data:`_PLAIN_LINK` gives the text between links, each
+    link's target and its shown text (``None`` when unpiped); the text is put back together from those
+    pieces (a find-all, a substitution and two replacements did it in three passes over the page), and its
+    HTML entities are unescaped last, as ``plain_text`` does."""
+    if "{{" in paragraphs \
+            and is_disambiguation([_template_name(name) for name in _TEMPLATE_NAME.findall(paragraphs)]):
+        return None
+    linked = False
+    if "{{" in paragraphs or ":" in paragraphs:
+        kept = _DROPPED.sub("", paragraphs)
+        if kept != paragraphs:
+            if "[[" in paragraphs:  # every link in order, those in the templates and images too
+                add_link_targets(_LINK_TARGET.findall(paragraphs), namespaces, links)
+                linked = True
+            paragraphs = kept
+    if "<" in paragraphs:
+        paragraphs = _TAG_MARKUP.sub("", paragraphs)
+    if "[http" in paragraphs:
+        paragraphs = _EXTERNAL_LINK.sub(lambda link: link.group(1) or "", paragraphs)
     pieces = _PLAIN_LINK.split(paragraphs)
-    if len(pieces) == 1:
-        return paragraphs
-    targets = pieces[1::3]
-    add_link_targets(targets, namespaces, links)
-    pieces[1::3] = [target if shown is None else shown for target, shown in zip(targets, pieces[2::3], strict=True)]
-    del pieces[2::3]
-    return "".join(pieces)
+    if len(pieces) > 1:
+        targets = pieces[1::3]
+        if not linked:
+            add_link_targets(targets, namespaces, links)
+        pieces[1::3] = [target if shown is None else shown
+                        for target, shown in zip(targets, pieces[2::3], strict=True)]
+        del pieces[2::3]
+        paragraphs = "".join(pieces)
+    return html.unescape(paragraphs) if "&" in paragraphs else paragraphs
 
 
 def _already_titles(joined: str) -> bool:
@@ -272,7 +300,9 @@ def _parsed_text(wikitext: str, namespaces: frozenset[str], links: dict[str, Non
         return ""  # the segment is one template (an infobox): plain_text drops it whole, so skip that pass
     # bold/italic quote runs are dropped by a regex afterwards: wikitextparser's own pass pairs them up, which
     # is a third of plain_text's cost, and an agent reads the words, not the emphasis
-    return str(parsed.plain_text(replace_bolds_and_italics=False))
+    # ``_is_root_node``: the parse is the root, as in wikitextparser's own ``remove_markup``, so ``plain_text`` reads it
+    # in place instead of copying every span first (a tenth of the parser's time on the real excerpt)
+    return str(parsed.plain_text(replace_bolds_and_italics=False, _is_root_node=True))
 
 
 def parse_wikitext(wikitext: str, namespaces: frozenset[str], *, fast_path: bool = True) -> ParsedPage:
@@ -292,14 +322,17 @@ def parse_wikitext(wikitext: str, namespaces: frozenset[str], *, fast_path: bool
     templates: list[str] = []
     cut = cut_not_prose(wikitext, namespaces)
     if fast_path:
-        text = "".join(_simple_text(part, namespaces, links) if simple else
-                       _parsed_text(part, namespaces, links, templates)
-                       for simple, part in _join_marks(_segments(cut)))
+        texts: list[str] = []
+        for simple, part in _join_marks(_segments(cut)):
+            fast = _simple_text(part, namespaces, links) if simple else None
+            texts.append(_parsed_text(part, namespaces, links, templates) if fast is None else fast)
+        text = "".join(texts)
     else:
         text = _parsed_text(cut, namespaces, links, templates, flat_templates=False)
     if "''" in text:
         text = _EMPHASIS.sub("", text)
-    return ParsedPage(_tidy(text), list(links), is_disambiguation(templates))
+    rows = infobox_rows(cut, namespaces) if "nfobox" in cut else []
+    return ParsedPage(_tidy(text), list(links), is_disambiguation(templates), rows)
 
 
 def _join_marks(segments: list[tuple[bool, str]]) -> list[tuple[bool, str]]:
