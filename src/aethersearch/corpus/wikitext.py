@@ -51,8 +51,9 @@ DISAMBIGUATION_TEMPLATES = frozenset({
 _HEADING = re.compile(r"\n(=={0,5})\s*(.*?)\s*\1\s*$", re.MULTILINE)
 #: three or more newlines: a literal prefix lets the engine skip to candidates (``\n{3,}`` tries every newline)
 _BLANK_RUN = re.compile(r"\n\n\n+")
-#: runs of spaces that change when collapsed to one space (a lone space is left alone: matching it is the cost)
-_SPACES = re.compile(r"[\t\u00a0][ \t\u00a0]*| [ \t\u00a0]+")
+#: runs of two spaces or more (tabs and no-break spaces are made spaces first, by ``str.replace``: the one
+#: pattern for all three, ``[\t\u00a0][ \t\u00a0]*| [ \t\u00a0]+``, has no literal prefix and was 70% of
+#: ``_tidy`` on the real excerpt, where ``&nbsp;`` puts a no-break space in two pages of three)
 _DOUBLE_SPACES = re.compile(r"  +")
 #: two or more quotes, written so it starts with a literal: ``'{2,}`` has no literal prefix, so the engine tried it
 #: at every character of the page (23 us a generated page, against 1)
@@ -78,16 +79,18 @@ def is_disambiguation(template_names: Collection[str]) -> bool:
 def _tidy(text: str) -> str:
     """Headings as plain lines, runs of spaces as one, every line stripped, blank runs as one blank line.
 
-    Each step runs only when its marker is in the text, spaces without tabs or no-break spaces take a
-    literal-prefix pattern, and lines are stripped by ``str.strip`` (the whitespace ``[^\\S\\n]`` matches):
+    Each step runs only when its marker is in the text, tabs and no-break spaces become spaces and runs of
+    spaces take a literal-prefix pattern, and lines are stripped by ``str.strip`` (the whitespace ``[^\\S\\n]`` matches):
     the whole-text regexes this replaces were a third of the parse of a generated page.
     ``tests/corpus/test_wikitext_tidy.py`` checks it against those regexes.
     """
     if "=" in text:
         text = _HEADING.sub(lambda m: "\n" + m.group(2), "\n" + text)[1:]  # a template ("\\n\\2") is slower
-    if "\t" in text or "\u00a0" in text:
-        text = _SPACES.sub(" ", text)
-    elif "  " in text:
+    if "\t" in text:
+        text = text.replace("\t", " ")
+    if "\u00a0" in text:
+        text = text.replace("\u00a0", " ")
+    if "  " in text:
         text = _DOUBLE_SPACES.sub(" ", text)
     text = "\n".join([line.strip() for line in text.split("\n")])
     if "\n\n\n" in text:
@@ -165,8 +168,10 @@ _EXTERNAL = r"\[https?://[^\s\[\]<>{}\"|]++(?: ([^\[\]<>{}\n]*+))?\]"
 #: excerpt's wikitext took this path, and the parse ran at half wikiextractor's speed
 _SIMPLE_PARAGRAPH = re.compile(r"(?![|!])(?:[^\[\]{}<>|:\n_]++|_(?!_)|:(?!//)|\n(?![|!])|" + _PLAIN + "|"
                                + _TEMPLATE + "|" + _IMAGE + "|" + _TAG_PAIR + "|" + _BREAK + "|" + _EXTERNAL + ")*+")
-#: what a simple paragraph drops whole: its templates and images
-_DROPPED = re.compile(_TEMPLATE + "|" + _IMAGE)
+#: what a simple paragraph drops whole: its templates, and its images (two patterns, each starting with a
+#: literal the engine skips to; one pattern of both tested every character)
+_TEMPLATES = re.compile(_TEMPLATE)
+_IMAGES = re.compile(_IMAGE)
 _TEMPLATE_NAME = re.compile(r"\{\{([^{}\[\]<>|]*+)")
 _TAG_MARKUP = re.compile(r"</?(?:" + _FORMATTING + r")\b[^<>]*+>|" + _BREAK)
 _EXTERNAL_LINK = re.compile(_EXTERNAL)
@@ -183,12 +188,33 @@ _LINK_TARGET = re.compile(r"\[\[([^\[\]|]+)")
 _NOT_TITLE_START = re.compile(r"\|[^A-Z0-9]")
 _NOT_TITLE_CHARACTER = re.compile(r"[#_:{<\t\n\x0b\x0c\r\x1c-\x1f]")
 _NON_SPACE_WHITESPACE = re.compile(r"[^\S ]")
-#: markup that opens or closes a block the parser must see whole (templates, tables, tags). A tag opens one
-#: only when it is whole and neither self-closing (``<ref name=x />``) nor void (``<br>``, ``<hr>``): counted
-#: as openers, one ``<br>`` left every later paragraph of its page to the parser (a third of the real
-#: excerpt's plain prose)
-_OPENERS = re.compile(r"\{\{|\{\||<(?!(?i:br|hr|wbr)\b)[A-Za-z][^<>]*+(?<!/)>")
-_CLOSERS = re.compile(r"\}\}|\|\}|</[A-Za-z]")
+#: markup that opens or closes a block the parser must see whole (templates, tables, tags; a tag's name is group 1).
+#: A tag opens one only when it is whole and neither self-closing (``<ref name=x />``) nor void (``<br>``,
+#: ``<hr>``), and only when its closing tag follows somewhere on the page; a closing tag closes one only when
+#: its opening tag came before (:func:`_tag_pairs`). Counted as blocks, one ``<br>``, ``<center>`` or ``<li>``
+#: with no closing tag left every later paragraph of its page to the parser (two of the real excerpt's
+#: pages whole, and a third of its plain prose)
+_OPENERS = re.compile(r"\{\{|\{\||<(?!(?i:br|hr|wbr)\b)([A-Za-z][\w-]*+)[^<>]*+(?<!/)>")
+_CLOSERS = re.compile(r"\}\}|\|\}|</([A-Za-z][\w-]*+)")
+
+
+@functools.lru_cache(maxsize=256)
+def _tag_pattern(name: str, closing: bool) -> re.Pattern[str]:
+    return re.compile(("</" if closing else "<") + re.escape(name) + r"(?![\w-])", re.IGNORECASE)
+
+
+def _blocks(paragraph: str, page: str, at: int) -> int:
+    """Blocks the paragraph (at offset ``at`` of ``page``) opens, less those it closes."""
+    change = 0
+    for found in _OPENERS.finditer(paragraph):
+        name = found.group(1)
+        if name is None or _tag_pattern(name, True).search(page, at + found.end()) is not None:
+            change += 1
+    for found in _CLOSERS.finditer(paragraph):
+        name = found.group(1)
+        if name is None or _tag_pattern(name, False).search(page, 0, at + found.start()) is not None:
+            change -= 1
+    return change
 
 
 def _segments(wikitext: str) -> list[tuple[bool, str]]:
@@ -198,11 +224,12 @@ def _segments(wikitext: str) -> list[tuple[bool, str]]:
     A run is joined once at its end (appending to a growing string copied a page of 750 paragraphs
     quadratically)."""
     runs: list[tuple[bool, list[str]]] = []
-    depth = 0
+    depth = at = 0
     for paragraph in wikitext.split("\n\n"):
         simple = depth <= 0 and _SIMPLE_PARAGRAPH.fullmatch(paragraph) is not None
         if not simple:  # a closer with no opener before it closes nothing
-            depth = max(0, depth + len(_OPENERS.findall(paragraph)) - len(_CLOSERS.findall(paragraph)))
+            depth = max(0, depth + _blocks(paragraph, wikitext, at))
+        at += len(paragraph) + 2
         if runs and runs[-1][0] == simple:
             runs[-1][1].append(paragraph)
         else:
@@ -223,8 +250,10 @@ def _simple_text(paragraphs: str, namespaces: frozenset[str], links: dict[str, N
             and is_disambiguation([_template_name(name) for name in _TEMPLATE_NAME.findall(paragraphs)]):
         return None
     linked = False
-    if "{{" in paragraphs or ":" in paragraphs:
-        kept = _DROPPED.sub("", paragraphs)
+    if "{{" in paragraphs or (":" in paragraphs and "[[" in paragraphs):
+        kept = _TEMPLATES.sub("", paragraphs) if "{{" in paragraphs else paragraphs
+        if ":" in kept and "[[" in kept:
+            kept = _IMAGES.sub("", kept)
         if kept != paragraphs:
             if "[[" in paragraphs:  # every link in order, those in the templates and images too
                 add_link_targets(_LINK_TARGET.findall(paragraphs), namespaces, links)
@@ -260,10 +289,16 @@ def add_link_targets(raw_targets: list[str], namespaces: frozenset[str], links: 
     Most targets already are their article's title (``[[Ancient Egypt]]``): when :func:`_already_titles`
     finds nothing in them that :func:`article_target` would change, they are added as they are; otherwise
     each goes through :func:`article_target`. Why: on a dump of a million articles its cache stops holding
-    the popular targets, and a cache miss cost more than the rest of the paragraph's fast path.
+    the popular targets, and a cache miss cost more than the rest of the paragraph's fast path. A target
+    whose first letter is ASCII lower case (``[[philosophy]]``, a quarter of the real excerpt's targets) is
+    checked with that letter upper-cased, which is all the rule changes in it when the rest is clean.
     """
     if _already_titles("|".join(raw_targets)):
         links.update(dict.fromkeys(raw_targets))
+        return
+    titled = [raw[0].upper() + raw[1:] if "a" <= raw[:1] <= "z" else raw for raw in raw_targets]
+    if _already_titles("|".join(titled)):
+        links.update(dict.fromkeys(titled))
         return
     for raw in raw_targets:
         target = article_target(raw, namespaces)
@@ -274,6 +309,10 @@ def add_link_targets(raw_targets: list[str], namespaces: frozenset[str], links: 
 #: a segment that is one template and nothing else, whose arguments hold only words and plain wikilinks (a
 #: flat infobox): its links and name are read without the parser, which cost about 100 us a page on one
 _FLAT_TEMPLATE = re.compile(r"\{\{([^{}|<>\[\]]+)((?:\|(?:[^{}\[\]<>|]++|\[\[[^\[\]{}<>|]+(?:\|[^\[\]{}<>|]*)?\]\])*+)*+)\}\}")
+
+
+#: what every bracketed external link starts with (wikitextparser's schemes are letters then ":" or "://", or "//")
+_BRACKET_SCHEME = re.compile(r"\[(?:[A-Za-z][A-Za-z0-9+.-]*+:|//)")
 
 
 @functools.lru_cache(maxsize=1 << 12)
@@ -302,7 +341,11 @@ def _parsed_text(wikitext: str, namespaces: frozenset[str], links: dict[str, Non
     # is a third of plain_text's cost, and an agent reads the words, not the emphasis
     # ``_is_root_node``: the parse is the root, as in wikitextparser's own ``remove_markup``, so ``plain_text`` reads it
     # in place instead of copying every span first (a tenth of the parser's time on the real excerpt)
-    return str(parsed.plain_text(replace_bolds_and_italics=False, _is_root_node=True))
+    # ``replace_external_links``: its pass builds a shadow of the whole segment and scans it (a fifth of
+    # ``plain_text`` on the real excerpt's tables); it changes only bracketed links, each "[" then a URL scheme
+    # ("http://", "mailto:", "//" ...), so a segment with no "[" before "letters:" or "//" skips it
+    return str(parsed.plain_text(replace_bolds_and_italics=False, _is_root_node=True,
+                                 replace_external_links=_BRACKET_SCHEME.search(wikitext) is not None))
 
 
 def parse_wikitext(wikitext: str, namespaces: frozenset[str], *, fast_path: bool = True) -> ParsedPage:
