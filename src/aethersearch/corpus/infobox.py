@@ -18,21 +18,21 @@ lower case, ``_`` and space alike; ``docs/wikipedia-dump.md`` repeats it):
 ============================================  =================  ===========================
 field                                         relation           the linked value must
 ============================================  =================  ===========================
-spouse, spouses                               spouse             begin the value
+spouse, spouses, consort                      spouse             begin the value
 father / mother                               father / mother    begin the value
 parents                                       parent             begin the value
 children                                      child              begin the value
 siblings                                      sibling            begin the value
-author, writer                                written_by         begin the value
-director                                      directed_by        begin the value
-composer, music                               composed_by        begin the value
+author, writer, written by                    written_by         begin the value
+director, directed by                         directed_by        begin the value
+composer, music, music by                     composed_by        begin the value
 starring, artist                              performer          begin the value
 designer                                      designed_by        begin the value
 founder, founders, founded_by                 founded_by         begin the value
 employer                                      employer           begin the value
 alma_mater, education                         educated_at        begin the value
-birth_place                                   born_in            be its first link
-death_place                                   died_in            be its first link
+birth_place, born                             born_in            be its first link
+death_place, died                             died_in            be its first link
 headquarters, hq_location, hq_location_city   headquartered_in   be its first link
 capital                                       has_capital        be its first link
 mouth                                         flows_into         be its first link
@@ -58,18 +58,28 @@ from typing import NamedTuple
 
 from aethersearch.corpus.titles import article_target
 
-#: infobox field (lower case, ``_`` for spaces) -> relation (see the module docstring's table)
+#: infobox field (lower case, ``_`` for spaces: :func:`field_key`) -> relation: the one table of typed infobox
+#: fields, for a dump's templates and for Wikispeedia's infobox labels ("Written by", "Born": read by
+#: ``construct/infobox.py`` as the fields they spell). See the module docstring's table
 FIELD_RELATIONS: dict[str, str] = {
-    "spouse": "spouse", "spouses": "spouse", "father": "father", "mother": "mother", "parents": "parent",
-    "children": "child", "siblings": "sibling",
-    "author": "written_by", "writer": "written_by", "director": "directed_by", "composer": "composed_by",
-    "music": "composed_by", "starring": "performer", "artist": "performer", "designer": "designed_by",
+    "spouse": "spouse", "spouses": "spouse", "consort": "spouse", "father": "father", "mother": "mother",
+    "parents": "parent", "children": "child", "siblings": "sibling",
+    "author": "written_by", "writer": "written_by", "written_by": "written_by", "director": "directed_by",
+    "directed_by": "directed_by", "composer": "composed_by", "music": "composed_by", "music_by": "composed_by",
+    "starring": "performer", "artist": "performer", "designer": "designed_by",
     "founder": "founded_by", "founders": "founded_by", "founded_by": "founded_by", "employer": "employer",
     "alma_mater": "educated_at", "education": "educated_at",
-    "birth_place": "born_in", "death_place": "died_in", "headquarters": "headquartered_in",
-    "hq_location": "headquartered_in", "hq_location_city": "headquartered_in", "capital": "has_capital",
-    "mouth": "flows_into", "country": "located_in", "location": "located_in",
+    "birth_place": "born_in", "born": "born_in", "death_place": "died_in", "died": "died_in",
+    "headquarters": "headquartered_in", "hq_location": "headquartered_in", "hq_location_city": "headquartered_in",
+    "capital": "has_capital", "mouth": "flows_into", "country": "located_in", "location": "located_in",
 }
+
+
+def field_key(name: str) -> str:
+    """A field or label as :data:`FIELD_RELATIONS` keys it ("Alma Mater", "alma mater" -> ``alma_mater``)."""
+    return "_".join(name.strip().lower().replace("_", " ").split())
+
+
 #: relations whose object is named anywhere in the value (its first link); the others must begin it
 FIRST_LINK = frozenset(("born_in", "died_in", "headquartered_in", "has_capital", "flows_into", "located_in"))
 #: relations a question may ask with one answer: a row that links two articles or more for one of them (two
@@ -96,6 +106,8 @@ _WRAPPER_OPEN = re.compile(r"\{\{\s*(?:plainlist|plain list|ubl|unbulleted list|
 _MARRIAGE = re.compile(r"\{\{\s*marriage\s*\|((?:\[\[[^\[\]]*\]\]|[^|{}\[\]])*)[^{}]*\}\}", re.IGNORECASE)
 _COMMAS = re.compile(r"(?:\s*,)+")
 _TEMPLATE = re.compile(r"\{\{[^{}]*\}\}")
+#: images and category links: no text of the value
+_MEDIA = re.compile(r"\[\[\s*(?:file|image|media|category)\s*:[^\[\]]*\]\]", re.IGNORECASE)
 _PIPED = re.compile(r"\[\[[^\[\]|]*\|([^\[\]]*)\]\]")
 _UNPIPED = re.compile(r"\[\[([^\[\]|]*)\]\]")
 _SEPARATORS = re.compile(r"\s*(?:<br\s*/?>|\n\s*[*#]+|\|)\s*")
@@ -143,12 +155,12 @@ def _infobox_spans(wikitext: str) -> list[tuple[int, int, list[int]]]:
 
 def plain_value(value: str) -> str:
     """An infobox value as one line of plain text: links as their text, list items joined by ", ", list
-    wrappers kept for their items, other templates (dates, flags, citations) dropped."""
+    wrappers kept for their items, other templates (dates, flags, citations) and images dropped."""
     text = _WRAPPER_OPEN.sub("", _MARRIAGE.sub(r"\1", value))
     previous = None
     while previous != text:  # innermost templates first
         previous, text = text, _TEMPLATE.sub("", text)
-    text = _UNPIPED.sub(r"\1", _PIPED.sub(r"\1", text))
+    text = _UNPIPED.sub(r"\1", _PIPED.sub(r"\1", _MEDIA.sub("", text)))
     text = _SEPARATORS.sub(", ", text.strip())
     text = _COMMAS.sub(",", _MARKUP.sub("", text))
     return " ".join(html.unescape(text).split()).strip(" ,")
@@ -170,7 +182,7 @@ def infobox_rows(wikitext: str, namespaces: frozenset[str]) -> list[InfoboxRow]:
         place = any(word in name for word in PLACE_TEMPLATES)
         for at, nxt in zip(pipes, [*pipes[1:], end - 2], strict=True):
             field, equals, value = wikitext[at + 1:nxt].partition("=")
-            key = "_".join(field.strip().lower().replace("_", " ").split())
+            key = field_key(field)
             relation = FIELD_RELATIONS.get(key)
             if not equals or relation is None or key in seen or (relation in PLACE_ONLY and not place):
                 continue
