@@ -191,3 +191,14 @@ def test_rows_are_read_without_comments_and_references() -> None:
     text = cut_not_prose("{{Infobox person\n| spouse = <!-- [[Not Her]] -->[[Her Name]]<ref>[[Source]]</ref>\n}}",
                          NAMESPACES)
     assert rows(text) == [("spouse", "spouse", "Her Name", "Spouse: Her Name")]
+
+
+def test_two_worker_processes_give_the_same_rows(tmp_path: Path) -> None:
+    pages = [Page(f"Person {i}", f"{{{{Infobox person\n| father = [[Person {(i + 1) % 150}]]\n}}}}\n"
+                                 f"Person {i} is a person.") for i in range(150)]
+    dump = write_export(tmp_path / "dump.xml", pages)
+    readers = [WikipediaDump(dump), WikipediaDump(dump, workers=2)]
+    docs = [list(reader.documents()) for reader in readers]
+    one, two = (list(reader.infobox_hops()) for reader in readers)
+    assert docs[0] == docs[1] and one == two and len(one) == 150
+    assert (one[149].page, one[149].target_page, one[149].statement) == ("Person_149", "Person_0", "Father: Person 0")

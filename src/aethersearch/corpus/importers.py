@@ -15,7 +15,8 @@ Formats:
 * ``wikiextractor`` -- ``wikiextractor --json [--links]`` output (a file or a directory
   of ``AA/wiki_00`` files); ``<a href="...">`` links are resolved to page ids by title.
 * ``wikipedia`` -- an official MediaWiki XML export (pages-articles, ``.bz2`` or plain):
-  ``corpus.wikipedia`` (articles, redirects resolved, disambiguation pages left out).
+  ``corpus.wikipedia`` (articles, redirects resolved, disambiguation pages left out); the pages' typed
+  infobox rows go beside the page store as ``infobox_rows.jsonl`` (``corpus.wikipedia.INFOBOX_FILE``).
 * ``wikispeedia`` -- West & Leskovec's Wikispeedia: ``plaintext_articles.tar.gz`` (or
   the extracted folder) plus ``links.tsv``; URL-encoded names are decoded, the id
   is the decoded name (``Ancient_Egypt``) and the title has spaces (``Ancient Egypt``).

@@ -10,7 +10,9 @@ two streamed passes and never holds page text for more than one batch:
    pages, turn each article's wikitext into text and link titles
    (:mod:`aethersearch.corpus.wikitext`; with ``workers > 1`` batches are parsed
    in a process pool, in order, at most ``4 x workers`` batches in flight) and
-   spool ``[title, text]`` and the link titles to two temporary files; an article
+   spool ``[title, text]``, the link titles and the typed infobox rows
+   (:mod:`aethersearch.corpus.infobox`; their plain statements are written into
+   the text after the lead paragraph) to three temporary files; an article
    keeps only its page id in memory; a redirect goes to disk whole (its title,
    its target, its title's hash);
 2. between the passes, put every article and redirect in one
@@ -20,7 +22,9 @@ two streamed passes and never holds page text for more than one batch:
    spool a chunk of pages at a time: each link title is found in the table (an
    article, or a redirect and so its article), links to pages outside the dump,
    to disambiguation pages or to the page itself are counted as dropped, and the
-   kept rows go to a spool of their own. The table is then let go;
+   kept rows go to a spool of their own; each infobox row's target is resolved
+   with the page's links (:meth:`WikipediaDump.infobox_hops`). The table is
+   then let go;
 3. replay the text spool with the kept rows as Documents, appending each page's
    sorted link rows to the graph's CSR.
 
