@@ -14,7 +14,7 @@ import pytest
 from aethersearch.construct.chain_semantics import DEFAULT_RULES
 from aethersearch.construct.infobox import FIELD_RELATIONS as WIKISPEEDIA_FIELDS
 from aethersearch.construct.infobox import PERSON_OBJECT, PLACE_OBJECT
-from aethersearch.construct.typed_facts import RELATION_QUESTIONS, extract_facts
+from aethersearch.construct.typed_facts import RELATION_QUESTIONS, TypedGraph, extract_facts
 from aethersearch.corpus.importers import import_corpus
 from aethersearch.corpus.infobox import FIELD_RELATIONS, field_key, infobox_rows, plain_value
 from aethersearch.corpus.mediawiki import DumpReader
@@ -161,6 +161,10 @@ def test_infobox_rows_are_typed_facts_with_the_row_as_statement(tmp_path: Path) 
     assert ("Kane_Cornes", "father", "Graham_Cornes", "Father: Graham Cornes") in stated
     assert ("Kane_Cornes", "born_in", "Adelaide", "Birth place: Adelaide") in stated
     assert ("Graham_Cornes", "born_in", "Adelaide", "Birth place: Adelaide") in stated
+    # typed hops of the graph the construction walks: the row is the hop's statement, and the hops compose
+    typed = TypedGraph(facts.facts)
+    assert typed.statement("Kane_Cornes", "Graham_Cornes") == "Father: Graham Cornes"
+    assert "father_born_in" in typed.entails(["Kane_Cornes", "Graham_Cornes", "Adelaide"], "father_born_in")
     without = extract_facts(docs, reader.aliases)
     assert not any(f.sentence.startswith(("Father:", "Birth place:")) for f in without.facts)
 
