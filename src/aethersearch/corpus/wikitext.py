@@ -152,15 +152,21 @@ def cut_not_prose(wikitext: str, namespaces: frozenset[str]) -> str:
 #: link ``[https://... text]`` (its text stays)
 _PLAIN = r"\[\[[^\[\]{}<>&|:\n]++(?:\|[^\[\]{}<>&|\n]++)?\]\]"
 _BREAK = r"<br\s*/?>"
-_INNER = r"\{\{(?:[^{}\[\]<>]++|" + _PLAIN + "|" + _BREAK + r")*+\}\}"
-_TEMPLATE = r"\{\{(?:[^{}\[\]<>]++|" + _PLAIN + "|" + _BREAK + "|" + _INNER + r")*+\}\}"
+#: a template's name: not empty, no link, brace or tag in it (``{{}}``, ``{{|x}}`` and ``{{a [[b]]}}`` are
+#: text to the parser); its arguments follow a "|"
+_NAMED = r"\{\{\s*+[^\s{}\[\]<>|][^{}\[\]<>|]*+"
+_INNER = _NAMED + r"(?:\|(?:[^{}\[\]<>]++|" + _PLAIN + "|" + _BREAK + r")*+)?\}\}"
+_TEMPLATE = _NAMED + r"(?:\|(?:[^{}\[\]<>]++|" + _PLAIN + "|" + _BREAK + "|" + _INNER + r")*+)?\}\}"
 #: file extensions wikitextparser's ``plain_text`` reads as an image (a subset of its ``KNOWN_FILE_EXTENSIONS``)
 _IMAGE_EXTENSIONS = "jpe?g|png|gif|svg|tiff?|ogg|ogv|oga|webm|pdf|djvu|mp3"
 _IMAGE = (r"\[\[[^\[\]{}<>|:\s][^\[\]{}<>|:\n]*+:[^\[\]{}<>|:\n]*\.(?i:" + _IMAGE_EXTENSIONS + r")"
           r"(?:\|(?:[^\[\]{}<>]++|" + _PLAIN + "|" + _TEMPLATE + r")*+)?\]\]")
 _FORMATTING = "sup|sub|small|big|u|s|del|ins"
-_TAG_PAIR = r"<(?P<tag>" + _FORMATTING + r")(?:\s[^<>/]*+)?>(?:[^\[\]{}<>|\n]++|" + _PLAIN + r")*+</(?P=tag)>"
-_EXTERNAL = r"\[https?://[^\s\[\]<>{}\"|]++(?: ([^\[\]<>{}\n]*+))?\]"
+#: one alternative per tag, without a capturing group or a back-reference: CPython 3.11's ``re`` raises
+#: "The span of capturing group is wrong" for a group inside a possessive repeat (``<sup>x</sup><br>``)
+_TAG_PAIR = "|".join(rf"<{tag}(?:\s[^<>/]*+)?>(?:[^\[\]{{}}<>|\n]++|{_PLAIN})*+</{tag}>"
+                     for tag in _FORMATTING.split("|"))
+_EXTERNAL = r"\[https?://[^\s\[\]<>{}\"|]++(?: [^\[\]<>{}\n]*+)?\]"
 #: a paragraph the parser is not needed for: words, headings, list and indented lines, emphasis quotes, HTML
 #: entities and the pieces above; any other tag, a deeper template, a table, a magic word or a table-like
 #: line (``|``, ``!``) sends it to the parser. Templates, entities, tags, external links and captioned images
@@ -174,7 +180,8 @@ _TEMPLATES = re.compile(_TEMPLATE)
 _IMAGES = re.compile(_IMAGE)
 _TEMPLATE_NAME = re.compile(r"\{\{([^{}\[\]<>|]*+)")
 _TAG_MARKUP = re.compile(r"</?(?:" + _FORMATTING + r")\b[^<>]*+>|" + _BREAK)
-_EXTERNAL_LINK = re.compile(_EXTERNAL)
+#: an external link and its text (group 1), alone: the group is why it is not the grammar's own piece
+_EXTERNAL_LINK = re.compile(r"\[https?://[^\s\[\]<>{}\"|]++(?: ([^\[\]<>{}\n]*+))?\]")
 #: a plain link, its target and (when piped) its shown text, as ``re.split`` groups
 _PLAIN_LINK = re.compile(r"\[\[([^\[\]|]+)(?:\|([^\[\]|]+))?\]\]")
 _LINK_TARGET = re.compile(r"\[\[([^\[\]|]+)")
