@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aethersearch.construct.chain_semantics import DEFAULT_RULES
 from aethersearch.construct.infobox import FIELD_RELATIONS as WIKISPEEDIA_FIELDS
@@ -206,3 +208,17 @@ def test_two_worker_processes_give_the_same_rows(tmp_path: Path) -> None:
     one, two = (list(reader.infobox_hops()) for reader in readers)
     assert docs[0] == docs[1] and one == two and len(one) == 150
     assert (one[149].page, one[149].target_page, one[149].statement) == ("Person_149", "Person_0", "Father: Person 0")
+
+
+_INFOBOX_PIECES = st.sampled_from([
+    "{{Infobox person", "{{infobox_settlement", "\n| spouse = ", "| birth_place=", "| country = ", "[[A]]", "[[B|b]]",
+    "{{marriage|", "{{ubl|", "}}", "{{", "|", "[[", "]]", "<br />", "* ", "''", "x", " (m. 1903)", "[[File:x.jpg]]",
+    "&nbsp;", "=", "\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_INFOBOX_PIECES, max_size=30))
+def test_any_wikitext_gives_rows_or_none_without_an_error(pieces: list[str]) -> None:
+    """Found so: "{{Infobox person}}" (no "|") raised in the row split."""
+    for row in infobox_rows("".join(pieces), NAMESPACES):
+        assert row.target and row.statement and row.relation in FIELD_RELATIONS.values()

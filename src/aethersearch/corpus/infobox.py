@@ -178,7 +178,9 @@ def infobox_rows(wikitext: str, namespaces: frozenset[str]) -> list[InfoboxRow]:
     rows: list[InfoboxRow] = []
     seen: set[str] = set()
     for start, end, pipes in _infobox_spans(wikitext):
-        name = wikitext[start + 2:pipes[0] if pipes else end - 2].strip().lower().replace("_", " ")
+        if not pipes:  # "{{Infobox person}}": no rows
+            continue
+        name = wikitext[start + 2:pipes[0]].strip().lower().replace("_", " ")
         place = any(word in name for word in PLACE_TEMPLATES)
         for at, nxt in zip(pipes, [*pipes[1:], end - 2], strict=True):
             field, equals, value = wikitext[at + 1:nxt].partition("=")
