@@ -201,8 +201,10 @@ _NON_SPACE_WHITESPACE = re.compile(r"[^\S ]")
 #: its opening tag came before (:func:`_tag_pairs`). Counted as blocks, one ``<br>``, ``<center>`` or ``<li>``
 #: with no closing tag left every later paragraph of its page to the parser (two of the real excerpt's
 #: pages whole, and a third of its plain prose)
-_OPENERS = re.compile(r"\{\{|\{\||<(?!(?i:br|hr|wbr)\b)([A-Za-z][\w-]*+)[^<>]*+(?<!/)>")
-_CLOSERS = re.compile(r"\}\}|\|\}|</([A-Za-z][\w-]*+)")
+#: Links count too (an image's caption may run over a blank line), and a table's end only where a table ends,
+#: at the start of a line ("word |}" leaves the table open)
+_OPENERS = re.compile(r"\{\{|\{\||\[\[|<(?!(?i:br|hr|wbr)\b)([A-Za-z][\w-]*+)[^<>]*+(?<!/)>")
+_CLOSERS = re.compile(r"\}\}|(?m:^[ \t]*+)\|\}|\]\]|</([A-Za-z][\w-]*+)")
 
 
 @functools.lru_cache(maxsize=256)
@@ -210,18 +212,27 @@ def _tag_pattern(name: str, closing: bool) -> re.Pattern[str]:
     return re.compile(("</" if closing else "<") + re.escape(name) + r"(?![\w-])", re.IGNORECASE)
 
 
-def _blocks(paragraph: str, page: str, at: int) -> int:
-    """Blocks the paragraph (at offset ``at`` of ``page``) opens, less those it closes."""
-    change = 0
-    for found in _OPENERS.finditer(paragraph):
+def _block_kind(mark: str, name: str | None) -> str:
+    """What a block mark opens or closes: a template, a table, a link, or a tag of its name."""
+    if name is not None:
+        return "<" + name.lower()
+    return {"{{": "{{", "}}": "{{", "{|": "{|", "]]": "[[", "[[": "[["}.get(mark, "{|")  # "|}" after spaces
+
+
+def _blocks(open_blocks: dict[str, int], paragraph: str, page: str, at: int) -> None:
+    """Count the blocks the paragraph (at offset ``at`` of ``page``) opens and closes into ``open_blocks`` (open
+    ones by kind), in page order: a closer closes only an open block of its own kind ("|}" then "{|" leaves a
+    table open; "]]" closes no table)."""
+    marks = [(found.start(), 1, found) for found in _OPENERS.finditer(paragraph)]
+    marks += [(found.start(), -1, found) for found in _CLOSERS.finditer(paragraph)]
+    for _, step, found in sorted(marks, key=lambda mark: mark[0]):
         name = found.group(1)
-        if name is None or _tag_pattern(name, True).search(page, at + found.end()) is not None:
-            change += 1
-    for found in _CLOSERS.finditer(paragraph):
-        name = found.group(1)
-        if name is None or _tag_pattern(name, False).search(page, 0, at + found.start()) is not None:
-            change -= 1
-    return change
+        if name is not None:  # a tag counts when its pair is on the page (after an opener, before a closer)
+            pair = _tag_pattern(name, step > 0)
+            if (pair.search(page, at + found.end()) if step > 0 else pair.search(page, 0, at + found.start())) is None:
+                continue
+        kind = _block_kind(found.group().strip(" \t"), name)
+        open_blocks[kind] = max(0, open_blocks.get(kind, 0) + step)
 
 
 def _segments(wikitext: str) -> list[tuple[bool, str]]:
@@ -231,11 +242,12 @@ def _segments(wikitext: str) -> list[tuple[bool, str]]:
     A run is joined once at its end (appending to a growing string copied a page of 750 paragraphs
     quadratically)."""
     runs: list[tuple[bool, list[str]]] = []
-    depth = at = 0
+    open_blocks: dict[str, int] = {}
+    at = 0
     for paragraph in wikitext.split("\n\n"):
-        simple = depth <= 0 and _SIMPLE_PARAGRAPH.fullmatch(paragraph) is not None
-        if not simple:  # a closer with no opener before it closes nothing
-            depth = max(0, depth + _blocks(paragraph, wikitext, at))
+        simple = not any(open_blocks.values()) and _SIMPLE_PARAGRAPH.fullmatch(paragraph) is not None
+        if not simple:
+            _blocks(open_blocks, paragraph, wikitext, at)
         at += len(paragraph) + 2
         if runs and runs[-1][0] == simple:
             runs[-1][1].append(paragraph)
@@ -328,6 +340,94 @@ def _template_name(raw: str) -> str:
     return str(wikitextparser.Template("{{" + raw + "}}").normal_name())
 
 
+#: a link of a table segment, for :func:`_table_cells_read`: not inside brackets of its own ("[[[x]]]"), no
+#: nesting, a target (any, ":" and "&" too) and an optional text (no "|"); the target's text (as written,
+#: "#section" too) or the text is what ``plain_text`` leaves of it, unless the target names a file
+_TABLE_LINK = re.compile(r"(?<!\[)\[\[([^\[\]{}<>|\n]++)(?:\|([^\[\]{}<>|\n]++))?\]\](?!\])")
+_FILE_LIKE = re.compile(r":[^.]*\.")
+_TABLE_MARK = re.compile(r"\{\||\|\}")
+#: a tag other than the HTML tags whose content the parser reads as wikitext (``<nowiki>``, ``<pre>``,
+#: ``<gallery>``, ``<poem>`` and the other extension tags read their content their own way)
+_NOT_HTML_TAG = re.compile(r"</?(?!(?:br|hr|wbr|small|big|sup|sub|span|div|center|font|s|u|i|b|del|ins|abbr|code|tt|p|"
+                           r"li|ol|ul|dl|dt|dd|table|tr|td|th|caption|blockquote|cite|q|var|kbd|samp|em|strong|"
+                           r"strike|bdi|bdo|mark|ruby|rb|rp|rt|time|data)(?![\w-]))[A-Za-z]", re.IGNORECASE)
+
+
+def _table_cells_read(wikitext: str, namespaces: frozenset[str], links: dict[str, None]) -> str | None:
+    """A segment holding a table, with its links and templates already read, or ``None`` when they are not all
+    plain (then the parser reads them, and nothing is added).
+
+    ``plain_text`` replaces each link by its text and drops each template before it renders a table, and it
+    renders the table from that replaced text: so when every ``[[`` starts a plain link and every ``{{`` a
+    template of :data:`_TEMPLATE` (and none names a disambiguation template), doing those replacements
+    first gives the parser the same tables with none of those spans to find, shadow and replace (on the real
+    excerpt's tables, most of their links and templates). The links, those in templates too, are added in
+    page order.
+    """
+    if ("<" in wikitext and _NOT_HTML_TAG.search(wikitext)) or not _tables_closed(wikitext):
+        return None  # an extension tag, or a table left open (the parser reads "{|" so as text or as a table)
+    if "{{" in wikitext:
+        if "{{{" in wikitext or is_disambiguation([_template_name(n) for n in _TEMPLATE_NAME.findall(wikitext)]):
+            return None  # a parameter, or a template whose name the flag needs exactly
+        without = _without_templates(wikitext)
+        for _ in range(2):  # innermost first: a template holding deeper ones is one once they are dropped
+            if without is None or "{{" not in without:
+                break
+            without = _without_templates(without)
+        # what is left may not join into a template's braces either ("{" "{{x}}" "{")
+        if without is None or "{{" in without or "}}" in without:
+            return None
+        read = without
+    else:
+        read = wikitext
+    if "[[" in wikitext:
+        replaced = _TABLE_LINK.sub(_link_text, read)
+        if "[[" in replaced or "]]" in replaced:
+            return None
+        add_link_targets(_LINK_TARGET.findall(wikitext), namespaces, links)
+        read = replaced
+    return read
+
+
+def _tables_closed(text: str) -> bool:
+    """Whether every "{|" of ``text`` is closed by a "|}" after it, and every "|}" closes one."""
+    depth = 0
+    for mark in _TABLE_MARK.finditer(text):
+        depth += 1 if mark.group() == "{|" else -1
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _link_text(link: re.Match[str]) -> str:
+    """What ``plain_text`` leaves of a link (its text, else its target as written); a target that may name a
+    file (a "." after a ":": ``plain_text`` drops such a link whole) is left in place, for the parser."""
+    target, text = link.group(1), link.group(2)
+    if _FILE_LIKE.search(target) and not target.startswith(":"):
+        return link.group(0)
+    return target if text is None else text
+
+
+def _without_templates(text: str) -> str | None:
+    """``text`` with its templates (:data:`_TEMPLATE`) dropped, or ``None`` when dropping one would make a
+    table's start or end: the text either side joining into "{|" or "|}", or one of them then starting its
+    line after spaces or colons ("{{x}} {|"), as the text left so far reads."""
+    kept: list[str] = []
+    line = ""  # the text left so far on the current line
+    at = 0
+    for found in _TEMPLATES.finditer(text):
+        piece = text[at:found.start()]
+        kept.append(piece)
+        line = piece.rpartition("\n")[2] if "\n" in piece else line + piece
+        after = text[found.end():found.end() + 2]
+        if (line[-1:] in ("{", "|") and after[:1] in ("|", "}")) or (
+                not line.strip(" \t:") and text[found.end():found.end() + 64].lstrip(" \t:").startswith(("{|", "|}"))):
+            return None
+        at = found.end()
+    kept.append(text[at:])
+    return "".join(kept)
+
+
 def _parsed_text(wikitext: str, namespaces: frozenset[str], links: dict[str, None],
                  templates: list[str], *, flat_templates: bool = True) -> str:
     flat = _FLAT_TEMPLATE.fullmatch(wikitext.rstrip()) if flat_templates else None
@@ -335,6 +435,12 @@ def _parsed_text(wikitext: str, namespaces: frozenset[str], links: dict[str, Non
         add_link_targets(_LINK_TARGET.findall(flat.group(2)), namespaces, links)
         templates.append(_template_name(flat.group(1)))
         return ""
+    if flat_templates and "{|" in wikitext:
+        read = _table_cells_read(wikitext, namespaces, links)
+        if read is not None:
+            return str(wikitextparser.parse(read).plain_text(
+                replace_bolds_and_italics=False, _is_root_node=True,
+                replace_external_links=_BRACKET_SCHEME.search(read) is not None))
     parsed = wikitextparser.parse(wikitext)
     # every link, those nested in templates, infoboxes and captions too. The target is the span's text up to
     # the first "|" (a title holds no "|"); reading it so skips the regex match wikitextparser's ``title``
