@@ -71,7 +71,7 @@ def test_fast_path_equals_the_parser_on_every_real_article(excerpt: str) -> None
     "{| class=x\n|-\n! [[2001: A Space Odyssey (film)|2001]] !! {{sort|b|B}}\n|-\n| [[AT&amp;T]] || {{flag|[[Y]]}}\n|}",
     "{| class=x\n| [[File:x.jpg|cap [[Q]]]] || {{a|{{b|{{c|[[D]]}}}}}}\n|}\n\nAfter.",
     "{{x}} {|\n| cell\n|}", "{|\n| <nowiki>[[N]]</nowiki> || {{{p}}}\n|}", "|}\n{|\n\n\nword", "{|\nword |}\n\nword",
-    "[[File:z.jpg|[[A]]\n\n\n\n]]",
+    "[[File:z.jpg|[[A]]\n\n\n\n]]", "{{word \n! }}", "Text {{word \n! x}} more [[A]].",
 ])
 def test_fast_path_equals_the_parser_on_each_kind_of_markup(wikitext: str) -> None:
     fast = parse_wikitext(wikitext, NAMESPACES)

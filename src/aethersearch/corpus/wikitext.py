@@ -152,9 +152,9 @@ def cut_not_prose(wikitext: str, namespaces: frozenset[str]) -> str:
 #: link ``[https://... text]`` (its text stays)
 _PLAIN = r"\[\[[^\[\]{}<>&|:\n]++(?:\|[^\[\]{}<>&|\n]++)?\]\]"
 _BREAK = r"<br\s*/?>"
-#: a template's name: not empty, no link, brace or tag in it (``{{}}``, ``{{|x}}`` and ``{{a [[b]]}}`` are
-#: text to the parser); its arguments follow a "|"
-_NAMED = r"\{\{\s*+[^\s{}\[\]<>|][^{}\[\]<>|]*+"
+#: a template's name: not empty, on one line (then spaces), no link, brace or tag in it (``{{}}``, ``{{|x}}``,
+#: ``{{a [[b]]}}`` and ``{{a\n! b}}`` are text to the parser); its arguments follow a "|"
+_NAMED = r"\{\{\s*+[^\s{}\[\]<>|][^{}\[\]<>|\n]*+\s*+"
 _INNER = _NAMED + r"(?:\|(?:[^{}\[\]<>]++|" + _PLAIN + "|" + _BREAK + r")*+)?\}\}"
 _TEMPLATE = _NAMED + r"(?:\|(?:[^{}\[\]<>]++|" + _PLAIN + "|" + _BREAK + "|" + _INNER + r")*+)?\}\}"
 #: file extensions wikitextparser's ``plain_text`` reads as an image (a subset of its ``KNOWN_FILE_EXTENSIONS``)
@@ -205,6 +205,11 @@ _NON_SPACE_WHITESPACE = re.compile(r"[^\S ]")
 #: at the start of a line ("word |}" leaves the table open)
 _OPENERS = re.compile(r"\{\{|\{\||\[\[|<(?!(?i:br|hr|wbr)\b)([A-Za-z][\w-]*+)[^<>]*+(?<!/)>")
 _CLOSERS = re.compile(r"\}\}|(?m:^[ \t]*+)\|\}|\]\]|</([A-Za-z][\w-]*+)")
+#: the same without links, for a paragraph whose links all close in it (most: counting them cost a third
+#: of the split), found by dropping innermost links twice (:data:`_LINK_PAIR`)
+_OPENERS_BUT_LINKS = re.compile(r"\{\{|\{\||<(?!(?i:br|hr|wbr)\b)([A-Za-z][\w-]*+)[^<>]*+(?<!/)>")
+_CLOSERS_BUT_LINKS = re.compile(r"\}\}|(?m:^[ \t]*+)\|\}|</([A-Za-z][\w-]*+)")
+_LINK_PAIR = re.compile(r"\[\[[^\[\]]*+\]\]")
 
 
 @functools.lru_cache(maxsize=256)
@@ -223,8 +228,13 @@ def _blocks(open_blocks: dict[str, int], paragraph: str, page: str, at: int) -> 
     """Count the blocks the paragraph (at offset ``at`` of ``page``) opens and closes into ``open_blocks`` (open
     ones by kind), in page order: a closer closes only an open block of its own kind ("|}" then "{|" leaves a
     table open; "]]" closes no table)."""
-    marks = [(found.start(), 1, found) for found in _OPENERS.finditer(paragraph)]
-    marks += [(found.start(), -1, found) for found in _CLOSERS.finditer(paragraph)]
+    openers, closers = _OPENERS, _CLOSERS
+    if not open_blocks.get("[["):
+        inner = _LINK_PAIR.sub("", _LINK_PAIR.sub("", paragraph)) if "[[" in paragraph else paragraph
+        if "[[" not in inner and "]]" not in inner:
+            openers, closers = _OPENERS_BUT_LINKS, _CLOSERS_BUT_LINKS
+    marks = [(found.start(), 1, found) for found in openers.finditer(paragraph)]
+    marks += [(found.start(), -1, found) for found in closers.finditer(paragraph)]
     for _, step, found in sorted(marks, key=lambda mark: mark[0]):
         name = found.group(1)
         if name is not None:  # a tag counts when its pair is on the page (after an opener, before a closer)
@@ -327,7 +337,7 @@ def add_link_targets(raw_targets: list[str], namespaces: frozenset[str], links: 
 
 #: a segment that is one template and nothing else, whose arguments hold only words and plain wikilinks (a
 #: flat infobox): its links and name are read without the parser, which cost about 100 us a page on one
-_FLAT_TEMPLATE = re.compile(r"\{\{([^{}|<>\[\]]+)((?:\|(?:[^{}\[\]<>|]++|\[\[[^\[\]{}<>|]+(?:\|[^\[\]{}<>|]*)?\]\])*+)*+)\}\}")
+_FLAT_TEMPLATE = re.compile(r"\{\{(\s*+[^{}|<>\[\]\n]+\s*+)((?:\|(?:[^{}\[\]<>|]++|\[\[[^\[\]{}<>|]+(?:\|[^\[\]{}<>|]*)?\]\])*+)*+)\}\}")
 
 
 #: what every bracketed external link starts with (wikitextparser's schemes are letters then ":" or "://", or "//")
