@@ -18,7 +18,7 @@ PUBLIC_API: dict[str, list[str]] = {
                             "IntegrityError", "ReviewRequired", "RunFailed", "RunLocked", "ShortageError", "ToolError",
                             "ToolUnavailable"],
     "aethersearch.records": ["Budget", "DEFAULT_CONCURRENCY", "DETERMINISTIC_KINDS", "Decoding", "DiagnosticsRow",
-                             "Document", "ERROR_OUTCOMES", "ErrorKind", "EvalRow", "LLMCall", "Outcome", "Prediction",
+                             "Document", "ERROR_OUTCOMES", "ErrorKind", "EvalRow", "InfoboxHop", "LLMCall", "Outcome", "Prediction",
                              "RETRIED_OUTCOMES", "Record", "RolloutQuestion", "RunFingerprint", "RunLimits",
                              "SCHEMA_VERSION", "SandboxContract", "SearchHit", "Step", "ToolCall", "Trace", "Usage"],
     "aethersearch.text": ["collapse_whitespace", "normalize_answer", "question_key", "template_key",

@@ -28,6 +28,7 @@ __all__ = [
     "ERROR_OUTCOMES",
     "ErrorKind",
     "EvalRow",
+    "InfoboxHop",
     "LLMCall",
     "Outcome",
     "Prediction",
@@ -216,6 +217,26 @@ class Document(Record):
     def wire_id(self) -> str | int:
         """The id as the corpus wrote it (an integer stays an integer on the wire)."""
         return self.source_id if self.source_id is not None else self.id
+
+
+class InfoboxHop(Record):
+    """A typed row of a dump page's infobox whose value links to a page (``corpus/infobox.py``).
+
+    ``target`` is the linked title; ``target_page`` its page id when it is another article of the dump
+    (through a redirect too), else ``None`` (a page outside the dump: a typed fact, but no hop of the
+    graph). ``statement`` is the row as plain text, the line the page serves (``Spouse: Mileva Marić``);
+    ``row`` is the row as written in the dump (``| spouse = [[Mileva Marić]]``). Written beside an imported
+    Wikipedia store as ``infobox_rows.jsonl``, one per line, in page order.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    page: str
+    field: str
+    relation: str
+    target: str
+    target_page: str | None
+    row: str
+    statement: str
 
 
 class SearchHit(Record):

@@ -10,7 +10,9 @@ infobox as one line of ``Label value Label value ...``; a row is a label of
 object; the **hop statement is the row** ("Father George VI"), which stays in
 the page's served text, so an agent reads the hop where the page states it.
 
-Field -> relation (the documented table; ``docs/guides/hint-free.md`` repeats it):
+Field -> relation (the documented table; ``docs/guides/hint-free.md`` repeats it). Each label is read as
+the field it spells in the one table of typed infobox fields, ``corpus/infobox.FIELD_RELATIONS``, which a
+dump's infobox templates use too (:data:`WIKISPEEDIA_LABELS` are the labels read):
 
 ======================  ================  ==================================
 field (infobox label)   relation          object's type
@@ -40,17 +42,22 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
+from aethersearch.corpus.infobox import FIELD_RELATIONS as FIELDS
+from aethersearch.corpus.infobox import field_key
+
+#: Wikispeedia's infobox labels read as typed fields; each is read as the field it spells, in the one table of
+#: typed infobox fields (``corpus/infobox.FIELD_RELATIONS``, which a dump's templates use too)
+WIKISPEEDIA_LABELS = ("Father", "Mother", "Spouse", "Consort", "Author", "Written by", "Directed by", "Director",
+                      "Music by", "Composer", "Founder", "Founded by", "Alma Mater", "Alma mater", "Headquarters",
+                      "Born", "Died", "Capital")
 #: infobox label -> relation (see the module docstring's table)
-FIELD_RELATIONS: dict[str, str] = {
-    "Father": "father", "Mother": "mother", "Spouse": "spouse", "Consort": "spouse",
-    "Author": "written_by", "Written by": "written_by", "Directed by": "directed_by", "Director": "directed_by",
-    "Music by": "composed_by", "Composer": "composed_by", "Founder": "founded_by", "Founded by": "founded_by",
-    "Alma Mater": "educated_at", "Alma mater": "educated_at", "Headquarters": "headquartered_in",
-    "Born": "born_in", "Died": "died_in", "Capital": "has_capital",
-}
+FIELD_RELATIONS: dict[str, str] = {label: FIELDS[field_key(label)] for label in WIKISPEEDIA_LABELS}
 #: relations whose object is a place / never a place
 PLACE_OBJECT = frozenset(("born_in", "died_in", "headquartered_in", "has_capital"))
-PERSON_OBJECT = frozenset(("father", "mother", "spouse", "written_by", "directed_by", "composed_by", "educated_at"))
+PERSON_OBJECT = frozenset(("father", "mother", "spouse", "written_by", "directed_by", "composed_by", "educated_at",
+                           # only a dump's infobox rows give these (``corpus/infobox.py``): typed hops, never
+                           # seed questions (each has several right answers: a child, a sibling, a cast member)
+                           "parent", "child", "sibling", "performer", "employer"))
 #: relations whose object must begin the row's value (a name, not a place mentioned after it)
 AT_START = PERSON_OBJECT | {"founded_by", "has_capital"}
 #: every label that ends a row's value (the table's fields and the other common infobox labels)
@@ -175,4 +182,4 @@ def type_ok(relation: str, obj: str, kinds: Mapping[str, str], places: frozenset
     return True
 
 
-__all__ = ["FIELD_RELATIONS", "LABELS", "InfoboxRow", "infobox_rows", "short_name", "type_ok"]
+__all__ = ["FIELD_RELATIONS", "LABELS", "WIKISPEEDIA_LABELS", "InfoboxRow", "infobox_rows", "short_name", "type_ok"]

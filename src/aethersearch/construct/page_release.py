@@ -58,7 +58,7 @@ from aethersearch.construct.typed_facts import FactSet, TypedGraph
 from aethersearch.construct.validate import ChainValidator, RuleBasedValidator
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError, ShortageError
-from aethersearch.records import Document
+from aethersearch.records import Document, InfoboxHop
 
 Screen = Callable[[Sequence[ConstructedQuestion]], Mapping[str, dict[str, Any]]]
 
@@ -94,8 +94,8 @@ class SeedPool(NamedTuple):
 
 
 def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *, fact_seeds: bool,
-                 corpus_name: str, max_hops: int, page_aliases: Mapping[str, Sequence[str]] | None = None
-                 ) -> tuple[SeedPool, TypedGraph]:
+                 corpus_name: str, max_hops: int, page_aliases: Mapping[str, Sequence[str]] | None = None,
+                 infobox_hops: Mapping[str, Sequence[InfoboxHop]] | None = None) -> tuple[SeedPool, TypedGraph]:
     """Dataset seeds (when ``seeds_root`` is given) plus typed-fact seeds; returns the pool and the typed graph.
 
     ``page_aliases`` (a dump's redirect titles) name their pages for both: a seed answer or subject given
@@ -121,7 +121,7 @@ def gather_seeds(pages: Mapping[str, Document], seeds_root: str | Path | None, *
         rejected.update({f"seed_{k}": v for k, v in resolved.rejected.items()})
         stats.update({"seed_files": read, "seed_questions": len(questions), "resolved": len(resolved.triples),
                       "match_rule": MATCH_RULE})
-    facts = extract_facts(pages.values(), page_aliases, titles=page_titles(pages))
+    facts = extract_facts(pages.values(), page_aliases, titles=page_titles(pages), infobox_hops=infobox_hops)
     typed = TypedGraph(facts.facts)
     if fact_seeds:
         derived = derive_fact_seeds(typed, facts, pages, source=corpus_name, max_hops=max_hops)
@@ -193,7 +193,8 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
                        page_aliases: Mapping[str, Sequence[str]] | None = None,
                        on_candidate: Callable[[int, int, int], None] | None = None,
                        graph: LinkGraph | None = None,
-                       memorised_out: str | Path | None = None) -> BuiltRelease:
+                       memorised_out: str | Path | None = None,
+                       infobox_hops: Mapping[str, Sequence[InfoboxHop]] | None = None) -> BuiltRelease:
     """Pages + seeds -> the release of entailing hint-free questions (see the module docstring).
 
     ``documents`` is the page list, or a mapping page id -> page in page order: a
@@ -204,7 +205,8 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     (else it is built from the pages' links).
 
     ``page_aliases`` (page id -> other names, e.g. a dump's redirect titles) are hidden by the
-    sandbox mask with the page's own title.
+    sandbox mask with the page's own title. ``infobox_hops`` (page id -> a dump's typed infobox rows,
+    ``corpus.wikipedia.read_infobox_hops``) are typed facts of their pages, checked as every fact is.
 
     ``corpus`` is recorded in the manifest (add ``corpus_hash``-style
     identifiers there); the corpus hash of ``documents`` is added. Seeds that
@@ -220,7 +222,7 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
         config = config.model_copy(update={"keep_detours": True})
     pages = documents if isinstance(documents, Mapping) else {doc.id: doc for doc in documents}
     pool, typed = gather_seeds(pages, seeds_root, fact_seeds=fact_seeds, corpus_name=source_dataset,
-                               max_hops=config.max_hops, page_aliases=page_aliases)
+                               max_hops=config.max_hops, page_aliases=page_aliases, infobox_hops=infobox_hops)
     if pool.facts.names:  # the names infobox rows call pages by are names of those pages, like redirect titles
         page_aliases = WithNames(page_aliases or {}, pool.facts.names)
     if graph is None:

@@ -46,7 +46,7 @@ from aethersearch.construct.triples import (
     about_subject,
     object_page,
 )
-from aethersearch.records import Document
+from aethersearch.records import Document, InfoboxHop
 
 #: "in West Africa", "of southern Europe": a compass word before the object page's title is skipped, unless
 #: a linked page's title begins with it
@@ -134,7 +134,8 @@ def contains(kinds: Mapping[str, str], subject: str, container: str) -> bool:
 
 
 def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[str]] | None = None, *,
-                  titles: Mapping[str, str] | None = None) -> FactSet:
+                  titles: Mapping[str, str] | None = None,
+                  infobox_hops: Mapping[str, Sequence[InfoboxHop]] | None = None) -> FactSet:
     """The typed facts of every page, in page and sentence order (one per relation per sentence).
 
     Streamed when ``titles`` (page id -> title of every page) is given: each page is read once, in
@@ -153,6 +154,11 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
     ``capital_of``, ``largest_city_of``) whose object is no higher a kind of
     place than its subject (a city "in" a city) is left out
     (:func:`contains`); both are counted in ``FactSet.left_out``.
+
+    ``infobox_hops`` (page id -> a dump's typed infobox rows, ``corpus/infobox.py``) add a fact for each
+    row whose target is another page of the corpus that the page links to and whose statement the page's
+    text serves (the importer writes it there); its sentence is the row's statement ("Spouse: Mileva
+    Marić"). They pass the same containment and type checks (``infobox.type_ok``) as Wikispeedia's rows.
     """
     docs: Iterable[Document] = documents
     if titles is None:
@@ -176,6 +182,10 @@ def extract_facts(documents: Iterable[Document], aliases: Mapping[str, Sequence[
         link_titles = sorted({(name.casefold(), p) for p in doc.links if p in known and p != doc.id
                               for name in names_of(p)}, key=lambda item: (-len(item[0]), item[0]))
         forms = [doc] + [doc.model_copy(update={"title": name}) for name in own[1:]]
+        for hop in (infobox_hops or {}).get(doc.id, ()):
+            if hop.target_page is not None and hop.target_page in known and hop.target_page in doc.links \
+                    and hop.statement in doc.text:
+                facts.append(TypedFact(doc.id, hop.relation, hop.target_page, hop.statement))
         for row in infobox_rows(doc.text, link_titles):
             facts.append(TypedFact(doc.id, row.relation, row.object, row.row))
             if row.surface.casefold() not in {name.casefold() for name in names_of(row.object)}:

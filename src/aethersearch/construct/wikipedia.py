@@ -18,7 +18,7 @@ from aethersearch.construct.hintfree import BuiltRelease, PageSource
 from aethersearch.construct.page_release import build_page_release
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.corpus.page_texts import PageTexts
-from aethersearch.corpus.wikipedia import WikipediaDump
+from aethersearch.corpus.wikipedia import WikipediaDump, read_infobox_hops, write_infobox_hops
 
 
 def read_wikipedia_pages(dump: str | Path, store: str | Path, *, workers: int = 1,
@@ -26,10 +26,13 @@ def read_wikipedia_pages(dump: str | Path, store: str | Path, *, workers: int = 
     """The dump's articles written to a page store at ``store`` and read back on demand, their link graph
     (filled by the import) and the :class:`PageSource` that names them in a release.
 
-    The pages stream from the dump into the store; nothing here holds more than one batch of page text.
+    The pages stream from the dump into the store; nothing here holds more than one batch of page text. The
+    pages' typed infobox rows go beside them (``corpus.wikipedia.INFOBOX_FILE``, read by
+    :func:`~aethersearch.corpus.wikipedia.read_infobox_hops`).
     """
     reader = WikipediaDump(dump, workers=workers, keep_disambiguation=keep_disambiguation)
     pages = PageTexts.write(reader.documents(), store, source=f"wikipedia:{Path(dump).name}")
+    write_infobox_hops(store, reader.infobox_hops())
     corpus = {"kind": "wikipedia-dump", "dump": Path(dump).name, "import": reader.stats.to_json(),
               "disambiguation_pages": "kept" if keep_disambiguation else "left out"}
     return pages, reader.graph(), PageSource("webdetective_wikipedia", "wikipedia", corpus, reader.aliases)
@@ -62,7 +65,7 @@ def _build(dump: str | Path, out_dir: str | Path, store: Path, seeds: Path, work
     pages, graph, source = read_wikipedia_pages(dump, store, workers=workers, keep_disambiguation=keep_disambiguation)
     return build_page_release(pages, out_dir, name=source.name, source_dataset=source.source_dataset,
                               corpus=source.corpus, seeds_root=seeds, page_aliases=source.page_aliases,
-                              graph=graph, **construction)
+                              graph=graph, infobox_hops=read_infobox_hops(store), **construction)
 
 
 __all__ = ["build_wikipedia_release", "read_wikipedia_pages"]

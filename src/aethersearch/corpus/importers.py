@@ -15,7 +15,8 @@ Formats:
 * ``wikiextractor`` -- ``wikiextractor --json [--links]`` output (a file or a directory
   of ``AA/wiki_00`` files); ``<a href="...">`` links are resolved to page ids by title.
 * ``wikipedia`` -- an official MediaWiki XML export (pages-articles, ``.bz2`` or plain):
-  ``corpus.wikipedia`` (articles, redirects resolved, disambiguation pages left out).
+  ``corpus.wikipedia`` (articles, redirects resolved, disambiguation pages left out); the pages' typed
+  infobox rows go beside the page store as ``infobox_rows.jsonl`` (``corpus.wikipedia.INFOBOX_FILE``).
 * ``wikispeedia`` -- West & Leskovec's Wikispeedia: ``plaintext_articles.tar.gz`` (or
   the extracted folder) plus ``links.tsv``; URL-encoded names are decoded, the id
   is the decoded name (``Ancient_Egypt``) and the title has spaces (``Ancient Egypt``).
@@ -325,6 +326,8 @@ def import_corpus(fmt: str, source: str | Path, out_dir: str | Path, *, links: s
     chunk = chunk or ChunkConfig()
     stats = LinkStats()
     label = f"{fmt}:{source}"
+    if fmt == "wikipedia" and (chunk.mode == "none" or pages_out is not None):
+        return _import_wikipedia(source, out_dir, chunk, pages_out, label, overwrite, on_document)
     if chunk.mode == "none":
         store = build_store(iter_pages(fmt, source, links=links, seed=seed, stats=stats), out_dir,
                             source=label, overwrite=overwrite, on_document=on_document)
@@ -339,3 +342,23 @@ def import_corpus(fmt: str, source: str | Path, out_dir: str | Path, *, links: s
     store = build_store(chunk_documents(page_iter, chunk), out_dir, source=f"{label} chunked {chunk.model_dump()}",
                         overwrite=overwrite, on_document=on_document)
     return ImportResult(store, pages, stats)
+
+
+def _import_wikipedia(source: str | Path, out_dir: str | Path, chunk: ChunkConfig, pages_out: str | Path | None,
+                      label: str, overwrite: bool, on_document: Callable[[int], None] | None) -> ImportResult:
+    """A dump's pages to a store, with its typed infobox rows beside the page store
+    (``corpus.wikipedia.INFOBOX_FILE``); chunked passages go to ``out_dir`` as for any format."""
+    from aethersearch.corpus.wikipedia import WikipediaDump, write_infobox_hops
+
+    dump = WikipediaDump(source)
+    page_dir = out_dir if chunk.mode == "none" else pages_out
+    assert page_dir is not None  # import_corpus sends only these two cases
+    pages = build_store(dump.documents(), page_dir, source=label, overwrite=overwrite,
+                        on_document=on_document if chunk.mode == "none" else None)
+    write_infobox_hops(page_dir, dump.infobox_hops())
+    if chunk.mode == "none":
+        return ImportResult(pages, None, dump.stats.links)
+    store = build_store(chunk_documents(iter(pages), chunk), out_dir, source=f"{label} chunked {chunk.model_dump()}",
+                        overwrite=overwrite, on_document=on_document)
+    return ImportResult(store, pages, dump.stats.links)
+

@@ -10,7 +10,9 @@ two streamed passes and never holds page text for more than one batch:
    pages, turn each article's wikitext into text and link titles
    (:mod:`aethersearch.corpus.wikitext`; with ``workers > 1`` batches are parsed
    in a process pool, in order, at most ``4 x workers`` batches in flight) and
-   spool ``[title, text]`` and the link titles to two temporary files; an article
+   spool ``[title, text]``, the link titles and the typed infobox rows
+   (:mod:`aethersearch.corpus.infobox`; their plain statements are written into
+   the text after the lead paragraph) to three temporary files; an article
    keeps only its page id in memory; a redirect goes to disk whole (its title,
    its target, its title's hash);
 2. between the passes, put every article and redirect in one
@@ -20,7 +22,9 @@ two streamed passes and never holds page text for more than one batch:
    spool a chunk of pages at a time: each link title is found in the table (an
    article, or a redirect and so its article), links to pages outside the dump,
    to disambiguation pages or to the page itself are counted as dropped, and the
-   kept rows go to a spool of their own. The table is then let go;
+   kept rows go to a spool of their own; each infobox row's target is resolved
+   with the page's links (:meth:`WikipediaDump.infobox_hops`). The table is
+   then let go;
 3. replay the text spool with the kept rows as Documents, appending each page's
    sorted link rows to the graph's CSR.
 
@@ -67,6 +71,7 @@ import orjson
 
 from aethersearch.corpus.blocked_array import BlockedInt32
 from aethersearch.corpus.graph import LinkGraph
+from aethersearch.corpus.infobox import with_rows
 from aethersearch.corpus.link_stats import LinkStats
 from aethersearch.corpus.malloc_threshold import fix_mmap_threshold
 from aethersearch.corpus.mediawiki import MAX_PAGE_BYTES, DumpReader
@@ -75,7 +80,8 @@ from aethersearch.corpus.string_spool import MappedStrings, StringSpool
 from aethersearch.corpus.title_table import NOT_FOUND, DuplicateKey, TitleTable
 from aethersearch.corpus.wikitext import ParsedPage, article_target, normalize_title, parse_wikitext
 from aethersearch.errors import AetherError, DataError
-from aethersearch.records import Document
+from aethersearch.jsonl import iter_jsonl, validate_row, write_jsonl
+from aethersearch.records import SCHEMA_VERSION, Document, InfoboxHop
 
 #: pages per parse task handed to a worker process
 BATCH = 64
@@ -90,6 +96,11 @@ _REPLAY_LINES = _REPLAY_PAGES // BATCH
 #: pass 1's spools, a JSON line per parse batch: ``[title, text]`` of each article, and the link titles of
 #: each; between the passes, each article's kept link rows (int32, appearance order) and their count per article
 _TEXTS, _LINKS, _KEPT, _COUNTS = "texts.jsonl", "links.jsonl", "kept_rows.i32", "kept_counts.i32"
+#: pass 1's spool of each article's typed infobox rows (a JSON line per parse batch, beside the link titles'),
+#: and the hops they give once their targets are resolved (kept with the aliases: they outlive the passes)
+_ROWS, _HOPS = "infobox_rows.jsonl", "infobox_hops.jsonl"
+#: the typed infobox hops of an imported store (:class:`~aethersearch.records.InfoboxHop`, one per line)
+INFOBOX_FILE = "infobox_rows.jsonl"
 #: redirect hops followed in numpy before the remaining chains (loops, or longer than this) are walked one by one
 _FOLLOWED_HOPS = 32
 
@@ -298,7 +309,8 @@ class WikipediaDump:
         reader = DumpReader(self.path, max_page_bytes=self.max_page_bytes)
         redirects = _Redirects(self._keep, work)
         try:
-            with (work / _TEXTS).open("wb") as texts, (work / _LINKS).open("wb") as links:
+            with (work / _TEXTS).open("wb") as texts, (work / _LINKS).open("wb") as links, \
+                    (work / _ROWS).open("wb") as rows:
                 articles = self._articles(reader, redirects)
                 batches = iter(lambda: list(itertools.islice(articles, BATCH)), [])
                 first = next(batches, None)  # reading the first batch reads <siteinfo>: the namespaces are known
@@ -311,8 +323,11 @@ class WikipediaDump:
                     self.stats.disambiguation += len(done) - len(kept)  # no title of the dump: links to it drop
                     if kept:  # one line a batch in each spool: a write and a dumps a page cost 2% of the import
                         self._ids.extend(page_id(title) for title, _ in kept)
-                        texts.write(orjson.dumps([[title, page.text] for title, page in kept]) + b"\n")
+                        # the typed rows' statements are served on the page: the hop is read where it is stated
+                        texts.write(orjson.dumps([[title, with_rows(page.text, [r.statement for r in page.infobox])]
+                                                  for title, page in kept]) + b"\n")
                         links.write(orjson.dumps([page.links for _, page in kept]) + b"\n")
+                        rows.write(orjson.dumps([[list(row) for row in page.infobox] for _, page in kept]) + b"\n")
         finally:
             redirects.close()
         self.stats.articles = len(self._ids)
@@ -426,19 +441,46 @@ class WikipediaDump:
         spool (appearance order) with one count per page."""
         own = 0
         with (work / _LINKS).open("rb") as spooled, (work / _KEPT).open("wb") as kept_out, \
-                (work / _COUNTS).open("wb") as counts_out:
+                (work / _COUNTS).open("wb") as counts_out, (work / _ROWS).open("rb") as typed_in, \
+                (self._keep / _HOPS).open("wb") as hops_out:
             for lines in iter(lambda: list(itertools.islice(spooled, _REPLAY_LINES)), []):
                 pages: list[list[str]] = [links for line in lines for links in orjson.loads(line)]
+                typed: list[list[list[str]]] = [page for line in itertools.islice(typed_in, len(lines))
+                                                for page in orjson.loads(line)]
                 rows = self._rows(table, final, [page_id(link) for links in pages for link in links])
                 kept_rows, counts, at = array("i"), array("i"), 0
-                for links in pages:
-                    kept = self._kept(own, links, rows[at:at + len(links)])
+                for links, page_rows in zip(pages, typed, strict=True):
+                    page_links = rows[at:at + len(links)]
+                    kept = self._kept(own, links, page_links)
+                    if page_rows:
+                        hops_out.write(self._hops(own, page_rows, dict(zip(links, page_links, strict=True))))
                     at += len(links)
                     own += 1
                     counts.append(len(kept))
                     kept_rows.extend(kept)
                 kept_out.write(kept_rows.tobytes())
                 counts_out.write(counts.tobytes())
+
+    def _hops(self, own: int, page_rows: list[list[str]], rows_of: dict[str, int]) -> bytes:
+        """The page's typed infobox rows as hop lines, each target's page id given when it is another article
+        of the dump."""
+        ids, out = self._ids, []
+        for field_name, relation, target, row, statement in page_rows:
+            found = rows_of.get(target, -1)
+            out.append(orjson.dumps({"page": ids[own], "field": field_name, "relation": relation, "target": target,
+                                     "target_page": ids[found] if found >= 0 and found != own else None,
+                                     "row": row, "statement": statement}) + b"\n")
+        return b"".join(out)
+
+    def infobox_hops(self) -> Iterator[InfoboxHop]:
+        """The typed infobox rows of the dump's articles, in page order (after :meth:`documents`); a hop of the
+        graph where ``target_page`` is set."""
+        if not self._resolved:
+            raise AetherError("the infobox hops are resolved with the links; read documents() first",
+                              fix="iterate documents() before asking for the infobox hops")
+        with (self._keep / _HOPS).open("rb") as spooled:
+            for line in spooled:
+                yield InfoboxHop.trusted(schema_version=SCHEMA_VERSION, **orjson.loads(line))
 
     # ------------------------------------------------------------------ pass 2
 
@@ -495,6 +537,25 @@ class WikipediaDump:
         return self._graph
 
 
+def write_infobox_hops(store: str | Path, hops: Iterable[InfoboxHop]) -> Path:
+    """Write the hops beside an imported store as :data:`INFOBOX_FILE` (atomically: whole or absent)."""
+    path = Path(store) / INFOBOX_FILE
+    write_jsonl(path, (hop.model_dump() for hop in hops))
+    return path
+
+
+def read_infobox_hops(store: str | Path) -> dict[str, list[InfoboxHop]]:
+    """Page id -> its typed infobox hops, from a store's :data:`INFOBOX_FILE` (empty when it has none:
+    stores of other formats, or imported before the hops were kept)."""
+    path = Path(store) / INFOBOX_FILE
+    hops: dict[str, list[InfoboxHop]] = {}
+    if path.exists():
+        for line, value in iter_jsonl(path):
+            hop = validate_row(path, line, value, InfoboxHop)
+            hops.setdefault(hop.page, []).append(hop)
+    return hops
+
+
 def iter_wikipedia(dump: str | Path, stats: LinkStats | None = None, *, workers: int = 1) -> Iterator[Document]:
     """Articles of a MediaWiki export as Documents (see :class:`WikipediaDump` for aliases and the graph)."""
     reader = WikipediaDump(dump, workers=workers)
@@ -505,4 +566,5 @@ def iter_wikipedia(dump: str | Path, stats: LinkStats | None = None, *, workers:
         stats.dropped_examples[:] = reader.stats.links.dropped_examples
 
 
-__all__ = ["BATCH", "RedirectAliases", "WikipediaDump", "WikipediaStats", "iter_wikipedia", "page_id", "page_title"]
+__all__ = ["BATCH", "INFOBOX_FILE", "RedirectAliases", "WikipediaDump", "WikipediaStats", "iter_wikipedia", "page_id",
+           "page_title", "read_infobox_hops", "write_infobox_hops"]
