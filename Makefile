@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
 # Every extra that runs on a CPU machine, so their tests run instead of skipping (vllm needs a GPU).
-EXTRAS ?= test,faiss,dense,ray,loggers,mcp
+EXTRAS ?= test,faiss,dense,ray,loggers,mcp,bench
 # torch first: the CPU build from the machine's local wheels (pip's find-links) where it is there, without asking
 # any index; else the package index's (larger) wheel. The PyPI wheel pulls several GB of CUDA libraries.
 
