@@ -1,8 +1,8 @@
-"""Scoring throughput: 1M predictions, against DESIGN.md's ~15 us/prediction/core (plain-Python EM/F1).
+"""Scoring throughput: 1M predictions, against docs/design/conventions.md's ~15 us/prediction/core (plain-Python EM/F1).
 
 Three measurements, side by side in one run:
 
-1. ``reference``: the plain-Python SQuAD-style evaluation DESIGN.md's figure
+1. ``reference``: the plain-Python SQuAD-style evaluation docs/design/conventions.md's figure
    describes (EM and F1 each normalising prediction and golds separately);
 2. ``score_all``: our fused scorer computing all six metrics (em, subem,
    squad_em, f1, cover_em, popqa_acc) with one normalisation per string;
@@ -142,7 +142,7 @@ def main() -> None:
     ref_us, ours_us = 1e6 * ref_s / n, 1e6 * ours_s / n
     print("times are median CPU time per prediction over --repeats runs")
     print(f"reference EM+F1 (plain Python, SQuAD-style) : median {ref_us:6.2f} us/prediction "
-          f"({n / ref_s:,.0f}/s)   speed vs DESIGN.md's ~15 us: {15.0 / ref_us:.2f}x (>1 = faster)")
+          f"({n / ref_s:,.0f}/s)   speed vs docs/design/conventions.md's ~15 us: {15.0 / ref_us:.2f}x (>1 = faster)")
     print(f"score_all, 6 metrics fused                  : median {ours_us:6.2f} us/prediction "
           f"({n / ours_s:,.0f}/s)   {ref_us / ours_us:.2f}x faster than the reference; vs ~15 us: {15.0 / ours_us:.2f}x")
 

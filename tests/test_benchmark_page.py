@@ -1,4 +1,4 @@
-"""docs/measurements/benchmarks.md is a current page: one row per figure, each with its command, value,
+"""The docs say what is. docs/measurements/benchmarks.md is a current page: one row per figure, each with its command, value,
 reference and when it was measured; every benchmark is on it or named with the page that holds it."""
 
 from __future__ import annotations
@@ -37,3 +37,10 @@ def test_every_benchmark_is_on_the_page() -> None:
     missing = [path.name for path in sorted((ROOT / "benchmarks").glob("*.py"))
                if path.name != "wiki18_corpus.py" and f"`{path.name}" not in text and f"`{path.stem}.py" not in text]
     assert not missing, f"benchmarks with no row and no page named: {missing}"
+
+
+def test_no_code_cites_a_design_document_the_repository_does_not_hold() -> None:
+    cited = [f"{path.relative_to(ROOT)}" for folder in ("src", "tests", "benchmarks") for path in
+             (ROOT / folder).rglob("*.py") if "DESIGN.md" in path.read_text(encoding="utf-8")]
+    assert not cited, f"cite docs/design/conventions.md instead: {cited}"
+    assert (ROOT / "docs" / "design" / "conventions.md").is_file()

@@ -1,6 +1,6 @@
 """Search-R1's exact strings, typed by hand (never imported from the package), shared by the protocol tests."""
 
-# From DESIGN.md / Search-R1's nq_search.py and generation.py.
+# From docs/design/conventions.md / Search-R1's nq_search.py and generation.py.
 PROMPT = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every "
     "time you get new information. After reasoning, if you find you lack some knowledge, you can call "

@@ -2,7 +2,7 @@
 
 Why not the ``openai`` SDK: on these machines it costs 1.4–4.3 ms of client CPU per
 call and tops out far below the latency bound at high concurrency; a thin
-aiohttp client with orjson costs about 0.1 ms (DESIGN.md, performance facts).
+aiohttp client with orjson costs about 0.1 ms (docs/design/conventions.md, performance facts).
 
 What the client guarantees:
 

@@ -5,7 +5,7 @@ into run.json), so it must live in exactly one place, and the Search-R1 strings
 must be byte-identical to Search-R1's own code
 (``search_r1/llm_agent/generation.py`` and ``scripts/data_process/nq_search.py``):
 
-* the user prompt of DESIGN.md, ending in ``Question: {question}\\n``;
+* Search-R1's user prompt (docs/design/conventions.md), ending in ``Question: {question}\\n``;
 * observations ``\\n\\n<information>{results.strip()}</information>\\n\\n``;
 * each result ``Doc {i}(Title: {title}) {text}\\n`` with 1-based ``i``, where
   ``title`` is the first line of ``contents`` — i.e. *with* its quotes, since

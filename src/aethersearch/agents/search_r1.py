@@ -3,7 +3,7 @@
 Behaviour matched to ``search_r1/llm_agent/generation.py`` and ``infer.py``
 (PeterGriffinJin/Search-R1), each point tested against its exact strings:
 
-* one prompt (DESIGN.md) with the question as Search-R1 preprocesses it (stripped,
+* one prompt (docs/design/conventions.md) with the question as Search-R1 preprocesses it (stripped,
   ``?`` appended when missing; recorded as ``Trace.question_seen``), wrapped in the
   model's chat template when it has one (``prompt_format``: :mod:`.formatting`);
 * the reply is cut after the first ``</search>`` if it has one, else after the

@@ -8,7 +8,7 @@ answering or at following the protocol. Every prediction therefore carries an
 Two extraction rules:
 
 * default: the answer is the *last* ``<answer>...</answer>`` span of the response
-  (DOTALL, stripped), as DESIGN.md specifies.
+  (DOTALL, stripped), as docs/design/conventions.md says.
 * ``compat="searchr1"``: Search-R1's ``extract_solution`` scans the decoded
   *prompt + response* and returns the last match only when there are at least
   two matches. Its prompt already contains two spans (``<answer> and </answer>``
@@ -59,7 +59,7 @@ SEARCHR1_PROMPT = (
     "knowledge needed, you can directly provide the answer inside <answer> and </answer>, without detailed "
     "illustrations. For example, <answer> Beijing </answer>. Question: {question}\n"
 )
-"""Search-R1's user prompt (DESIGN.md), needed only to reproduce its prompt+response scan."""
+"""Search-R1's user prompt (docs/design/conventions.md), needed only to reproduce its prompt+response scan."""
 
 _STOPPED = frozenset({Outcome.BUDGET, *ERROR_OUTCOMES})
 

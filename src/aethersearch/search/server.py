@@ -1,6 +1,6 @@
 """The Search-R1-compatible retrieval server (FastAPI + uvicorn), with ASearcher's ``/access``.
 
-Wire format (DESIGN.md, "Search-R1 retrieval API"), so Search-R1's own training
+Wire format (docs/design/conventions.md, "The Search-R1 retrieval API"), so Search-R1's own training
 and eval client works unmodified:
 
 * ``POST /retrieve`` ``{"queries": [str], "topk": int|null, "return_scores": bool}`` ->
