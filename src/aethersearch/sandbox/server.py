@@ -56,13 +56,14 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic.json_schema import SkipJsonSchema
 
 from aethersearch.errors import AetherError, ConfigError, ToolError
 from aethersearch.records import Document, Record, ToolCall
@@ -71,11 +72,12 @@ from aethersearch.sandbox.action_log import NO_ANSWER, ActionLog, LoggedEpisode,
 from aethersearch.sandbox.episode import MAX_K, Sandbox, SandboxEpisode
 from aethersearch.sandbox.request_body import MAX_BODY_CHARS, check_body
 from aethersearch.sandbox.serving import PUBLIC_CALL_EXCLUDE
-from aethersearch.sandbox.tools import validate_page_name
+from aethersearch.sandbox.tools import MAX_PAGE_NAME, MAX_QUERY_CHARS, QUERY_PATTERN, page_name_pattern, validate_page_name
 from aethersearch.search.http_guard import (
     GuardMiddleware,
     HTTPProblem,
     HttpTimeouts,
+    json_integer,
     RefusalLog,
     install_problem_handlers,
     json_body,
@@ -115,22 +117,40 @@ class CreateEpisode(BaseModel):
                                                 "one); replace=true takes over an open episode only with its owner")
 
 
+#: an action's ``seq``: a JSON integer >= 0 (``2.0`` included, as JSON Schema counts it)
+Seq = Annotated[StrictInt, Field(ge=0), BeforeValidator(json_integer)]
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    """Drop a declared ``"default": null`` (an omitted ``seq`` is not a null one: null is refused)."""
+    schema.pop("default", None)
+
+
 class SearchBody(BaseModel):
-    """Body of ``POST /episodes/{id}/search`` (checked by hand so a malformed one is still logged)."""
+    """Body of ``POST /episodes/{id}/search`` (checked by hand so a malformed one is still logged).
+
+    Declared as strictly as ``sandbox.tools`` refuses: a query with a non-space
+    character, at most ``MAX_QUERY_CHARS``; ``seq`` may be omitted but is never null.
+    """
 
     model_config = ConfigDict(extra="forbid")
-    query: StrictStr = Field(max_length=MAX_BODY_CHARS)
-    k: StrictInt = Field(default=5, ge=1, le=MAX_K)
-    seq: StrictInt | None = Field(default=None, ge=0, description="actions already answered in this episode "
-                                                                 "(a retried request carries the same seq)")
+    query: StrictStr = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=QUERY_PATTERN,
+                             description="keywords, with at least one non-space character")
+    k: Annotated[StrictInt, Field(ge=1, le=MAX_K), BeforeValidator(json_integer)] = 5
+    seq: Seq | SkipJsonSchema[None] = Field(default=None, description=(
+        "actions already answered in this episode (a retried request carries the same seq); omit it rather "
+        "than send null"), json_schema_extra=_no_default)
 
 
 class VisitBody(BaseModel):
-    """Body of ``POST /episodes/{id}/visit``."""
+    """Body of ``POST /episodes/{id}/visit``: a page name ``sandbox.tools.validate_page_name`` accepts."""
 
     model_config = ConfigDict(extra="forbid")
-    page: StrictStr = Field(max_length=MAX_BODY_CHARS)
-    seq: StrictInt | None = Field(default=None, ge=0, description="as for search")
+    page: StrictStr = Field(min_length=1, max_length=MAX_PAGE_NAME, pattern=page_name_pattern(),
+                            description="a page id or title: no '/', '\\', '..' or control characters, "
+                                        "not starting with '.'")
+    seq: Seq | SkipJsonSchema[None] = Field(default=None, description="as for search",
+                                                  json_schema_extra=_no_default)
 
 
 class CloseBody(BaseModel):
@@ -271,7 +291,10 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
         yield
         await asyncio.to_thread(log.close)
 
-    app = FastAPI(title="aethersearch masked sandbox", version="2", lifespan=lifespan)
+    # no /docs or /redoc: their pages load Swagger UI and ReDoc from a CDN (nothing an offline or
+    # loopback-only box can show) and are no part of the API; /openapi.json is the description
+    app = FastAPI(title="aethersearch masked sandbox", version="2", lifespan=lifespan, docs_url=None,
+                  redoc_url=None)
     app.state.episodes = _EpisodeView(live)
     app.state.refusals = refusals
     app.state.action_log = log

@@ -30,10 +30,10 @@ import os
 import threading
 import time
 from collections import Counter
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, StrictInt, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -53,6 +53,20 @@ class HttpTimeouts(Record):
                                                                     "of the connection opening or the last response")
     body_timeout_s: float = Field(default=30.0, gt=0, description="a request body must arrive in full within this")
     keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed after this")
+
+
+def json_integer(value: Any) -> Any:
+    """``2.0`` as ``2``: JSON Schema calls a number with no fractional part an integer, so a server whose
+    OpenAPI says ``"type": "integer"`` must take it (schemathesis sends ``"topk": 2.0``); ``true``,
+    ``"2"`` and ``2.5`` stay refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def json_int(ge: int | None = None, le: int | None = None) -> Any:
+    """A strict integer field type as JSON Schema's ``"type": "integer"`` means it (:func:`json_integer`),
+    with its range declared (given here, not on the field: pydantic cannot push a range past the
+    converter, and would describe it as a non-standard ``"ge"`` key)."""
+    return Annotated[StrictInt, Field(ge=ge, le=le), BeforeValidator(json_integer)]
 
 
 class HTTPProblem(StarletteHTTPException):

@@ -47,13 +47,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlsplit
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, create_model
 
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.corpus.chunking import passage_page
@@ -65,6 +65,8 @@ from aethersearch.search.http_guard import (
     GuardMiddleware,
     HTTPProblem,
     HttpTimeouts,
+    json_int,
+    json_integer,
     RefusalLog,
     install_problem_handlers,
     json_body,
@@ -111,7 +113,7 @@ class RetrieveRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     queries: list[StrictStr]
-    topk: StrictInt | None = Field(default=None, description="hits per query; null or 0 means the server "
+    topk: Annotated[StrictInt, BeforeValidator(json_integer)] | None = Field(default=None, description="hits per query; null or 0 means the server "
                                                               "default; at most the server's max_topk")
     return_scores: StrictBool = False
     mode: StrictStr | None = Field(default=None, description="AetherSearch's retrieval mode: hybrid, dense or "
@@ -125,6 +127,34 @@ class AccessRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     urls: list[StrictStr]
+
+
+def declared_requests(limits: ServerLimits, modes: Sequence[str]) -> tuple[type[BaseModel], type[BaseModel]]:
+    """``RetrieveRequest`` and ``AccessRequest`` as this server's OpenAPI declares them: with its limits.
+
+    Why per app: the limits are the server's options (``--max-topk``, ``--max-batch``,
+    ``--max-query-chars``, ``--max-urls``) and the modes are what its index offers, so
+    a client or fuzzer reading ``/openapi.json`` is told exactly what is refused
+    (schemathesis's "schema-valid request rejected" found every undeclared one). The
+    checks themselves stay in :func:`_validate_retrieve` (their messages name the
+    option to raise); both read the same ``limits``. Only the joint hits limit
+    (queries x topk, a 413) cannot be said in JSON Schema: ``queries`` describes it.
+    """
+    query = Annotated[StrictStr, Field(max_length=limits.max_query_chars)]
+    mode_type: Any = Literal[tuple(modes)] | None if modes else None  # no modes offered: only null
+    retrieve = create_model(
+        "RetrieveRequest", __base__=RetrieveRequest,
+        queries=(list[query], Field(max_length=limits.max_batch, description=(
+            f"at most {limits.max_batch} queries of at most {limits.max_query_chars} characters; queries x topk "
+            f"over {limits.max_hits} hits is refused (413) before searching"))),
+        topk=(json_int(0, limits.max_topk) | None, Field(default=None, description=(
+            f"hits per query, at most {limits.max_topk}; null or 0 means the server default "
+            f"{limits.default_topk}"))),
+        mode=(mode_type, Field(default=None, description=(
+            "AetherSearch's retrieval mode, one this server offers (absent: the index as built)"))))
+    access = create_model("AccessRequest", __base__=AccessRequest, urls=(list[StrictStr], Field(
+        max_length=limits.max_urls, description=f"at most {limits.max_urls} urls")))
+    return retrieve, access
 
 
 class WireDocument(BaseModel):
@@ -580,11 +610,12 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     # Routes parse their own bodies (only ``request``: no dependency solving on the hot path); the
     # OpenAPI description is declared beside them so schema-driven clients and fuzzers see the truth.
     body_errors = (400, 408, 413, 422)
+    declared_retrieve, declared_access = declared_requests(limits, [*retriever.modes, *retriever.aliases])
     app.add_api_route("/retrieve", retrieve, methods=["POST"], response_class=Response, openapi_extra=json_body(
-        RetrieveRequest), responses={200: {"model": RetrieveResponse, "description": "hits per query"},
+        declared_retrieve), responses={200: {"model": RetrieveResponse, "description": "hits per query"},
                                      **problem_responses(*body_errors)})
     app.add_api_route("/access", access, methods=["POST"], response_class=Response, openapi_extra=json_body(
-        AccessRequest), responses={200: {"model": AccessResponse, "description": "a page or null per url"},
+        declared_access), responses={200: {"model": AccessResponse, "description": "a page or null per url"},
                                    **problem_responses(*body_errors)})
     app.add_api_route("/health", health, methods=["GET"], response_class=Response,
                       responses={200: {"model": HealthResponse, "description": "hashes, sizes, limits, refusals"}})
