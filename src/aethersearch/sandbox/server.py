@@ -74,6 +74,7 @@ from aethersearch.sandbox.request_body import MAX_BODY_CHARS, check_body
 from aethersearch.sandbox.serving import PUBLIC_CALL_EXCLUDE
 from aethersearch.sandbox.tools import MAX_PAGE_NAME, MAX_QUERY_CHARS, QUERY_PATTERN, page_name_pattern, validate_page_name
 from aethersearch.search.http_guard import (
+    CONNECTION_EVENTS,
     GuardMiddleware,
     HTTPProblem,
     HttpTimeouts,
@@ -334,7 +335,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                 "release_id": sandbox.release_id, "questions": len(sandbox.masks), "open_episodes": len(live),
                 "recovered_episodes": len(recovered.open) - len(unrecoverable),
                 "unrecoverable_episodes": len(unrecoverable), "limits": limits.model_dump(),
-                "refusals": refusals.health()}
+                "refusals": refusals.health(), "connections": CONNECTION_EVENTS.health()}
 
     @app.post("/episodes", response_model=Created,
               responses=problem_responses(400, 403, 404, 408, 409, 413, 422, 429))

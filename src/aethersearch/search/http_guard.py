@@ -39,6 +39,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
+from aethersearch.search import http_reason
+from aethersearch.search.http_reason import reason_for, reason_phrase
 
 R = TypeVar("R", bound=BaseModel)
 LOG = logging.getLogger("uvicorn.error.aethersearch")
@@ -81,6 +83,30 @@ class HTTPProblem(StarletteHTTPException):
         return self.status_code
 
 
+class RateLimitedLines:
+    """A token bucket of log lines: at most ``lines_per_s`` a second, counting what it left out."""
+
+    def __init__(self, lines_per_s: float = 5.0) -> None:
+        self.lines_per_s = lines_per_s
+        self._tokens = lines_per_s
+        self._last = time.monotonic()
+        self._left_out = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> int | None:
+        """None if this line must be left out (counted), else how many were left out since the last one."""
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.lines_per_s, self._tokens + (now - self._last) * self.lines_per_s)
+            self._last = now
+            if self._tokens < 1.0:
+                self._left_out += 1
+                return None
+            self._tokens -= 1.0
+            left_out, self._left_out = self._left_out, 0
+            return left_out
+
+
 class RefusalLog:
     """Counts every 4xx by status and logs each as one line, at most ``lines_per_s`` lines a second.
 
@@ -92,11 +118,8 @@ class RefusalLog:
 
     def __init__(self, lines_per_s: float = 5.0, logger: logging.Logger = LOG) -> None:
         self.by_status: Counter[int] = Counter()
-        self.lines_per_s = lines_per_s
         self.logger = logger
-        self._tokens = lines_per_s
-        self._last = time.monotonic()
-        self._left_out = 0
+        self._lines = RateLimitedLines(lines_per_s)
         self._lock = threading.Lock()
 
     @property
@@ -108,20 +131,78 @@ class RefusalLog:
         """Count one refusal and log it unless over the line rate."""
         with self._lock:
             self.by_status[status] += 1
-            now = time.monotonic()
-            self._tokens = min(self.lines_per_s, self._tokens + (now - self._last) * self.lines_per_s)
-            self._last = now
-            if self._tokens < 1.0:
-                self._left_out += 1
-                return
-            self._tokens -= 1.0
-            left_out, self._left_out = self._left_out, 0
+        left_out = self._lines.take()
+        if left_out is None:
+            return
         more = f" ({left_out} more refusals not logged)" if left_out else ""
         self.logger.warning("refused %s %s %s from %s: %s%s", status, method, path, client, detail[:300], more)
 
     def health(self) -> dict[str, Any]:
         """What ``/health`` reports: counts by status and the total."""
         return {"total": self.total, "by_status": {str(k): v for k, v in sorted(self.by_status.items())}}
+
+
+#: what the protocol layer counts (``/health``'s ``connections.by_kind``)
+MALFORMED = "malformed_request_400"
+HEADER_TIMEOUT = "header_timeout_closed"
+
+
+class ConnectionEvents:
+    """Refusals and closes of the HTTP protocol layer, before any app sees a request; one per process.
+
+    Why separate from :class:`RefusalLog`: uvicorn answers a request it cannot parse
+    with its own 400 and the header deadline closes a connection, both before a
+    request reaches the app (and its middleware). They are counted here, logged at
+    most ``lines_per_s`` a second, and every app of the process reports them in
+    ``/health`` under ``connections``, beside the kernel's listen-queue counters
+    (:func:`kernel_listen_drops`): a connection the kernel dropped never reaches
+    the process at all.
+    """
+
+    def __init__(self, lines_per_s: float = 5.0, logger: logging.Logger = LOG) -> None:
+        self.by_kind: Counter[str] = Counter()
+        self.logger = logger
+        self._lines = RateLimitedLines(lines_per_s)
+        self._lock = threading.Lock()
+
+    def record(self, kind: str, peer: Any, message: str) -> None:
+        """Count one event of ``kind`` and log it unless over the line rate."""
+        with self._lock:
+            self.by_kind[kind] += 1
+        left_out = self._lines.take()
+        if left_out is None:
+            return
+        more = f" ({left_out} more connection events not logged)" if left_out else ""
+        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer)
+        self.logger.warning("%s from %s: %s%s", kind, where, message, more)
+
+    def health(self) -> dict[str, Any]:
+        """``/health``'s ``connections``: this process's counts by kind, and the kernel's listen-queue drops."""
+        return {"total": sum(self.by_kind.values()), "by_kind": dict(sorted(self.by_kind.items())),
+                "kernel_listen_drops": kernel_listen_drops()}
+
+
+#: the process's protocol-layer events (the protocol objects are uvicorn's, made per connection)
+CONNECTION_EVENTS = ConnectionEvents()
+
+
+def kernel_listen_drops(path: str = "/proc/net/netstat") -> dict[str, int] | None:
+    """Linux's ``ListenOverflows`` and ``ListenDrops`` (machine-wide, since boot), or None elsewhere.
+
+    A connection the accept queue had no room for (``--backlog``, capped by
+    ``net.core.somaxconn``) is dropped by the kernel and never reaches the server;
+    these counters are the only place it shows on the server's side. They count every
+    listening socket of the machine, so read their change over a period, not the value.
+    """
+    try:
+        with open(path, encoding="ascii") as handle:
+            lines = [line.split() for line in handle if line.startswith("TcpExt:")]
+    except OSError:
+        return None
+    if len(lines) < 2:
+        return None
+    values = dict(zip(lines[0][1:], lines[1][1:], strict=False))
+    return {name: int(values[name]) for name in ("ListenOverflows", "ListenDrops") if name in values}
 
 
 def _detail_of(body: bytes) -> str:
@@ -157,14 +238,23 @@ class GuardMiddleware:
         status = 0
         error_body: list[bytes] = []
 
+        held: dict[str, Any] | None = None  # a refusal's start, sent with its first body chunk (its reason)
+
         async def guarded_send(message: dict[str, Any]) -> None:
-            nonlocal started, status
+            nonlocal started, status, held
             if message["type"] == "http.response.start":
                 started, status = True, message["status"]
                 if status in (408, 413):  # the rest of the body was never read: do not reuse the connection
                     message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+                if 400 <= status < 500:  # its reason phrase is the body's detail: wait for the body
+                    held = message
+                    return
             elif message["type"] == "http.response.body" and 400 <= status < 500 and len(error_body) < 4:
                 error_body.append(message.get("body", b"")[:2048])
+            if held is not None:
+                start, held = held, None
+                with reason_for(reason_phrase(status, _detail_of(b"".join(error_body)))):
+                    await send(start)
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body") and 400 <= status < 500:
                 self.refusals.record(status, _detail_of(b"".join(error_body)), where, scope["method"], scope["path"])
@@ -267,9 +357,16 @@ class _HeaderDeadline:
     def _expire(self) -> None:
         self._deadline = None
         if not self.transport.is_closing():
-            peer = self.transport.get_extra_info("peername")
-            LOG.info("closed a connection from %s: no complete request headers within %g s", peer, _header_timeout())
+            CONNECTION_EVENTS.record(HEADER_TIMEOUT, self.transport.get_extra_info("peername"),
+                                     f"closed: no complete request headers within {_header_timeout():g} s "
+                                     "(raise --header-timeout-s)")
             self.transport.close()
+
+    def _refuse_malformed(self, send_400: Any, msg: str) -> None:
+        """uvicorn's own 400 for a request it cannot parse: counted, logged, its reason in the status line."""
+        CONNECTION_EVENTS.record(MALFORMED, self.transport.get_extra_info("peername"), msg)
+        with reason_for(reason_phrase(400, f"{msg} (not parseable as HTTP/1.1)")):
+            send_400(msg)
 
 
 def _httptools_protocol() -> type[asyncio.Protocol]:
@@ -296,6 +393,9 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
             self._disarm()
             super().connection_lost(exc)
 
+        def send_400_response(self, msg: str) -> None:
+            self._refuse_malformed(super().send_400_response, msg)
+
     return TimedHttpToolsProtocol
 
 
@@ -319,6 +419,28 @@ class TimedH11Protocol(_HeaderDeadline, H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        self._refuse_malformed(super().send_400_response, msg)
+
+
+class _QuietUvicorn400(logging.Filter):
+    """Drops uvicorn's own unthrottled "Invalid HTTP request received." line: ours (rate-limited) replaces it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Invalid HTTP request received."
+
+
+def _install() -> None:
+    """Once per process, at import (so ``--processes`` workers too): the reason-phrase tables
+    (``http_reason``) and the filter on uvicorn's 400 line."""
+    http_reason.install()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _QuietUvicorn400) for f in uvicorn_log.filters):
+        uvicorn_log.addFilter(_QuietUvicorn400())
+
+
+_install()
 
 
 TimedHttpToolsProtocol: type[asyncio.Protocol] | None = (

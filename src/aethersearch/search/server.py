@@ -62,6 +62,7 @@ from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 from aethersearch.search.base import SearchIndex, StoreRowsIndex
 from aethersearch.search.http_guard import (
+    CONNECTION_EVENTS,
     GuardMiddleware,
     HTTPProblem,
     HttpTimeouts,
@@ -603,6 +604,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
             "store_hash": store.content_hash, "documents": len(store),
             "limits": limits.model_dump(), "index_calls": batcher.calls, "refusals": refusals.health(),
+            "connections": CONNECTION_EVENTS.health(),
             "wire_rows": wire_rows_state,
             **health_facts(index, store, retriever.modes, mode_aliases),
         })
