@@ -50,10 +50,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from array import array
 import secrets
 import tempfile
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -69,6 +70,7 @@ from aethersearch.errors import AetherError, ConfigError, ToolError
 from aethersearch.records import Document, Record, ToolCall
 from aethersearch.sandbox.contract import MASK_POLICY, SANDBOX_SERVICE
 from aethersearch.sandbox.action_log import NO_ANSWER, ActionLog, LoggedEpisode, recover
+from aethersearch.sandbox.action_record import episode_ceiling_bytes
 from aethersearch.sandbox.episode import MAX_K, Sandbox, SandboxEpisode
 from aethersearch.sandbox.request_body import MAX_BODY_CHARS, check_body
 from aethersearch.sandbox.serving import PUBLIC_CALL_EXCLUDE
@@ -88,6 +90,8 @@ from aethersearch.search.http_guard import (
 )
 
 MAX_OPEN_EPISODES = 10_000
+#: the default ceiling of what open episodes may hold (``--max-episode-memory-mb``)
+MAX_EPISODE_MEMORY_MB = 4_096
 #: a final answer's length: a short span, and any answer this long fits the body limit however it is escaped
 #: (a character JSON-escaped as a surrogate pair is 12 bytes; 2,000 of them were refused as 413, not 422)
 MAX_ANSWER_CHARS = MAX_BODY_CHARS // 4
@@ -98,9 +102,13 @@ RECENTLY_CLOSED = 4_096
 class SandboxLimits(Record):
     """What one client can make the sandbox hold (reported by ``/health``)."""
 
-    max_open_episodes: int = Field(default=MAX_OPEN_EPISODES, ge=1)
+    max_open_episodes: int = Field(default=MAX_OPEN_EPISODES, ge=1, description=(
+        "open episodes; left at its default, lowered to what --max-episode-memory-mb holds"))
     max_actions: int = Field(default=400, ge=1, description="actions per episode (WebDetective's agents make at "
                                                             "most 40 tool calls); 429 beyond")
+    max_episode_memory_mb: int = Field(default=MAX_EPISODE_MEMORY_MB, ge=1, description=(
+        "the most memory open episodes may hold, at worst (open episodes x actions x bytes per action); the "
+        "sandbox refuses to start when its caps allow more"))
     max_body_bytes: int = Field(default=8 * MAX_BODY_CHARS, ge=256, description="request body size; 413 beyond")
     timeouts: HttpTimeouts = Field(default_factory=HttpTimeouts)
 
@@ -242,10 +250,10 @@ class Live:
 
     __slots__ = ("episode", "lock", "owner_sha256", "statuses")
 
-    def __init__(self, episode: SandboxEpisode, statuses: list[int] | None = None,
+    def __init__(self, episode: SandboxEpisode, statuses: Sequence[int] | None = None,
                  owner_sha256: str | None = None) -> None:
         self.episode = episode
-        self.statuses = statuses or []
+        self.statuses = array("H", statuses or ())  # 2 bytes an action (a list held 8)
         self.owner_sha256 = owner_sha256  # only the client holding this token's preimage may replace the episode
         self.lock = asyncio.Lock()  # one action of an episode at a time: its seq is its place in the log
 
@@ -270,7 +278,9 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     """
     limits = limits or SandboxLimits()
     if max_open_episodes is not None:
-        limits = limits.model_copy(update={"max_open_episodes": max_open_episodes})
+        limits = SandboxLimits.model_validate({**limits.model_dump(exclude_unset=True),
+                                               "max_open_episodes": max_open_episodes})
+    limits, ceiling = bounded_limits(limits, sandbox)
     if action_log is None:
         action_log = Path(tempfile.mkdtemp(prefix="aether-sandbox-")) / "actions.jsonl"
     recovered = recover(action_log)
@@ -335,6 +345,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                 "release_id": sandbox.release_id, "questions": len(sandbox.masks), "open_episodes": len(live),
                 "recovered_episodes": len(recovered.open) - len(unrecoverable),
                 "unrecoverable_episodes": len(unrecoverable), "limits": limits.model_dump(),
+                "episode_memory_ceiling_bytes": ceiling,
                 "refusals": refusals.health(), "connections": CONNECTION_EVENTS.health()}
 
     @app.post("/episodes", response_model=Created,
@@ -406,7 +417,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                 documents, public = await run_in_threadpool(ep.visit_sync, body["page"])
                 status = 200 if public.error is None else _visit_refusal_status(body["page"])
             found.statuses.append(status)
-            await log.called(episode_id, ep.actions - 1, status, ep.last_call)
+            await log.called(episode_id, ep.actions - 1, status, ep.take_last_call())
             if status != 200:
                 return _refusal(status, public)
             # the documents the tool just served; documents_of (rebuilding them, on the event loop) is
@@ -472,6 +483,30 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     return app
 
 
+def bounded_limits(limits: SandboxLimits, sandbox: Sandbox) -> tuple[SandboxLimits, int]:
+    """The limits with open episodes capped to the memory ceiling, and the ceiling in bytes.
+
+    The ceiling is open episodes x (an episode's fixed part + actions x the worst bytes
+    of one action: ``sandbox.action_record``), with the most masked pages of any
+    question served. ``max_open_episodes`` left at its default is lowered to fit
+    ``max_episode_memory_mb``; set explicitly beyond it, the sandbox refuses to start.
+    """
+    max_masked = max((len(mask.masked) for mask in sandbox.masks.values() if mask is not None), default=0)
+    per_episode = episode_ceiling_bytes(limits.max_actions, MAX_K, max_masked)
+    budget = limits.max_episode_memory_mb << 20
+    fits = budget // per_episode
+    if limits.max_open_episodes > fits:
+        if "max_open_episodes" in limits.model_fields_set or fits < 1:
+            raise ConfigError(
+                f"{limits.max_open_episodes:,} open episodes x {limits.max_actions} actions could hold "
+                f"{limits.max_open_episodes * per_episode / 2**20:,.0f} MB (at worst {per_episode:,} bytes an "
+                f"episode), over --max-episode-memory-mb {limits.max_episode_memory_mb:,}",
+                fix=f"lower --max-open-episodes to {max(fits, 1):,} or less, lower --max-actions, or raise "
+                    "--max-episode-memory-mb")
+        limits = limits.model_copy(update={"max_open_episodes": int(fits)})
+    return limits, limits.max_open_episodes * per_episode
+
+
 def _visit_refusal_status(page: str) -> int:
     """An invalid page name is a 422; an unknown or masked page a 404 (the same for both)."""
     try:
@@ -493,7 +528,7 @@ def _replay(found: Live, seq: int, tool: str, body: dict[str, Any]) -> Any:
     client whose count went wrong, and answering it with the logged reply would hand
     it the documents of a request it did not make (409, naming the logged action).
     """
-    call = found.episode.trace[seq]
+    call = found.episode.call_at(seq)
     if call.tool != tool or call.arguments != _asked(tool, body):
         raise HTTPException(409, f"seq {seq} of episode {found.episode.episode_id} was {call.tool} "
                                  f"{orjson.dumps(call.arguments).decode()}, not this {tool} "
@@ -502,7 +537,7 @@ def _replay(found: Live, seq: int, tool: str, body: dict[str, Any]) -> Any:
     status = found.statuses[seq]
     if status != 200:
         return _refusal(status, call)
-    return _result_json(found.episode.documents_of(call), call)
+    return _result_json(found.episode.documents_of(seq), call)
 
 
 def _recover_one(sandbox: Sandbox, logged: LoggedEpisode, live: dict[str, Live],
