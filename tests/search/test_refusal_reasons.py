@@ -30,12 +30,12 @@ TIMEOUTS = HttpTimeouts(header_timeout_s=0.5, body_timeout_s=2.0, keep_alive_s=2
 PARSERS = ["h11"] + (["httptools"] if TimedHttpToolsProtocol is not None else [])
 
 
-def _serve(app: Any, http: str) -> Iterator[str]:
+def _serve(app: Any, http: str, timeouts: HttpTimeouts = TIMEOUTS) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                                           **uvicorn_options(http, TIMEOUTS)))
+                                           **uvicorn_options(http, timeouts)))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -145,6 +145,13 @@ class RefusalLog:
 #: what the protocol layer counts (``/health``'s ``connections.by_kind``)
 MALFORMED = "malformed_request_400"
 HEADER_TIMEOUT = "header_timeout_closed"
+#: an idle keep-alive connection closed after ``--keep-alive-s`` (normal HTTP, so counted, not logged); a
+#: client whose event loop is too busy to see the close sends its next request on it and reads "server
+#: disconnected": the cause of the load rounds' unexplained drops at 2,048 clients (docs/servers.md)
+KEEP_ALIVE_IDLE = "keep_alive_idle_closed"
+#: the listen backlog both servers ask for (uvicorn's default is 2,048: a burst of 2,048 clients plus any
+#: reconnect overflowed it); the kernel caps it at ``net.core.somaxconn``
+LISTEN_BACKLOG = 8192
 
 
 class ConnectionEvents:
@@ -165,10 +172,12 @@ class ConnectionEvents:
         self._lines = RateLimitedLines(lines_per_s)
         self._lock = threading.Lock()
 
-    def record(self, kind: str, peer: Any, message: str) -> None:
-        """Count one event of ``kind`` and log it unless over the line rate."""
+    def record(self, kind: str, peer: Any, message: str, *, log: bool = True) -> None:
+        """Count one event of ``kind`` and (with ``log``) log it unless over the line rate."""
         with self._lock:
             self.by_kind[kind] += 1
+        if not log:
+            return
         left_out = self._lines.take()
         if left_out is None:
             return
@@ -362,6 +371,12 @@ class _HeaderDeadline:
                                      "(raise --header-timeout-s)")
             self.transport.close()
 
+    def _idle_close(self, close: Any) -> None:
+        """uvicorn's keep-alive timeout fired: counted (``/health``), then closed as uvicorn does."""
+        if not self.transport.is_closing():
+            CONNECTION_EVENTS.record(KEEP_ALIVE_IDLE, self.transport.get_extra_info("peername"), "", log=False)
+        close()
+
     def _refuse_malformed(self, send_400: Any, msg: str) -> None:
         """uvicorn's own 400 for a request it cannot parse: counted, logged, its reason in the status line."""
         CONNECTION_EVENTS.record(MALFORMED, self.transport.get_extra_info("peername"), msg)
@@ -396,6 +411,9 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
         def send_400_response(self, msg: str) -> None:
             self._refuse_malformed(super().send_400_response, msg)
 
+        def timeout_keep_alive_handler(self) -> None:
+            self._idle_close(super().timeout_keep_alive_handler)
+
     return TimedHttpToolsProtocol
 
 
@@ -422,6 +440,9 @@ class TimedH11Protocol(_HeaderDeadline, H11Protocol):
 
     def send_400_response(self, msg: str) -> None:
         self._refuse_malformed(super().send_400_response, msg)
+
+    def timeout_keep_alive_handler(self) -> None:
+        self._idle_close(super().timeout_keep_alive_handler)
 
 
 class _QuietUvicorn400(logging.Filter):
@@ -458,9 +479,29 @@ def uvicorn_options(http: str, timeouts: HttpTimeouts) -> dict[str, Any]:
     if http == "httptools" and TimedHttpToolsProtocol is None:
         raise ConfigError("--http httptools needs the httptools package", fix="pip install 'uvicorn[standard]'")
     os.environ[HEADER_TIMEOUT_ENV] = repr(timeouts.header_timeout_s)
+    raise_open_files_limit()
     use_httptools = http == "httptools" or (http == "auto" and TimedHttpToolsProtocol is not None)
     name = "TimedHttpToolsProtocol" if use_httptools else "TimedH11Protocol"
-    return {"http": f"{__name__}:{name}", "timeout_keep_alive": timeouts.keep_alive_s}
+    return {"http": f"{__name__}:{name}", "timeout_keep_alive": timeouts.keep_alive_s, "backlog": LISTEN_BACKLOG}
+
+
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise this process's open-files soft limit to its hard limit; return (soft, hard) after.
+
+    Why: every connection is a file descriptor, and a soft limit of 1,024 (a common
+    default) makes ``accept`` fail once about a thousand clients are connected.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            return soft, hard
+        return target, hard
+    return soft, hard
 
 
 # --------------------------------------------------------------------------- OpenAPI
