@@ -265,6 +265,8 @@ class Retriever:
         self.modes = retrieval_modes(index)
         #: declared aliases (``--mode-alias``): requested mode -> the served mode that answers it
         self.aliases = resolve_mode_aliases(mode_aliases or {}, self.modes)
+        #: per served index: (it, its rows path or None, its pre-encoded hits or None)
+        self._paths: dict[int, tuple[SearchIndex, StoreRowsIndex | None, WireRows | None]] = {}
 
     def index_for(self, mode: str | None) -> SearchIndex:
         """The index a request's ``mode`` names; a 400 naming the valid modes otherwise."""
@@ -330,19 +332,20 @@ class Retriever:
         out: list[list[tuple[Any, float]]] = []
         for hits in results:
             if encoded is not None:
-                found = encoded.hits([row for row, _ in hits])
-                left -= sum(size for _, size in found)
-                docs: list[Any] = [hit for hit, _ in found]
-                scores = [float(score) for _, score in hits]
+                scored, size = encoded.scored(hits)
+                left -= size
+                if left < 0:
+                    raise ResponseTooLarge()
+                out.append(scored)
+                continue
+            if by_row and self._raw_rows is not None:
+                raws: list[dict[str, Any] | None] = list(self._raw_rows([row for row, _ in hits]))
             else:
-                if by_row and self._raw_rows is not None:
-                    raws: list[dict[str, Any] | None] = list(self._raw_rows([row for row, _ in hits]))
-                else:
-                    raws = [self.fetch(doc_id) for doc_id, _ in hits]
-                scores = [float(score) for (_, score), raw in zip(hits, raws, strict=True) if raw is not None]
-                docs = [self.wire(raw) for raw in raws if raw is not None]  # never a phantom document
-                for doc in docs:  # contents, and the title and text split from it, both travel
-                    left -= 2 * len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
+                raws = [self.fetch(doc_id) for doc_id, _ in hits]
+            scores = [float(score) for (_, score), raw in zip(hits, raws, strict=True) if raw is not None]
+            docs: list[Any] = [self.wire(raw) for raw in raws if raw is not None]  # never a phantom document
+            for doc in docs:  # contents, and the title and text split from it, both travel
+                left -= 2 * len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
             if left < 0:
                 raise ResponseTooLarge()
             out.append(list(zip(docs, scores, strict=True)))
@@ -364,8 +367,11 @@ class Retriever:
         """One batched index call for several requests' queries; per request its hits or its error."""
         flat = [q for queries in requests for q in queries]
         index = self.index_for(mode)
-        by_rows = self.rows_of(index)
-        encoded = self.wire_rows(index) if by_rows is not None else None
+        path = self._paths.get(id(index))
+        if path is None or path[0] is not index:  # decided once per index: isinstance and getattr per call add up
+            by_rows = self.rows_of(index)
+            path = self._paths[id(index)] = (index, by_rows, self.wire_rows(index) if by_rows is not None else None)
+        _, by_rows, encoded = path
         results: list[list[tuple[Any, float]]] = []
         if flat:
             results = by_rows.search_rows(flat, k) if by_rows is not None else list(index.search(flat, k))
