@@ -149,8 +149,9 @@ HEADER_TIMEOUT = "header_timeout_closed"
 #: client whose event loop is too busy to see the close sends its next request on it and reads "server
 #: disconnected": the cause of the load rounds' unexplained drops at 2,048 clients (docs/servers.md)
 KEEP_ALIVE_IDLE = "keep_alive_idle_closed"
-#: the listen backlog both servers ask for (uvicorn's default is 2,048: a burst of 2,048 clients plus any
-#: reconnect overflowed it); the kernel caps it at ``net.core.somaxconn``
+#: the listen backlog both servers ask for (uvicorn's default, 2,048, equals the top load level: no headroom
+#: for a burst of connects; not the cause of the 2,048-client drops, the kernel counted no overflow); the
+#: kernel caps it at ``net.core.somaxconn``
 LISTEN_BACKLOG = 8192
 
 
