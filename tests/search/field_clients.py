@@ -13,6 +13,15 @@ the reply, so a test that passes here passes with the upstream client:
   and reads ``r["contents"]`` and ``r["url"]`` of every hit of every query;
   ``access_async`` posts ``{"urls": urls}`` to ``/access`` and reads
   ``result["contents"]`` (``""`` for a null page).
+* verl ``verl/tools/utils/search_r1_like_utils.py`` (github.com/volcengine/verl, read at
+  b178a3cd56f58b2d502255daba591e92833930a7), what its ``SearchTool`` hands the model:
+  ``call_search_api`` posts ``{"queries", "topk", "return_scores": True}`` with
+  ``requests.post(url, headers=..., json=..., timeout=30)``, retries 500/502/503/504 and
+  connection errors and timeouts, and on any other status calls ``raise_for_status()``,
+  whose ``HTTPError`` text is kept as ``"API Request Error: {e}"`` (the body is never read);
+  ``perform_single_search_batch`` then answers the model
+  ``json.dumps({"result": f"Search error: {error}"})`` with the error prefixed
+  ``"API Call Failed: "``, or the hits joined as ``Doc {i} (Title: {t})\n{text}``.
 """
 
 from __future__ import annotations
@@ -91,3 +100,58 @@ async def aethersearch_retrieve(server_addr: str, queries: list[str], topk: int 
                               "score": float(score) if score is not None else None})
         parsed.append(documents)
     return parsed
+
+
+def verl_call_search_api(url: str, queries: list[str], topk: int = 3, timeout: int = 30,
+                         retries: int = 10) -> tuple[dict[str, Any] | None, str | None]:
+    """verl's ``call_search_api`` (b178a3c): ``(json, None)`` or ``(None, error)``, retries without the sleeps."""
+    import json
+
+    payload = {"queries": queries, "topk": topk, "return_scores": True}
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    last_error = None
+    for attempt in range(retries):
+        try:
+            response = requests.post(url, headers=headers, json=payload, timeout=timeout)
+            if response.status_code in [500, 502, 503, 504]:
+                last_error = f"API Request Error: Server Error ({response.status_code}) on attempt {attempt + 1}/{retries}"
+                continue
+            response.raise_for_status()
+            return response.json(), None
+        except requests.exceptions.ConnectionError as e:
+            last_error = f"Connection Error: {e}"
+            continue
+        except requests.exceptions.Timeout as e:
+            last_error = f"Timeout Error: {e}"
+            continue
+        except requests.exceptions.RequestException as e:
+            last_error = f"API Request Error: {e}"
+            break
+        except json.JSONDecodeError as e:
+            last_error = f"API Response JSON Decode Error: {e}"
+            break
+    return None, f"API Call Failed: {last_error}" if last_error else "API Call Failed after retries"
+
+
+def verl_search_tool_text(url: str, queries: list[str], topk: int = 3) -> str:
+    """The text verl's ``SearchTool`` gives the model for one call (``perform_single_search_batch``, b178a3c)."""
+    import json
+
+    api_response, error_msg = verl_call_search_api(url, queries, topk)
+    if error_msg:
+        return json.dumps({"result": f"Search error: {error_msg}"}, ensure_ascii=False)
+    if not api_response:
+        return json.dumps({"result": "Unknown API state (no response and no error message)."}, ensure_ascii=False)
+    raw_results = api_response.get("result", [])
+    if not raw_results:
+        return json.dumps({"result": "No search results found."}, ensure_ascii=False)
+    pretty = []
+    for retrieval in raw_results:
+        reference = ""
+        for idx, doc_item in enumerate(retrieval):
+            content = doc_item["document"]["contents"]
+            title = content.split("\n")[0]
+            text = "\n".join(content.split("\n")[1:])
+            reference += f"Doc {idx + 1} (Title: {title})\n{text}\n\n"
+        pretty.append(reference.strip())
+    return json.dumps({"result": "\n---\n".join(pretty)}, ensure_ascii=False)

@@ -32,7 +32,11 @@ def register(app: typer.Typer) -> None:
                                                     "with the same file recovers the open episodes"),
         max_actions: int = typer.Option(400, "--max-actions", min=1,
                                         help="actions per episode (429 beyond); the paper's agents make <= 40"),
-        max_open_episodes: int = typer.Option(10_000, "--max-open-episodes", min=1, help="open at once (429 beyond)"),
+        max_open_episodes: int | None = typer.Option(None, "--max-open-episodes", min=1, help=(
+            "open at once (429 beyond); default 10,000, lowered to what --max-episode-memory-mb holds; set beyond "
+            "that, the sandbox refuses to start")),
+        max_episode_memory_mb: int = typer.Option(4096, "--max-episode-memory-mb", min=1, help=(
+            "the most memory open episodes may hold at worst (open episodes x actions x worst bytes per action)")),
         header_timeout_s: float = typer.Option(10.0, "--header-timeout-s", help="a request's headers must arrive "
                                                "within this of connecting or of the previous response"),
         body_timeout_s: float = typer.Option(30.0, "--body-timeout-s", help="a request body must arrive within "
@@ -44,15 +48,19 @@ def register(app: typer.Typer) -> None:
         from aethersearch.sandbox.server import serve as run_server
         from aethersearch.search.index_dir import open_index
 
-        from aethersearch.sandbox.server import SandboxLimits
+        from aethersearch.sandbox.server import SandboxLimits, bounded_limits
         from aethersearch.search.http_guard import record_from_options
 
-        limits = record_from_options(SandboxLimits, "aether sandbox serve", {}, max_actions=max_actions, max_open_episodes=max_open_episodes,
+        caps = {"max_actions": max_actions, "max_episode_memory_mb": max_episode_memory_mb,
+                **({} if max_open_episodes is None else {"max_open_episodes": max_open_episodes})}
+        limits = record_from_options(SandboxLimits, "aether sandbox serve", {}, **caps,
                                      timeouts={"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s,
                                                "keep_alive_s": keep_alive_s})
         opened = open_index(index)
         sandbox = open_sandbox(release, opened.index, opened.store, corpus_hash=opened.store.content_hash,
                                index_hash=opened.index.index_hash)
+        limits, ceiling = bounded_limits(limits, sandbox)  # refuses here, with the fix, before binding
         console.print(f"sandbox for [bold]{escape(str(sandbox.release_id))}[/] ({len(sandbox.masks)} questions) "
-                      f"on http://{escape(host)}:{port}")
+                      f"on http://{escape(host)}:{port}; open episodes hold at most {ceiling / 2**20:,.0f} MB "
+                      f"({limits.max_open_episodes:,} episodes x {limits.max_actions} actions)")
         run_server(sandbox, host=host, port=port, action_log=action_log, limits=limits)

@@ -32,6 +32,7 @@ from aethersearch.errors import ConfigError, DataError, ToolError
 from aethersearch.jsonl import iter_jsonl, validate_row
 from aethersearch.records import DiagnosticsRow, Document, ToolCall
 from aethersearch.release_layout import release_layout
+from aethersearch.sandbox.action_record import ActionRecord
 from aethersearch.sandbox.mask import ChainMask
 from aethersearch.sandbox.serving import public_call, render_page, search_hit
 from aethersearch.sandbox.tools import (
@@ -104,7 +105,8 @@ class SandboxEpisode:
         self._resolver = resolver
         self._clock = clock
         self._visited: set[str] = set()
-        self._trace: list[ToolCall] = []
+        self._trace: list[ActionRecord] = []  # compact: a ToolCall is rebuilt only when a trace is read
+        self._last: ToolCall | None = None  # the latest call in full, for the durable log
         self._lock = threading.Lock()
         self.closed = False
 
@@ -118,12 +120,16 @@ class SandboxEpisode:
     @property
     def trace(self) -> list[ToolCall]:
         """The action log: every request of the episode, in order, masked ids included (never agent-facing)."""
-        return list(self._trace)
+        return [record.call() for record in self._trace]
+
+    def call_at(self, seq: int) -> ToolCall:
+        """Action ``seq`` of the episode (0-based), masked ids included."""
+        return self._trace[seq].call()
 
     @property
     def public_trace(self) -> list[ToolCall]:
         """The action log as the agent saw it (:func:`public_call` of each entry)."""
-        return [public_call(c) for c in self._trace]
+        return [public_call(c) for c in self.trace]
 
     @property
     def actions(self) -> int:
@@ -132,8 +138,17 @@ class SandboxEpisode:
 
     @property
     def last_call(self) -> ToolCall:
-        """The latest logged call, masked ids included (what the server's durable log records)."""
-        return self._trace[-1]
+        """The latest logged call in full, masked ids included (what the server's durable log records)."""
+        if self._last is None:
+            return self._trace[-1].call()
+        return self._last
+
+    def take_last_call(self) -> ToolCall:
+        """:attr:`last_call`, no longer held in full: memory keeps only its compact record (the server
+        takes it once it is in the durable log, so an open episode holds no request at full size)."""
+        call = self.last_call
+        self._last = None
+        return call
 
     def restore(self, calls: list[ToolCall]) -> None:
         """Replay a logged action list into a fresh episode (a restarted sandbox recovering it).
@@ -143,20 +158,22 @@ class SandboxEpisode:
         with self._lock:
             if self._trace:
                 raise ToolError(f"episode {self.episode_id} already has actions; restore only a fresh one")
-            self._trace = list(calls)
+            self._trace = [ActionRecord(call) for call in calls]
+            self._last = None  # already in the durable log
             self._visited = visited_pages(calls)
 
-    def documents_of(self, call: ToolCall) -> list[Document]:
-        """The documents a logged successful call served, rebuilt (a retried request is answered again).
+    def documents_of(self, seq: int) -> list[Document]:
+        """The documents action ``seq``, a logged successful call, served, rebuilt (a retried request is
+        answered again).
 
         Deterministic: search hits are the snippets of the returned ids for the
         logged query, a visit the returned page as the (immutable) mask renders it.
         """
         store = self._resolver.store
+        call = self.call_at(seq)
         if call.tool == "search":
             # the snippets as served then: masked by the pages visited *before* this call
-            position = next((i for i, c in enumerate(self._trace) if c is call), len(self._trace))
-            visited = visited_pages(self._trace[:position])
+            visited = visited_pages(self._trace[:seq])
             return [search_hit(self.mask, store.get(i), str(call.arguments.get("query", "")).strip(), visited)
                     for i in call.returned_ids]
         return [render_page(self.mask, store.get(i)) for i in call.returned_ids]
@@ -168,7 +185,8 @@ class SandboxEpisode:
     def _log(self, call: ToolCall) -> ToolCall:
         """Append a call to the action log (stamped with its start time); return the agent's copy."""
         call = call.model_copy(update={"started_at": round(time.time() - call.elapsed_s, 6)})
-        self._trace.append(call)
+        self._trace.append(ActionRecord(call))
+        self._last = call
         return public_call(call)
 
     def log_rejected(self, tool: str, arguments: dict[str, Any], error: str) -> ToolCall:
@@ -245,7 +263,7 @@ class SandboxEpisode:
         """Close the episode (further calls are refused) and return its action log."""
         with self._lock:
             self.closed = True
-            return list(self._trace)
+            return self.trace
 
     async def search(self, query: str, k: int) -> ToolResult:
         """Search the encyclopedia for ``query``: the top ``k`` pages, each as title and a short snippet."""
@@ -260,7 +278,7 @@ class SandboxEpisode:
         self.close_sync()
 
 
-def visited_pages(calls: Iterable[ToolCall]) -> set[str]:
+def visited_pages(calls: Iterable[ToolCall | ActionRecord]) -> set[str]:
     """The pages an episode's successful visits opened (what unlocks their successors in the mask)."""
     return {c.returned_ids[0] for c in calls if c.tool == "visit" and c.error is None and c.returned_ids}
 

@@ -18,6 +18,7 @@ import orjson
 
 from aethersearch.jsonl import loads
 from aethersearch.sandbox.tools import MAX_PAGE_NAME, MAX_QUERY_CHARS
+from aethersearch.search.http_guard import json_integer
 
 # Request fields longer than this are refused (422, logged with the argument cut to this length) so the log
 # never stores a huge argument; anything shorter reaches the episode, whose own limits refuse and log it.
@@ -46,6 +47,7 @@ def check_body(raw: bytes, fields: dict[str, type], required: tuple[str, ...]) -
     if not isinstance(body, dict):
         return {"body": clip(body)}, "request body must be a JSON object"
     args = {str(k)[:64]: clip(v) for k, v in list(body.items())[:16]}
+    body = {name: json_integer(value) if fields.get(name) is int else value for name, value in body.items()}
     unknown = sorted(set(body) - set(fields))
     if unknown:
         return args, f"unknown field(s) {unknown}; expected {sorted(fields)}"

@@ -50,32 +50,37 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from array import array
 import secrets
 import tempfile
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic.json_schema import SkipJsonSchema
 
 from aethersearch.errors import AetherError, ConfigError, ToolError
 from aethersearch.records import Document, Record, ToolCall
 from aethersearch.sandbox.contract import MASK_POLICY, SANDBOX_SERVICE
 from aethersearch.sandbox.action_log import NO_ANSWER, ActionLog, LoggedEpisode, recover
+from aethersearch.sandbox.action_record import episode_ceiling_bytes
 from aethersearch.sandbox.episode import MAX_K, Sandbox, SandboxEpisode
 from aethersearch.sandbox.request_body import MAX_BODY_CHARS, check_body
 from aethersearch.sandbox.serving import PUBLIC_CALL_EXCLUDE
-from aethersearch.sandbox.tools import validate_page_name
+from aethersearch.sandbox.tools import MAX_PAGE_NAME, MAX_QUERY_CHARS, QUERY_PATTERN, page_name_pattern, validate_page_name
 from aethersearch.search.http_guard import (
+    CONNECTION_EVENTS,
     GuardMiddleware,
     HTTPProblem,
     HttpTimeouts,
+    json_integer,
     RefusalLog,
     install_problem_handlers,
     json_body,
@@ -85,6 +90,8 @@ from aethersearch.search.http_guard import (
 )
 
 MAX_OPEN_EPISODES = 10_000
+#: the default ceiling of what open episodes may hold (``--max-episode-memory-mb``)
+MAX_EPISODE_MEMORY_MB = 4_096
 #: a final answer's length: a short span, and any answer this long fits the body limit however it is escaped
 #: (a character JSON-escaped as a surrogate pair is 12 bytes; 2,000 of them were refused as 413, not 422)
 MAX_ANSWER_CHARS = MAX_BODY_CHARS // 4
@@ -95,9 +102,13 @@ RECENTLY_CLOSED = 4_096
 class SandboxLimits(Record):
     """What one client can make the sandbox hold (reported by ``/health``)."""
 
-    max_open_episodes: int = Field(default=MAX_OPEN_EPISODES, ge=1)
+    max_open_episodes: int = Field(default=MAX_OPEN_EPISODES, ge=1, description=(
+        "open episodes; left at its default, lowered to what --max-episode-memory-mb holds"))
     max_actions: int = Field(default=400, ge=1, description="actions per episode (WebDetective's agents make at "
                                                             "most 40 tool calls); 429 beyond")
+    max_episode_memory_mb: int = Field(default=MAX_EPISODE_MEMORY_MB, ge=1, description=(
+        "the most memory open episodes may hold, at worst (open episodes x actions x bytes per action); the "
+        "sandbox refuses to start when its caps allow more"))
     max_body_bytes: int = Field(default=8 * MAX_BODY_CHARS, ge=256, description="request body size; 413 beyond")
     timeouts: HttpTimeouts = Field(default_factory=HttpTimeouts)
 
@@ -115,22 +126,40 @@ class CreateEpisode(BaseModel):
                                                 "one); replace=true takes over an open episode only with its owner")
 
 
+#: an action's ``seq``: a JSON integer >= 0 (``2.0`` included, as JSON Schema counts it)
+Seq = Annotated[StrictInt, Field(ge=0), BeforeValidator(json_integer)]
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    """Drop a declared ``"default": null`` (an omitted ``seq`` is not a null one: null is refused)."""
+    schema.pop("default", None)
+
+
 class SearchBody(BaseModel):
-    """Body of ``POST /episodes/{id}/search`` (checked by hand so a malformed one is still logged)."""
+    """Body of ``POST /episodes/{id}/search`` (checked by hand so a malformed one is still logged).
+
+    Declared as strictly as ``sandbox.tools`` refuses: a query with a non-space
+    character, at most ``MAX_QUERY_CHARS``; ``seq`` may be omitted but is never null.
+    """
 
     model_config = ConfigDict(extra="forbid")
-    query: StrictStr = Field(max_length=MAX_BODY_CHARS)
-    k: StrictInt = Field(default=5, ge=1, le=MAX_K)
-    seq: StrictInt | None = Field(default=None, ge=0, description="actions already answered in this episode "
-                                                                 "(a retried request carries the same seq)")
+    query: StrictStr = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=QUERY_PATTERN,
+                             description="keywords, with at least one non-space character")
+    k: Annotated[StrictInt, Field(ge=1, le=MAX_K), BeforeValidator(json_integer)] = 5
+    seq: Seq | SkipJsonSchema[None] = Field(default=None, description=(
+        "actions already answered in this episode (a retried request carries the same seq); omit it rather "
+        "than send null"), json_schema_extra=_no_default)
 
 
 class VisitBody(BaseModel):
-    """Body of ``POST /episodes/{id}/visit``."""
+    """Body of ``POST /episodes/{id}/visit``: a page name ``sandbox.tools.validate_page_name`` accepts."""
 
     model_config = ConfigDict(extra="forbid")
-    page: StrictStr = Field(max_length=MAX_BODY_CHARS)
-    seq: StrictInt | None = Field(default=None, ge=0, description="as for search")
+    page: StrictStr = Field(min_length=1, max_length=MAX_PAGE_NAME, pattern=page_name_pattern(),
+                            description="a page id or title: no '/', '\\', '..' or control characters, "
+                                        "not starting with '.'")
+    seq: Seq | SkipJsonSchema[None] = Field(default=None, description="as for search",
+                                                  json_schema_extra=_no_default)
 
 
 class CloseBody(BaseModel):
@@ -221,10 +250,10 @@ class Live:
 
     __slots__ = ("episode", "lock", "owner_sha256", "statuses")
 
-    def __init__(self, episode: SandboxEpisode, statuses: list[int] | None = None,
+    def __init__(self, episode: SandboxEpisode, statuses: Sequence[int] | None = None,
                  owner_sha256: str | None = None) -> None:
         self.episode = episode
-        self.statuses = statuses or []
+        self.statuses = array("H", statuses or ())  # 2 bytes an action (a list held 8)
         self.owner_sha256 = owner_sha256  # only the client holding this token's preimage may replace the episode
         self.lock = asyncio.Lock()  # one action of an episode at a time: its seq is its place in the log
 
@@ -249,7 +278,9 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     """
     limits = limits or SandboxLimits()
     if max_open_episodes is not None:
-        limits = limits.model_copy(update={"max_open_episodes": max_open_episodes})
+        limits = SandboxLimits.model_validate({**limits.model_dump(exclude_unset=True),
+                                               "max_open_episodes": max_open_episodes})
+    limits, ceiling = bounded_limits(limits, sandbox)
     if action_log is None:
         action_log = Path(tempfile.mkdtemp(prefix="aether-sandbox-")) / "actions.jsonl"
     recovered = recover(action_log)
@@ -271,7 +302,10 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
         yield
         await asyncio.to_thread(log.close)
 
-    app = FastAPI(title="aethersearch masked sandbox", version="2", lifespan=lifespan)
+    # no /docs or /redoc: their pages load Swagger UI and ReDoc from a CDN (nothing an offline or
+    # loopback-only box can show) and are no part of the API; /openapi.json is the description
+    app = FastAPI(title="aethersearch masked sandbox", version="2", lifespan=lifespan, docs_url=None,
+                  redoc_url=None)
     app.state.episodes = _EpisodeView(live)
     app.state.refusals = refusals
     app.state.action_log = log
@@ -311,7 +345,8 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                 "release_id": sandbox.release_id, "questions": len(sandbox.masks), "open_episodes": len(live),
                 "recovered_episodes": len(recovered.open) - len(unrecoverable),
                 "unrecoverable_episodes": len(unrecoverable), "limits": limits.model_dump(),
-                "refusals": refusals.health()}
+                "episode_memory_ceiling_bytes": ceiling,
+                "refusals": refusals.health(), "connections": CONNECTION_EVENTS.health()}
 
     @app.post("/episodes", response_model=Created,
               responses=problem_responses(400, 403, 404, 408, 409, 413, 422, 429))
@@ -382,7 +417,7 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
                 documents, public = await run_in_threadpool(ep.visit_sync, body["page"])
                 status = 200 if public.error is None else _visit_refusal_status(body["page"])
             found.statuses.append(status)
-            await log.called(episode_id, ep.actions - 1, status, ep.last_call)
+            await log.called(episode_id, ep.actions - 1, status, ep.take_last_call())
             if status != 200:
                 return _refusal(status, public)
             # the documents the tool just served; documents_of (rebuilding them, on the event loop) is
@@ -448,6 +483,30 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     return app
 
 
+def bounded_limits(limits: SandboxLimits, sandbox: Sandbox) -> tuple[SandboxLimits, int]:
+    """The limits with open episodes capped to the memory ceiling, and the ceiling in bytes.
+
+    The ceiling is open episodes x (an episode's fixed part + actions x the worst bytes
+    of one action: ``sandbox.action_record``), with the most masked pages of any
+    question served. ``max_open_episodes`` left at its default is lowered to fit
+    ``max_episode_memory_mb``; set explicitly beyond it, the sandbox refuses to start.
+    """
+    max_masked = max((len(mask.masked) for mask in sandbox.masks.values() if mask is not None), default=0)
+    per_episode = episode_ceiling_bytes(limits.max_actions, MAX_K, max_masked)
+    budget = limits.max_episode_memory_mb << 20
+    fits = budget // per_episode
+    if limits.max_open_episodes > fits:
+        if "max_open_episodes" in limits.model_fields_set or fits < 1:
+            raise ConfigError(
+                f"{limits.max_open_episodes:,} open episodes x {limits.max_actions} actions could hold "
+                f"{limits.max_open_episodes * per_episode / 2**20:,.0f} MB (at worst {per_episode:,} bytes an "
+                f"episode), over --max-episode-memory-mb {limits.max_episode_memory_mb:,}",
+                fix=f"lower --max-open-episodes to {max(fits, 1):,} or less, lower --max-actions, or raise "
+                    "--max-episode-memory-mb")
+        limits = limits.model_copy(update={"max_open_episodes": int(fits)})
+    return limits, limits.max_open_episodes * per_episode
+
+
 def _visit_refusal_status(page: str) -> int:
     """An invalid page name is a 422; an unknown or masked page a 404 (the same for both)."""
     try:
@@ -469,7 +528,7 @@ def _replay(found: Live, seq: int, tool: str, body: dict[str, Any]) -> Any:
     client whose count went wrong, and answering it with the logged reply would hand
     it the documents of a request it did not make (409, naming the logged action).
     """
-    call = found.episode.trace[seq]
+    call = found.episode.call_at(seq)
     if call.tool != tool or call.arguments != _asked(tool, body):
         raise HTTPException(409, f"seq {seq} of episode {found.episode.episode_id} was {call.tool} "
                                  f"{orjson.dumps(call.arguments).decode()}, not this {tool} "
@@ -478,7 +537,7 @@ def _replay(found: Live, seq: int, tool: str, body: dict[str, Any]) -> Any:
     status = found.statuses[seq]
     if status != 200:
         return _refusal(status, call)
-    return _result_json(found.episode.documents_of(call), call)
+    return _result_json(found.episode.documents_of(seq), call)
 
 
 def _recover_one(sandbox: Sandbox, logged: LoggedEpisode, live: dict[str, Live],

@@ -10,8 +10,10 @@ anyway so no caller can ever smuggle a path through a page argument.
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, Protocol, runtime_checkable
 
 from aethersearch.errors import ToolError
@@ -19,6 +21,12 @@ from aethersearch.records import Document
 
 MAX_PAGE_NAME = 256
 MAX_QUERY_CHARS = 512
+#: what :func:`validate_query` needs besides the length, as a JSON Schema ``pattern``: a non-space character
+QUERY_PATTERN = r"\S"
+#: the Unicode categories a page name may not contain (control, format, surrogate)
+_REFUSED_CATEGORIES = ("Cc", "Cf", "Cs")
+#: those :func:`page_name_pattern` lists (see there why not surrogates)
+_LISTED_CATEGORIES = ("Cc", "Cf")
 
 SEARCH_TOOL: dict[str, Any] = {
     "type": "function",
@@ -83,9 +91,41 @@ def validate_page_name(page: object) -> str:
     if "/" in name or "\\" in name or ".." in name or name.startswith("."):
         raise ToolError(f"invalid page name {name!r}: page names never contain '/', '\\\\' or '..'",
                         fix="pass a page id or title as shown in search results or links")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in name):
+    if any(unicodedata.category(ch) in _REFUSED_CATEGORIES for ch in name):
         raise ToolError(f"invalid page name {name!r}: control characters are not allowed")
     return name
+
+
+@cache
+def page_name_pattern() -> str:
+    """:func:`validate_page_name`'s rule as a JSON Schema ``pattern`` (for the sandbox's OpenAPI).
+
+    Stricter only at the edges: the name must start with a non-space character (the
+    tool strips spaces first). No '/', '\\', control/format/surrogate characters
+    anywhere, no '..', no leading '.'. The refused characters are listed from this
+    Python's ``unicodedata``, so the pattern and the check agree by construction.
+    Surrogates are left out of the list: no JSON text the sandbox parses carries one
+    (a lone ``\\ud800`` is refused as invalid JSON), and a regex engine that
+    validates Unicode scalar values, pydantic's among them, rejects them in a class.
+    """
+    refused: list[str] = []
+    code = 0
+    while code <= sys.maxunicode:
+        if unicodedata.category(chr(code)) in _LISTED_CATEGORIES:
+            end = code
+            while end + 1 <= sys.maxunicode and unicodedata.category(chr(end + 1)) in _LISTED_CATEGORIES:
+                end += 1
+            refused.append(_class_char(code) if end == code else f"{_class_char(code)}-{_class_char(end)}")
+            code = end
+        code += 1
+    bad = "/\\\\" + "".join(refused)
+    dotless = f"[^.{bad}]"  # any allowed character but '.'; a '.' only before one of them, or last: never '..'
+    return rf"^[^\s.{bad}](?:{dotless}|\.{dotless})*\.?$"
+
+
+def _class_char(code: int) -> str:
+    """One code point inside a regex character class: escaped in the BMP, literal beyond it."""
+    return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
 
 
 class PageResolver:

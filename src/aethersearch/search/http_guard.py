@@ -30,15 +30,17 @@ import os
 import threading
 import time
 from collections import Counter
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, StrictInt, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
+from aethersearch.search import http_reason
+from aethersearch.search.http_reason import reason_for, reason_phrase
 
 R = TypeVar("R", bound=BaseModel)
 LOG = logging.getLogger("uvicorn.error.aethersearch")
@@ -55,6 +57,20 @@ class HttpTimeouts(Record):
     keep_alive_s: int = Field(default=5, ge=1, description="an idle keep-alive connection is closed after this")
 
 
+def json_integer(value: Any) -> Any:
+    """``2.0`` as ``2``: JSON Schema calls a number with no fractional part an integer, so a server whose
+    OpenAPI says ``"type": "integer"`` must take it (schemathesis sends ``"topk": 2.0``); ``true``,
+    ``"2"`` and ``2.5`` stay refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def json_int(ge: int | None = None, le: int | None = None) -> Any:
+    """A strict integer field type as JSON Schema's ``"type": "integer"`` means it (:func:`json_integer`),
+    with its range declared (given here, not on the field: pydantic cannot push a range past the
+    converter, and would describe it as a non-standard ``"ge"`` key)."""
+    return Annotated[StrictInt, Field(ge=ge, le=le), BeforeValidator(json_integer)]
+
+
 class HTTPProblem(StarletteHTTPException):
     """A request refused with a status code and a message saying the limit (answered as ``{"detail": ...}``)."""
 
@@ -65,6 +81,30 @@ class HTTPProblem(StarletteHTTPException):
     def status(self) -> int:
         """The HTTP status of the refusal."""
         return self.status_code
+
+
+class RateLimitedLines:
+    """A token bucket of log lines: at most ``lines_per_s`` a second, counting what it left out."""
+
+    def __init__(self, lines_per_s: float = 5.0) -> None:
+        self.lines_per_s = lines_per_s
+        self._tokens = lines_per_s
+        self._last = time.monotonic()
+        self._left_out = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> int | None:
+        """None if this line must be left out (counted), else how many were left out since the last one."""
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.lines_per_s, self._tokens + (now - self._last) * self.lines_per_s)
+            self._last = now
+            if self._tokens < 1.0:
+                self._left_out += 1
+                return None
+            self._tokens -= 1.0
+            left_out, self._left_out = self._left_out, 0
+            return left_out
 
 
 class RefusalLog:
@@ -78,11 +118,8 @@ class RefusalLog:
 
     def __init__(self, lines_per_s: float = 5.0, logger: logging.Logger = LOG) -> None:
         self.by_status: Counter[int] = Counter()
-        self.lines_per_s = lines_per_s
         self.logger = logger
-        self._tokens = lines_per_s
-        self._last = time.monotonic()
-        self._left_out = 0
+        self._lines = RateLimitedLines(lines_per_s)
         self._lock = threading.Lock()
 
     @property
@@ -94,20 +131,88 @@ class RefusalLog:
         """Count one refusal and log it unless over the line rate."""
         with self._lock:
             self.by_status[status] += 1
-            now = time.monotonic()
-            self._tokens = min(self.lines_per_s, self._tokens + (now - self._last) * self.lines_per_s)
-            self._last = now
-            if self._tokens < 1.0:
-                self._left_out += 1
-                return
-            self._tokens -= 1.0
-            left_out, self._left_out = self._left_out, 0
+        left_out = self._lines.take()
+        if left_out is None:
+            return
         more = f" ({left_out} more refusals not logged)" if left_out else ""
         self.logger.warning("refused %s %s %s from %s: %s%s", status, method, path, client, detail[:300], more)
 
     def health(self) -> dict[str, Any]:
         """What ``/health`` reports: counts by status and the total."""
         return {"total": self.total, "by_status": {str(k): v for k, v in sorted(self.by_status.items())}}
+
+
+#: what the protocol layer counts (``/health``'s ``connections.by_kind``)
+MALFORMED = "malformed_request_400"
+HEADER_TIMEOUT = "header_timeout_closed"
+#: an idle keep-alive connection closed after ``--keep-alive-s`` (normal HTTP, so counted, not logged); a
+#: client whose event loop is too busy to see the close sends its next request on it and reads "server
+#: disconnected": the cause of the load rounds' unexplained drops at 2,048 clients (docs/servers.md)
+KEEP_ALIVE_IDLE = "keep_alive_idle_closed"
+#: the listen backlog both servers ask for (uvicorn's default, 2,048, equals the top load level: no headroom
+#: for a burst of connects; not the cause of the 2,048-client drops, the kernel counted no overflow); the
+#: kernel caps it at ``net.core.somaxconn``
+LISTEN_BACKLOG = 8192
+
+
+class ConnectionEvents:
+    """Refusals and closes of the HTTP protocol layer, before any app sees a request; one per process.
+
+    Why separate from :class:`RefusalLog`: uvicorn answers a request it cannot parse
+    with its own 400 and the header deadline closes a connection, both before a
+    request reaches the app (and its middleware). They are counted here, logged at
+    most ``lines_per_s`` a second, and every app of the process reports them in
+    ``/health`` under ``connections``, beside the kernel's listen-queue counters
+    (:func:`kernel_listen_drops`): a connection the kernel dropped never reaches
+    the process at all.
+    """
+
+    def __init__(self, lines_per_s: float = 5.0, logger: logging.Logger = LOG) -> None:
+        self.by_kind: Counter[str] = Counter()
+        self.logger = logger
+        self._lines = RateLimitedLines(lines_per_s)
+        self._lock = threading.Lock()
+
+    def record(self, kind: str, peer: Any, message: str, *, log: bool = True) -> None:
+        """Count one event of ``kind`` and (with ``log``) log it unless over the line rate."""
+        with self._lock:
+            self.by_kind[kind] += 1
+        if not log:
+            return
+        left_out = self._lines.take()
+        if left_out is None:
+            return
+        more = f" ({left_out} more connection events not logged)" if left_out else ""
+        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer)
+        self.logger.warning("%s from %s: %s%s", kind, where, message, more)
+
+    def health(self) -> dict[str, Any]:
+        """``/health``'s ``connections``: this process's counts by kind, and the kernel's listen-queue drops."""
+        return {"total": sum(self.by_kind.values()), "by_kind": dict(sorted(self.by_kind.items())),
+                "kernel_listen_drops": kernel_listen_drops()}
+
+
+#: the process's protocol-layer events (the protocol objects are uvicorn's, made per connection)
+CONNECTION_EVENTS = ConnectionEvents()
+
+
+def kernel_listen_drops(path: str = "/proc/net/netstat") -> dict[str, int] | None:
+    """Linux's ``ListenOverflows`` and ``ListenDrops`` (machine-wide, since boot), or None elsewhere.
+
+    A connection the accept queue had no room for (``--backlog``, capped by
+    ``net.core.somaxconn``) is dropped by the kernel and never reaches the server;
+    these counters are the only place it shows on the server's side. They count every
+    listening socket of the machine, so read their change over a period, not the value.
+    """
+    try:
+        with open(path, encoding="ascii") as handle:
+            lines = [line.split() for line in handle if line.startswith("TcpExt:")]
+    except OSError:
+        return None
+    if len(lines) < 2:
+        return None
+    values = dict(zip(lines[0][1:], lines[1][1:], strict=False))
+    return {name: int(values[name]) for name in ("ListenOverflows", "ListenDrops") if name in values}
 
 
 def _detail_of(body: bytes) -> str:
@@ -143,14 +248,23 @@ class GuardMiddleware:
         status = 0
         error_body: list[bytes] = []
 
+        held: dict[str, Any] | None = None  # a refusal's start, sent with its first body chunk (its reason)
+
         async def guarded_send(message: dict[str, Any]) -> None:
-            nonlocal started, status
+            nonlocal started, status, held
             if message["type"] == "http.response.start":
                 started, status = True, message["status"]
                 if status in (408, 413):  # the rest of the body was never read: do not reuse the connection
                     message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+                if 400 <= status < 500:  # its reason phrase is the body's detail: wait for the body
+                    held = message
+                    return
             elif message["type"] == "http.response.body" and 400 <= status < 500 and len(error_body) < 4:
                 error_body.append(message.get("body", b"")[:2048])
+            if held is not None:
+                start, held = held, None
+                with reason_for(reason_phrase(status, _detail_of(b"".join(error_body)))):
+                    await send(start)
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body") and 400 <= status < 500:
                 self.refusals.record(status, _detail_of(b"".join(error_body)), where, scope["method"], scope["path"])
@@ -253,9 +367,22 @@ class _HeaderDeadline:
     def _expire(self) -> None:
         self._deadline = None
         if not self.transport.is_closing():
-            peer = self.transport.get_extra_info("peername")
-            LOG.info("closed a connection from %s: no complete request headers within %g s", peer, _header_timeout())
+            CONNECTION_EVENTS.record(HEADER_TIMEOUT, self.transport.get_extra_info("peername"),
+                                     f"closed: no complete request headers within {_header_timeout():g} s "
+                                     "(raise --header-timeout-s)")
             self.transport.close()
+
+    def _idle_close(self, close: Any) -> None:
+        """uvicorn's keep-alive timeout fired: counted (``/health``), then closed as uvicorn does."""
+        if not self.transport.is_closing():
+            CONNECTION_EVENTS.record(KEEP_ALIVE_IDLE, self.transport.get_extra_info("peername"), "", log=False)
+        close()
+
+    def _refuse_malformed(self, send_400: Any, msg: str) -> None:
+        """uvicorn's own 400 for a request it cannot parse: counted, logged, its reason in the status line."""
+        CONNECTION_EVENTS.record(MALFORMED, self.transport.get_extra_info("peername"), msg)
+        with reason_for(reason_phrase(400, f"{msg} (not parseable as HTTP/1.1)")):
+            send_400(msg)
 
 
 def _httptools_protocol() -> type[asyncio.Protocol]:
@@ -282,6 +409,12 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
             self._disarm()
             super().connection_lost(exc)
 
+        def send_400_response(self, msg: str) -> None:
+            self._refuse_malformed(super().send_400_response, msg)
+
+        def timeout_keep_alive_handler(self) -> None:
+            self._idle_close(super().timeout_keep_alive_handler)
+
     return TimedHttpToolsProtocol
 
 
@@ -306,6 +439,31 @@ class TimedH11Protocol(_HeaderDeadline, H11Protocol):
         self._disarm()
         super().connection_lost(exc)
 
+    def send_400_response(self, msg: str) -> None:
+        self._refuse_malformed(super().send_400_response, msg)
+
+    def timeout_keep_alive_handler(self) -> None:
+        self._idle_close(super().timeout_keep_alive_handler)
+
+
+class _QuietUvicorn400(logging.Filter):
+    """Drops uvicorn's own unthrottled "Invalid HTTP request received." line: ours (rate-limited) replaces it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Invalid HTTP request received."
+
+
+def _install() -> None:
+    """Once per process, at import (so ``--processes`` workers too): the reason-phrase tables
+    (``http_reason``) and the filter on uvicorn's 400 line."""
+    http_reason.install()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _QuietUvicorn400) for f in uvicorn_log.filters):
+        uvicorn_log.addFilter(_QuietUvicorn400())
+
+
+_install()
+
 
 TimedHttpToolsProtocol: type[asyncio.Protocol] | None = (
     _httptools_protocol() if importlib.util.find_spec("httptools") is not None else None)
@@ -322,9 +480,29 @@ def uvicorn_options(http: str, timeouts: HttpTimeouts) -> dict[str, Any]:
     if http == "httptools" and TimedHttpToolsProtocol is None:
         raise ConfigError("--http httptools needs the httptools package", fix="pip install 'uvicorn[standard]'")
     os.environ[HEADER_TIMEOUT_ENV] = repr(timeouts.header_timeout_s)
+    raise_open_files_limit()
     use_httptools = http == "httptools" or (http == "auto" and TimedHttpToolsProtocol is not None)
     name = "TimedHttpToolsProtocol" if use_httptools else "TimedH11Protocol"
-    return {"http": f"{__name__}:{name}", "timeout_keep_alive": timeouts.keep_alive_s}
+    return {"http": f"{__name__}:{name}", "timeout_keep_alive": timeouts.keep_alive_s, "backlog": LISTEN_BACKLOG}
+
+
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise this process's open-files soft limit to its hard limit; return (soft, hard) after.
+
+    Why: every connection is a file descriptor, and a soft limit of 1,024 (a common
+    default) makes ``accept`` fail once about a thousand clients are connected.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            return soft, hard
+        return target, hard
+    return soft, hard
 
 
 # --------------------------------------------------------------------------- OpenAPI

@@ -47,13 +47,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote, urlsplit
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, create_model
 
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.corpus.chunking import passage_page
@@ -62,9 +62,12 @@ from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 from aethersearch.search.base import SearchIndex, StoreRowsIndex
 from aethersearch.search.http_guard import (
+    CONNECTION_EVENTS,
     GuardMiddleware,
     HTTPProblem,
     HttpTimeouts,
+    json_int,
+    json_integer,
     RefusalLog,
     install_problem_handlers,
     json_body,
@@ -111,7 +114,7 @@ class RetrieveRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     queries: list[StrictStr]
-    topk: StrictInt | None = Field(default=None, description="hits per query; null or 0 means the server "
+    topk: Annotated[StrictInt, BeforeValidator(json_integer)] | None = Field(default=None, description="hits per query; null or 0 means the server "
                                                               "default; at most the server's max_topk")
     return_scores: StrictBool = False
     mode: StrictStr | None = Field(default=None, description="AetherSearch's retrieval mode: hybrid, dense or "
@@ -125,6 +128,34 @@ class AccessRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     urls: list[StrictStr]
+
+
+def declared_requests(limits: ServerLimits, modes: Sequence[str]) -> tuple[type[BaseModel], type[BaseModel]]:
+    """``RetrieveRequest`` and ``AccessRequest`` as this server's OpenAPI declares them: with its limits.
+
+    Why per app: the limits are the server's options (``--max-topk``, ``--max-batch``,
+    ``--max-query-chars``, ``--max-urls``) and the modes are what its index offers, so
+    a client or fuzzer reading ``/openapi.json`` is told exactly what is refused
+    (schemathesis's "schema-valid request rejected" found every undeclared one). The
+    checks themselves stay in :func:`_validate_retrieve` (their messages name the
+    option to raise); both read the same ``limits``. Only the joint hits limit
+    (queries x topk, a 413) cannot be said in JSON Schema: ``queries`` describes it.
+    """
+    query = Annotated[StrictStr, Field(max_length=limits.max_query_chars)]
+    mode_type: Any = Literal[tuple(modes)] | None if modes else None  # no modes offered: only null
+    retrieve = create_model(
+        "RetrieveRequest", __base__=RetrieveRequest,
+        queries=(list[query], Field(max_length=limits.max_batch, description=(
+            f"at most {limits.max_batch} queries of at most {limits.max_query_chars} characters; queries x topk "
+            f"over {limits.max_hits} hits is refused (413) before searching"))),
+        topk=(json_int(0, limits.max_topk) | None, Field(default=None, description=(
+            f"hits per query, at most {limits.max_topk}; null or 0 means the server default "
+            f"{limits.default_topk}"))),
+        mode=(mode_type, Field(default=None, description=(
+            "AetherSearch's retrieval mode, one this server offers (absent: the index as built)"))))
+    access = create_model("AccessRequest", __base__=AccessRequest, urls=(list[StrictStr], Field(
+        max_length=limits.max_urls, description=f"at most {limits.max_urls} urls")))
+    return retrieve, access
 
 
 class WireDocument(BaseModel):
@@ -234,6 +265,8 @@ class Retriever:
         self.modes = retrieval_modes(index)
         #: declared aliases (``--mode-alias``): requested mode -> the served mode that answers it
         self.aliases = resolve_mode_aliases(mode_aliases or {}, self.modes)
+        #: per served index: (it, its rows path or None, its pre-encoded hits or None)
+        self._paths: dict[int, tuple[SearchIndex, StoreRowsIndex | None, WireRows | None]] = {}
 
     def index_for(self, mode: str | None) -> SearchIndex:
         """The index a request's ``mode`` names; a 400 naming the valid modes otherwise."""
@@ -299,19 +332,20 @@ class Retriever:
         out: list[list[tuple[Any, float]]] = []
         for hits in results:
             if encoded is not None:
-                found = encoded.hits([row for row, _ in hits])
-                left -= sum(size for _, size in found)
-                docs: list[Any] = [hit for hit, _ in found]
-                scores = [float(score) for _, score in hits]
+                scored, size = encoded.scored(hits)
+                left -= size
+                if left < 0:
+                    raise ResponseTooLarge()
+                out.append(scored)
+                continue
+            if by_row and self._raw_rows is not None:
+                raws: list[dict[str, Any] | None] = list(self._raw_rows([row for row, _ in hits]))
             else:
-                if by_row and self._raw_rows is not None:
-                    raws: list[dict[str, Any] | None] = list(self._raw_rows([row for row, _ in hits]))
-                else:
-                    raws = [self.fetch(doc_id) for doc_id, _ in hits]
-                scores = [float(score) for (_, score), raw in zip(hits, raws, strict=True) if raw is not None]
-                docs = [self.wire(raw) for raw in raws if raw is not None]  # never a phantom document
-                for doc in docs:  # contents, and the title and text split from it, both travel
-                    left -= 2 * len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
+                raws = [self.fetch(doc_id) for doc_id, _ in hits]
+            scores = [float(score) for (_, score), raw in zip(hits, raws, strict=True) if raw is not None]
+            docs: list[Any] = [self.wire(raw) for raw in raws if raw is not None]  # never a phantom document
+            for doc in docs:  # contents, and the title and text split from it, both travel
+                left -= 2 * len(doc["contents"]) + len(doc["url"]) + len(str(doc["id"])) + 64
             if left < 0:
                 raise ResponseTooLarge()
             out.append(list(zip(docs, scores, strict=True)))
@@ -333,8 +367,11 @@ class Retriever:
         """One batched index call for several requests' queries; per request its hits or its error."""
         flat = [q for queries in requests for q in queries]
         index = self.index_for(mode)
-        by_rows = self.rows_of(index)
-        encoded = self.wire_rows(index) if by_rows is not None else None
+        path = self._paths.get(id(index))
+        if path is None or path[0] is not index:  # decided once per index: isinstance and getattr per call add up
+            by_rows = self.rows_of(index)
+            path = self._paths[id(index)] = (index, by_rows, self.wire_rows(index) if by_rows is not None else None)
+        _, by_rows, encoded = path
         results: list[list[tuple[Any, float]]] = []
         if flat:
             results = by_rows.search_rows(flat, k) if by_rows is not None else list(index.search(flat, k))
@@ -573,6 +610,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
             "store_hash": store.content_hash, "documents": len(store),
             "limits": limits.model_dump(), "index_calls": batcher.calls, "refusals": refusals.health(),
+            "connections": CONNECTION_EVENTS.health(),
             "wire_rows": wire_rows_state,
             **health_facts(index, store, retriever.modes, mode_aliases),
         })
@@ -580,11 +618,12 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     # Routes parse their own bodies (only ``request``: no dependency solving on the hot path); the
     # OpenAPI description is declared beside them so schema-driven clients and fuzzers see the truth.
     body_errors = (400, 408, 413, 422)
+    declared_retrieve, declared_access = declared_requests(limits, [*retriever.modes, *retriever.aliases])
     app.add_api_route("/retrieve", retrieve, methods=["POST"], response_class=Response, openapi_extra=json_body(
-        RetrieveRequest), responses={200: {"model": RetrieveResponse, "description": "hits per query"},
+        declared_retrieve), responses={200: {"model": RetrieveResponse, "description": "hits per query"},
                                      **problem_responses(*body_errors)})
     app.add_api_route("/access", access, methods=["POST"], response_class=Response, openapi_extra=json_body(
-        AccessRequest), responses={200: {"model": AccessResponse, "description": "a page or null per url"},
+        declared_access), responses={200: {"model": AccessResponse, "description": "a page or null per url"},
                                    **problem_responses(*body_errors)})
     app.add_api_route("/health", health, methods=["GET"], response_class=Response,
                       responses={200: {"model": HealthResponse, "description": "hashes, sizes, limits, refusals"}})

@@ -111,6 +111,18 @@ class WireRows:
             self._data: mmap.mmap | bytes = (mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
                                              if path.stat().st_size else b"")
 
+    def scored(self, hits: Sequence[tuple[int, float]]) -> tuple[list[tuple[orjson.Fragment, float]], int]:
+        """``([(hit, score)], their JSON bytes)`` of ``(row, score)`` pairs, in one pass (the server's path:
+        after an approximate search every Python step runs cache-cold, so fewer steps is the saving)."""
+        bounds, data, fragment = self._bounds, self._data, orjson.Fragment
+        out = []
+        size = 0
+        for row, score in hits:
+            encoded = data[bounds[row]:bounds[row + 1]]
+            size += len(encoded)
+            out.append((fragment(encoded), float(score)))
+        return out, size
+
     def hits(self, rows: Sequence[int]) -> list[tuple[orjson.Fragment, int]]:
         """``(hit, its JSON byte length)`` of each row, in order."""
         bounds, data, fragment = self._bounds, self._data, orjson.Fragment
