@@ -35,7 +35,7 @@ def wait_for_json(url: str, proc: subprocess.Popen[Any] | None = None, timeout: 
 
 
 @contextmanager
-def serving_app(app: Any) -> Iterator[str]:
+def serving_app(app: Any, **config: Any) -> Iterator[str]:
     """Run an ASGI ``app`` under uvicorn on a free loopback port in a thread; yield its base URL.
 
     For clients that speak real HTTP only (aiohttp has no in-process ASGI transport).
@@ -43,7 +43,8 @@ def serving_app(app: Any) -> Iterator[str]:
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", loop="asyncio"))
+    settings = {"log_level": "warning", "loop": "asyncio", **config}  # ``config``: more uvicorn settings
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **settings))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -10,43 +10,27 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 import requests
-import uvicorn
 
 from aethersearch.search.http_guard import HttpTimeouts, TimedHttpToolsProtocol, uvicorn_options
 from aethersearch.search.http_reason import MAX_REASON_BYTES, reason_phrase, standard_phrase
 from aethersearch.search.index_dir import OpenedIndex
 from aethersearch.search.server import ServerLimits, create_app
 from tests.search.field_clients import verl_search_tool_text
+from tests.serving import serving_app
 
 TIMEOUTS = HttpTimeouts(header_timeout_s=0.5, body_timeout_s=2.0, keep_alive_s=2)
 PARSERS = ["h11"] + (["httptools"] if TimedHttpToolsProtocol is not None else [])
 
 
 def _serve(app: Any, http: str, timeouts: HttpTimeouts = TIMEOUTS) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                                           **uvicorn_options(http, timeouts)))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with serving_app(app, lifespan="off", **uvicorn_options(http, timeouts)) as base:
+        yield base
 
 
 @pytest.fixture(params=PARSERS)
