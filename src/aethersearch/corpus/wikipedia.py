@@ -54,6 +54,8 @@ bytes an article beyond the graph from one to the other).
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 import itertools
 import multiprocessing
 import shutil
@@ -241,6 +243,20 @@ class RedirectAliases(Mapping[str, list[str]]):
         return len(self._rows)
 
 
+class ImportPhase(IntEnum):
+    """Where a :class:`WikipediaDump` is, in order: what each of its methods may be asked depends on it.
+
+    ``NEW`` until ``documents()`` starts; ``READING`` while pass 1 spools and the titles are resolved;
+    ``RESOLVED`` once redirects, links and infobox targets are (``aliases`` and ``infobox_hops`` answer);
+    ``READ_ALL`` once every document was given (the CSR blocks are complete: ``graph`` answers).
+    """
+
+    NEW = 0
+    READING = 1
+    RESOLVED = 2
+    READ_ALL = 3
+
+
 class WikipediaDump:
     """One dump's import: iterate :meth:`documents` once, then read ``aliases``, ``stats`` and :meth:`graph`.
 
@@ -265,18 +281,16 @@ class WikipediaDump:
         self._keep = Path(tempfile.mkdtemp(prefix="aether-wikipedia-aliases-", dir=spool_dir))
         weakref.finalize(self, shutil.rmtree, self._keep, True)
         self._aliases: RedirectAliases | None = None
-        self._resolved = False
+        self._phase = ImportPhase.NEW
         self._row_lengths = BlockedInt32()  # links kept per page, in page order: the CSR row pointer
         self._targets = BlockedInt32()  # each page's link rows, sorted: the CSR column indices
         self._graph: LinkGraph | None = None
-        self._done = False
-        self._read_all = False  # documents() ran to its end: the CSR blocks are complete
         self._namespaces: frozenset[str] = frozenset()
 
     @property
     def aliases(self) -> Mapping[str, list[str]]:
         """Page id -> the titles of the redirects that lead to it (known once the first document is read)."""
-        if not self._resolved:
+        if self._phase < ImportPhase.RESOLVED:
             raise AetherError("the redirects are resolved before the first document is given; read documents() "
                               "first", fix="iterate documents() before asking for the aliases")
         if self._aliases is None:
@@ -352,7 +366,7 @@ class WikipediaDump:
         finally:
             names.close()
         _write_alias_index(self._keep, self._ids, final)
-        self._resolved = True
+        self._phase = ImportPhase.RESOLVED
 
     def _title_hashes(self, work: Path) -> np.ndarray:
         """Every title's hash in entry order (the articles', then the redirects' spooled ones), filled into one
@@ -475,7 +489,7 @@ class WikipediaDump:
     def infobox_hops(self) -> Iterator[InfoboxHop]:
         """The typed infobox rows of the dump's articles, in page order (after :meth:`documents`); a hop of the
         graph where ``target_page`` is set."""
-        if not self._resolved:
+        if self._phase < ImportPhase.RESOLVED:
             raise AetherError("the infobox hops are resolved with the links; read documents() first",
                               fix="iterate documents() before asking for the infobox hops")
         with (self._keep / _HOPS).open("rb") as spooled:
@@ -511,23 +525,23 @@ class WikipediaDump:
     def documents(self) -> Iterator[Document]:
         """The dump's articles as Documents, in dump order (pass 1 and the link resolution run before the
         first one is yielded)."""
-        if self._done:
+        if self._phase is not ImportPhase.NEW:
             raise AetherError("a WikipediaDump is read once", fix="create a new WikipediaDump to read it again")
-        self._done = True
+        self._phase = ImportPhase.READING
         fix_mmap_threshold()  # the resolution's large temporaries are maps, not heap the graph would sit on
         with tempfile.TemporaryDirectory(prefix="aether-wikipedia-", dir=self.spool_dir) as spool_dir:
             work = Path(spool_dir)
             self._spool(work)
             self._resolve(work)
             yield from self._replay(work)
-        self._read_all = True
+        self._phase = ImportPhase.READ_ALL
 
     def graph(self) -> LinkGraph:
         """The link graph of the documents read (node order = document order), equal to
         ``LinkGraph.from_documents`` of them, built straight from the CSR arrays filled while reading:
         rows come in page order and each is de-duplicated and sorted already, so no edge list is sorted
         and the import never holds more than 4 bytes per link (8 per page) for the graph."""
-        if not self._read_all:
+        if self._phase is not ImportPhase.READ_ALL:
             raise AetherError("read every document before asking for the graph (a graph of the pages read so far "
                               "would be missing links and pages)", fix="iterate documents() to its end first")
         if self._graph is None:  # the blocks are handed over once
