@@ -286,13 +286,10 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     recovered = recover(action_log)
     log = ActionLog(action_log, size=recovered.size, seen=recovered.seen)
     refusals = RefusalLog()
-    live: dict[str, Live] = {}
-    by_key: dict[tuple[str, str], str] = {}
-    recently_closed: OrderedDict[str, None] = OrderedDict()
-    unrecoverable: dict[str, str] = {}
+    episodes = EpisodeTable()
     state = {"ready": False}
     for logged in recovered.open.values():
-        _recover_one(sandbox, logged, live, by_key, unrecoverable)
+        episodes.recover(sandbox, logged)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -306,45 +303,26 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
     # loopback-only box can show) and are no part of the API; /openapi.json is the description
     app = FastAPI(title="aethersearch masked sandbox", version="2", lifespan=lifespan, docs_url=None,
                   redoc_url=None)
-    app.state.episodes = _EpisodeView(live)
+    app.state.episodes = episodes
     app.state.refusals = refusals
     app.state.action_log = log
-
-    def forget(episode_id: str) -> None:
-        ep = live.pop(episode_id).episode
-        if by_key.get((ep.run_id, ep.question_id)) == episode_id:
-            del by_key[(ep.run_id, ep.question_id)]
-        recently_closed[episode_id] = None
-        while len(recently_closed) > RECENTLY_CLOSED:
-            recently_closed.popitem(last=False)
 
     async def persist(found: Live, answer: str | None | object = NO_ANSWER) -> list[ToolCall]:
         """Close an episode durably (with the client's answer, when it sent one), then let it leave memory."""
         ep = found.episode
         trace = ep.close_sync()
         await log.closed(ep.episode_id, ep.question_id, ep.run_id, len(trace), answer)
-        forget(ep.episode_id)
+        episodes.forget(ep.episode_id)
         return trace
-
-    def open_episode(episode_id: str) -> Live:
-        found = live.get(episode_id)
-        if found is not None:
-            return found
-        if episode_id in unrecoverable:
-            raise HTTPException(409, unrecoverable[episode_id])
-        if episode_id in recently_closed:
-            raise HTTPException(409, f"episode {episode_id} is closed; open a new episode "
-                                     f"(its trace: GET /episodes/{episode_id}/trace)")
-        raise HTTPException(404, f"no open episode {episode_id!r}; create one with POST /episodes")
 
     @app.get("/health", response_model=Health)
     def health() -> dict[str, Any]:
         return {"status": "ok" if state["ready"] else "warming up", "ready": state["ready"],
                 "service": SANDBOX_SERVICE, "mask_policy": MASK_POLICY, "tools": ["search", "visit"],
                 "corpus_hash": sandbox.corpus_hash, "index_hash": sandbox.index_hash,
-                "release_id": sandbox.release_id, "questions": len(sandbox.masks), "open_episodes": len(live),
-                "recovered_episodes": len(recovered.open) - len(unrecoverable),
-                "unrecoverable_episodes": len(unrecoverable), "limits": limits.model_dump(),
+                "release_id": sandbox.release_id, "questions": len(sandbox.masks), "open_episodes": len(episodes),
+                "recovered_episodes": len(recovered.open) - len(episodes.unrecoverable),
+                "unrecoverable_episodes": len(episodes.unrecoverable), "limits": limits.model_dump(),
                 "episode_memory_ceiling_bytes": ceiling,
                 "refusals": refusals.health(), "connections": CONNECTION_EVENTS.health()}
 
@@ -355,16 +333,16 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
         owner = body.owner or secrets.token_hex(16)
         owner_sha256 = hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()
         key = (run_id, body.question_id)
-        existing = by_key.get(key)
+        existing = episodes.by_key.get(key)
         if existing is not None and not body.replace:
             raise HTTPException(409, f"episode {existing} is already open for run {run_id!r}, question "
                                      f"{body.question_id!r}; close it or pass replace=true with its owner token")
-        held = live[existing].owner_sha256 if existing is not None else None
+        held = episodes.live[existing].owner_sha256 if existing is not None else None
         if existing is not None and held is not None and held != owner_sha256:
             raise HTTPException(403, f"episode {existing} of run {run_id!r}, question {body.question_id!r} belongs "
                                      "to the client that opened it; replace=true needs the owner token its "
                                      "creation returned (or use a run id of your own)")
-        if existing is None and len(live) >= limits.max_open_episodes:
+        if existing is None and len(episodes) >= limits.max_open_episodes:
             raise HTTPException(429, f"{limits.max_open_episodes} episodes are open; close finished ones first "
                                      "(or raise --max-open-episodes)")
         try:
@@ -372,15 +350,14 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
         except ConfigError as exc:
             raise HTTPException(404, exc.message) from None
         if existing is not None:
-            await persist(live[existing])
-        live[new.episode_id] = Live(new, owner_sha256=owner_sha256)
-        by_key[key] = new.episode_id
+            await persist(episodes.live[existing])
+        episodes.add(Live(new, owner_sha256=owner_sha256))
         await log.opened(new.episode_id, new.question_id, new.run_id, owner_sha256)
         return {"episode_id": new.episode_id, "question_id": new.question_id, "run_id": new.run_id,
                 "tools": list(new.tools), "owner": owner}
 
     async def act(episode_id: str, request: Request, tool: str) -> Any:
-        found = open_episode(episode_id)
+        found = episodes.open(episode_id)
         fields: dict[str, type] = {"query": str, "k": int, "seq": int} if tool == "search" else {"page": str,
                                                                                                 "seq": int}
         body: dict[str, Any]
@@ -443,10 +420,9 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
 
     @app.post("/episodes/{episode_id}/close", response_model=TraceReply, responses=problem_responses(400, 404, 408, 409, 413, 422))
     async def close(episode_id: str, body: CloseBody | None = None) -> dict[str, Any]:
-        found = live.get(episode_id)
+        found = episodes.live.get(episode_id)
         if found is None:
-            if episode_id in unrecoverable:
-                raise HTTPException(409, unrecoverable[episode_id])
+            episodes.refuse_unrecoverable(episode_id)
             return await trace(episode_id)  # closing twice answers the trace again
         async with found.lock:
             trace_calls = await persist(found, NO_ANSWER if body is None else body.answer)
@@ -454,13 +430,12 @@ def create_app(sandbox: Sandbox, *, max_open_episodes: int | None = None,
 
     @app.get("/episodes/{episode_id}/trace", response_model=TraceReply, responses=problem_responses(404, 409))
     async def trace(episode_id: str) -> dict[str, Any]:
-        found = live.get(episode_id)
+        found = episodes.live.get(episode_id)
         if found is not None:
             ep = found.episode
             return {"episode_id": episode_id, "question_id": ep.question_id, "run_id": ep.run_id,
                     "closed": ep.closed, "trace": [_public_json(c) for c in ep.trace]}
-        if episode_id in unrecoverable:
-            raise HTTPException(409, unrecoverable[episode_id])
+        episodes.refuse_unrecoverable(episode_id)
         # an id the log never opened is answered here, in O(1), without reading the log or leaving the loop
         known = len(episode_id) <= 64 and episode_id in log.seen
         logged = await run_in_threadpool(log.read_trace, episode_id) if known else None
@@ -540,40 +515,78 @@ def _replay(found: Live, seq: int, tool: str, body: dict[str, Any]) -> Any:
     return _result_json(found.episode.documents_of(seq), call)
 
 
-def _recover_one(sandbox: Sandbox, logged: LoggedEpisode, live: dict[str, Live],
-                 by_key: dict[tuple[str, str], str], unrecoverable: dict[str, str]) -> None:
-    """Bring back one episode that was open when the sandbox stopped, or note why it cannot be."""
-    try:
-        ep = sandbox.episode(logged.question_id, run_id=logged.run_id, episode_id=logged.episode_id)
-    except ConfigError:
-        unrecoverable[logged.episode_id] = (
-            f"episode {logged.episode_id} was open when the sandbox stopped, but its question "
-            f"{logged.question_id!r} is not in the release served now ({sandbox.release_id!r}); "
-            "open a new episode with replace=true")
-        return
-    ep.restore(logged.calls)
-    live[ep.episode_id] = Live(ep, list(logged.statuses), owner_sha256=logged.owner_sha256)
-    by_key[(ep.run_id, ep.question_id)] = ep.episode_id
+class EpisodeTable:
+    """The server's open episodes and what it remembers of closed ones: one object instead of five closures.
 
+    ``live``: open episode id -> :class:`Live`; ``by_key``: (run id, question id) -> the open episode of that
+    question in that run; ``recently_closed``: the last ``RECENTLY_CLOSED`` closed ids (a request to one is a
+    409 that points at its trace, not a 404); ``unrecoverable``: ids open when the sandbox stopped whose
+    question the release served now lacks, with the reason. As a mapping (``app.state.episodes``) it gives
+    each open id's :class:`SandboxEpisode`.
+    """
 
-class _EpisodeView:
-    """``app.state.episodes``: open episode id -> ``SandboxEpisode`` (read-only, for tests and tools)."""
+    def __init__(self) -> None:
+        self.live: dict[str, Live] = {}
+        self.by_key: dict[tuple[str, str], str] = {}
+        self.recently_closed: OrderedDict[str, None] = OrderedDict()
+        self.unrecoverable: dict[str, str] = {}
 
-    def __init__(self, live: dict[str, Live]) -> None:
-        self._live = live
+    def recover(self, sandbox: Sandbox, logged: LoggedEpisode) -> None:
+        """Bring back one episode that was open when the sandbox stopped, or note why it cannot be."""
+        try:
+            ep = sandbox.episode(logged.question_id, run_id=logged.run_id, episode_id=logged.episode_id)
+        except ConfigError:
+            self.unrecoverable[logged.episode_id] = (
+                f"episode {logged.episode_id} was open when the sandbox stopped, but its question "
+                f"{logged.question_id!r} is not in the release served now ({sandbox.release_id!r}); "
+                "open a new episode with replace=true")
+            return
+        ep.restore(logged.calls)
+        self.add(Live(ep, list(logged.statuses), owner_sha256=logged.owner_sha256))
+
+    def add(self, found: Live) -> None:
+        """Hold a newly opened (or recovered) episode."""
+        ep = found.episode
+        self.live[ep.episode_id] = found
+        self.by_key[(ep.run_id, ep.question_id)] = ep.episode_id
+
+    def forget(self, episode_id: str) -> None:
+        """Let a closed episode leave memory; its id is remembered as recently closed."""
+        ep = self.live.pop(episode_id).episode
+        if self.by_key.get((ep.run_id, ep.question_id)) == episode_id:
+            del self.by_key[(ep.run_id, ep.question_id)]
+        self.recently_closed[episode_id] = None
+        while len(self.recently_closed) > RECENTLY_CLOSED:
+            self.recently_closed.popitem(last=False)
+
+    def refuse_unrecoverable(self, episode_id: str) -> None:
+        """A 409 with the reason, for an id that was open at the stop and cannot be brought back."""
+        if episode_id in self.unrecoverable:
+            raise HTTPException(409, self.unrecoverable[episode_id])
+
+    def open(self, episode_id: str) -> Live:
+        """The open episode ``episode_id``, or the HTTP error that says why there is none."""
+        found = self.live.get(episode_id)
+        if found is not None:
+            return found
+        self.refuse_unrecoverable(episode_id)
+        if episode_id in self.recently_closed:
+            raise HTTPException(409, f"episode {episode_id} is closed; open a new episode "
+                                     f"(its trace: GET /episodes/{episode_id}/trace)")
+        raise HTTPException(404, f"no open episode {episode_id!r}; create one with POST /episodes")
 
     def __getitem__(self, episode_id: str) -> SandboxEpisode:
-        return self._live[episode_id].episode
+        return self.live[episode_id].episode
 
     def __contains__(self, episode_id: object) -> bool:
-        return episode_id in self._live
+        return episode_id in self.live
 
     def __len__(self) -> int:
-        return len(self._live)
+        return len(self.live)
 
     def values(self) -> list[SandboxEpisode]:
         """The open episodes."""
-        return [found.episode for found in self._live.values()]
+        return [found.episode for found in self.live.values()]
 
 
 def serve(sandbox: Sandbox, *, host: str = "127.0.0.1", port: int = 8100, action_log: str | Path | None = None,
