@@ -24,7 +24,7 @@ import numpy as np
 
 from aethersearch.compare.factorised_pairs import compare_factorised
 from aethersearch.compare.fingerprints import check_contract, load_fingerprint
-from aethersearch.compare.noise import metric_flip_rate, noise_floor, read_noise
+from aethersearch.compare.noise import read_noise, serving_noise_mark
 from aethersearch.compare.paired import (
     DEFAULT_ALPHA,
     flips,
@@ -163,16 +163,10 @@ def mark_serving_noise(results: dict[str, dict[str, Any]], noise_a: dict[str, An
         return
     for by_metric in results.values():
         for metric, entry in by_metric.items():
-            rate_a = metric_flip_rate(noise_a, metric) if noise_a else None
-            rate_b = metric_flip_rate(noise_b, metric) if noise_b else None
-            if entry.get("delta") is None or (rate_a is None and rate_b is None):
+            if entry.get("delta") is None:
                 entry["noise_floor"], entry["within_noise"] = None, None
-                continue
-            first = rate_a if rate_a is not None else rate_b
-            assert first is not None
-            floor = noise_floor(first, rate_b if rate_a is not None else None, entry["n"])
-            entry["noise_floor"] = floor
-            entry["within_noise"] = bool(abs(entry["delta"]) <= floor)
+            else:
+                entry.update(serving_noise_mark(entry["delta"], noise_a, noise_b, metric, entry["n"]))
 
 
 def noise_verdict(entry: Mapping[str, Any]) -> str:

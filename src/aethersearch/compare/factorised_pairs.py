@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from aethersearch.compare.noise import noise_floor
+from aethersearch.compare.noise import serving_noise_mark
 from aethersearch.diagnostics.factorised import episodes_from_rows, factorised_metrics
 from aethersearch.errors import DataError
 from aethersearch.jsonl import iter_jsonl
@@ -100,8 +100,9 @@ def compare_factorised(run_a: Path, run_b: Path, *, resamples: int = 1000, seed:
                 1.0, 2.0 * (min(int(np.sum(boots <= 0)), int(np.sum(boots >= 0))) + 1) / (len(boots) + 1))
             entry.update(ci_low=float(low), ci_high=float(high), p_value=p_value, significant=bool(p_value < alpha))
         results[key] = entry
-    if noise is not None and noise.get("metric") == "em" and noise.get("flip_rate") and results["pass_at_1"]["delta"] is not None:
-        floor = noise_floor(float(noise["flip_rate"]["mean"]), None, len(ids))
-        results["pass_at_1"].update(noise_floor=floor, within_noise=bool(abs(results["pass_at_1"]["delta"]) < floor))
+    mark = (serving_noise_mark(results["pass_at_1"]["delta"], noise, None, "em", len(ids))
+            if noise is not None and results["pass_at_1"]["delta"] is not None else {})
+    if mark.get("noise_floor") is not None:  # Pass@1 is EM over the release: the em flip rate's floor
+        results["pass_at_1"].update(mark)
     return {"n": len(ids), "resamples": resamples, "test": "paired bootstrap over question ids, metrics recomputed",
             "results": results}

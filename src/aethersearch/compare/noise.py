@@ -84,6 +84,22 @@ def metric_flip_rate(noise: dict[str, Any], metric: str) -> float | None:
     return float(rate["mean"]) if rate else None
 
 
+def serving_noise_mark(delta: float, noise_a: dict[str, Any] | None, noise_b: dict[str, Any] | None, metric: str,
+                       n: int) -> dict[str, Any]:
+    """``noise_floor`` and ``within_noise`` of one delta over ``n`` questions, from either run's noise file.
+
+    The one rule ``compare`` applies to every metric (answer metrics and the factorised Pass@1 alike): the
+    floor from the measured flip rates (one measured run stands for both), and the delta within it when
+    its size is at most the floor; both ``None`` when neither file measured ``metric``.
+    """
+    rates = [r for r in (metric_flip_rate(noise_a, metric) if noise_a else None,
+                         metric_flip_rate(noise_b, metric) if noise_b else None) if r is not None]
+    if not rates:
+        return {"noise_floor": None, "within_noise": None}
+    floor = noise_floor(rates[0], rates[1] if len(rates) > 1 else None, n)
+    return {"noise_floor": floor, "within_noise": bool(abs(delta) <= floor)}
+
+
 def noise_floor(flip_rate_a: float, flip_rate_b: float | None, n: int) -> float:
     """95% half-width of an accuracy delta over ``n`` questions that serving noise alone would produce."""
     b = flip_rate_a if flip_rate_b is None else flip_rate_b
