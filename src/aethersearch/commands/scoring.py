@@ -318,12 +318,9 @@ def register(app: typer.Typer) -> None:
         Refuses a release whose files do not match checksums.sha256 or whose
         eval.jsonl is not the one the run pinned in run.json.
         """
-        from aethersearch.errors import ConfigError
         from aethersearch.scoring.api import score_run
         from aethersearch.scoring.judge import build_judges
 
-        if judge_errors not in ("report", "fail"):
-            raise ConfigError(f"--judge-errors {judge_errors!r}", fix="use report or fail")
         judges = build_judges(judge or [], models=judge_model or [], names=judge_name or [],
                               prompts=judge_prompt or [], parsers=judge_parser or [], api_key_env=judge_key_env,
                               temperature=judge_temperature, seed=judge_seed, max_tokens=judge_max_tokens)

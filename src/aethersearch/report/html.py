@@ -278,12 +278,13 @@ def write_report(run_dirs: list[Path], out_path: Path, *, release_dir: Path | No
     for i, (name, scores) in enumerate(zip(names, all_scores, strict=True)):
         fingerprint = fingerprints[i]
         metrics, table = _score_table(scores)
+        judges, judge_pairs = _judges_view(scores)
         runs_view.append({"index": i, "name": name, "label": run_label[i], "scores": scores, "metrics": metrics,
                           "table": table,
                           "model": fingerprint.model if fingerprint else None,
                           "agent": fingerprint.agent if fingerprint else None,
                           "judge": _judge_block(scores),
-                          "judges": _judges_view(scores)[0], "judge_pairs": _judges_view(scores)[1],
+                          "judges": judges, "judge_pairs": judge_pairs,
                           "cost": _cost_view(scores.cost),
                           "budget": _budget_view(scores), "samples": samples_view(scores, fmt)})
     trace_view = []

@@ -244,6 +244,8 @@ def score_run(run_dir: Path, release_dir: Path, *, compat: str | None = None,
     tokens and cost of the agent and each judge (``scoring.costs``).
     """
     check_compat(compat)
+    if judge_errors not in ("report", "fail"):
+        raise ConfigError(f"--judge-errors {judge_errors!r}", fix="use report (count them) or fail (exit non-zero)")
     all_judges = [*([judge] if judge is not None else []), *judges]
     run_dir, release_dir = Path(run_dir), Path(release_dir)
     fingerprint = read_fingerprint(run_dir)

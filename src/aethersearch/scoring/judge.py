@@ -32,7 +32,7 @@ from typing import Any, Literal, NamedTuple
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from aethersearch.errors import ConfigError
+from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import DurableAppender, dumps, read_jsonl_tolerant, sha256_bytes
 
 JUDGE_PROMPT = """You are grading an answer to a question against a list of gold answers.
@@ -138,8 +138,6 @@ def load_prompt_file(path: Path) -> str:
     A prompt with an unknown ``{field}`` would fail on every case; it is refused here with the names
     the project fills (``PLACEHOLDERS``), and literal braces must be doubled as in ``str.format``.
     """
-    from aethersearch.errors import DataError
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -186,18 +184,22 @@ def fill(prompt: str, case: JudgeCase) -> str:
                           fix="double literal braces ({{ and }}) and use named fields only") from None
 
 
-def render_prompt(case: JudgeCase, prompt: str = JUDGE_PROMPT) -> str:
-    """The judge prompt filled in for one case (the project's own by default)."""
-    return fill(prompt, case)
-
-
 def cache_key(config: JudgeConfig | str, case: JudgeCase) -> str:
     """sha256 over (the judge's contract, question, gold, prediction): the cache identity of a verdict.
 
     A bare model name stands for the project's default contract with that model.
     """
     judge = config if isinstance(config, JudgeConfig) else JudgeConfig(base_url="", model=config)
-    contract = {k: v for k, v in judge.contract().items() if k not in ("base_url", "prompt_source")}
+    return _case_key(_keyed_contract(judge), case)
+
+
+def _keyed_contract(judge: JudgeConfig) -> dict[str, Any]:
+    """The part of the contract that decides a verdict (where the judge is served and the prompt's file name
+    do not): computed once per judged run, not once per case."""
+    return {k: v for k, v in judge.contract().items() if k not in ("base_url", "prompt_source")}
+
+
+def _case_key(contract: dict[str, Any], case: JudgeCase) -> str:
     return sha256_bytes(dumps([contract, case.question, list(case.golds), case.prediction]))
 
 
@@ -256,8 +258,9 @@ async def judge_cases_async(cases: Sequence[JudgeCase], config: JudgeConfig, *,
     cache = load_cache(config.cache_path)
     results: dict[str, Verdict] = {}
     todo: list[tuple[JudgeCase, str]] = []
+    contract = _keyed_contract(config)
     for case in cases:
-        key = cache_key(config, case)
+        key = _case_key(contract, case)
         if key in cache:
             row = cache[key]
             results[case.id] = Verdict(row["verdict"], True, None, row.get("reply"), row.get("usage"))
@@ -288,7 +291,7 @@ async def judge_cases_async(cases: Sequence[JudgeCase], config: JudgeConfig, *,
                 results[case.id] = Verdict(verdict, False, None, reply.text, reply.usage)
                 if appender is not None:
                     appender.append({"key": key, "verdict": verdict, "model": config.model,
-                                     "prompt_hash": config.prompt_sha256, "id": case.id, "reply": reply.text,
+                                     "prompt_hash": contract["prompt_sha256"], "id": case.id, "reply": reply.text,
                                      "usage": reply.usage})
 
         try:

@@ -20,6 +20,7 @@ and where the rules that keep a judge honest live:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,7 +30,7 @@ import numpy as np
 from aethersearch.errors import ConfigError
 from aethersearch.records import Outcome, RunFingerprint
 from aethersearch.scoring.judge import JudgeCase, JudgeConfig, Verdict, disagreement_table, judge_cases
-from aethersearch.scoring.scores_file import QuestionScore, SampleScore
+from aethersearch.scoring.scores_file import QuestionScore
 
 #: the metric key of the first judge; the others are ``judge:<name>``
 JUDGE_METRIC = "judge"
@@ -157,7 +158,7 @@ def apply_to_questions(scored: list[QuestionScore], rows: Sequence[Any], flat: l
         first = verdicts.get(judged.summaries[0]["name"]) if judged.summaries else None
         out.append(question.model_copy(update={
             "values": values, "judge_verdict": first, "judge_verdicts": verdicts, "judge_replies": replies,
-            "samples": [SampleScore.model_validate(s.model_dump()) for s in kept] if samples > 1 else [],
+            "samples": kept if samples > 1 else [],
             "correct": correct, "majority": majority}))
     return out
 
@@ -208,18 +209,16 @@ def agreement(scored: Sequence[QuestionScore], summaries: Sequence[Mapping[str, 
     from aethersearch.scoring.aggregate import estimate
 
     pairs = []
-    for i in range(len(summaries)):
-        for k in range(i + 1, len(summaries)):
-            a, b = summaries[i], summaries[k]
-            both = [q for q in scored if a["metric"] in q.values and b["metric"] in q.values]
-            va = np.array([q.values[a["metric"]] for q in both])
-            vb = np.array([q.values[b["metric"]] for q in both])
-            delta = estimate(vb - va, resamples=resamples, seed=seed, name=f"judges/{a['name']}/{b['name']}")
-            pairs.append({"a": a["name"], "b": b["name"], "n": len(both),
-                          "kappa": cohen_kappa(list(va >= 0.5), list(vb >= 0.5)),
-                          "a_mean": float(va.mean()) if len(both) else None,
-                          "b_mean": float(vb.mean()) if len(both) else None,
-                          "delta": delta.mean if len(both) else None,
-                          "ci_low": delta.ci_low if len(both) else None, "ci_high": delta.ci_high if len(both) else None,
-                          "disagree": [q.id for q, x, y in zip(both, va, vb, strict=True) if (x >= 0.5) != (y >= 0.5)]})
+    for a, b in itertools.combinations(summaries, 2):
+        both = [q for q in scored if a["metric"] in q.values and b["metric"] in q.values]
+        va = np.array([q.values[a["metric"]] for q in both])
+        vb = np.array([q.values[b["metric"]] for q in both])
+        delta = estimate(vb - va, resamples=resamples, seed=seed, name=f"judges/{a['name']}/{b['name']}")
+        pairs.append({"a": a["name"], "b": b["name"], "n": len(both),
+                      "kappa": cohen_kappa(list(va >= 0.5), list(vb >= 0.5)),
+                      "a_mean": float(va.mean()) if len(both) else None,
+                      "b_mean": float(vb.mean()) if len(both) else None,
+                      "delta": delta.mean if len(both) else None,
+                      "ci_low": delta.ci_low if len(both) else None, "ci_high": delta.ci_high if len(both) else None,
+                      "disagree": [q.id for q, x, y in zip(both, va, vb, strict=True) if (x >= 0.5) != (y >= 0.5)]})
     return pairs
