@@ -198,3 +198,30 @@ def _read_like_any_run(demo: Path, out: Path) -> None:
     [trace] = read_jsonl(out / "traces.jsonl")
     page = TestClient(create_app(load_viewer([out], release=release))).get(f"/q/{trace['id']}")
     assert page.status_code == 200 and "visit" in page.text
+
+
+def test_an_episode_its_deadline_ended_between_calls_is_recorded_once(demo: Path, tmp_path: Path) -> None:
+    from aethersearch.errors import AetherError
+    from aethersearch.mcp_bridge.episodes import RemoteRun
+    from aethersearch.pipeline import index_search
+    from aethersearch.records import Budget
+
+    async def episode() -> str:
+        run = RemoteRun(demo / "release", tmp_path / "run", index_search(demo / "index"),
+                        budget=Budget(max_tool_calls=3, max_turns=None), tool_schema_sha256="0" * 64,
+                        tools=("search",), question_timeout_s=0.2)
+        question = next(iter(run.questions))
+        await run.start(question)
+        await asyncio.sleep(0.5)  # the client goes quiet past the episode's deadline
+        try:
+            await run.call(question, "search", {"query": "anything", "topk": 3})
+        except AetherError as exc:
+            message = str(exc)
+        else:
+            raise AssertionError("a call after the deadline must be refused")
+        await run.close()
+        return message
+
+    assert "ended" in asyncio.run(episode())
+    [trace] = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert trace["error_kind"] == "deadline" and trace["stop_reason"] == "deadline"

@@ -23,7 +23,7 @@ import asyncio
 import inspect
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from aethersearch.agents.remote import Channel, RemoteAgent, ToolReply
 from aethersearch.environment import Environment
@@ -60,11 +60,6 @@ class RemoteRun:
         self.writer = self.store.writer()
         self.open: dict[str, OpenEpisode] = {}
 
-    @property
-    def fingerprint(self) -> Any:
-        """The run's ``run.json``."""
-        return self.prepared.fingerprint
-
     def question(self, question_id: str) -> RolloutQuestion:
         """The question ``question_id`` (a ConfigError naming a few valid ids when unknown)."""
         found = self.questions.get(question_id)
@@ -98,51 +93,58 @@ class RemoteRun:
 
     async def call(self, question_id: str, tool: str, arguments: dict[str, Any]) -> ToolReply:
         """Run one search or visit in the question's episode."""
-        episode = self._episode(question_id)
+        episode = await self._episode(question_id)
         if tool not in self.agent.tools:
             raise ToolError(f"this server offers {', '.join(self.agent.tools)}, not {tool!r}")
-        reply: ToolReply = await self._send(episode, tool, arguments)
+        reply: ToolReply = await self._send(question_id, episode, tool, arguments)
         return reply
 
     async def answer(self, question_id: str, answer: str | None) -> Trace:
         """End the question's episode with ``answer`` (None or "": no answer) and append its trace durably."""
-        episode = self._episode(question_id)
-        await self._send(episode, "answer", {"answer": answer})
-        trace = await episode.task
-        del self.open[question_id]
-        self.agent.channels.pop(question_id, None)
-        await self.writer.submit(trace)
-        self.store.record(trace)
-        return trace
+        episode = await self._episode(question_id)
+        await self._send(question_id, episode, "answer", {"answer": answer})
+        return await self._finish(question_id, episode)
 
-    def _episode(self, question_id: str) -> OpenEpisode:
+    async def _episode(self, question_id: str) -> OpenEpisode:
         found = self.open.get(question_id)
         if found is None:
             raise ConfigError(f"question {question_id!r} has no open episode",
                               fix="call start with its id first (list_questions gives the ids)")
-        if found.task.done():  # ended without an answer: a deadline or a failed tool server
-            del self.open[question_id]
-            trace = found.task.result()
-            raise AetherError(f"the episode of {question_id!r} ended: {trace.error or trace.outcome.value}",
-                              fix="start another question")
+        if found.task.done():  # ended without an answer, between two calls: a deadline or a failed tool server
+            await self._ended(question_id, found)
         return found
 
-    async def _send(self, episode: OpenEpisode, tool: str, arguments: dict[str, Any]) -> Any:
+    async def _send(self, question_id: str, episode: OpenEpisode, tool: str, arguments: dict[str, Any]) -> Any:
         call = asyncio.ensure_future(episode.channel.call(tool, arguments))
         done, _ = await asyncio.wait({call, episode.task}, return_when=asyncio.FIRST_COMPLETED)
         if call in done:
             return call.result()
         call.cancel()  # the episode ended under this call (its tool server failed, or its deadline passed)
-        trace = episode.task.result()
+        await self._ended(question_id, episode)
+
+    async def _finish(self, question_id: str, episode: OpenEpisode) -> Trace:
+        """The one way an episode leaves: out of the open table, its trace appended durably and recorded."""
+        trace = await episode.task
+        self.open.pop(question_id, None)
+        self.agent.channels.pop(question_id, None)
         await self.writer.submit(trace)
         self.store.record(trace)
-        raise AetherError(f"the episode ended: {trace.error or trace.outcome.value}",
+        return trace
+
+    async def _ended(self, question_id: str, episode: OpenEpisode) -> NoReturn:
+        """An episode that ended without an answer: record its trace, then tell the client why."""
+        trace = await self._finish(question_id, episode)
+        raise AetherError(f"the episode of {question_id!r} ended: {trace.error or trace.outcome.value}",
                           fix="start another question; the failure is recorded in traces.jsonl")
 
     async def close(self) -> None:
-        """Stop the open episodes (no trace: they can be started again) and close the run directory."""
-        for found in self.open.values():
-            found.task.cancel()
+        """Record the episodes that already ended, stop the others (no trace: they can be started again),
+        and close the run directory."""
+        for question_id, found in list(self.open.items()):
+            if found.task.done() and not found.task.cancelled():
+                await self._finish(question_id, found)
+            else:
+                found.task.cancel()
         self.open.clear()
         await asyncio.to_thread(self.writer.close)
         self.store.close()
