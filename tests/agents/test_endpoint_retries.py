@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from aethersearch.agents.llm import OpenAIClient, _retry_after
 from aethersearch.agents.react import tool_schema
@@ -111,3 +112,68 @@ def _turn(name: str, arguments: str) -> list[dict]:
 def test_scripted_server_rejects_replayed_invalid_tool_calls_like_a_strict_server(
         messages: list[dict], expected: int) -> None:
     assert _chat_status(messages, [tool_schema("search")]) == expected
+
+
+# ---- the server's tokenizer routes wait and retry like a model call --------------------------------------
+
+async def _tokenizer_server(replies: list[tuple[float, int]]) -> tuple[web.AppRunner, str, list[float]]:
+    """A server whose ``/tokenize`` answers each request with the next (delay, status) in ``replies``."""
+    seen: list[float] = []
+
+    async def tokenize(request: web.Request) -> web.Response:
+        delay, status = replies[min(len(seen), len(replies) - 1)]
+        seen.append(time.monotonic())
+        await asyncio.sleep(delay)
+        if status != 200:
+            return web.json_response({"error": "busy"}, status=status)
+        return web.json_response({"tokens": [7, 8]})
+
+    async def props(request: web.Request) -> web.Response:
+        return web.json_response({}, status=404)
+
+    app = web.Application()
+    app.router.add_post("/tokenize", tokenize)
+    app.router.add_get("/props", props)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}/v1", seen
+
+
+def test_a_tokenize_call_behind_a_busy_server_is_retried_under_the_call_timeout_not_a_probe_s() -> None:
+    # llama-cpp-python answers one request at a time: a tokenize call waits behind the generations in flight.
+    # It gets a model call's timeout and retries (here: a slow reply, then a 503, then the ids), and it is not
+    # counted as a model call.
+    async def go() -> tuple[tuple[int, ...], int, int]:
+        runner, url, seen = await _tokenizer_server([(0.0, 200), (1.0, 200), (0.0, 503), (0.0, 200)])
+        try:
+            async with OpenAIClient(url, "m", call_timeout_s=0.3, max_retries=3, backoff_base_s=0.01,
+                                    seed=0) as llm:
+                ids = await llm.served.tokenize("a b")
+                return ids, len(seen), llm.calls
+        finally:
+            await runner.cleanup()
+
+    ids, requests, calls = asyncio.run(go())
+    assert ids == (7, 8) and calls == 0
+    assert requests == 4  # the probe's own /tokenize, then the slow try, the 503 and the answer
+
+
+def test_a_tokenize_route_that_never_answers_says_how_long_it_waited_and_how_often() -> None:
+    async def go() -> EndpointError:
+        runner, url, _ = await _tokenizer_server([(0.0, 200), (1.0, 200)])
+        try:
+            async with OpenAIClient(url, "m", call_timeout_s=0.2, max_retries=1, backoff_base_s=0.01,
+                                    seed=0) as llm:
+                await llm.served.facts()  # the probe (first reply) finds the route
+                with pytest.raises(EndpointError) as info:
+                    await llm.served.tokenize("a b")
+                return info.value
+        finally:
+            await runner.cleanup()
+
+    error = asyncio.run(go())
+    assert error.transient and error.kind == "timeout"
+    assert "/tokenize: no reply within 0.2s" in str(error) and "giving up after 1 retries" in str(error)

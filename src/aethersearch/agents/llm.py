@@ -23,7 +23,7 @@ import email.utils
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import aiohttp
 import orjson
@@ -33,6 +33,8 @@ from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding, LLMCall, RunLimits
 
 TRANSIENT_STATUS = frozenset({408, 409, 429})
+P = TypeVar("P")
+R = TypeVar("R")
 #: A client built outside a run (probes, notebooks) waits and retries like a run with default limits.
 _LIMITS = RunLimits()
 
@@ -477,8 +479,8 @@ class OpenAIClient:
             await asyncio.sleep(self._backoff(attempt - 1, None))
 
     @staticmethod
-    def _completion(data: dict[str, Any], choice: dict[str, Any], text: str,
-                    tool_calls: list[dict[str, Any]], elapsed: float, attempts: int) -> Completion:
+    def _completion(data: dict[str, Any], parsed: _Choice, elapsed: float, attempts: int) -> Completion:
+        choice, text, tool_calls = parsed
         usage = data.get("usage") or {}
         stop_reason = choice.get("stop_reason")
         # positional: a NamedTuple built from keywords costs a keyword parse per model call
@@ -492,17 +494,40 @@ class OpenAIClient:
             return min(self.max_retry_after_s, retry_after + 0.1 * jitter)
         return jitter
 
-    async def _post(self, path: str, body: dict[str, Any], parse: Callable[[Any], _Choice], *,
-                    root: bool = False) -> Completion:
-        """POST with retries on transient failures; returns the reply as a :class:`Completion`.
+    def _post(self, path: str, body: dict[str, Any], parse: Callable[[Any], _Choice], *,
+              root: bool = False) -> Coroutine[Any, Any, Completion]:
+        """POST a model call with retries on transient failures; returns the reply as a :class:`Completion`.
 
-        ``parse`` pulls the choice out of a 200 reply; a 200 whose body is not JSON
-        or that ``parse`` rejects (no ``choices``) is retried like a 5xx, because
-        real servers produce them transiently (a proxy's truncated body, an
-        overloaded worker's empty reply). A 4xx other than 408/409/429 is the
-        server refusing this exact request: raised at once with its kind
-        (``context_length``, ``invalid_request``, ``auth``, ``not_found``).
-        ``root`` puts ``path`` under the server's root instead of ``…/v1``.
+        ``parse`` pulls the choice out of a 200 reply. Returned un-awaited (as
+        :meth:`complete` is), so a model call crosses no extra coroutine layer.
+        """
+        return self._request(path, body, parse, self._completion, root=root, counted=True)
+
+    async def post_route(self, path: str, body: dict[str, Any], parse: Callable[[Any], P]) -> P:
+        """POST to one of the server's own routes (``/tokenize``, ``/detokenize``) under a model call's policy.
+
+        Why a model call's timeout, retries and deadline, not a probe's: on a
+        server that answers one request at a time (llama-cpp-python), a tokenizer
+        call waits behind the generations in flight, so a short probe timeout
+        turns a busy server into an errored question. ``parse`` returns the
+        value wanted from a 200 reply, raising ``TypeError``/``KeyError`` when the
+        reply lacks it (retried as malformed). Not counted in :attr:`calls`
+        (model calls only).
+        """
+        return await self._request(path, body, parse, _parsed, root=True, counted=False)
+
+    async def _request(self, path: str, body: dict[str, Any], parse: Callable[[Any], P],
+                       build: Callable[[Any, P, float, int], R], *, root: bool, counted: bool) -> R:
+        """The one retry loop: POST ``body`` until a 200 reply that ``parse`` accepts, then ``build`` the result.
+
+        A 200 whose body is not JSON or that ``parse`` rejects (no ``choices``) is
+        retried like a 5xx, because real servers produce them transiently (a
+        proxy's truncated body, an overloaded worker's empty reply). A 4xx other
+        than 408/409/429 is the server refusing this exact request: raised at once
+        with its kind (``context_length``, ``invalid_request``, ``auth``,
+        ``not_found``). ``root`` puts ``path`` under the server's root instead of
+        ``…/v1``; ``build(data, parsed, elapsed_s, attempts)`` runs outside the
+        retry (a field it cannot read is a bug to surface, not a reply to retry).
         """
         session = self._session
         if session is None or session.closed:
@@ -525,7 +550,8 @@ class OpenAIClient:
             retry_after: float | None = None
             try:
                 async with self._semaphore:
-                    self.calls += 1
+                    if counted:
+                        self.calls += 1
                     async with session.post(url, data=payload, timeout=timeout) as resp:
                         raw = await resp.read()
                         status = resp.status
@@ -534,14 +560,14 @@ class OpenAIClient:
                 if status == 200:
                     try:
                         data = orjson.loads(raw)
-                        choice, text, tool_calls = parse(data)
+                        parsed = parse(data)
                     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError):
                         failure = EndpointError(f"{url}: HTTP 200 whose body is not an OpenAI reply (not JSON, "
                                                 f"or no choices) after {attempt} attempt(s): "
                                                 f"{raw[:200].decode('utf-8', 'replace')!r}",
                                                 status=200, transient=True, kind="malformed_reply")
                     else:  # outside the except: a usage field it cannot read is not a malformed reply to retry
-                        return self._completion(data, choice, text, tool_calls, time.monotonic() - start, attempt)
+                        return build(data, parsed, time.monotonic() - start, attempt)
                 else:
                     detail = raw[:300].decode("utf-8", "replace")
                     if status not in TRANSIENT_STATUS and status < 500:
@@ -570,6 +596,11 @@ class OpenAIClient:
 
 
 _Choice = tuple[dict[str, Any], str, list[dict[str, Any]]]
+
+
+def _parsed(data: Any, parsed: P, elapsed: float, attempts: int) -> P:
+    """:meth:`OpenAIClient.post_route`'s result: what ``parse`` took from the reply."""
+    return parsed
 #: decoding fields llama-server's ``/completion`` reads under the names :func:`decoding_body` gives them
 _NATIVE_FIELDS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty",
                   "frequency_penalty")

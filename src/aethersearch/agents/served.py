@@ -129,7 +129,8 @@ class ServedModel:
         return self._facts.value
 
     async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-        """(status, parsed JSON or None); a connection failure is status 0 (probes treat it as absent)."""
+        """(status, parsed JSON); a connection failure or timeout is status 0 with what happened as the reply
+        (probes treat it as absent; reasons quote it)."""
         url = self.root + path
         try:
             timeout = aiohttp.ClientTimeout(total=_PROBE_TIMEOUT_S)
@@ -138,8 +139,10 @@ class ServedModel:
             async with self._session().request(method, url, data=data, headers=headers, timeout=timeout) as resp:
                 raw = await resp.read()
                 status = resp.status
-        except (aiohttp.ClientError, TimeoutError):
-            return 0, None
+        except aiohttp.ClientError as exc:
+            return 0, f"connection failed: {type(exc).__name__}: {exc}"
+        except TimeoutError:
+            return 0, f"no reply within {_PROBE_TIMEOUT_S:g}s"
         try:
             return status, orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -264,12 +267,7 @@ class ServedModel:
         else:
             body = {"model": self.model, "prompt": text, "content": text, "add_special_tokens": False,
                     "add_special": False}
-        status, reply = await self._call("POST", facts.tokenize, body)
-        if status != 200 or not isinstance(reply, dict) or not isinstance(reply.get("tokens"), list):
-            raise EndpointError(f"{self.root}{facts.tokenize}: HTTP {status}: {str(reply)[:200]}",
-                                status=status or None, transient=status == 0 or status >= 500,
-                                fix="check the model server")
-        ids = tuple(int(t) for t in reply["tokens"])
+        ids = tuple(await self.client.post_route(facts.tokenize, body, _tokens_of))
         if self._prefix and ids[:len(self._prefix)] == self._prefix:
             ids = ids[len(self._prefix):]
         if len(self._tokens) >= _CACHE_LIMIT:
@@ -281,13 +279,8 @@ class ServedModel:
         """The text of ``ids`` (special tokens kept, as Search-R1 keeps them in its rolling ids)."""
         facts = await self.facts()
         path = facts.detokenize or "/detokenize"
-        status, reply = await self._call("POST", path, {"model": self.model, "tokens": list(ids)})
-        if status == 200 and isinstance(reply, dict):
-            for key in ("prompt", "content", "text"):
-                if isinstance(reply.get(key), str):
-                    return str(reply[key])
-        raise EndpointError(f"{self.root}{path}: HTTP {status}: {str(reply)[:200]}", status=status or None,
-                            transient=status == 0 or status >= 500, fix="check the model server")
+        text: str = await self.client.post_route(path, {"model": self.model, "tokens": list(ids)}, _text_of)
+        return text
 
     def _answered(self, status: int, path: str) -> None:
         """Raise a retryable ``connection`` error when a server that answered the probe no longer answers.
@@ -330,6 +323,22 @@ def completion_stop_type(reply: dict[str, Any]) -> Literal["eos", "limit", "word
         if reply.get(flag) is True:
             return kind  # type: ignore[return-value]
     return None
+
+
+def _tokens_of(reply: Any) -> list[int]:
+    """The ids of a tokenize reply (every server names them ``tokens``); TypeError when it has none."""
+    tokens = reply["tokens"]
+    if not _int_list(tokens):
+        raise TypeError("tokens is not a list of ids")
+    return list(tokens)
+
+
+def _text_of(reply: Any) -> str:
+    """The text of a detokenize reply: vLLM names it ``prompt``, llama-server ``content``, others ``text``."""
+    for key in ("prompt", "content", "text"):
+        if isinstance(reply.get(key), str):
+            return str(reply[key])
+    raise TypeError("no prompt, content or text string")
 
 
 def _int_list(value: Any) -> bool:
