@@ -108,6 +108,38 @@ async def mcp_calls(url: str, queries: Sequence[str], question_id: str) -> None:
             assert not result.isError, result.content
 
 
+async def lean_mcp_calls(url: str, queries: Sequence[str], question_id: str) -> None:
+    """The same searches as MCP ``search`` calls sent by a lean client: JSON-RPC over streamable HTTP with aiohttp.
+
+    Why: the ``/retrieve`` figure is read with the lean client a search loop uses; this is the like-for-like
+    MCP client (what an agent loop that speaks MCP without the SDK sends: initialize, the initialized
+    notification, then one ``tools/call`` POST per call, with the session id the server gave).
+    """
+    import aiohttp
+    import orjson
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    async with aiohttp.ClientSession() as session:
+        async def send(message: dict[str, object]) -> dict[str, object] | None:
+            async with session.post(url, data=orjson.dumps(message), headers=headers) as response:
+                response.raise_for_status()
+                if "mcp-session-id" in response.headers:
+                    headers["mcp-session-id"] = response.headers["mcp-session-id"]
+                body = await response.read()
+            return orjson.loads(body) if body else None
+
+        await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        started = await send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                              "params": {"name": "start", "arguments": {"question_id": question_id}}})
+        assert started is not None and not started["result"]["isError"], started  # type: ignore[index]
+        for n, query in enumerate(queries, start=2):
+            reply = await send({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                "params": {"name": "search", "arguments": {"query": query, "topk": 3}}})
+            assert reply is not None and not reply["result"]["isError"], reply  # type: ignore[index]
+
+
 async def stdio_calls(command: list[str], queries: Sequence[str], question_id: str, cpu: list[float]) -> None:
     """The same searches over stdio; ``cpu`` gets the server child's CPU seconds spent on them."""
     from mcp import ClientSession, StdioServerParameters
@@ -178,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         bridge = subprocess.Popen([*aether, "mcp", str(release), "--out", str(root / "run"), "--index", str(index),
                                    "--transport", "http", "--port", str(mcp_port),
-                                   "--max-tool-calls", str(args.calls * args.repeats + 10)],
+                                   "--max-tool-calls", str(2 * args.calls * args.repeats + 10)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _wait_port(retrieve_port, serve)
@@ -186,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             retrieve_url, mcp_url = f"http://127.0.0.1:{retrieve_port}", f"http://127.0.0.1:{mcp_port}/mcp"
             asyncio.run(retrieve_calls(retrieve_url, queries[:50]))  # warm both (imports, JIT, caches)
             asyncio.run(mcp_calls(mcp_url, queries[:50], questions[0].id))
-            results: dict[str, list[Measured]] = {"retrieve": [], "mcp": [], "mcp-stdio": []}
+            results: dict[str, list[Measured]] = {"retrieve": [], "mcp": [], "mcp-lean": [], "mcp-stdio": []}
             for rep in range(args.repeats):
                 order = list(results) if rep % 2 == 0 else list(results)[::-1]
                 for name in order:
@@ -197,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     elif name == "mcp":
                         results[name].append(measure(bridge.pid, lambda q=question: mcp_calls(mcp_url, queries, q),
                                                      args.calls))
+                    elif name == "mcp-lean":
+                        other = questions[(rep + 1 + args.repeats) % len(questions)].id  # its own episode
+                        results[name].append(measure(
+                            bridge.pid, lambda q=other: lean_mcp_calls(mcp_url, queries, q), args.calls))
                     else:
                         cpu: list[float] = []
                         command = [*aether, "mcp", str(release), "--out", str(root / f"stdio-{rep}"), "--index",
@@ -220,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"in process: bare search {1000 * bare:.3f} ms/call, through the run contract {1000 * bridged:.3f} "
           f"ms/call ({bridged / bare:.2f}x): the rest of the MCP figure is the SDK's transport and session")
     ret = medians["retrieve"]
-    for name in ("mcp", "mcp-stdio"):
+    for name in ("mcp", "mcp-lean", "mcp-stdio"):
         mcp = medians[name]
         ratio = mcp.total / ret.total
         print(f"{name} / retrieve CPU per call: server {mcp.server / ret.server:.2f}x, client "

@@ -59,18 +59,17 @@ async def stdio_session(release: Path, out: Path, index: Path, *extra: str) -> A
         yield session
 
 
-@pytest.fixture()
-def http_server(demo: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def start_http_server(demo: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """``aether mcp --transport http`` over the sandbox release; (process, URL, run directory) once it listens."""
+    import socket
+
     port = free_port()
     out = tmp_path / "sandbox_mcp_run"
     proc = subprocess.Popen([sys.executable, "-m", "aethersearch.cli", "mcp", str(demo / "sandbox_release"), "--out",
                              str(out), "--index", str(demo / "sandbox_index"), "--transport", "http", "--port",
-                             str(port), "--max-tool-calls", "3"], stdout=subprocess.DEVNULL,
+                             str(port), *extra], stdout=subprocess.DEVNULL,
                             stderr=(tmp_path / "server.log").open("wb"))  # a file: a full pipe would block the server
-    url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.monotonic() + 60
-    import socket
-
     while time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -78,11 +77,37 @@ def http_server(demo: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
         except OSError:
             assert proc.poll() is None, (tmp_path / "server.log").read_text()
             time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}/mcp", out
+
+
+@pytest.fixture()
+def http_server(demo: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    proc, url, out = start_http_server(demo, tmp_path, "--max-tool-calls", "3")
     try:
         yield url, out
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_session_that_ends_and_a_ctrl_c_log_no_traceback(demo: Path, tmp_path: Path) -> None:
+    # a connected client keeps the SDK's stream of server-sent events open; when its session ended (or the
+    # server stopped) the SDK logged that closed stream as an error, with a framed traceback
+    import signal
+
+    proc, url, out = start_http_server(demo, tmp_path)
+
+    async def client() -> None:
+        async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            assert (await session.list_tools()).tools
+
+    asyncio.run(client())
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) in (0, 130)
+    log = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in log and "Error" not in log, log[-2000:]
+    assert (out / "run.json").is_file()
 
 
 def test_the_frozen_corpus_over_stdio_lists_tools_runs_episodes_and_is_scored(demo: Path, tmp_path: Path) -> None:

@@ -22,12 +22,16 @@ explicit ``question_id`` for a client that runs several questions on one connect
 
 from __future__ import annotations
 
+import logging
 import weakref
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
+import uvicorn
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import TextContent
 from pydantic import Field
 
 from aethersearch.errors import AetherError
@@ -50,6 +54,10 @@ spent, only answer is accepted. Answer with a short span (a name, a date, a numb
 empty string to give no answer."""
 
 
+#: the SDK's streamable-HTTP logger, and the filter that drops its closed-stream noise (see ClosedStreamNoise)
+_SDK_STREAMS = logging.getLogger("mcp.server.streamable_http")
+
+
 class Bridge:
     """The MCP tools of one run: an MCP server whose tools drive :class:`RemoteRun` episodes."""
 
@@ -59,6 +67,7 @@ class Bridge:
         self.budget, self.sandbox, self.question_timeout_s = budget, sandbox, question_timeout_s
         # WARNING: at INFO the SDK renders a rich log line per request, most of the server CPU of a call
         self.server = FastMCP("aethersearch", instructions=INSTRUCTIONS, json_response=True, log_level="WARNING")
+        _SDK_STREAMS.addFilter(_CLOSED_STREAM_NOISE)  # once: a logger keeps one filter object only once
         self.tools: tuple[str, ...] = ("search", "visit") if sandbox else ("search",)
         self._register()
         self._run: RemoteRun | None = None
@@ -93,33 +102,33 @@ class Bridge:
         return bound
 
     def _register(self) -> None:  # noqa: C901 -- one closure per tool, each a few lines
-        """The tools. Their results are JSON text (``structured_output=False``): a model reads text anyway, and
-        an output schema made the SDK validate every result with jsonschema on both sides, about a
-        millisecond of CPU per call on each."""
+        """The tools. Their results are compact JSON text (``structured_output=False``, :func:`_text`): a model
+        reads text anyway, and an output schema made the SDK validate every result with jsonschema on both
+        sides, about a millisecond of CPU per call on each."""
         server, bridge = self.server, self
 
         @server.tool(structured_output=False, description="List the questions of this evaluation: their ids and texts.")
         async def list_questions(
                 offset: Annotated[int, Field(ge=0, description="Skip this many questions.")] = 0,
                 limit: Annotated[int, Field(ge=1, le=500, description="Return at most this many.")] = 50,
-        ) -> dict[str, Any]:
+        ) -> TextContent:
             run = await bridge.open()
             rows = list(run.questions.values())[offset:offset + limit]
-            return {"total": len(run.questions), "questions": [{"id": q.id, "question": q.question} for q in rows],
-                    "finished": [q.id for q in rows if run.finished(q.id)]}
+            return _text({"total": len(run.questions), "questions": [{"id": q.id, "question": q.question} for q in rows],
+                          "finished": [q.id for q in rows if run.finished(q.id)]})
 
         @server.tool(structured_output=False, description="Start the episode of one question (or continue it after a reconnect). "
                                  "Returns the question and the tool calls left.")
         async def start(question_id: Annotated[str, Field(min_length=1, description="A question id.")],
-                        ctx: Context) -> dict[str, Any]:  # type: ignore[type-arg]
+                        ctx: Context) -> TextContent:  # type: ignore[type-arg]
             run = await bridge.open()
             try:
                 question = await run.start(question_id)
             except AetherError as exc:
                 raise _tool_error(exc) from None
             bridge._bound[ctx.session] = question_id
-            return {"id": question.id, "question": question.question, "tools": [*bridge.tools, "answer"],
-                    "tool_call_budget": run.budget.max_tool_calls}
+            return _text({"id": question.id, "question": question.question, "tools": [*bridge.tools, "answer"],
+                          "tool_call_budget": run.budget.max_tool_calls})
 
         @server.tool(structured_output=False, description="Search the document collection. Returns the top documents (id, title, text); "
                                  "each call spends one tool call of the question's budget.")
@@ -127,7 +136,7 @@ class Bridge:
                                                      description="What to look for, in words.")],
                          ctx: Context,  # type: ignore[type-arg]
                          topk: Annotated[int, Field(ge=1, le=MAX_TOPK, description="How many documents.")] = 3,
-                         question_id: QuestionId = None) -> dict[str, Any]:
+                         question_id: QuestionId = None) -> TextContent:
             return await bridge._call(ctx, question_id, "search", {"query": query, "topk": topk})
 
         if self.sandbox:
@@ -136,30 +145,39 @@ class Bridge:
             async def visit(page: Annotated[str, Field(min_length=1, max_length=512,
                                                        description="A page id or title.")],
                             ctx: Context,  # type: ignore[type-arg]
-                            question_id: QuestionId = None) -> dict[str, Any]:
+                            question_id: QuestionId = None) -> TextContent:
                 return await bridge._call(ctx, question_id, "visit", {"page": page})
 
         @server.tool(structured_output=False, description="Give the final answer and end the question's episode (an empty answer gives "
                                  "none). Short answers score best: a name, a date, a number.")
         async def answer(answer: Annotated[str, Field(max_length=2048, description="The final answer.")],
                          ctx: Context,  # type: ignore[type-arg]
-                         question_id: QuestionId = None) -> dict[str, Any]:
+                         question_id: QuestionId = None) -> TextContent:
             run = await bridge.open()
             qid = bridge._question_of(ctx, question_id)
             try:
                 trace = await run.answer(qid, answer or None)
             except AetherError as exc:
                 raise _tool_error(exc) from None
-            return {"id": qid, "outcome": trace.outcome.value, "recorded": str(run.run_dir / "traces.jsonl")}
+            return _text({"id": qid, "outcome": trace.outcome.value, "recorded": str(run.run_dir / "traces.jsonl")})
 
-    async def _call(self, context: Any, question_id: str | None, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, context: Any, question_id: str | None, tool: str, arguments: dict[str, Any]) -> TextContent:
         run = await self.open()
         qid = self._question_of(context, question_id)
         try:
             reply = await run.call(qid, tool, arguments)
         except AetherError as exc:
             raise _tool_error(exc) from None
-        return {"documents": [hit._asdict() for hit in reply.documents], "tool_calls_left": reply.calls_left}
+        return _text({"documents": [hit._asdict() for hit in reply.documents], "tool_calls_left": reply.calls_left})
+
+
+def _text(payload: dict[str, Any]) -> TextContent:
+    """A tool's result as one compact, canonical JSON text block, encoded once (orjson).
+
+    Why not the dict: the SDK would encode it again through pydantic with an indent of
+    two, a large share of the server's CPU per call for a text no model needs indented.
+    """
+    return TextContent(type="text", text=dumps(payload).decode())
 
 
 def _tool_error(exc: AetherError) -> Exception:
@@ -174,9 +192,26 @@ async def serve(bridge: Bridge, *, transport: str, host: str = "127.0.0.1", port
         if transport == "stdio":
             await bridge.server.run_stdio_async()
         else:
-            import uvicorn
-
             config = uvicorn.Config(bridge.server.streamable_http_app(), host=host, port=port, log_level="warning")
             await uvicorn.Server(config).serve()
     finally:
         await bridge.close()
+
+
+class ClosedStreamNoise(logging.Filter):
+    """Drops the SDK's error log of a client's event stream that ended because its session ended.
+
+    Why: over streamable HTTP a client keeps a stream of server-sent events open while
+    its session lives; when the client closes the session (or the server stops), the
+    SDK's writer of that stream finds it closed and logs "Error in standalone SSE
+    writer" with a framed traceback, though nothing went wrong. Only that record with
+    anyio's ``ClosedResourceError`` is dropped; every other error is logged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for the closed-stream record, True for everything else."""
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, anyio.ClosedResourceError) and "SSE writer" in record.getMessage())
+
+
+_CLOSED_STREAM_NOISE = ClosedStreamNoise()
