@@ -87,7 +87,7 @@ from typing import Any, NamedTuple
 import aiohttp
 import orjson
 
-from aethersearch.agents.llm import Completion, OpenAIClient
+from aethersearch.agents.llm import LLM, Completion, OpenAIClient
 from aethersearch.agents.prompts import SEARCH_R1_PROMPT, render_search_r1_docs, search_r1_observation
 from aethersearch.testing.scripted_server import (
     ScriptedRequest,
@@ -164,7 +164,7 @@ async def harness(url: str, n: int, out: Path, concurrency: int = CONCURRENCY,
     return wall, cpu, calls
 
 
-class InProcessModel:
+class InProcessModel(LLM):
     """The same scripted replies without HTTP: isolates the harness's own CPU per step."""
 
     endpoint = "in-process"

@@ -26,7 +26,7 @@ def read_mapping(path: Path, *, what: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)  # YAML is a superset of JSON, so one parser reads both
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        mark = exc.problem_mark if isinstance(exc, yaml.MarkedYAMLError) else None
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise ConfigError(f"{where}: {what} is not valid YAML/JSON: {exc}", fix="fix the syntax") from None
     if not isinstance(data, dict):

@@ -210,7 +210,7 @@ def test_garbled_replies_are_recorded_as_unparseable_never_as_a_pass() -> None:
 
 
 def test_an_enforced_validator_that_rejects_everything_is_named_in_the_shortage() -> None:
-    from aethersearch.construct.hintfree import no_questions
+    from aethersearch.construct.page_release import no_questions
     from aethersearch.errors import ShortageError
 
     pages, graph, triples = _diamonds(2)

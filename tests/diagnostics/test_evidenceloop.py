@@ -8,7 +8,7 @@ import pytest
 
 from aethersearch.agents.base import Episode, make_agent
 from aethersearch.agents.evidence_memory import EvidenceMemory
-from aethersearch.agents.llm import OpenAIClient
+from aethersearch.agents.llm import LLM, OpenAIClient
 from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.environment import ToolResult
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
@@ -229,7 +229,7 @@ def test_fetch_reads_full_documents_by_eid_without_a_tool_call() -> None:
 def test_an_endpoint_failure_in_one_solver_cancels_the_others() -> None:
     from aethersearch.errors import EndpointError
 
-    class SlowOrFailing:
+    class SlowOrFailing(LLM):
         """Solver 0's call fails at once; the other solvers' calls hang (a stalled endpoint)."""
 
         endpoint, model = "test", "test"

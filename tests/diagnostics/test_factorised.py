@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from aethersearch.corpus.base import DocumentStore
 from aethersearch.errors import DataError
 from aethersearch.records import (
     DiagnosticsRow,
@@ -270,7 +271,7 @@ def test_question_without_evidence_is_a_clear_error() -> None:
         ep("nq_1", [], Outcome.ANSWERED, "x", diag=bare)
 
 
-class MemoryStore:
+class MemoryStore(DocumentStore):
     """A minimal DocumentStore for the text-mode tests."""
 
     def __init__(self, docs: list[Document]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aethersearch.agents.llm import Completion
+from aethersearch.agents.llm import LLM, Completion
 from aethersearch.errors import BudgetExhausted, ConfigError
 from aethersearch.records import Budget, Decoding
 from aethersearch.rollout.budget import BudgetedLLM, BudgetTracker, resolve_budget
@@ -27,7 +27,7 @@ def test_an_unknown_preset_names_the_valid_ones() -> None:
         resolve_budget("webdetectiv")
 
 
-class EchoLLM:
+class EchoLLM(LLM):
     endpoint = "http://fake/v1"
     model = "fake"
 

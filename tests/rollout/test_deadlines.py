@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.agents.llm import Completion
+from aethersearch.agents.llm import LLM, Completion
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.records import Budget, Decoding, Outcome, RolloutQuestion
 from aethersearch.rollout.deadlines import Deadlines
@@ -16,7 +16,7 @@ from aethersearch.rollout.runner import run_episode
 from tests.agents.fakes import FakeSearchEnv
 
 
-class _SearchingModel:
+class _SearchingModel(LLM):
     """Always asks for a search (the server names its stop string)."""
 
     endpoint = "in-process"

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from aethersearch.search.base import IndexIdentity
 from aethersearch.search.client import SearchClient
 from aethersearch.search.server import ServerLimits, create_app
 from aethersearch.search.wire import url_for
@@ -192,14 +193,14 @@ def test_searchr1_request_response_round_trip(app, demo_index) -> None:  # type:
     assert parsed[0][0].document.title == top.title and parsed[0][0].document.text == top.text
 
 
-class _BlockedIndex:
+class _BlockedIndex(IndexIdentity):
     """The real demo index, held inside its search() until released, to show the event loop stays free."""
 
     def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
         import threading
 
         self.inner, self.entered, self.release = inner, threading.Event(), threading.Event()
-        self.corpus_hash, self.index_hash = inner.corpus_hash, inner.index_hash
+        self._corpus_hash, self._index_hash = inner.corpus_hash, inner.index_hash
 
     def search(self, queries, k):  # type: ignore[no-untyped-def]
         self.entered.set()
@@ -242,12 +243,12 @@ def test_access_reads_whole_pages_when_the_index_holds_passages(tmp_path) -> Non
     assert all("#" in h["id"] for h in hits)  # passages, each pointing at its page
 
 
-class _Float32Index:
+class _Float32Index(IndexIdentity):
     """An index that hands back numpy float32 scores (as bm25s and dense matrices produce them)."""
 
     def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
         self.inner = inner
-        self.corpus_hash, self.index_hash = inner.corpus_hash, inner.index_hash
+        self._corpus_hash, self._index_hash = inner.corpus_hash, inner.index_hash
 
     def search(self, queries, k):  # type: ignore[no-untyped-def]
         import numpy as np

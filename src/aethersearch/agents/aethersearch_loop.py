@@ -48,7 +48,8 @@ from __future__ import annotations
 from typing import Any
 
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
-from aethersearch.agents.served import TokenRoute
+from aethersearch.agents.llm import LLM
+from aethersearch.agents.served import ServedModel, TokenRoute
 from aethersearch.agents.formatting import check_prompt_settings, render_chat_prompt, resolve_format, template_text
 from aethersearch.agents.prompts import SEARCH_R1_PROMPT, search_r1_question
 from aethersearch.errors import ConfigError
@@ -107,8 +108,8 @@ class AetherSearchAgent(Agent):
         """No stop strings, whatever the run asked: their loop sends none."""
         return decoding.model_copy(update={"stop": []})
 
-    def _served(self, episode: Episode) -> Any:
-        served = getattr(episode.llm, "served", None)
+    def _served(self, episode: Episode) -> ServedModel:
+        served = episode.llm.served
         if served is None:
             raise ConfigError("--agent aethersearch counts tokens with the model server's tokenizer, and this "
                               "endpoint has none", fix="serve the model with vLLM, SGLang or llama.cpp's server")
@@ -138,19 +139,19 @@ class AetherSearchAgent(Agent):
         if self.continuation == "text":
             return TokenRoute(mode="text", reason="continuation=text was asked for")
         found: TokenRoute = await self._served(episode).token_route(self.eos_text)
-        if found.mode == "token_ids" and not getattr(episode.llm, "supports_token_ids", False):
+        if found.mode == "token_ids" and not episode.llm.supports_token_ids:
             return found.model_copy(update={"mode": "text", "reason": f"the server allows token ids, but the "
                                             f"model client ({type(episode.llm).__name__}) cannot send them"})
         return found
 
-    async def probe_server(self, llm: Any) -> dict[str, Any]:
+    async def probe_server(self, llm: LLM) -> dict[str, Any]:
         """What ``run.json`` records about the continuation before the run (``served_model.continuation``)."""
-        served = getattr(llm, "served", None)
+        served = llm.served
         if self.continuation == "text" or served is None:
             reason = "continuation=text was asked for" if self.continuation == "text" else "no served model"
             return {"continuation": TokenRoute(mode="text", reason=reason).model_dump(mode="json")}
         found: TokenRoute = await served.token_route(self.eos_text)
-        if found.mode == "token_ids" and not callable(getattr(llm, "complete_ids", None)):
+        if found.mode == "token_ids" and not llm.supports_token_ids:
             found = found.model_copy(update={"mode": "text", "reason": f"the server allows token ids, but the "
                                              f"model client ({type(llm).__name__}) cannot send them"})
         return {"continuation": found.model_dump(mode="json")}
@@ -160,7 +161,6 @@ class AetherSearchAgent(Agent):
         served = self._served(episode)
         route = await self.route(episode)
         eos_id = route.eos_token_id if route.mode == "token_ids" else None
-        by_ids = eos_id is not None
         prompt = await self._prompt(episode)
         prompt_ids = list(await served.tokenize(prompt))
         prompt_tokens = len(prompt_ids)
@@ -174,8 +174,8 @@ class AetherSearchAgent(Agent):
             if room <= 0:
                 return AgentOutput(response, None, Outcome.NO_ANSWER_TAG, "token_cap")
             decoding = episode.decoding.model_copy(update={"stop": [], "max_tokens": room})
-            if by_ids:
-                reply = await episode.llm.complete_ids(  # type: ignore[attr-defined]
+            if eos_id is not None and route.route is not None:  # a token-id route was found
+                reply = await episode.llm.complete_ids(
                     prompt_ids + response_ids, decoding, route=route.route, eos_token_id=eos_id)
                 completion, ended = reply.completion, reply.ended_eos
                 end_id = reply.end_id if reply.end_id is not None else eos_id

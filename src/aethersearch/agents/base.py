@@ -74,7 +74,7 @@ class AgentOutput(NamedTuple):
     stop_reason: str
 
 
-class _NoModel:
+class _NoModel(LLM):
     """The model slot of an episode whose agent needs none (``needs_llm = False``).
 
     Why not ``None``: every agent can then call ``episode.llm`` without a None
@@ -123,10 +123,16 @@ class Episode:
     #: Budget hook set by the runner: charges one tool call that never reached the
     #: environment (a malformed call). Raises ``BudgetExhausted`` when none is left.
     charge: Callable[[str], None] | None = None
+    #: Budget hook set by the runner: the tool calls left (None: no limit); see :meth:`tool_calls_left`.
+    calls_left: Callable[[], int | None] | None = None
 
     def __post_init__(self) -> None:
         if self.llm is None:  # callers written before NO_MODEL existed
             self.llm = NO_MODEL
+
+    def tool_calls_left(self) -> int | None:
+        """Tool calls this episode may still make (None: no limit, or no budget attached)."""
+        return self.calls_left() if self.calls_left is not None else None
 
     def charge_invalid_tool_call(self, tool: str) -> None:
         """Charge a malformed tool call to the budget (it counts, though the tool never ran)."""
@@ -201,6 +207,17 @@ class Agent(ABC):
     def effective_decoding(self, decoding: Decoding) -> Decoding:
         """The decoding actually sent (e.g. with the agent's stop strings added); recorded in run.json."""
         return decoding
+
+    def retrieval_topk(self) -> int | None:
+        """Documents per search, recorded as ``retrieval_topk`` in ``run.json``: the ``topk`` of
+        :meth:`config` (every search agent's), None when the agent fixes none."""
+        topk = self.config().get("topk")
+        return topk if isinstance(topk, int) else None
+
+    async def probe_server(self, llm: LLM) -> dict[str, Any]:
+        """What the agent found out about the model server before the run, merged into ``served_model``
+        in ``run.json`` (default: nothing; ``--agent aethersearch`` records how it continues)."""
+        return {}
 
     @abstractmethod
     async def solve(self, episode: Episode) -> AgentOutput:

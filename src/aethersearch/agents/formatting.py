@@ -23,11 +23,14 @@ step notes; the server's answer goes into ``run.json`` (``ServerFacts``).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from aethersearch.agents.prompts import CHAT_TEMPLATES, apply_chat_template
 from aethersearch.agents.tokenizers import get_tokenizer
 from aethersearch.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aethersearch.agents.llm import LLM
 
 PROMPT_FORMATS = ("auto", "chat", "raw")
 SERVED = "served"
@@ -59,14 +62,14 @@ def template_text(chat_template: str) -> str:
     return SERVED if chat_template == SERVED else CHAT_TEMPLATES.get(chat_template, chat_template)
 
 
-async def resolve_format(prompt_format: str, chat_template: str, llm: Any) -> PromptFormat:
+async def resolve_format(prompt_format: str, chat_template: str, llm: LLM) -> PromptFormat:
     """Decide chat or raw for this endpoint (the server is asked once per client and cached)."""
     if chat_template != SERVED:
         chosen = "raw" if chat_template == "raw" else "chat"
         return PromptFormat(chosen, f"local chat_template={chat_template!r}")
     if prompt_format != "auto":
         return PromptFormat(prompt_format, f"prompt_format={prompt_format!r}")
-    served = getattr(llm, "served", None)
+    served = llm.served
     if served is None:
         return PromptFormat("raw", "auto: the endpoint cannot be asked for its chat template")
     facts = await served.facts()
@@ -77,16 +80,16 @@ async def resolve_format(prompt_format: str, chat_template: str, llm: Any) -> Pr
     return PromptFormat("raw", "auto: the server does not say whether it has a chat template")
 
 
-async def render_chat_prompt(prompt: str, chat_template: str, tokenizer: str, llm: Any) -> str:
+async def render_chat_prompt(prompt: str, chat_template: str, tokenizer: str, llm: LLM) -> str:
     """``prompt`` as one user turn in the model's chat template, with the generation prompt, as text."""
     if chat_template != SERVED:
         return apply_chat_template(chat_template, prompt)
     messages = [{"role": "user", "content": prompt}]
     if tokenizer.startswith("hf:"):
-        render = getattr(get_tokenizer(tokenizer), "render_chat", None)
-        if render is not None:
-            return str(render(messages))
-    served = getattr(llm, "served", None)
+        rendered = get_tokenizer(tokenizer).render_chat(messages)
+        if rendered is not None:
+            return rendered
+    served = llm.served
     rendered = await served.render_chat(messages) if served is not None else None
     if rendered is None:
         raise ConfigError("prompt_format 'chat' needs the chat template rendered, and the server cannot do it",

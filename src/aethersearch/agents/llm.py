@@ -23,7 +23,7 @@ import email.utils
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import aiohttp
 import orjson
@@ -101,19 +101,25 @@ def _split_end(ids: list[int], ended: bool, end_id: int | None) -> tuple[tuple[i
     return tuple(ids), end_id
 
 
-@runtime_checkable
 class LLM(Protocol):
-    """What agents call: text completion (base models, stop strings) and chat (tool calls)."""
+    """What agents call: text completion (base models, stop strings) and chat (tool calls).
 
-    @property
-    def endpoint(self) -> str | None:
-        """The base URL (None for an in-process engine)."""
-        ...
+    ``complete`` and ``chat`` are required. The optional abilities an agent or the
+    run may use are declared here with their defaults, so a client says what it can
+    do by overriding them (subclass ``LLM`` to inherit the defaults), never by which
+    attributes it happens to have: ``served`` (the server's own template and
+    tokenizer routes), ``supports_token_ids``/``complete_ids`` (continue a token-id
+    context), ``served_model`` (what the endpoint serves, for ``run.json``),
+    ``sent_decoding`` (the fields put on the wire) and ``aclose``.
+    """
 
-    @property
-    def model(self) -> str | None:
-        """The model name sent with every request."""
-        ...
+    #: the model server's chat template and tokenizer (None: nothing to ask, e.g. an in-process engine)
+    served: ServedModel | None = None
+
+    #: the base URL (None for an in-process engine)
+    endpoint: str | None
+    #: the model name sent with every request
+    model: str | None
 
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         """``/v1/completions``: continue ``prompt``; generation stops at ``decoding.stop``."""
@@ -123,6 +129,29 @@ class LLM(Protocol):
                    tools: list[dict[str, Any]] | None = None) -> Completion:
         """``/v1/chat/completions`` with optional function-calling ``tools``."""
         ...
+
+    @property
+    def supports_token_ids(self) -> bool:
+        """Whether :meth:`complete_ids` can continue a token-id context (default: no)."""
+        return False
+
+    async def complete_ids(self, ids: Sequence[int], decoding: Decoding, *, route: str = "/completion",
+                           eos_token_id: int | None = None) -> TokenCompletion:
+        """Continue a context given as token ids (see :meth:`OpenAIClient.complete_ids`); default: refused."""
+        raise ConfigError(f"the model client {type(self).__name__} cannot send token-id prompts",
+                          fix="check supports_token_ids first and continue by text")
+
+    async def served_model(self) -> dict[str, Any] | None:
+        """What the endpoint serves, recorded in ``run.json`` (default: the model name, when there is one)."""
+        return {"id": self.model} if self.model else None
+
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any] | None:
+        """The decoding fields put in every request for ``decoding`` (default: None, not known)."""
+        return None
+
+    async def aclose(self) -> None:
+        """Release the client's connections (default: nothing to release)."""
+        return None
 
 
 #: How a JSON-schema constraint is sent (``response_format``); no one form is accepted everywhere:
@@ -199,13 +228,15 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-class OpenAIClient:
+class OpenAIClient(LLM):
     """Async client for one OpenAI-compatible server and model.
 
     Use as ``async with OpenAIClient(url, model) as llm: await llm.complete(...)``,
     or call :meth:`aclose` yourself. The aiohttp session is created lazily inside
     the running event loop.
     """
+
+    served: ServedModel
 
     def __init__(
         self,
@@ -258,7 +289,9 @@ class OpenAIClient:
             await self._session.close()
             self._session = None
 
-    def _ensure_session(self) -> aiohttp.ClientSession:
+    def session(self) -> aiohttp.ClientSession:
+        """The client's HTTP session, made in the running event loop on first use (and again after a close);
+        the server-facts queries (:class:`ServedModel`) share it."""
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=self.concurrency)
             self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
@@ -386,6 +419,11 @@ class OpenAIClient:
             body["tool_choice"] = "auto"
         return await self._post("/chat/completions", body, _chat_choice)
 
+    @property
+    def supports_token_ids(self) -> bool:
+        """Yes: :meth:`complete_ids` speaks every route in :data:`TOKEN_ROUTES`."""
+        return True
+
     async def server_facts(self) -> ServerFacts:
         """What the server says about its model (chat template, tokenizer routes); asked once."""
         return await self.served.facts()
@@ -442,7 +480,7 @@ class OpenAIClient:
         none of which is ``model`` is a :class:`ConfigError`, as every call
         would be refused.
         """
-        session = self._ensure_session()
+        session = self.session()
         url = self.base_url + "/models"
         attempt = 0
         while True:
@@ -531,7 +569,7 @@ class OpenAIClient:
         """
         session = self._session
         if session is None or session.closed:
-            session = self._ensure_session()
+            session = self.session()
         assert self._semaphore is not None
         url = (self.served.root if root else self.base_url) + path
         payload = orjson.dumps(body)

@@ -101,9 +101,7 @@ class RemoteAgent(Agent):
     @staticmethod
     def budget_of(episode: Episode) -> int | None:
         """Tool calls the episode has left (None: no limit)."""
-        tracker = getattr(episode.env, "tracker", None)  # the runner's BudgetedEnvironment
-        limit = tracker.budget.max_tool_calls if tracker is not None else None
-        return None if limit is None or tracker is None else max(0, limit - tracker.tool_calls)
+        return episode.tool_calls_left()
 
     async def final_answer(self, episode: Episode) -> AgentOutput:
         """The budget is spent: every further tool call is refused until the client answers."""

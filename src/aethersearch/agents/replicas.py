@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from aethersearch.agents.llm import Completion, OpenAIClient
+from aethersearch.agents.llm import LLM, Completion, OpenAIClient
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding
 
@@ -55,7 +55,7 @@ class _Replica:
         return now >= self.benched_until
 
 
-class ReplicaPool:
+class ReplicaPool(LLM):
     """An :class:`~aethersearch.agents.llm.LLM` over several replicas of one model.
 
     Each replica's client makes a single attempt per call (``max_retries=0``); the pool

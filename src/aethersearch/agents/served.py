@@ -27,13 +27,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import aiohttp
 import orjson
 
 from aethersearch.errors import EndpointError
 from aethersearch.records import Record
+
+P = TypeVar("P")
 
 T = TypeVar("T")
 
@@ -100,6 +102,25 @@ class ProbedOnce(Generic[T]):
         return value
 
 
+class ServerClient(Protocol):
+    """What :class:`ServedModel` needs of the client it belongs to (:class:`~aethersearch.agents.llm.OpenAIClient`)."""
+
+    base_url: str
+    model: str
+
+    def session(self) -> aiohttp.ClientSession:
+        """The client's HTTP session."""
+        ...
+
+    async def complete(self, prompt: str, decoding: Any) -> Any:
+        """An unbudgeted text completion."""
+        ...
+
+    async def post_route(self, path: str, body: dict[str, Any], parse: Callable[[Any], P]) -> P:
+        """POST to one of the server's own routes under a model call's timeout and retries."""
+        ...
+
+
 class ServedModel:
     """Queries one OpenAI-compatible server about its model (template, tokenizer), with caches.
 
@@ -108,9 +129,9 @@ class ServedModel:
     ``…/v1`` base URL's parent holds the server's own routes.
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: ServerClient) -> None:
         self.client = client
-        self._session: Callable[[], aiohttp.ClientSession] = client._ensure_session
+        self._session: Callable[[], aiohttp.ClientSession] = client.session
         self.base_url = str(client.base_url).rstrip("/")
         self.root = self.base_url.removesuffix("/v1")
         self.model: str | None = client.model

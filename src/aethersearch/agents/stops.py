@@ -40,7 +40,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from aethersearch.agents.llm import Completion
+from aethersearch.agents.llm import LLM, Completion
+from aethersearch.agents.served import ServedModel
 from aethersearch.records import Decoding
 
 STOP_MODES = ("server", "client")
@@ -105,7 +106,7 @@ async def _matched(served: Any, prompt: str, completion: Completion, stops: Sequ
     return "", "ambiguous"
 
 
-async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[str],
+async def generate(llm: LLM, prompt: str, decoding: Decoding, stops: Sequence[str],
                    cut: Callable[[str], str], *, mode: str = "server", written: str = "") -> Generation:
     """One turn on ``prompt``: ``stops`` in priority order, ``cut`` the client-side postprocessing.
 
@@ -113,7 +114,7 @@ async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[st
     ``llm.served`` and are not charged as turns (they are part of this turn).
     ``written`` is what the model already wrote in this turn (for a continuation).
     """
-    served = getattr(llm, "served", None)
+    served = llm.served
     if mode == "client" or served is None:
         completion = await llm.complete(prompt, decoding.model_copy(update={"stop": []}))
         raw = completion.text
@@ -145,12 +146,20 @@ async def generate(llm: Any, prompt: str, decoding: Decoding, stops: Sequence[st
     return Generation(completion, raw, cut(text), tokens, notes)
 
 
-class _Unbudgeted:
+class _Unbudgeted(LLM):
     """The served endpoint as an LLM, for continuations that belong to the current turn."""
 
-    def __init__(self, served: Any) -> None:
-        self.served = served
+    endpoint: str | None = None
+    model: str | None = None
+
+    def __init__(self, served: ServedModel) -> None:
+        self.served: ServedModel = served
 
     async def complete(self, prompt: str, decoding: Decoding) -> Completion:
         result: Completion = await self.served.complete(prompt, decoding)
         return result
+
+    async def chat(self, messages: list[dict[str, Any]], decoding: Decoding,
+                   tools: list[dict[str, Any]] | None = None) -> Completion:
+        """Never called: a continuation is a text completion."""
+        raise NotImplementedError("a stop-string continuation is a text completion")

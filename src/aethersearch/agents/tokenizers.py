@@ -19,9 +19,12 @@ from __future__ import annotations
 import codecs
 import re
 from functools import lru_cache
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aethersearch.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aethersearch.agents.llm import LLM
 
 _REGEX_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD, _SPACE = re.compile(r"\w", re.UNICODE), re.compile(r"\s", re.UNICODE)
@@ -57,9 +60,8 @@ def _classify_non_ascii(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error(_CLASS_ERRORS, _classify_non_ascii)
 
 
-@runtime_checkable
 class Tokenizer(Protocol):
-    """Counts tokens and cuts text to the first ``n`` tokens."""
+    """Counts tokens and cuts text to its first or last ``n`` tokens; may render a chat template."""
 
     name: str
 
@@ -71,6 +73,15 @@ class Tokenizer(Protocol):
         """``text`` cut after its first ``n`` tokens (unchanged when shorter)."""
         ...
 
+    def keep_last(self, text: str, n: int) -> str:
+        """``text`` from its ``n``-th last token on (unchanged when shorter)."""
+        ...
+
+    def render_chat(self, messages: list[dict[str, str]]) -> str | None:
+        """The tokenizer's own chat template around ``messages`` with the generation prompt; None (the
+        default) when it has none."""
+        return None
+
 
 @lru_cache(maxsize=16)
 def _first_tokens(n: int) -> re.Pattern[str]:
@@ -78,7 +89,7 @@ def _first_tokens(n: int) -> re.Pattern[str]:
     return re.compile(r"(?:\s*+(?:\w++|[^\w\s])){%d}" % n, re.UNICODE)  # possessive: no backtracking
 
 
-class RegexTokenizer:
+class RegexTokenizer(Tokenizer):
     """Approximation: words and single punctuation marks; cuts keep the original characters."""
 
     name = "regex"
@@ -117,7 +128,7 @@ class RegexTokenizer:
         return text[starts[-n]:] if n > 0 else ""
 
 
-class HFTokenizer:
+class HFTokenizer(Tokenizer):
     """A Hugging Face tokenizer (the policy's own), encoding without special tokens."""
 
     def __init__(self, name_or_path: str) -> None:
@@ -191,9 +202,8 @@ class LocalCut:
 
     async def keep_last(self, text: str, n: int) -> tuple[str, int]:
         """Last ``n`` tokens."""
-        keep = getattr(self._tok, "keep_last", None)
         count = self._tok.count(text)
-        return (keep(text, n) if keep is not None and count > n else text), count
+        return (self._tok.keep_last(text, n) if count > n else text), count
 
 
 class ServedCut:
@@ -225,11 +235,11 @@ def check_tokenizer_spec(spec: str) -> None:
         get_tokenizer(spec)
 
 
-def observation_tokenizer(spec: str, llm: Any) -> ObservationTokenizer:
+def observation_tokenizer(spec: str, llm: LLM) -> ObservationTokenizer:
     """The cut for ``spec``: ``served`` asks ``llm``'s server; the others are local."""
     if spec != "served":
         return LocalCut(get_tokenizer(spec))
-    served = getattr(llm, "served", None)
+    served = llm.served
     if served is None:
         raise ConfigError("tokenizer 'served' needs an OpenAI-compatible model server to tokenize with",
                           fix="pass --agent-config tokenizer=hf:<model name or path>, or tokenizer=regex")

@@ -18,12 +18,12 @@ import asyncio
 import time
 from typing import Any
 
-from aethersearch.agents.llm import Completion, ConstrainedDecoding
+from aethersearch.agents.llm import LLM, Completion, ConstrainedDecoding
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding
 
 
-class VLLMEngine:
+class VLLMEngine(LLM):
     """``vllm.LLM`` behind the async ``complete``/``chat`` interface, with micro-batching."""
 
     endpoint: str | None = None

@@ -10,16 +10,19 @@ from aethersearch.commands.progress import make_console
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+if TYPE_CHECKING:
+    from aethersearch.construct.hintfree import BuiltRelease
+
 console = make_console()
 
 
-def summary_table(built: Any) -> Table:
+def summary_table(built: BuiltRelease) -> Table:
     """Hop distribution and rejected counts by reason of one construction."""
     result = built.result
     table = Table(title=f"hint-free construction -> {escape(str(built.path))}")
@@ -30,8 +33,8 @@ def summary_table(built: Any) -> Table:
     table.add_row("[bold]accepted questions[/]", f"[bold]{len(result.questions)}[/]")
     for hops, count in result.hop_distribution.items():
         table.add_row(f"  {hops}-hop", str(count))
-    for hops, row in (result.hop_mix or {}).items():
-        table.add_row(f"  {hops}-hop target", f"{row['achieved']}/{row['target']}"
+    for mixed, row in (result.hop_mix or {}).items():
+        table.add_row(f"  {mixed}-hop target", f"{row['achieved']}/{row['target']}"
                       + (f" (short by {row['short_by']})" if row.get("short_by") else ""))
     for reason, count in result.rejected.items():
         table.add_row(f"rejected: {escape(reason)}", str(count))
@@ -46,8 +49,7 @@ def summary_table(built: Any) -> Table:
                       + ("" if row["met"] else " [bold red](not met)[/]"))
     for reason, count in met.get("stopped_by", {}).items():
         table.add_row(f"  goals stopped by: {escape(reason)}", str(count))
-    checks = getattr(built, "checks", {}) or {}
-    screen = checks.get("parametric_screen")
+    screen = built.checks.get("parametric_screen")
     if isinstance(screen, dict):
         table.add_row("parametric screen: questions asked without search", str(screen["screened"]))
         table.add_row("  answered without search (exact or cover match)", str(screen["answered_without_search"]))

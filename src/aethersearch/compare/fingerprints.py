@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pydantic import BaseModel
+
 from aethersearch.errors import ConfigError, DataError, IntegrityError
 from aethersearch.jsonl import loads, validate_row
 from aethersearch.records import RunFingerprint
@@ -79,7 +81,7 @@ def validate_allow(allow: Sequence[str]) -> list[str]:
 
 def _value(fingerprint: RunFingerprint, field: str) -> Any:
     value = getattr(fingerprint, field)
-    return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
 
 def differences(runs: Sequence[tuple[str, RunFingerprint]]) -> list[FieldDifference]:

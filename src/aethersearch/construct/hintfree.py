@@ -507,22 +507,3 @@ def seed_pair_distances(triples: Iterable[QATriple], graph: LinkGraph) -> dict[s
             "direct_link_removed": {str(k): v for k, v in sorted(linked.items())},
             "no_direct_link": {str(k): v for k, v in sorted(unlinked.items())}}
 
-
-def no_questions(result: ConstructionResult, validators: Sequence[ChainValidator], detail: str = "") -> None:
-    """Raise the ShortageError of an empty build, naming an enforced LLM validator that rejected everything;
-    ``detail`` (e.g. the chain census of the corpus) ends the message."""
-    from aethersearch.errors import ShortageError
-
-    for validator in validators:
-        counts = getattr(validator, "counts", None)
-        if callable(counts) and getattr(validator, "enforce", False):
-            c = counts()
-            if c["judged"]:
-                raise ShortageError(
-                    f"the LLM validator ({c['model']}) rejected every candidate it judged: {c['judged']} judged, "
-                    f"{c['valid']} valid, {c['invalid']} invalid, {c['unparseable']} unparseable replies "
-                    f"(rejected by reason: {result.rejected}); no release was written",
-                    fix="use a model that answers VALID/INVALID as its first word, or build the validator with "
-                        "enforce=False to record its verdicts without enforcing them")
-    raise ShortageError(f"construction accepted no questions (rejected: {result.rejected}){detail}",
-                        fix="relax --min-hops/--max-hops or check the triples and graph")

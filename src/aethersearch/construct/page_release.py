@@ -49,7 +49,6 @@ from aethersearch.construct.hintfree import (
     construct_hintfree,
     hop_caps,
     hop_mix_report,
-    no_questions,
     seed_pair_distances,
 )
 from aethersearch.construct.question_review import TEMPLATE_NAME, UNDECIDED, apply_question_review
@@ -294,3 +293,22 @@ def build_page_release(documents: Sequence[Document] | Mapping[str, Document], o
     return BuiltRelease(path, result, TripleSet(pool.triples, {}, {"seeds": len(pool.triples)}),
                         {**{k: ({kk: vv for kk, vv in v.items() if kk != "verdicts"} if isinstance(v, dict) else v)
                             for k, v in checks.items()}, "seed_pair_distances": stats["seed_pair_distances"]})
+
+
+def no_questions(result: ConstructionResult, validators: Sequence[ChainValidator], detail: str = "") -> None:
+    """Raise the ShortageError of an empty build, naming an enforced LLM validator that rejected everything;
+    ``detail`` (e.g. the chain census of the corpus) ends the message."""
+    from aethersearch.construct.llm_checks import LLMChainValidator
+
+    for validator in validators:
+        if isinstance(validator, LLMChainValidator) and validator.enforce:
+            c = validator.counts()
+            if c["judged"]:
+                raise ShortageError(
+                    f"the LLM validator ({c['model']}) rejected every candidate it judged: {c['judged']} judged, "
+                    f"{c['valid']} valid, {c['invalid']} invalid, {c['unparseable']} unparseable replies "
+                    f"(rejected by reason: {result.rejected}); no release was written",
+                    fix="use a model that answers VALID/INVALID as its first word, or build the validator with "
+                        "enforce=False to record its verdicts without enforcing them")
+    raise ShortageError(f"construction accepted no questions (rejected: {result.rejected}){detail}",
+                        fix="relax --min-hops/--max-hops or check the triples and graph")

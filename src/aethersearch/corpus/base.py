@@ -2,15 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from aethersearch.records import Document
 
 
+class RowStore(Protocol):
+    """Row-addressed access to a store whose documents sit in a fixed order (0-based store rows).
+
+    Why rows: the search server and the distractor probe read hits and draws by row,
+    skipping the id -> row lookup that was a third of the server's work per hit.
+    """
+
+    def id_at(self, row: int) -> str:
+        """The id in row ``row``."""
+        ...
+
+    def raw_at(self, row: int) -> dict[str, Any]:
+        """Row ``row`` as plain JSON fields (cheaper than a validated ``Document``)."""
+        ...
+
+    def raw_rows(self, rows: Sequence[int]) -> list[dict[str, Any]]:
+        """Rows ``rows`` as plain JSON fields, in one call."""
+        ...
+
+    def row_of(self, doc_id: str) -> int | None:
+        """The row of ``doc_id``, None when absent."""
+        ...
+
+
 @runtime_checkable
 class DocumentStore(Protocol):
-    """Random access to documents by id (O(1)) without loading the corpus into Python objects."""
+    """Random access to documents by id (O(1)) without loading the corpus into Python objects.
+
+    ``rows`` is the one optional ability, declared with its default: a store that
+    keeps its documents in a fixed order offers row-addressed access
+    (:class:`RowStore`); one that does not answers None.
+    """
 
     @property
     def content_hash(self) -> str:
@@ -30,3 +59,8 @@ class DocumentStore(Protocol):
         ...
 
     def __iter__(self) -> Iterator[Document]: ...
+
+    @property
+    def rows(self) -> RowStore | None:
+        """Row-addressed access to this store, None (the default) when it keeps no fixed row order."""
+        return None

@@ -36,6 +36,7 @@ def fix_mmap_threshold(size: int = THRESHOLD) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     libc = ctypes.CDLL(None)  # the C library this process already runs on
+    # dynamic by nature: whether this C library is glibc with mallopt is known only by asking it
     if not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
         return False
     if libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(size)) != 1:

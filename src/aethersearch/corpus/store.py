@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from aethersearch.corpus.base import DocumentStore
 from aethersearch.corpus.hashing import HASH_SCHEME, CorpusHasher, canonical_document_bytes, id_hash64
 from aethersearch.corpus.id_index import bucket_bits, write_id_index
 from aethersearch.corpus.npy_stream import NpyAppender
@@ -164,8 +165,8 @@ def _check_unique(tmp: Path, sorted_hashes: np.ndarray, rows: np.ndarray, source
 RECENT_IDS = 4096
 
 
-class JsonlStore:
-    """A read-only, memory-mapped document store (satisfies ``corpus.base.DocumentStore``)."""
+class JsonlStore(DocumentStore):
+    """A read-only, memory-mapped document store, addressable by id and by row."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -252,10 +253,15 @@ class JsonlStore:
         a pass over the store (:meth:`stream_raw`, behind its read position) and for a caller that reads rows
         at random across it (construction's page lookups), whose touched pages would otherwise all stay in the
         process's resident memory. Nothing to do for an empty store or where the platform lacks it."""
-        if isinstance(self._docs, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        if isinstance(self._docs, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):  # a platform constant (POSIX)
             self._docs.madvise(mmap.MADV_DONTNEED, start, (len(self._docs) if end is None else end) - start)
 
     # ------------------------------------------------------------------ rows
+    @property
+    def rows(self) -> JsonlStore:
+        """This store: its documents sit in a fixed row order (:class:`~aethersearch.corpus.base.RowStore`)."""
+        return self
+
     def doc_at(self, row: int) -> Document:
         """The document in row ``row`` (0-based store order)."""
         bounds = self._row_bounds

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aethersearch.corpus.base import DocumentStore
@@ -73,10 +73,15 @@ class NoisyEnvironment:
         self._store = store
         self._excluded = frozenset(exclude)
         self._excluded_titles = frozenset(_title_key(t) for t in exclude_titles)
-        if pool is None and not hasattr(store, "id_at"):
-            pool = list(store.ids())
-        self._pool = list(pool) if pool is not None else None
-        self._size = len(self._pool) if self._pool is not None else len(store)
+        rows = store.rows
+        #: the id of a drawn row: the pool's, else the store's own row (no id list held)
+        self._id_at: Callable[[int], str]
+        self._pool: list[str] | None = None  # the ids drawn from, when the store has no rows to draw by
+        if pool is not None or rows is None:
+            self._pool = list(pool) if pool is not None else list(store.ids())
+            self._size, self._id_at = len(self._pool), self._pool.__getitem__
+        else:
+            self._size, self._id_at = len(store), rows.id_at
         self._ratio = ratio
         self._seed = seed
         self._key = key
@@ -101,7 +106,7 @@ class NoisyEnvironment:
             if len(chosen) == count or self._size == 0:
                 break
             row = rng.randrange(self._size)
-            doc_id = self._pool[row] if self._pool is not None else self._store.id_at(row)  # type: ignore[attr-defined]
+            doc_id = self._id_at(row)
             if doc_id in seen or doc_id in self._excluded:
                 continue
             seen.add(doc_id)

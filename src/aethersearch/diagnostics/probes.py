@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.environment import Environment
@@ -82,6 +82,9 @@ from aethersearch.diagnostics.lead_astray import (
     lead_astray_summary,
     sufficient_failures,
 )
+
+if TYPE_CHECKING:
+    from aethersearch.agents.llm import LLM
 
 FACTORISED_FILE = "factorised.json"
 FACTORISED_ROWS_FILE = "factorised_questions.jsonl"
@@ -337,7 +340,7 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
 # ----------------------------------------------------------------------------- probes
 
 
-def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
+def forget_probe(run_dir: Path, release_dir: Path, *, llm: LLM | None,
                  concurrency: int = 8, budget: Budget | None = None, store: DocumentStore | None = None,
                  judge: JudgeConfig | None = None) -> dict[str, Any]:
     """Run the Forget probe for a run and record it in ``probes.json`` (returns the probe summary).
@@ -383,7 +386,7 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
     budget = budget or Budget(max_tool_calls=0, max_turns=1)
     # the one run path: same fingerprint fields and error rule as `aether run` (a probe of errors is no probe)
     settings = RunSettings(agent=agent.name, budget=budget, decoding=fingerprint.decoding, concurrency=concurrency,
-                           endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None))
+                           endpoint=llm.endpoint if llm is not None else None, model=llm.model if llm is not None else None)
     start_run(rollout_file_info(questions_path), settings,
               SearchSetup(lambda _q: NoEnvironment(), None, None, "no tools", environment="none"), probe_dir,
               questions=rollout_rows(hops), agent=agent, llm=llm)
@@ -415,14 +418,14 @@ def forget_probe(run_dir: Path, release_dir: Path, *, llm: Any | None,
                                                         environment=fingerprint.environment, store=store,
                                                         parametric=result.parametric, correct=judged))
     summary = {"applicable": True, **forget_over_failures(result.summary, eligible), **result.summary,
-               "model": getattr(llm, "model", None),
+               "model": llm.model if llm is not None else None,
                "probe_dir": str(probe_dir.relative_to(run_dir)),
                "parametric": {qid: sorted(pages) for qid, pages in sorted(result.parametric.items())}}
     _write_probe(run_dir, "forget", summary)
     return summary
 
 
-def lead_astray_probe(run_dir: Path, release_dir: Path, *, store: DocumentStore, llm: Any | None = None,
+def lead_astray_probe(run_dir: Path, release_dir: Path, *, store: DocumentStore, llm: LLM | None = None,
                       concurrency: int = 8, agent: Any | None = None) -> dict[str, Any]:
     """The paper's Lead-astray: re-ask the run's agent on its sufficient-evidence failures with only clean evidence.
 
@@ -465,7 +468,7 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, store: DocumentStore,
         questions = [q for q in (validate_row(rollout_path, n, v, RolloutQuestion) for n, v in iter_jsonl(rollout_path))
                      if q.id in clean]
         settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
-                               endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
+                               endpoint=llm.endpoint if llm is not None else None, model=llm.model if llm is not None else None,
                                budget=fingerprint.budget, decoding=fingerprint.decoding, concurrency=concurrency)
         search = SearchSetup(lambda q: CleanEvidenceEnvironment(clean[q.id], tools), fingerprint.corpus_hash,
                              fingerprint.index_hash, "clean evidence of the run's own trajectory",
@@ -480,7 +483,7 @@ def lead_astray_probe(run_dir: Path, release_dir: Path, *, store: DocumentStore,
 
 
 def distractor_probe(run_dir: Path, release_dir: Path, *, environment_factory: InnerFactory,
-                     store: DocumentStore, llm: Any | None = None, ratio: float = 0.5, seed: int = 0,
+                     store: DocumentStore, llm: LLM | None = None, ratio: float = 0.5, seed: int = 0,
                      concurrency: int = 8, agent: Any | None = None) -> dict[str, Any]:
     """Rerun the run's agent with distractors at ``ratio``; record the distractor rate in ``probes.json``.
 
@@ -507,7 +510,7 @@ def distractor_probe(run_dir: Path, release_dir: Path, *, environment_factory: I
     if agent.needs_llm and llm is None:
         raise ConfigError(f"the distractor probe reruns agent {fingerprint.agent!r}, which needs a model",
                           fix="pass --endpoint URL --model NAME (the run's own model)")
-    pool = None if hasattr(store, "id_at") else list(store.ids())
+    pool = None if store.rows is not None else list(store.ids())
 
     async def noisy(question: RolloutQuestion) -> Environment:
         inner = environment_factory(question)
@@ -525,7 +528,7 @@ def distractor_probe(run_dir: Path, release_dir: Path, *, environment_factory: I
     probe_dir = run_dir / "probes" / f"distractors-r{ratio:g}-s{seed}"
     # the run's own settings through the one run path; only the tools (noisy) and the question subset differ
     settings = RunSettings(agent=fingerprint.agent, agent_config=fingerprint.agent_config,
-                           endpoint=getattr(llm, "endpoint", None), model=getattr(llm, "model", None),
+                           endpoint=llm.endpoint if llm is not None else None, model=llm.model if llm is not None else None,
                            budget=fingerprint.budget, decoding=fingerprint.decoding, concurrency=concurrency)
     search = SearchSetup(noisy, fingerprint.corpus_hash, fingerprint.index_hash, f"distractors at {ratio:g}",
                          environment=fingerprint.environment, sandbox=fingerprint.sandbox)

@@ -49,6 +49,11 @@ class BudgetTracker:
         self.exhausted = self.exhausted or which
         return BudgetExhausted(which, limit)
 
+    def tool_calls_left(self) -> int | None:
+        """Tool calls left under the budget (None: no limit)."""
+        limit = self.budget.max_tool_calls
+        return None if limit is None else max(0, limit - self.tool_calls)
+
     def charge_tool(self, tool: str) -> None:
         """Count one tool call, or raise ``BudgetExhausted`` if none is left."""
         if self.final_granted:
@@ -131,7 +136,7 @@ class BudgetedEnvironment:
         await self._env.close()
 
 
-class BudgetedLLM:
+class BudgetedLLM(LLM):
     """An LLM whose every call is admitted (and its max_tokens clamped) by a BudgetTracker."""
 
     def __init__(self, llm: LLM, tracker: BudgetTracker) -> None:
@@ -140,7 +145,7 @@ class BudgetedLLM:
         self.endpoint = llm.endpoint
         self.model = llm.model
         #: the server's template/tokenizer queries (``agents/served.py``): not model turns, never charged
-        self.served = getattr(llm, "served", None)
+        self.served = llm.served
 
     def _prompt_tokens(self, text: str) -> int:
         return get_tokenizer("regex").count(text) if self.tracker.budget.max_context_tokens is not None else 0
@@ -154,16 +159,17 @@ class BudgetedLLM:
     @property
     def supports_token_ids(self) -> bool:
         """Whether the wrapped client can continue a token-id context (:meth:`complete_ids`)."""
-        return callable(getattr(self._llm, "complete_ids", None))
+        return self._llm.supports_token_ids
 
-    async def complete_ids(self, ids: Sequence[int], decoding: Decoding, **route: Any) -> TokenCompletion:
+    async def complete_ids(self, ids: Sequence[int], decoding: Decoding, *, route: str = "/completion",
+                           eos_token_id: int | None = None) -> TokenCompletion:
         """Admit (the context counted in ids), then continue the token-id context (``route``: the client's)."""
-        inner = getattr(self._llm, "complete_ids", None)
-        if inner is None:
+        if not self._llm.supports_token_ids:
             raise ConfigError(f"the model client {type(self._llm).__name__} cannot send token-id prompts",
                               fix="check supports_token_ids first and continue by text")
         context = len(ids) if self.tracker.budget.max_context_tokens is not None else 0
-        result: TokenCompletion = await inner(ids, self.tracker.before_llm(decoding, context), **route)
+        result = await self._llm.complete_ids(ids, self.tracker.before_llm(decoding, context), route=route,
+                                              eos_token_id=eos_token_id)
         self.tracker.after_llm(result.completion)
         return result
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.agents.base import NO_MODEL, Agent, AgentOutput, Episode
+from aethersearch.agents.llm import LLM
 from aethersearch.environment import Environment
 from aethersearch.errors import AetherError, BudgetExhausted, DataError, EndpointError, ToolUnavailable
 from aethersearch.records import (
@@ -123,7 +124,7 @@ def _usage(episode: Episode) -> Usage:
     return Usage.trusted(prompt_tokens=prompt, completion_tokens=completion, turns=turns, tool_calls=tools)
 
 
-async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment, llm: Any | None,
+async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment, llm: LLM | None,
                       budget: Budget, decoding: Decoding, *, attempt: int = 1,
                       timeout_s: float | None = None, effective: Decoding | None = None,
                       deadlines: Deadlines | None = None, sample: int = 0) -> Trace:
@@ -143,7 +144,7 @@ async def run_episode(question: RolloutQuestion, agent: Agent, env: Environment,
                       env=BudgetedEnvironment(env, tracker),
                       llm=BudgetedLLM(llm, tracker) if llm is not None else NO_MODEL,
                       decoding=effective if effective is not None else agent.effective_decoding(decoding),
-                      charge=tracker.charge_tool)
+                      charge=tracker.charge_tool, calls_left=tracker.tool_calls_left)
     error: str | None = None
     kind: ErrorKind | None = None
     output: AgentOutput
@@ -265,7 +266,7 @@ async def run_questions_async(
     run_dir: str | Path,
     fingerprint: RunFingerprint,
     *,
-    llm: Any | None = None,
+    llm: LLM | None = None,
     decoding: Decoding | None = None,
     concurrency: int = 16,
     question_timeout_s: float | None = None,
@@ -308,7 +309,7 @@ async def run_questions_async(
 
 
 async def _run_locked(store: RunStore, questions: Sequence[RolloutQuestion], agent: Agent,
-                      environment_factory: EnvironmentFactory, budget: Budget, *, llm: Any | None,
+                      environment_factory: EnvironmentFactory, budget: Budget, *, llm: LLM | None,
                       decoding: Decoding, concurrency: int, question_timeout_s: float | None,
                       progress: Callable[[Progress], None] | None, start: float,
                       stop_after_failures: int | None = None) -> RunSummary:
@@ -399,7 +400,7 @@ def run_questions(questions: Sequence[RolloutQuestion], agent: Agent,
                                              fingerprint, **options)
         finally:
             llm = options.get("llm")
-            if llm is not None and hasattr(llm, "aclose"):
+            if llm is not None:
                 await llm.aclose()
 
     return asyncio.run(main())

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import Field
 
@@ -46,6 +46,10 @@ from aethersearch.rollout.health import FIXES, enforce_error_rate
 from aethersearch.rollout.runner import EnvironmentFactory, RunSummary, run_questions
 from aethersearch.rollout.samples import sample_keys
 from aethersearch.rollout.store import RUN_JSON, TRACES
+
+if TYPE_CHECKING:
+    from aethersearch.agents.base import Agent
+    from aethersearch.agents.llm import LLM
 
 #: ``--endpoint vllm-offline --model PATH``: generate with ``vllm.LLM`` in this process, no server.
 VLLM_OFFLINE = "vllm-offline"
@@ -94,14 +98,14 @@ class PreparedRun(NamedTuple):
     """A run ready to execute: its questions, agent, model client, tools and fingerprint."""
 
     questions: list[RolloutQuestion]
-    agent: Any
-    llm: Any | None
+    agent: Agent
+    llm: LLM | None
     search: SearchSetup
     fingerprint: RunFingerprint
     settings: RunSettings
 
 
-def make_llm(settings: RunSettings, *, api_key: str | None = None) -> Any:
+def make_llm(settings: RunSettings, *, api_key: str | None = None) -> LLM:
     """The model client for ``settings``: the OpenAI-compatible client with the run's limits, or vLLM offline."""
     if not settings.endpoint or not settings.model:
         raise ConfigError(f"agent {settings.agent!r} calls a model: --endpoint and --model are required",
@@ -126,30 +130,22 @@ def make_llm(settings: RunSettings, *, api_key: str | None = None) -> Any:
                         max_retries=limits.max_retries)
 
 
-def served_model(llm: Any, question_count: int, agent: Any | None = None) -> dict[str, Any] | None:
+def served_model(llm: LLM, question_count: int, agent: Agent | None = None) -> dict[str, Any] | None:
     """Ask the endpoint what it serves (``GET /v1/models``); an unreachable endpoint fails the run now.
 
     Why before any question: against a dead endpoint every question would fail
     one by one (41 s for a 4-question evaluate on the old path) and the run would
-    end in a pile of errors; one preflight call says the same at once. An agent
-    with a ``probe_server(llm)`` coroutine adds what it found out about the server
-    (``--agent aethersearch``: whether it continues by token ids, and why).
+    end in a pile of errors; one preflight call says the same at once. The agent's
+    :meth:`~aethersearch.agents.base.Agent.probe_server` adds what it found out about
+    the server (``--agent aethersearch``: whether it continues by token ids, and why).
     """
-    probe = getattr(llm, "served_model", None)
-    if probe is None:
-        return {"id": llm.model} if getattr(llm, "model", None) else None
-    agent_probe = getattr(agent, "probe_server", None)
-
     async def ask() -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] | None = await probe()
-            if agent_probe is not None:
-                result = {**(result or {}), **(await agent_probe(llm))}
-            return result
+            result = await llm.served_model()
+            found = await agent.probe_server(llm) if agent is not None else {}
+            return {**(result or {}), **found} if found else result
         finally:
-            close = getattr(llm, "aclose", None)
-            if close is not None:
-                await close()
+            await llm.aclose()
 
     try:
         return asyncio.run(ask())
@@ -163,8 +159,8 @@ def served_model(llm: Any, question_count: int, agent: Any | None = None) -> dic
 
 
 def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *,
-                questions: Sequence[RolloutQuestion] | None = None, agent: Any | None = None,
-                llm: Any | None = None, api_key: str | None = None) -> PreparedRun:
+                questions: Sequence[RolloutQuestion] | None = None, agent: Agent | None = None,
+                llm: LLM | None = None, api_key: str | None = None) -> PreparedRun:
     """Build the agent and model client and fingerprint the run (``served_model`` is filled by :func:`execute_run`).
 
     ``agent`` and ``llm`` may be passed prebuilt (an agent class outside the
@@ -178,16 +174,13 @@ def prepare_run(info: ReleaseInfo, settings: RunSettings, search: SearchSetup, *
     client = llm
     if client is None and built.needs_llm:
         client = make_llm(settings, api_key=api_key)
-    sent = None
-    if client is not None:
-        sender = getattr(client, "sent_decoding", None)
-        sent = sender(built.effective_decoding(settings.decoding)) if sender is not None else None
+    sent = client.sent_decoding(built.effective_decoding(settings.decoding)) if client is not None else None
     fingerprint = build_fingerprint(
         info, question_count=len(rows), agent=built, budget=settings.budget, decoding=settings.decoding,
-        endpoint=getattr(client, "endpoint", None) if client is not None else None,
-        model=(settings.model or getattr(client, "model", None)) if client is not None else None,
+        endpoint=client.endpoint if client is not None else None,
+        model=(settings.model or client.model) if client is not None else None,
         corpus_hash=search.corpus_hash, index_hash=search.index_hash,
-        environment=search.environment or built.environment, retrieval_topk=getattr(built, "topk", None),
+        environment=search.environment or built.environment, retrieval_topk=built.retrieval_topk(),
         concurrency=settings.concurrency, limits=settings.limits, served_model=None, sent_decoding=sent,
         samples=settings.samples, sandbox=search.sandbox, retrieval_mode_aliases=search.mode_aliases,
         profile=settings.profile)
@@ -221,10 +214,10 @@ def with_served_model(prepared: PreparedRun, run_dir: str | Path) -> PreparedRun
     served = (finished.served_model if finished is not None
               else served_model(prepared.llm, len(prepared.questions), prepared.agent))
     update: dict[str, Any] = {"served_model": served}
-    sender = getattr(prepared.llm, "sent_decoding", None)
-    if sender is not None and finished is None:  # exact now that the server said what it is (top_k "off")
-        update["sent_decoding"] = sender(prepared.agent.effective_decoding(prepared.settings.decoding))
-    elif sender is not None and finished is not None:
+    if finished is None:  # exact now that the server said what it is (top_k "off")
+        update["sent_decoding"] = prepared.llm.sent_decoding(prepared.agent.effective_decoding(
+            prepared.settings.decoding))
+    else:
         # the server was not asked what it is, so the client-side guess (top_k -1) would differ from the
         # recorded, server-exact form (llama.cpp: top_k 0) and refuse the resume: the recorded one stands
         update["sent_decoding"] = finished.sent_decoding

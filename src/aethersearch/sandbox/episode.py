@@ -23,10 +23,12 @@ import operator
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from aethersearch.corpus.base import DocumentStore
+from aethersearch.corpus.hashing import corpus_hash
 from aethersearch.environment import ToolResult
 from aethersearch.errors import ConfigError, DataError, ToolError
 from aethersearch.jsonl import iter_jsonl, validate_row
@@ -56,8 +58,8 @@ class PageStore(Protocol):
     def __iter__(self) -> Any: ...
 
 
-class DictStore:
-    """A :class:`PageStore` over an in-memory list of documents (tests, the demo world)."""
+class DictStore(DocumentStore):
+    """A :class:`PageStore` and ``DocumentStore`` over an in-memory list of documents (tests, the demo world)."""
 
     def __init__(self, documents: list[Document]) -> None:
         self._docs = {doc.id: doc for doc in documents}
@@ -76,11 +78,16 @@ class DictStore:
         except KeyError:
             raise LookupError(f"no document {doc_id!r}") from None
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Document]:
         return iter(self._docs.values())
 
-    def ids(self) -> Any:
+    def ids(self) -> Iterator[str]:
         return iter(self._docs)
+
+    @property
+    def content_hash(self) -> str:
+        """The corpus hash of the documents in their given order (as a store built from them reports)."""
+        return corpus_hash(self._docs.values())
 
 
 class SandboxEpisode:

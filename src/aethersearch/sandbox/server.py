@@ -260,9 +260,7 @@ class Live:
 
 def _warm(sandbox: Sandbox) -> None:
     """First-request costs paid before ``/health`` says ready: JIT compile, page cache, the title map."""
-    warm_up = getattr(sandbox.backend, "warm_up", None)
-    if callable(warm_up):
-        warm_up()
+    sandbox.backend.warm_up()
     sandbox.backend.search(["warm up the index"], 1)
     sandbox.resolver.resolve("warm up the title map")
 

@@ -67,9 +67,13 @@ TOOL_SPECS: tuple[dict[str, Any], ...] = (SEARCH_TOOL, VISIT_TOOL)
 
 @runtime_checkable
 class SearchBackend(Protocol):
-    """Anything with the ``SearchIndex.search`` method (the sandbox needs nothing else)."""
+    """What the sandbox needs of a ``SearchIndex``: ``search``, and ``warm_up`` before serving."""
 
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]: ...
+
+    def warm_up(self) -> None:
+        """Pay first-request costs before serving (every ``SearchIndex`` has it; default: none)."""
+        return None
 
 
 def validate_query(query: object) -> str:

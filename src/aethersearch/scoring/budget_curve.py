@@ -56,7 +56,7 @@ def refuse_budget_stating_agent(fingerprint: RunFingerprint | None) -> None:
     from aethersearch.registry import resolve
 
     agent_class = resolve("agent", fingerprint.agent, AGENTS)
-    if getattr(agent_class, "states_budget", False):
+    if agent_class.states_budget:
         raise ConfigError(
             f"agent {fingerprint.agent!r} states its budget in its prompt, so what it does before a smaller budget "
             "depends on the budget: a curve read from one run would be wrong",

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from aethersearch.search.wire import WireRows
 
 
-@runtime_checkable
 class SearchIndex(Protocol):
-    """A retrieval index over a fixed, hashed corpus."""
+    """A retrieval index over a fixed, hashed corpus.
+
+    ``corpus_hash``, ``index_hash`` and ``search`` are required. The optional
+    abilities the servers use are declared here with defaults (every backend
+    inherits them through :class:`IndexIdentity`): its ``backend`` name, ``warm_up``
+    before serving, pre-encoded ``wire_rows``, the retrieval ``modes`` a hybrid
+    serves, and what ``describe`` says in ``/health``.
+    """
+
+    #: the backend's registry name (``bm25``, ``faiss``, ``hybrid``…); "" when it has none
+    backend: str = ""
+    #: pre-encoded hits the search server splices into replies (see :mod:`aethersearch.search.wire`)
+    wire_rows: WireRows | None = None
 
     @property
     def corpus_hash(self) -> str:
@@ -24,8 +38,21 @@ class SearchIndex(Protocol):
         """Top-``k`` ``(doc_id, score)`` per query, best first; never more hits than documents."""
         ...
 
+    def warm_up(self) -> None:
+        """Pay first-request costs (JIT compilation, page cache) before serving; default: none."""
+        return None
 
-class IndexIdentity:
+    def modes(self) -> dict[str, SearchIndex] | None:
+        """The index answering each retrieval mode it serves itself (a hybrid's); None (the default): the
+        one mode its ``backend`` is (:func:`~aethersearch.search.modes.retrieval_modes`)."""
+        return None
+
+    def describe(self) -> dict[str, Any] | None:
+        """AetherSearch's ``/health`` facts about this index (``index_ntotal``…); None (the default): none."""
+        return None
+
+
+class IndexIdentity(SearchIndex):
     """The two hashes every backend reports, kept in one place.
 
     A backend's constructor sets ``_corpus_hash`` and ``_index_hash`` (read from
@@ -34,6 +61,11 @@ class IndexIdentity:
 
     _corpus_hash: str
     _index_hash: str
+
+    @classmethod
+    def prepare_config(cls, config: Any) -> Any:
+        """The backend's settings completed before a build (e.g. a faiss GPU choice); default: as given."""
+        return config
 
     @property
     def corpus_hash(self) -> str:

@@ -112,7 +112,7 @@ class Tokenizer:
         """
         if not self._language:
             return None
-        stem = getattr(self._local, "stem", None)
+        stem = getattr(self._local, "stem", None)  # thread-local: each thread builds its own stemmer once
         if stem is None:
             import Stemmer
 

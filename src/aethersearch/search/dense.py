@@ -108,6 +108,7 @@ class DenseIndex(StoreRowsIndex):
               on_document: Callable[[int], None] | None = None) -> dict[str, Any]:
         """Embed every document (title + text) into ``dense/embeddings.npy``."""
         model = _encoder(config)
+        # dynamic by nature: the installed sentence-transformers names it one way or the other
         dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         dim = int(dimension())  # renamed in sentence-transformers 6; the old name still works before it
         (out_dir / DENSE_DIR).mkdir(parents=True, exist_ok=True)

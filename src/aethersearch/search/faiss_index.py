@@ -98,6 +98,7 @@ def _train(faiss: Any, index: Any, vectors: np.ndarray, config: FaissConfig) -> 
 
 def apply_search_knobs(faiss: Any, index: Any, config: FaissConfig) -> None:
     """Set efSearch / nprobe on whichever layer has them (no-op for Flat)."""
+    # dynamic by nature: only the HNSW index types carry an ``hnsw`` layer, and faiss has several of them
     hnsw = getattr(faiss.downcast_index(index), "hnsw", None)
     if hnsw is not None:
         hnsw.efSearch = config.ef_search
@@ -135,8 +136,7 @@ def _to_device(faiss: Any, index: Any, mode: str) -> tuple[Any, bool]:
     """The index on all GPUs when wanted and possible (Search-R1's cloner options), else on CPU."""
     if mode == "off":
         return index, False
-    gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
-    if gpus > 0 and hasattr(faiss, "index_cpu_to_all_gpus"):
+    if faiss.get_num_gpus() > 0:  # faiss-cpu answers 0
         options = faiss.GpuMultipleClonerOptions()
         options.useFloat16 = True
         options.shard = True

@@ -152,13 +152,11 @@ class HybridIndex(IndexIdentity):
     def warm_up(self) -> None:
         """Warm every component that can be warmed (numba compile before serving)."""
         for component in self.components:
-            warm = getattr(component, "warm_up", None)
-            if callable(warm):
-                warm()
+            component.warm_up()
 
     def _sides(self) -> tuple[SearchIndex, SearchIndex]:
         """The (dense, sparse) components, in that order, for the min-max fusion and for ``mode``."""
-        kinds = [getattr(c, "backend", "") for c in self.components]
+        kinds = [c.backend for c in self.components]
         dense = [c for c, b in zip(self.components, kinds, strict=True) if b in DENSE_BACKENDS]
         sparse = [c for c, b in zip(self.components, kinds, strict=True) if b in SPARSE_BACKENDS]
         if len(dense) != 1 or len(sparse) != 1 or len(self.components) != 2:

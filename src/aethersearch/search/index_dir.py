@@ -82,8 +82,7 @@ def build_index(corpus: str | Path | JsonlStore, backend: str, out_dir: str | Pa
     """
     cls = backend_class(backend)
     settings = cls.config_model.model_validate(config or {})
-    if hasattr(cls, "prepare_config"):
-        settings = cls.prepare_config(settings)
+    settings = cls.prepare_config(settings)
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise ConfigError(f"{out} already exists and is not empty", fix="choose another --out or pass --force")

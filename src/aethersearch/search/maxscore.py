@@ -581,7 +581,7 @@ def maxscore_topk(indptr: npt.NDArray[Any], docs: npt.NDArray[Any], impacts: npt
     if not 1 <= width <= 1 << 16:
         raise ValueError(f"window width {width} is outside 1..65536")
     tokens = np.ascontiguousarray(tokens, dtype=np.int64)
-    acc = getattr(_buffers, "acc", None)
+    acc = getattr(_buffers, "acc", None)  # thread-local: each thread allocates its buffers once
     if acc is None:
         acc = _buffers.acc = np.zeros(1 << 16, np.float64)
         _buffers.touched = np.empty(1 << 16, np.uint32)  # window offsets

@@ -39,13 +39,12 @@ SPARSE_BACKENDS = frozenset({"bm25", "bm25-maxscore"})
 
 def retrieval_modes(index: SearchIndex) -> dict[str, SearchIndex]:
     """Mode name -> the index that answers it: a hybrid's own ``modes()``, else the one mode a backend is."""
-    own = getattr(index, "modes", None)
-    if callable(own):
-        return dict(own())
-    backend = getattr(index, "backend", "")
-    if backend in DENSE_BACKENDS:
+    own = index.modes()
+    if own is not None:
+        return dict(own)
+    if index.backend in DENSE_BACKENDS:
         return {"dense": index}
-    if backend in SPARSE_BACKENDS:
+    if index.backend in SPARSE_BACKENDS:
         return {"sparse": index}
     return {}
 
@@ -94,21 +93,15 @@ def resolve_mode_aliases(aliases: dict[str, str], modes: dict[str, SearchIndex])
     return resolved
 
 
-def title_text(contents: str) -> tuple[str, str]:
-    """AetherSearch's split of ``contents``: ``(first line stripped of '"', the other lines)``."""
-    first, _, rest = contents.partition("\n")
-    return first.strip('"'), rest
-
-
 def health_facts(index: SearchIndex, store: Any, modes: dict[str, SearchIndex],
                  aliases: dict[str, str] | None = None) -> dict[str, Any]:
     """AetherSearch's ``/health`` fields, describing the dense side when there is one, and the mode aliases."""
     dense = modes.get("dense")
-    describe = getattr(dense, "describe", None)
+    described = dense.describe() if dense is not None else None
     facts: dict[str, Any] = {"ready": True, "corpus_passages": len(store), "modes": list(modes),
                              "mode_aliases": dict(aliases or {})}
-    if callable(describe):
-        facts.update(describe())
+    if described is not None:
+        facts.update(described)
     else:
         facts.update({"index_ntotal": len(store), "index_type": type(index).__name__, "faiss_gpu_enabled": False})
     return facts

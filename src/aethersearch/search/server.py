@@ -259,9 +259,10 @@ class Retriever:
         self.store = store
         self.limits = limits or ServerLimits()
         self.pages_separate = pages_separate  # hits are passages whose url names their page
-        self._raw = getattr(store, "raw_at", None)
-        self._raw_rows = getattr(store, "raw_rows", None)
-        self._row_of = getattr(store, "row_of", None)
+        rows = store.rows
+        self._raw = rows.raw_at if rows is not None else None
+        self._raw_rows = rows.raw_rows if rows is not None else None
+        self._row_of = rows.row_of if rows is not None else None
         self.modes = retrieval_modes(index)
         #: declared aliases (``--mode-alias``): requested mode -> the served mode that answers it
         self.aliases = resolve_mode_aliases(mode_aliases or {}, self.modes)
@@ -278,7 +279,7 @@ class Retriever:
         if mode not in self.modes:
             if mode in self.aliases:
                 return self.modes[self.aliases[mode]]
-            backend = getattr(self.index, "backend", type(self.index).__name__)
+            backend = self.index.backend or type(self.index).__name__
             hint = (f"; to answer {mode!r} with it, start the server with --mode-alias {mode}={backend}"
                     if self.modes else "")
             raise HTTPProblem(400, f"retrieval mode {mode!r} is not offered by this server's {backend} index; it "
@@ -315,7 +316,7 @@ class Retriever:
     def wire_rows(self, index: SearchIndex) -> WireRows | None:
         """``index``'s pre-encoded hits when they hold what this server would build (same url prefix, rows
         that are their own pages), else None."""
-        rows: WireRows | None = getattr(index, "wire_rows", None)
+        rows = index.wire_rows
         if rows is None or self.pages_separate or rows.prefix != self.limits.url_prefix:
             return None
         return rows
@@ -555,7 +556,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
     app.state.limits = limits
     app.state.refusals = refusals
     # whether the index's pre-encoded hits (search.wire) are spliced into replies, and why not when not
-    own_rows: WireRows | None = getattr(index, "wire_rows", None)
+    own_rows = index.wire_rows
     wire_rows_state = ("none" if own_rows is None else "used" if retriever.wire_rows(index) is not None else
                        f"unused: written for url prefix {own_rows.prefix!r}, served with {limits.url_prefix!r}"
                        + (" and passages whose urls name their pages" if pages is not None else ""))
@@ -606,7 +607,7 @@ def create_app(index: SearchIndex, store: DocumentStore, limits: ServerLimits | 
 
     async def health(_request: Request) -> Response:
         return _json({
-            "status": "ok", "service": RETRIEVAL_SERVICE, "backend": getattr(index, "backend", type(index).__name__),
+            "status": "ok", "service": RETRIEVAL_SERVICE, "backend": index.backend or type(index).__name__,
             "index_hash": index.index_hash, "corpus_hash": index.corpus_hash,
             "store_hash": store.content_hash, "documents": len(store),
             "limits": limits.model_dump(), "index_calls": batcher.calls, "refusals": refusals.health(),
@@ -643,9 +644,7 @@ def _open_app(index_dir: str, limits: ServerLimits | None, pages_dir: str | None
     from aethersearch.search.index_dir import open_index
 
     opened = open_index(index_dir)
-    warm_up = getattr(opened.index, "warm_up", None)  # JIT-compile (numba) before the first client waits on it
-    if callable(warm_up):
-        warm_up()
+    opened.index.warm_up()  # JIT-compile (numba) before the first client waits on it
     pages = open_store(pages_dir) if pages_dir else None
     return create_app(opened.index, opened.store, limits, pages=pages, mode_aliases=mode_aliases)
 

@@ -34,7 +34,13 @@ import orjson
 from aethersearch.corpus.chunking import passage_page
 from aethersearch.corpus.importers import row_contents
 from aethersearch.errors import IntegrityError
-from aethersearch.search.modes import title_text
+
+
+def title_text(contents: str) -> tuple[str, str]:
+    """AetherSearch's split of ``contents``: ``(first line stripped of '"', the other lines)``."""
+    first, _, rest = contents.partition("\n")
+    return first.strip('"'), rest
+
 
 #: the url prefix a hit's url gets when its row has none (ASearcher's client hands it back to ``/access``)
 DEFAULT_URL_PREFIX = "https://en.wikipedia.org/wiki/"
@@ -133,4 +139,4 @@ class WireRows:
         return out
 
 
-__all__ = ["DEFAULT_URL_PREFIX", "WireRows", "url_for", "wire_hit", "wire_id", "write_wire_rows"]
+__all__ = ["DEFAULT_URL_PREFIX", "WireRows", "title_text", "url_for", "wire_hit", "wire_id", "write_wire_rows"]
