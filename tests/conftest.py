@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def session_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This session's temporary root, one for all its xdist workers (each worker's basetemp is a child)."""
+    """The test session's temporary root, one for all its xdist workers (each worker's basetemp is a child)."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 

@@ -1,4 +1,4 @@
-"""Name -> lazily imported class maps for pluggable backends (DESIGN convention 2).
+"""Name -> lazily imported class maps for pluggable backends (docs/design/conventions.md, code convention 2).
 
 An unknown name errors with the valid names and a did-you-mean; names are matched
 exactly, never by substring.

@@ -230,10 +230,10 @@ def test_the_readme_laptop_commands_run_against_the_real_server(real_server: Rea
                                                                 tmp_path: Path) -> None:
     """The README's ``aether eval --endpoint`` commands, as written, with only the inputs swapped.
 
-    The server is this session's (the README starts it the same way: ``scripts/serve_gguf.py``);
+    The server is the test session's fixture (the README starts it the same way: ``scripts/serve_gguf.py``);
     the tiny demo release stands in for the full one to keep the test short.
     """
-    section = doc_section("Try it with a real model on a laptop")  # README's section, now on docs/guides/real-model.md
+    section = doc_section("Try it with a real model on a laptop")  # README's section, on docs/guides/real-model.md
     block = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
     commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
     evals = [c for c in commands if c.startswith("aether eval") and "--endpoint" in c]

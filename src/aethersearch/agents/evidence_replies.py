@@ -3,11 +3,10 @@
 Neither is the paper's: WebDetective describes its agents' roles, not their
 prompts, so every prompt here is this project's own wording.
 
-Why one object per protocol: the loop used to ask "JSON or text?" at each of its
-eight places that talk to the model (prompts, request constraint, the solver's
-action, the extractor's facts, the aggregator's proposal, the verifier's verdicts,
-the forced final answer and the verified answer's text); a ninth place could
-forget to ask. :func:`replies_for` picks the protocol once, from the recorded
+Why one object per protocol: the loop talks to the model in eight places (prompts,
+request constraint, the solver's action, the extractor's facts, the aggregator's
+proposal, the verifier's verdicts, the forced final answer and the verified
+answer's text); asking "JSON or text?" at each, a ninth place could forget to ask. :func:`replies_for` picks the protocol once, from the recorded
 ``structured`` option, and the loop calls it without branching.
 """
 

@@ -7,8 +7,8 @@ cheaper (the model does not write on for hundreds of tokens), but an
 OpenAI-compatible server *removes* the stop string and reports ``finish_reason:
 "stop"`` for a stop string and for end-of-text alike. A reply ``… <search> q`` is
 then ambiguous: did the model write ``</search>`` (a valid search) or stop there (an
-invalid action in Search-R1)? Guessing, as the old code did by appending the tag
-of whatever was left open, turned invalid actions into searches and answers.
+invalid action in Search-R1)? Guessing, by appending the tag of
+whatever was left open, turns invalid actions into searches and answers.
 
 :func:`generate` establishes the truth and records how (``notes["stop"]``):
 

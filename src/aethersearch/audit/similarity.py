@@ -25,7 +25,7 @@ from aethersearch.errors import ConfigError
 from aethersearch.registry import resolve
 
 # Scorers are named, never passed as bare callables, so the manifest records
-# exactly which one ran (DESIGN convention 2).
+# exactly which one ran (docs/design/conventions.md, code convention 2).
 SCORERS: dict[str, str] = {
     "ratio": "rapidfuzz.fuzz:ratio",
     "QRatio": "rapidfuzz.fuzz:QRatio",

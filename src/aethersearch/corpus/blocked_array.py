@@ -4,9 +4,9 @@ array once, at the end.
 Why: the dump importer appends every kept link's row (80 MB at a million articles, 600 MB for a full
 English dump) and one length per page. One ``array`` grown to that size is reallocated, and so moved, at
 every step of its growth; below glibc's mmap threshold (which rises to 32 MB as large blocks are freed)
-each old copy is left behind as a hole in the heap, and at 1M articles the heap held 87 MiB free at the
-end of pass 2, a quarter of the import's peak. Blocks allocated on the heap instead stopped the holes but
-could not be given back when joined, so the join held the run twice. Here each block is its own anonymous
+each old copy is left behind as a hole in the heap: at 1M articles, 87 MiB free in the heap at the end of
+pass 2, a quarter of the import's peak. Blocks allocated on the heap stop the holes but cannot be given
+back when joined, so the join would hold the run twice. Here each block is its own anonymous
 memory map: it never moves while filled, and it is returned to the system as soon as it is copied out.
 """
 

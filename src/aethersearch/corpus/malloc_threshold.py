@@ -4,10 +4,10 @@ Why: glibc serves an allocation of at least the *mmap threshold* with a memory m
 to the system on ``free``; anything smaller comes from the heap, whose freed pages stay in the process.
 By default the threshold is dynamic: each mapped block freed raises it to that block's size (up to 32
 MiB). The dump importer's link resolution sorts and searches arrays of a few bytes per title (12 MB each
-at a million articles); once the first was freed, the next ones landed on the heap, and the heap's top
-could not shrink past what was allocated after them. Their pages, free but resident, were then reused
-by pass 2 and stayed in RSS: 27 MiB at a million articles, a slope of about 30 bytes an article. With a
-fixed threshold of 1 MiB they are maps again, and the heap stayed at 16 MiB.
+at a million articles); once the first is freed, the next ones land on the heap, and the heap's top
+cannot shrink past what was allocated after them. Their pages, free but resident, are then reused by
+pass 2 and stay in RSS: 27 MiB at a million articles, a slope of about 30 bytes an article. With a
+fixed threshold of 1 MiB they are maps, and the heap stays at 16 MiB.
 
 The setting is process-wide and stays (glibc has no call that turns the dynamic threshold back on); it
 only moves blocks of 1 MiB or more from the heap to their own maps. It is applied where there is glibc

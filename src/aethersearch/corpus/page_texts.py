@@ -27,8 +27,8 @@ from aethersearch.records import Document
 #: pages kept decoded after a read (a chain search reads the same few pages many times)
 CACHE_PAGES = 256
 #: pages read by id between two hand-backs of the store's mapped file pages: the validator reads most pages
-#: of a corpus at random for a common answer word, and each read's map pages stayed resident (at 400k
-#: generated articles, 700 MiB of the construction's 1.1 GiB resident memory)
+#: of a corpus at random for a common answer word, and without a hand-back each read's map pages stay resident
+#: (at 400k generated articles, 700 MiB of the construction's 1.1 GiB resident memory)
 RELEASE_EVERY = 4096
 
 

@@ -2,7 +2,7 @@
 
 Why: the dump importer keeps every redirect's title (about 11M in a full English dump, some 25 bytes each)
 to check title lookups exactly and to give the redirects back as page aliases. Held in memory while the
-graph is filled, they were about 23 bytes an article of the import's peak. Spooled, the process holds
+graph is filled, they would be about 23 bytes an article of the import's peak. Spooled, the process holds
 nothing per string while writing; reads by index go through a read-only map, whose pages belong to the
 page cache and leave the process's memory when the map is closed.
 

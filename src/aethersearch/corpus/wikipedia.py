@@ -35,21 +35,17 @@ nothing.
 Memory. While the graph is filled (where the import is largest) it holds the
 graph (4 bytes per kept link plus 8 per page for ``LinkGraph``'s CSR, and its
 page ids), filled in 1 MiB blocks that never move
-(:mod:`aethersearch.corpus.blocked_array`: one growing array left its old
+(:mod:`aethersearch.corpus.blocked_array`: a growing array would leave its old
 copies as holes in the heap), and nothing else per page: the title table (12
 bytes per title) and the redirects' resolution live only between the passes,
 before the graph exists, and the redirects' titles stay on disk
 (:mod:`aethersearch.corpus.string_spool`) for :class:`RedirectAliases`. The
 page store it feeds holds nothing per page while it is written
-(:mod:`aethersearch.corpus.id_index`). ``dict`` tables of titles held about 300
-bytes per article on a generated dump with half a redirect per article; at 1M
-articles peak RSS went from 666 to 370 MiB, to about 334 with the blocks, and
-to about 283 with the table let go before the graph grows; beyond the graph it
-then grew 2 MiB from 1M to 2M articles (``docs/wikipedia-dump.md``). With a real
-dump's 1.6 redirects an article the step between the passes holds the most
-titles; its arrays are narrow (``int32`` entries) and built without joined
-copies, so it stays below pass 2 (297 and 468 MiB at 1M and 2M articles, 3
-bytes an article beyond the graph from one to the other).
+(:mod:`aethersearch.corpus.id_index`). With a real dump's 1.6 redirects an
+article the step between the passes holds the most titles (2.6 an article), so
+its arrays are narrow (``int32`` order and chains) and built without joined
+copies: it stays below pass 2, and beyond the graph peak RSS is flat in the
+number of articles (``docs/wikipedia-dump.md`` has the figures and the command).
 """
 
 from __future__ import annotations

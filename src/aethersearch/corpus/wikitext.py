@@ -81,7 +81,7 @@ def _tidy(text: str) -> str:
 
     Each step runs only when its marker is in the text, tabs and no-break spaces become spaces and runs of
     spaces take a literal-prefix pattern, and lines are stripped by ``str.strip`` (the whitespace ``[^\\S\\n]`` matches):
-    the whole-text regexes this replaces were a third of the parse of a generated page.
+    the whole-text regexes that define the step would be a third of the parse of a generated page.
     ``tests/corpus/test_wikitext_tidy.py`` checks it against those regexes.
     """
     if "=" in text:

@@ -23,8 +23,8 @@ still reads) and the one thing removed is the trajectory's noise. Which
 sentence is "the hop statement" is this project's rule (the sentence of the
 served page naming the next node; docs/webdetective-metrics.md).
 
-The injected-distractor test this module used to hold is now the separately
-named distractor robustness probe (``distractors.py``).
+The injected-distractor test is a probe of its own, the distractor robustness
+probe (``distractors.py``).
 """
 
 from __future__ import annotations

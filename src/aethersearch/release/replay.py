@@ -372,8 +372,8 @@ def replay_quotas(plan: Sequence[tuple[str, int, int | None]]) -> dict[str, int]
     """The card's quota rule: the one specification (``card_quotas``) the builder and release verifier use.
 
     The replay keeps its own parsers and draw, but the quota rule is a
-    specification, not an implementation detail to re-derive: three copies had
-    drifted (6,558 of 192,109 random capped plans disagreed), so all callers now
+    specification, not an implementation detail to re-derive: separate copies
+    drift (three did: 6,558 of 192,109 random capped plans disagreed), so all callers
     share this function and ``tests/benchmark/test_quota_rule.py`` property-tests it
     against a literal one-question-at-a-time deal.
     """

@@ -1,10 +1,10 @@
 """The one run path: rollout questions + settings → a fingerprinted, resumable, error-checked run.
 
-Why one function: run setup used to be written five times (``aether run``/``eval``,
-the Python API, the sandbox demo, the probes, the Ray backend) and the copies
-drifted — the API hard-coded ``retrieval_topk=3`` into ``run.json`` and wrote a
+Why one function: five callers set up a run (``aether run``/``eval``, the Python
+API, the sandbox demo, the probes, the Ray backend), and separate copies of that
+setup drift — one hard-coded ``retrieval_topk=3`` into ``run.json`` and wrote a
 fingerprint ``aether compare`` refused against a CLI run of the same settings.
-Every caller now builds a :class:`RunSettings` and calls :func:`prepare_run`
+Every caller builds a :class:`RunSettings` and calls :func:`prepare_run`
 (agent, model client, fingerprint) and :func:`execute_run` (``GET /v1/models``
 unless the run is already complete, runner or Ray shards, then the
 ``--max-error-rate`` check), so identical
@@ -134,7 +134,7 @@ def served_model(llm: LLM, question_count: int, agent: Agent | None = None) -> d
     """Ask the endpoint what it serves (``GET /v1/models``); an unreachable endpoint fails the run now.
 
     Why before any question: against a dead endpoint every question would fail
-    one by one (41 s for a 4-question evaluate on the old path) and the run would
+    one by one (41 s for a 4-question evaluate without this call) and the run would
     end in a pile of errors; one preflight call says the same at once. The agent's
     :meth:`~aethersearch.agents.base.Agent.probe_server` adds what it found out about
     the server (``--agent aethersearch``: whether it continues by token ids, and why).

@@ -22,8 +22,8 @@ Reading back: :func:`recover` streams the log once at start-up and keeps only
 the episodes without a close event (a torn last line, from a crash mid-append,
 is cut off: nobody was told it was written), and notes every episode id the log
 opened in :class:`SeenIds`, a Bloom filter of fixed size. :meth:`ActionLog.read_trace`
-answers an id the log never opened at once, whatever the log's size (a random id
-used to cost a pass over the whole log: 275 ms on a 25.7 MB one), finds a closed
+answers an id the log never opened at once, whatever the log's size (without the
+filter a random id costs a pass over the whole log: 275 ms on a 25.7 MB one), finds a closed
 episode's calls from the offset of its open event (remembered for the most recent
 episodes, in bounded memory) or, beyond that, by one pass over the file.
 :func:`read_episodes` gives every episode of a log, for scoring and tests.
@@ -57,7 +57,7 @@ class SeenIds:
     ~100 bytes an episode. The filter takes 8 MiB at start, zero pages until
     written, and never grows; 4 hashes over 2^26 bits answer a never-opened id
     wrongly ("maybe") with odds 1e-5 after 1M episodes, 4% after 10M. A "maybe"
-    costs only the read of the log it used to cost every unknown id.
+    costs only what every unknown id would cost without the filter: a read of the log.
     """
 
     BITS = 1 << 26

@@ -151,7 +151,7 @@ class SandboxEpisode:
         return self._last
 
     def take_last_call(self) -> ToolCall:
-        """:attr:`last_call`, no longer held in full: memory keeps only its compact record (the server
+        """:attr:`last_call`, handed over: afterwards memory keeps only its compact record (the server
         takes it once it is in the durable log, so an open episode holds no request at full size)."""
         call = self.last_call
         self._last = None

@@ -6,8 +6,8 @@ request naming an episode is logged). Here the body is parsed and checked
 field by field, and what is logged of it is clipped: strings over
 :data:`MAX_BODY_CHARS` are cut, and any other value is logged as its JSON text
 (cut too). A value nested too deeply to encode (a thousand nested arrays) is
-logged as a note saying so: before, ``repr`` of such a value raised
-``RecursionError`` and the request answered 500 and went unlogged.
+logged as a note saying so: ``repr`` of such a value raises ``RecursionError``,
+and the request would answer 500 and go unlogged.
 """
 
 from __future__ import annotations

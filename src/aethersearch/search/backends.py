@@ -1,4 +1,4 @@
-"""The index backend name map (DESIGN convention 2): name -> lazily imported class.
+"""The index backend name map (docs/design/conventions.md, code convention 2): name -> lazily imported class.
 
 Each class offers ``config_model`` (a pydantic model of its settings),
 ``build(store, config, out_dir, on_document) -> stats`` and

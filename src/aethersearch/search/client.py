@@ -1,6 +1,6 @@
 """Async httpx client for the retrieval server: timeouts, retries on transient errors, a total deadline.
 
-Why (DESIGN convention 5): a rollout of thousands of episodes must survive a
+Why (docs/design/conventions.md, code convention 5): a rollout of thousands of episodes must survive a
 server restart or a burst of 503s, but must not hang forever nor retry a request
 that can never succeed. Transient = HTTP 429, any 5xx, connection errors and
 timeouts; those are retried with full-jitter exponential backoff up to

@@ -275,7 +275,7 @@ class FaissIndex(StoreRowsIndex):
         scores = np.empty((len(x), k), dtype=np.float32)
         rows = np.empty((len(x), k), dtype=np.int64)
         # faiss's own C++ call, not its Python ``search`` wrapper (argument checks and allocations done here
-        # once): one query per call was 0.76 of bare faiss on HNSW32 at 1M, all of it Python after the search
+        # once): through the wrapper one query per call is 0.76 of bare faiss on HNSW32 at 1M, all of it Python
         self._search_c(len(x), self._swig_ptr(x), k, self._swig_ptr(scores), self._swig_ptr(rows))
         # one tolist per array, not per row: iterating numpy rows cost twice the rest of this method
         return [[(r, s) for r, s in zip(row, score, strict=True) if r >= 0]

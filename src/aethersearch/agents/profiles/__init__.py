@@ -3,9 +3,9 @@
 Why data: a trained agent is only evaluated faithfully under the loop it was
 trained with (prompt, action grammar, stop rules, per-call and per-episode limits,
 how observations are written and cut, what ends an episode, how the answer is
-read). Those facts used to live in code defaults and in the docs, so
-``aether run --agent aethersearch`` silently kept the run's 4-call budget where
-their loop gives 6 calls and 5 searches. A profile states them once, in a file
+read). Held as code defaults and prose, those facts drift: ``aether run --agent
+aethersearch`` would silently keep the run's 4-call budget where their loop gives
+6 calls and 5 searches. A profile states them once, in a file
 shipped here per trainer (``search-r1.json``, ``aethersearch.json``,
 ``verl-search.json``, ``openai-functions.json``) or written by a user for their own
 trainer (``aether run --profile FILE``), validated by :class:`AgentProfile`.
