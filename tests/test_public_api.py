@@ -25,7 +25,7 @@ PUBLIC_API: dict[str, list[str]] = {
                           "template_key_of_key"],
     "aethersearch.jsonl": ["DurableAppender", "GroupCommitWriter", "TolerantRead", "atomic_write_bytes", "atomic_write_json",
                            "atomic_write_text", "dumps", "dumps_pretty", "encode_jsonl", "iter_jsonl", "loads",
-                           "read_jsonl", "read_jsonl_tolerant", "read_records", "sha256_bytes", "sha256_file",
+                           "plain_line_encoder", "read_jsonl", "read_jsonl_tolerant", "read_records", "sha256_bytes", "sha256_file",
                            "truncate_to", "validate_row", "write_jsonl"],
     "aethersearch.scoring.metrics": ["ABSTENTION_AWARE", "ALL_METRICS", "BINARY_METRICS", "Golds", "METRICS",
                                      "cover_em", "em", "f1", "gold_list", "popqa_acc", "score_all", "squad_em",

@@ -13,7 +13,7 @@ import os
 import queue
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -34,6 +34,7 @@ __all__ = [
     "encode_jsonl",
     "iter_jsonl",
     "loads",
+    "plain_line_encoder",
     "read_jsonl",
     "read_jsonl_tolerant",
     "read_records",
@@ -54,6 +55,38 @@ def dumps(obj: Any) -> bytes:
     if isinstance(obj, BaseModel):
         obj = obj.model_dump(mode="json")
     return orjson.dumps(obj, option=_DUMP_OPTIONS)
+
+
+#: datetimes and dataclasses go to the plain encoder's ``default`` (which refuses them): pydantic writes them its own way
+_PLAIN_OPTIONS = _DUMP_OPTIONS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def plain_line_encoder(plain: Iterable[type[BaseModel]]) -> Callable[[BaseModel], bytes]:
+    """A function giving a record's JSONL line: exactly ``dumps(record) + b"\\n"``, without ``model_dump``.
+
+    Why: ``model_dump(mode="json")`` builds a dict copy of every nested record before
+    orjson sees it (~26 µs a trace, a fifth of a run's own CPU per question); orjson
+    walks the field dicts of the ``plain`` records directly (~7 µs a trace). ``plain``
+    are exact types whose fields are plain (no aliases, no custom serializers).
+    Anything else inside a record (a subclass, a set, a path, another model) makes
+    orjson refuse, and the line is then written by :func:`dumps`, so the bytes are
+    always the canonical ones.
+    """
+    types = frozenset(plain)
+
+    def fields(value: Any) -> dict[str, Any]:
+        if type(value) in types:  # exact types: a subclass may serialize differently
+            found: dict[str, Any] = value.__dict__
+            return found
+        raise TypeError(f"not a plain record: {type(value).__name__}")
+
+    def encode(record: BaseModel) -> bytes:
+        try:
+            return orjson.dumps(record, default=fields, option=_PLAIN_OPTIONS) + b"\n"
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            return dumps(record) + b"\n"
+
+    return encode
 
 
 def dumps_pretty(obj: Any) -> bytes:

@@ -374,15 +374,16 @@ def register(app: typer.Typer) -> None:
         search = found.search if isinstance(found, SandboxTools) else found
         result = measure_noise(run, release, search, reruns=reruns, sample=sample, concurrencies=concurrency,
                                metric=metric, seed=seed, api_key=api_key, progress=typer.echo)
-        rate = result["flip_rate"]
-        if rate is None:
+        rate, floor = result.flip_rate, result.floor_at_run_size
+        if (rate is None or floor is None  # both None together: no question had two usable runs
+                or rate.mean is None or rate.ci_low is None or rate.ci_high is None):
             typer.echo("no question had two usable runs: no flip rate", err=True)
             raise typer.Exit(3)
-        typer.echo(f"flip rate ({metric}): {100 * rate['mean']:.1f}% (95% CI {100 * rate['ci_low']:.1f}-"
-                   f"{100 * rate['ci_high']:.1f}%) over {result['questions_measured']} questions x "
-                   f"{result['reruns'] + 1} runs; {result['questions_flipping']} flipped at least once; "
-                   f"noise floor of a delta over {result['run_size']} questions: "
-                   f"{100 * result['floor_at_run_size']:.1f} points -> {run / 'noise.json'}")
+        typer.echo(f"flip rate ({metric}): {100 * rate.mean:.1f}% (95% CI {100 * rate.ci_low:.1f}-"
+                   f"{100 * rate.ci_high:.1f}%) over {result.questions_measured} questions x "
+                   f"{result.reruns + 1} runs; {result.questions_flipping} flipped at least once; "
+                   f"noise floor of a delta over {result.run_size} questions: "
+                   f"{100 * floor:.1f} points -> {run / 'noise.json'}")
 
     @app.command("report")
     def report(

@@ -24,7 +24,7 @@ import numpy as np
 
 from aethersearch.compare.factorised_pairs import compare_factorised
 from aethersearch.compare.fingerprints import check_contract, load_fingerprint
-from aethersearch.compare.noise import read_noise, serving_noise_mark
+from aethersearch.compare.noise import NoiseFile, read_noise, serving_noise_mark
 from aethersearch.compare.paired import (
     DEFAULT_ALPHA,
     flips,
@@ -150,8 +150,8 @@ def compare_pair(a_scores: Scores, b_scores: Scores, metrics: Sequence[str], *,
     return {"results": results, "flips": flip_tables, "tests_corrected": len(adjusted)}
 
 
-def mark_serving_noise(results: dict[str, dict[str, Any]], noise_a: dict[str, Any] | None,
-                       noise_b: dict[str, Any] | None) -> None:
+def mark_serving_noise(results: dict[str, dict[str, Any]], noise_a: NoiseFile | None,
+                       noise_b: NoiseFile | None) -> None:
     """Add ``noise_floor`` and ``within_noise`` to every entry (``compare.noise``), for each metric measured.
 
     The floor is the delta serving noise alone would give over the entry's ``n`` questions; a

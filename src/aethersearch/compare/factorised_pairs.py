@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from aethersearch.compare.noise import serving_noise_mark
+from aethersearch.compare.noise import NoiseFile, serving_noise_mark
 from aethersearch.diagnostics.factorised import episodes_from_rows, factorised_metrics
 from aethersearch.errors import DataError
 from aethersearch.jsonl import iter_jsonl
@@ -56,7 +56,7 @@ def _value(metrics: dict[str, Any], key: str) -> float:
 
 
 def compare_factorised(run_a: Path, run_b: Path, *, resamples: int = 1000, seed: int = 0, alpha: float = 0.05,
-                       noise: dict[str, Any] | None = None) -> dict[str, Any]:
+                       noise: NoiseFile | None = None) -> dict[str, Any]:
     """Per metric: both points, the delta (b - a), its paired-bootstrap CI and p-value, and ``n``.
 
     ``noise`` (a run's ``noise.json`` measured on ``em``) adds the serving-noise

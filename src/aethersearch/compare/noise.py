@@ -33,6 +33,9 @@ Statistics (named ``serving_noise``, this project's):
 * A rerun question that ended in an error outcome is left out of that question's
   count (``errors`` says how many); a question with fewer than two usable runs is
   left out of the rate.
+
+The file is one :class:`NoiseFile`, written by :func:`measure_noise` and read by
+:func:`read_noise` (``tests/test_artefact_records.py`` freezes its fields).
 """
 
 from __future__ import annotations
@@ -43,19 +46,80 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field, ValidationError
 
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import atomic_write_json, loads, sha256_file
-from aethersearch.records import ERROR_OUTCOMES, RunLimits
+from aethersearch.records import ERROR_OUTCOMES, Record, RunLimits
 from aethersearch.scoring.aggregate import estimate
+from aethersearch.scoring.scores_file import MetricEstimate
 
-__all__ = ["NOISE_FILE", "NOISE_METRICS", "concurrency_levels", "flip_rates", "metric_flip_rate", "measure_noise", "noise_floor", "read_noise"]
+__all__ = ["NOISE_FILE", "NOISE_METRICS", "MetricNoise", "NoiseBinding", "NoiseFile", "QuestionNoise", "RerunBinding",
+           "concurrency_levels", "flip_rates", "metric_flip_rate", "measure_noise", "noise_floor", "read_noise"]
 
 NOISE_FILE = "noise.json"
 #: the metrics a measurement also scores its reruns on: those ``compare`` shows by default
 NOISE_METRICS: tuple[str, ...] = ("em", "f1")
 Z95 = 1.959963984540054
 _ERRORS = frozenset({*(o.value for o in ERROR_OUTCOMES), "missing"})
+
+
+# ----------------------------------------------------------------------------- noise.json
+# Written with ``trusted`` (the values are this module's own, already of their types: validating
+# would turn an integer score into a float and change the file's bytes); validated where read back.
+
+
+class MetricNoise(Record):
+    """One metric's flip rate (mean over the measured questions, with its 95% interval) and floor."""
+
+    #: None when no question had two usable runs
+    flip_rate: MetricEstimate | None
+    questions_flipping: int
+    questions_measured: int
+    #: the floor of a delta over the run's own size (``run_size``), one measured run standing for both
+    floor_at_run_size: float | None
+
+
+class QuestionNoise(Record):
+    """One sampled question: its score in each run (the original first; None = an error) and its flip rate."""
+
+    id: str
+    correct: list[float | None]
+    flip_rate: float | None
+
+
+class RerunBinding(Record):
+    """One rerun directory (relative to the run) with the concurrency it ran at and its traces' sha256."""
+
+    dir: str
+    concurrency: int
+    traces_sha256: str
+
+
+class NoiseBinding(Record):
+    """The files the measurement was made from: a changed ``scores.json`` makes the file stale."""
+
+    scores_sha256: str
+    run_json_sha256: str
+    reruns: list[RerunBinding]
+
+
+class NoiseFile(MetricNoise):
+    """``noise.json``: the measurement's settings, ``--metric``'s figures at the top level, every metric's in
+    ``by_metric``, per question, and what it is bound to."""
+
+    convention: str
+    metric: str
+    reruns: int
+    sample: int
+    seed: int
+    concurrencies: list[int]
+    errors: int
+    run_size: int
+    #: absent in files measured before ``by_metric`` (their top level is their one metric, still read)
+    by_metric: dict[str, MetricNoise] = Field(default_factory=dict)
+    per_question: list[QuestionNoise]
+    bound_to: NoiseBinding
 
 
 def flip_rates(matrix: Sequence[Sequence[float | None]]) -> list[float | None]:
@@ -75,16 +139,16 @@ def flip_rates(matrix: Sequence[Sequence[float | None]]) -> list[float | None]:
     return rates
 
 
-def metric_flip_rate(noise: dict[str, Any], metric: str) -> float | None:
+def metric_flip_rate(noise: NoiseFile, metric: str) -> float | None:
     """``noise.json``'s mean flip rate for ``metric`` (None: not measured for that metric)."""
-    measured = (noise.get("by_metric") or {}).get(metric)
-    if measured is None and noise.get("metric") == metric:
+    measured: MetricNoise | None = noise.by_metric.get(metric)
+    if measured is None and noise.metric == metric:
         measured = noise  # a measurement made before ``by_metric``: its top level is its one metric
-    rate = (measured or {}).get("flip_rate")
-    return float(rate["mean"]) if rate else None
+    rate = measured.flip_rate if measured is not None else None
+    return float(rate.mean) if rate is not None and rate.mean is not None else None
 
 
-def serving_noise_mark(delta: float, noise_a: dict[str, Any] | None, noise_b: dict[str, Any] | None, metric: str,
+def serving_noise_mark(delta: float, noise_a: NoiseFile | None, noise_b: NoiseFile | None, metric: str,
                        n: int) -> dict[str, Any]:
     """``noise_floor`` and ``within_noise`` of one delta over ``n`` questions, from either run's noise file.
 
@@ -106,17 +170,24 @@ def noise_floor(flip_rate_a: float, flip_rate_b: float | None, n: int) -> float:
     return Z95 * float(np.sqrt((flip_rate_a + b) / (2.0 * n))) if n else float("nan")
 
 
-def read_noise(run_dir: Path) -> dict[str, Any] | None:
+def read_noise(run_dir: Path) -> NoiseFile | None:
     """A run's ``noise.json`` (None when it has none), refused when it no longer matches the run's scores."""
     path = Path(run_dir) / NOISE_FILE
     if not path.is_file():
         return None
     try:
-        noise: dict[str, Any] = loads(path.read_bytes())
+        raw: Any = loads(path.read_bytes())
     except ValueError as exc:
         raise DataError(path, f"invalid JSON: {exc}", fix=f"rerun `aether noise {run_dir}`") from None
+    try:
+        noise = NoiseFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise DataError(path, f"not a noise.json this version reads: {first['msg']}",
+                        field=".".join(str(part) for part in first["loc"]) or None,
+                        fix=f"rerun `aether noise {run_dir}`") from None
     scores = Path(run_dir) / "scores.json"
-    if not scores.is_file() or sha256_file(scores) != noise.get("bound_to", {}).get("scores_sha256"):
+    if not scores.is_file() or sha256_file(scores) != noise.bound_to.scores_sha256:
         raise DataError(path, "measured against other scores of this run (scores.json changed since)",
                         fix=f"rerun `aether noise {run_dir} ...` after rescoring")
     return noise
@@ -145,15 +216,17 @@ def _rerun_correctness(rerun_dir: Path, release_dir: Path, ids: list[str], metri
             for metric in metrics}
 
 
-def _measured(matrix: list[list[float | None]], seed: int, run_size: int, metric: str) -> dict[str, Any]:
-    """One metric's flip rate (with its 95% interval), the questions flipping and its floor at the run's size."""
+def _measured(matrix: list[list[float | None]], seed: int, run_size: int,
+              metric: str) -> tuple[MetricNoise, list[float | None]]:
+    """One metric's flip rate (with its 95% interval), the questions flipping and its floor at the run's size;
+    and each question's rate."""
     rates = flip_rates(matrix)
     usable = [r for r in rates if r is not None]
     overall = estimate(usable, seed=seed, name=f"noise/flip_rate/{metric}") if usable else None
-    return {"flip_rate": overall.as_dict() if overall is not None else None,
-            "questions_flipping": sum(1 for r in usable if r > 0), "questions_measured": len(usable),
-            "floor_at_run_size": noise_floor(overall.mean, None, run_size) if overall is not None else None,
-            "rates": rates}
+    flip_rate = MetricEstimate.trusted(**overall.as_dict()) if overall is not None else None
+    return MetricNoise.trusted(
+        flip_rate=flip_rate, questions_flipping=sum(1 for r in usable if r > 0), questions_measured=len(usable),
+        floor_at_run_size=noise_floor(overall.mean, None, run_size) if overall is not None else None), rates
 
 
 def concurrency_levels(base: int, given: Sequence[int] | None = None) -> list[int]:
@@ -168,7 +241,7 @@ def concurrency_levels(base: int, given: Sequence[int] | None = None) -> list[in
 
 def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int = 3, sample: int | None = 50,
                   seed: int = 0, concurrencies: Sequence[int] | None = None, metric: str = "em",
-                  api_key: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                  api_key: str | None = None, progress: Callable[[str], None] | None = None) -> NoiseFile:
     """Rerun ``sample`` questions ``reruns`` times with ``run_dir``'s settings; write and return ``noise.json``.
 
     Each rerun is an ordinary resumable run directory under ``<run_dir>/noise/rerun-<r>``
@@ -202,7 +275,7 @@ def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int 
                            decoding=fingerprint.decoding, concurrency=base,
                            limits=fingerprint.limits or RunLimits(), samples=fingerprint.samples)
     runs: list[dict[str, dict[str, float | None]]] = []
-    bound: list[dict[str, Any]] = []
+    bound: list[RerunBinding] = []
     for index in range(reruns):
         level = max(1, min(levels[index % len(levels)], len(questions)))
         rerun_dir = run_dir / "noise" / f"rerun-{index + 1}"
@@ -212,29 +285,28 @@ def measure_noise(run_dir: Path, release_dir: Path, search: Any, *, reruns: int 
                                questions=questions, api_key=api_key)
         execute_run(prepared, rerun_dir, enforce=False)
         runs.append(_rerun_correctness(rerun_dir, release_dir, ids, metrics, scores.samples))
-        bound.append({"dir": str(rerun_dir.relative_to(run_dir)), "concurrency": level,
-                      "traces_sha256": sha256_file(rerun_dir / "traces.jsonl")})
+        bound.append(RerunBinding.trusted(dir=str(rerun_dir.relative_to(run_dir)), concurrency=level,
+                                          traces_sha256=sha256_file(rerun_dir / "traces.jsonl")))
     matrices = {m: [[original[m][qid], *(r[m][qid] for r in runs)] for qid in ids] for m in metrics}
     run_size = len(scores.per_question)
     by_metric = {m: _measured(matrices[m], seed, run_size, m) for m in metrics}
-    primary, matrix = by_metric[metric], matrices[metric]
-    rates = primary["rates"]
-    result = {
-        "convention": "serving_noise: flip rate = share of run pairs (original + reruns) disagreeing on a question; "
-                      "floor = 1.96*sqrt((dA+dB)/(2n))",
-        "metric": metric, "reruns": reruns, "sample": len(ids), "seed": seed,
-        "concurrencies": [b["concurrency"] for b in bound],
-        "flip_rate": primary["flip_rate"],
-        "questions_flipping": primary["questions_flipping"],
-        "questions_measured": primary["questions_measured"],
-        "errors": sum(1 for row in matrix for v in row if v is None),
-        "floor_at_run_size": primary["floor_at_run_size"],
-        "run_size": run_size,
-        "by_metric": {m: {k: v for k, v in measured.items() if k != "rates"} for m, measured in by_metric.items()},
-        "per_question": [{"id": qid, "correct": row, "flip_rate": rate}
-                         for qid, row, rate in zip(ids, matrix, rates, strict=True)],
-        "bound_to": {"scores_sha256": sha256_file(run_dir / "scores.json"),
-                     "run_json_sha256": sha256_file(run_dir / "run.json"), "reruns": bound},
-    }
+    (primary, rates), matrix = by_metric[metric], matrices[metric]
+    result = NoiseFile.trusted(
+        convention="serving_noise: flip rate = share of run pairs (original + reruns) disagreeing on a question; "
+                   "floor = 1.96*sqrt((dA+dB)/(2n))",
+        metric=metric, reruns=reruns, sample=len(ids), seed=seed,
+        concurrencies=[b.concurrency for b in bound],
+        flip_rate=primary.flip_rate,
+        questions_flipping=primary.questions_flipping,
+        questions_measured=primary.questions_measured,
+        errors=sum(1 for row in matrix for v in row if v is None),
+        floor_at_run_size=primary.floor_at_run_size,
+        run_size=run_size,
+        by_metric={m: measured for m, (measured, _) in by_metric.items()},
+        per_question=[QuestionNoise.trusted(id=qid, correct=row, flip_rate=rate)
+                      for qid, row, rate in zip(ids, matrix, rates, strict=True)],
+        bound_to=NoiseBinding.trusted(scores_sha256=sha256_file(run_dir / "scores.json"),
+                                      run_json_sha256=sha256_file(run_dir / "run.json"), reruns=bound),
+    )
     atomic_write_json(run_dir / NOISE_FILE, result)
     return result

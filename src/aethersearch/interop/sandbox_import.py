@@ -78,13 +78,14 @@ def _served(action_log: Path, release_dir: Path) -> dict[str, str | None]:
     info = release_info(release_dir)
     expected = {"release_id": info.release_id, "corpus_hash": hintfree_corpus_hash(release_dir),
                 "mask_policy": MASK_POLICY}
+    rows = [event.model_dump() for event in events]
     for key, value in expected.items():
-        found = sorted({str(event.get(key)) for event in events})
+        found = sorted({str(row[key]) for row in rows})
         if found != [str(value)]:
             raise IntegrityError(f"{action_log}: the sandbox served {key} {', '.join(found)}, but release "
                                  f"{release_dir} needs {value}", fix="import against the release the sandbox "
                                                                      "served, or rerun the harness on this one")
-    indexes = sorted({str(event.get("index_hash")) for event in events})
+    indexes = sorted({str(event.index_hash) for event in events})
     if len(indexes) != 1:
         raise IntegrityError(f"{action_log}: the sandbox was restarted over different indexes ({', '.join(indexes)})",
                              fix="one run is one index: import a log written by one sandbox index")
