@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from aethersearch.audit.similarity import exhaustive_similarity
 from aethersearch.audit.rare_tokens import build_token_index, rare_token_pairs
+from aethersearch.audit.similarity import exhaustive_similarity
 from aethersearch.commands.progress import stage_progress
 from aethersearch.text import question_key
 

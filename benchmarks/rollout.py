@@ -80,8 +80,8 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import aiohttp
@@ -89,13 +89,6 @@ import orjson
 
 from aethersearch.agents.llm import LLM, Completion, OpenAIClient
 from aethersearch.agents.prompts import SEARCH_R1_PROMPT, render_search_r1_docs, search_r1_observation
-from aethersearch.testing.scripted_server import (
-    ScriptedRequest,
-    apply_stop,
-    count_tokens,
-    search_r1_rule,
-    serve_in_process,
-)
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.environment import ToolResult
 from aethersearch.jsonl import write_jsonl
@@ -103,6 +96,13 @@ from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, Ru
 from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
 from aethersearch.rollout.runner import run_questions_async
 from aethersearch.search.environment import refused_call, served_call
+from aethersearch.testing.scripted_server import (
+    ScriptedRequest,
+    apply_stop,
+    count_tokens,
+    search_r1_rule,
+    serve_in_process,
+)
 
 TURNS = 4
 LATENCY_S = 0.05

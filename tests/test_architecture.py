@@ -21,7 +21,6 @@ import ast
 import re
 from pathlib import Path
 
-
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aethersearch"
 
 # Lower index = lower layer. A module may import its own layer or lower ones.

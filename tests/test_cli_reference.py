@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
-from tests.cli_tree import leaves
 from aethersearch.commands.reference import PAGE, cli_reference
+from tests.cli_tree import leaves
 from tests.doc_pages import ROOT, section
 
 OVERVIEW = ROOT / "docs" / "reference" / "cli.md"

@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from aethersearch import pipeline
-from aethersearch.testing.scripted_server import Reply, ScriptedServer
 from aethersearch.cli import app
 from aethersearch.demo import DEMO_BUDGET
 from aethersearch.errors import IntegrityError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.release_layout import release_layout
+from aethersearch.testing.scripted_server import Reply, ScriptedServer
 
 
 @pytest.fixture(scope="module")

@@ -145,8 +145,8 @@ def test_the_frozen_corpus_over_stdio_lists_tools_runs_episodes_and_is_scored(de
 def test_search_returns_what_retrieve_returns_for_the_same_query(demo: Path, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from aethersearch.search.server import create_app
     from aethersearch.search.index_dir import open_index
+    from aethersearch.search.server import create_app
 
     query = "the restless garden of bravin"
 

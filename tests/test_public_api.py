@@ -15,7 +15,7 @@ import pytest
 PUBLIC_API: dict[str, list[str]] = {
     "aethersearch.api": ["Evaluation", "evaluate", "evaluate_run"],
     "aethersearch.errors": ["AetherError", "BudgetExhausted", "ConfigError", "DataError", "EndpointError",
-                            "IntegrityError", "ReviewRequired", "RunFailed", "RunLocked", "ShortageError", "ToolError",
+                            "IntegrityError", "JudgeErrors", "ReviewRequired", "RunFailed", "RunLocked", "ShortageError", "ToolError",
                             "ToolUnavailable"],
     "aethersearch.records": ["Budget", "DEFAULT_CONCURRENCY", "DETERMINISTIC_KINDS", "Decoding", "DiagnosticsRow",
                              "Document", "ERROR_OUTCOMES", "ErrorKind", "EvalRow", "InfoboxHop", "LLMCall", "Outcome", "Prediction",
@@ -32,7 +32,8 @@ PUBLIC_API: dict[str, list[str]] = {
                                      "subem"],
     "aethersearch.abstention": ["ABSTENTION_RULE", "abstention_key", "is_abstention"],
     "aethersearch.scoring.api": ["QUESTIONS_FILE", "SCORES_FILE", "ScoreRefused", "Scores", "read_fingerprint",
-                                 "read_scores", "score_run", "searchr1_metrics"],
+                                 "per_question_rows", "read_scores", "score_row", "score_run",
+                                 "searchr1_metrics"],
     "aethersearch.scoring.scores_file": ["BootstrapSettings", "BudgetSummary", "Disagreement", "ErrorSummary",
                                          "JoinSummary", "JudgeSummary", "MacroScores", "MetricEstimate",
                                          "MicroScores", "Overall", "PerQuestionFile", "QUESTIONS_FILE",
@@ -44,7 +45,7 @@ PUBLIC_API: dict[str, list[str]] = {
                                       "reducer_names", "reducer_value", "within_variance_share"],
     "aethersearch.search.client": ["RetrievedDocument", "SearchClient", "TRANSIENT_STATUS"],
     "aethersearch.agents.base": ["AGENTS", "Agent", "AgentOutput", "Episode", "NO_MODEL", "finish",
-                                 "finish_from_text", "make_agent"],
+                                 "finish_from_text", "finish_reply", "make_agent"],
     "aethersearch.environment": ["Environment", "REFUSAL_STATUS", "ToolResult", "tool_failure"],
     "aethersearch.registry": ["resolve"],
 }

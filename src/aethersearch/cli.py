@@ -11,10 +11,12 @@ import importlib
 import sys
 
 import typer
-from aethersearch.commands.progress import make_console
 from rich.markup import escape
 
+from aethersearch.commands.progress import make_console
 from aethersearch.errors import AetherError
+
+__all__ = ["COMMAND_MODULES", "app", "main", "version"]
 
 COMMAND_MODULES: tuple[str, ...] = (
     "benchmark",

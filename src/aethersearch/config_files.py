@@ -16,6 +16,8 @@ from pydantic import ValidationError
 
 from aethersearch.errors import ConfigError
 
+__all__ = ["read_mapping", "validation_message"]
+
 
 def read_mapping(path: Path, *, what: str) -> dict[str, Any]:
     """Parse a YAML (``.yaml``/``.yml``) or JSON file whose top level is a mapping."""

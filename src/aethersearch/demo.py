@@ -26,15 +26,17 @@ from aethersearch.agents.browse import LexicalBrowseAgent
 from aethersearch.pipeline import EvalResult, index_search, run_eval, run_release
 from aethersearch.records import Budget, Decoding
 
+__all__ = ["DEMO_BUDGET", "SANDBOX_DEMO_BUDGET", "build_demo_inputs", "run_demo", "run_sandbox_demo", "sandbox_demo"]
+
 DEMO_BUDGET = Budget(max_tool_calls=4, max_turns=4)
 
 
 def build_demo_inputs(out_dir: Path, *, seed: int = 0) -> tuple[Path, Path]:
     """Demo world corpus + BM25 index, and the demo release; returns (release_dir, index_dir)."""
-    from aethersearch.curation.build import build_from_config
-    from aethersearch.sources.demo import write_demo_sources
     from aethersearch.corpus.importers import import_corpus
+    from aethersearch.curation.build import build_from_config
     from aethersearch.search.index_dir import build_index
+    from aethersearch.sources.demo import write_demo_sources
 
     out = Path(out_dir)
     store = import_corpus("demo", "demo", out / "corpus", seed=seed, overwrite=True).store

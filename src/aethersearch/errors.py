@@ -8,20 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = [
-    "AetherError",
-    "BudgetExhausted",
-    "ConfigError",
-    "DataError",
-    "EndpointError",
-    "IntegrityError",
-    "ReviewRequired",
-    "RunFailed",
-    "RunLocked",
-    "ShortageError",
-    "ToolError",
-    "ToolUnavailable",
-]
+__all__ = ["AetherError", "BudgetExhausted", "ConfigError", "DataError", "EndpointError", "IntegrityError",
+    "JudgeErrors", "ReviewRequired", "RunFailed", "RunLocked", "ShortageError", "ToolError", "ToolUnavailable"]
 
 
 class AetherError(Exception):

@@ -30,6 +30,9 @@ from aethersearch.rollout.session import RunSettings, SearchSetup
 if TYPE_CHECKING:
     from aethersearch.scoring.scores_file import MetricEstimate, Scores
 
+__all__ = ["EvalResult", "index_search", "no_search", "report", "run_agent", "run_eval", "run_release", "score",
+    "search_for", "search_server_process", "server_search", "source_table", "verify_or_refuse"]
+
 class EvalResult(NamedTuple):
     """One finished evaluation: the run, its scores, the per-source table and the report."""
 

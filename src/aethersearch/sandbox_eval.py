@@ -37,8 +37,8 @@ from aethersearch.records import RolloutQuestion
 from aethersearch.release_layout import release_layout
 from aethersearch.rollout.session import SearchSetup
 
-__all__ = ["HttpEpisodes", "SandboxTools", "diagnose", "sandbox_in_process",
-           "sandbox_server", "tools_for"]
+__all__ = ["HttpEpisodes", "SandboxTools", "diagnose", "sandbox_in_process", "sandbox_server", "summary_of",
+    "tools_for"]
 
 #: where a run keeps the owner token of the sandbox episodes it opens (``owner_token``)
 OWNER_FILE = "sandbox_owner"
@@ -221,7 +221,6 @@ def tools_for(release_dir: str | Path, *, agent: str, index: Path | None = None,
     release that has no chain masks; ``--tools`` other than the sandbox's own.
     """
     from aethersearch.pipeline import search_for
-
     from aethersearch.release.manifest import is_hintfree_release
 
     release = Path(release_dir)

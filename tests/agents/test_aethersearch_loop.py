@@ -18,17 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from aethersearch.agents.aethersearch_loop import AetherSearchAgent
 from aethersearch.agents.llm import OpenAIClient
 from aethersearch.agents.prompts import search_r1_question
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.jsonl import sha256_file
 from aethersearch.records import Budget, Decoding, RolloutQuestion, Trace
 from aethersearch.release_layout import release_layout
 from aethersearch.rollout.runner import run_episode
 from aethersearch.scoring.aethersearch_compat import episode_score, trace_actions
 from aethersearch.scoring.join import load_release
-
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.agents.aethersearch_behaviours import ASSISTANT, EOS, OverlapEnv, behaviours, corpus
 from tests.conftest import Eval1400Build, require_shared
 

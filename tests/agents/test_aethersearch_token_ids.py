@@ -13,14 +13,15 @@ import asyncio
 from typing import Any
 
 import pytest
+
 from aethersearch.agents.aethersearch_loop import AetherSearchAgent
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import SCRIPTED_EOS, Reply, ScriptedRequest, ScriptedServer
 from aethersearch.environment import ToolResult
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, ToolCall, Trace
 from aethersearch.rollout.runner import run_episode
 from aethersearch.rollout.session import served_model
+from aethersearch.testing.scripted_server import SCRIPTED_EOS, Reply, ScriptedRequest, ScriptedServer
 
 SCRIPT = ["<think>a</think><search> Paris </search>", "<answer> Paris </answer>"]
 DOCS = [Document(id="d1", title="Paris", text="Paris is the capital of France."),

@@ -12,12 +12,12 @@ from aiohttp import web
 
 from aethersearch.agents.llm import OpenAIClient, _retry_after
 from aethersearch.agents.react import tool_schema
-from aethersearch.testing.scripted_server import Faults, Reply, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import EndpointError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Budget, Decoding
 from aethersearch.rollout.runner import run_questions
+from aethersearch.testing.scripted_server import Faults, Reply, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 

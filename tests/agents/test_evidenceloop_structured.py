@@ -17,10 +17,10 @@ import pytest
 from aethersearch.agents.base import Episode, make_agent
 from aethersearch.agents.evidenceloop import trace_summary
 from aethersearch.agents.llm import ConstrainedDecoding, OpenAIClient, decoding_body, response_format
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer, question_of
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, Outcome, RolloutQuestion
 from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer, question_of
 from tests.diagnostics.test_evidenceloop import QUESTION, PageEnv
 
 ANSWER = "Graham Cornes"

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from aethersearch.agents.hermes import VERL_COMMIT, parse_hermes
-
 from tests.agents.hermes_cases import CASES
 
 FIXTURE = Path(__file__).parent / "fixtures" / "verl_hermes_parser.json"

@@ -7,10 +7,10 @@ import asyncio
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.lexical import LexicalAgent, answer_type
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, Document, Outcome, RolloutQuestion
 from aethersearch.rollout.runner import NoEnvironment, run_episode
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.agents.fakes import DOCS, FakeSearchEnv
 
 BOOK = Document(id="d7", title="The Glass Kite", text="The Glass Kite is a novel written by Amelia Vorn in 1921.")

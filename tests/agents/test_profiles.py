@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.profiles import (
     AGENT_PROFILES,

@@ -8,9 +8,9 @@ import orjson
 
 from aethersearch.agents.llm import OpenAIClient
 from aethersearch.agents.react import ReactAgent, tool_schema
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.records import Budget, Decoding, Outcome, RolloutQuestion
 from aethersearch.rollout.runner import run_episode
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 
 

@@ -19,12 +19,11 @@ import pytest
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.llm import OpenAIClient, decoding_body
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.records import Budget, Decoding, Document, Outcome, RolloutQuestion
 from aethersearch.rollout.runner import run_episode
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
-
 from tests.agents.searchr1_expected import INVALID, OBS_1, PROMPT
 
 CHATML = "<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from aethersearch.agents.replicas import ReplicaPool, split_endpoints
-from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Budget, Decoding
 from aethersearch.rollout.runner import run_questions
+from aethersearch.testing.scripted_server import ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 
@@ -110,8 +110,8 @@ def test_cli_run_over_two_replicas_and_refusal_of_mixed_models(tmp_path: Path) -
     from typer.testing import CliRunner
 
     from aethersearch import demo
-    from aethersearch.testing.scripted_server import search_r1_rule
     from aethersearch.cli import app
+    from aethersearch.testing.scripted_server import search_r1_rule
 
     release, index = demo.build_demo_inputs(tmp_path / "demo")
     rule = search_r1_rule(lambda q: "Paris", searches=1)

@@ -7,12 +7,11 @@ import asyncio
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent, parse_action, postprocess_response
 from aethersearch.records import Budget, Decoding, Document, Outcome, RolloutQuestion
 from aethersearch.rollout.runner import run_episode
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
-
 from tests.agents.searchr1_expected import INVALID, OBS_1, PROMPT
 
 

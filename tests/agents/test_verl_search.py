@@ -7,6 +7,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from typer.testing import CliRunner
+
 from aethersearch.agents.verl_search import passages_text, truncate_tool_response
 from aethersearch.cli import app
 from aethersearch.demo import build_demo_inputs
@@ -14,8 +16,6 @@ from aethersearch.records import RunFingerprint, Trace
 from aethersearch.scoring.api import score_run
 from aethersearch.scoring.join import load_release
 from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer, question_of
-from typer.testing import CliRunner
-
 from tests.agents.hermes_cases import CALL
 
 

@@ -12,8 +12,8 @@ from rapidfuzz import fuzz
 
 from aethersearch.audit.near_duplicates import TrainingUnion, audit_questions, make_audit_hooks, parse_settings
 from aethersearch.audit.similarity import exhaustive_similarity
-from aethersearch.sources.base import Candidate
 from aethersearch.errors import ConfigError, DataError, ReviewRequired
+from aethersearch.sources.base import Candidate
 from aethersearch.text import question_key
 
 TRAINING = [

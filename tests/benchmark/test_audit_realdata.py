@@ -9,10 +9,10 @@ import pytest
 
 from aethersearch.audit.near_duplicates import audit_selection_file
 from aethersearch.curation.build import BuildResult
+from aethersearch.jsonl import read_jsonl
 from aethersearch.release.manifest import load_manifest
 from aethersearch.release.replay import replay_release
 from aethersearch.release.verify import verify_release
-from aethersearch.jsonl import read_jsonl
 from aethersearch.release_layout import release_layout
 from aethersearch.text import question_key
 from tests.conftest import Eval1400Build

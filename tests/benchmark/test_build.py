@@ -13,12 +13,12 @@ import yaml
 
 from aethersearch.curation.build import build_from_config
 from aethersearch.curation.config import load_config
-from aethersearch.release.manifest import Manifest
-from aethersearch.selection.sampling import AuditDecision
 from aethersearch.errors import AetherError, ConfigError, IntegrityError, ShortageError
 from aethersearch.jsonl import read_jsonl, sha256_file
-from aethersearch.text import question_key
+from aethersearch.release.manifest import Manifest
 from aethersearch.release_layout import release_layout
+from aethersearch.selection.sampling import AuditDecision
+from aethersearch.text import question_key
 from tests.benchmark.conftest_helpers import build_demo
 
 RELEASE_FILES = {"demo.jsonl", "demo_rollout_questions.jsonl", "demo_manifest.json", "demo_exclusion_audit.json",
@@ -357,8 +357,8 @@ def test_json_config_and_json_registry_build_the_same_rows(tmp_path: Path, demo)
 
 
 def test_load_manifest_reads_a_release_and_refuses_other_directories(tmp_path: Path, demo) -> None:
-    from aethersearch.release.manifest import load_manifest
     from aethersearch.errors import DataError
+    from aethersearch.release.manifest import load_manifest
 
     manifest = load_manifest(demo[1].release_dir)
     assert manifest.data_sha256 == demo[1].manifest.data_sha256

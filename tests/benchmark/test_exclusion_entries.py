@@ -8,11 +8,11 @@ import pytest
 import yaml
 
 from aethersearch.curation.build import build_from_config
-from aethersearch.sources.base import Candidate
-from aethersearch.isolation.training import check_exclusions_match, parse_exclusions, resolve_exclusions
 from aethersearch.errors import ConfigError
+from aethersearch.isolation.training import check_exclusions_match, parse_exclusions, resolve_exclusions
 from aethersearch.jsonl import read_jsonl
 from aethersearch.release_layout import release_layout
+from aethersearch.sources.base import Candidate
 from aethersearch.text import question_key
 
 from .conftest_helpers import build_demo

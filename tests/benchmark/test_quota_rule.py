@@ -17,10 +17,10 @@ from types import ModuleType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aethersearch.errors import ConfigError
 from aethersearch.release.manifest import verifier_source
 from aethersearch.release.replay import replay_quotas
 from aethersearch.selection.sampling import PlanEntry, compute_quotas
-from aethersearch.errors import ConfigError
 
 
 def deal(plan: list[tuple[str, int, int | None]]) -> tuple[dict[str, int], int]:

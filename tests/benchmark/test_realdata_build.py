@@ -10,8 +10,8 @@ from aethersearch.curation.build import build_from_config
 from aethersearch.curation.eval1400 import write_eval1400_config
 from aethersearch.errors import ShortageError
 from aethersearch.jsonl import read_jsonl
-from aethersearch.text import question_key
 from aethersearch.release_layout import release_layout
+from aethersearch.text import question_key
 
 pytestmark = pytest.mark.realdata
 

@@ -15,13 +15,13 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aethersearch.release import verify_release_template as standalone
 from aethersearch.curation.build import build_from_config
-from aethersearch.sources.demo import write_demo_sources
-from aethersearch.release.verify import verify_release
 from aethersearch.errors import ConfigError
-from aethersearch.text import question_key
+from aethersearch.release import verify_release_template as standalone
+from aethersearch.release.verify import verify_release
 from aethersearch.release_layout import release_layout
+from aethersearch.sources.demo import write_demo_sources
+from aethersearch.text import question_key
 from tests.benchmark.conftest_helpers import build_demo
 
 
@@ -164,13 +164,13 @@ def test_flashrag_metadata_with_malformed_supporting_facts_is_kept_verbatim_not_
 
 
 def test_an_exclusion_key_is_used_verbatim_so_a_key_copied_from_the_audit_file_matches(tmp_path: Path) -> None:
-    from aethersearch.sources.base import Candidate
     from aethersearch.isolation.training import (
         check_exclusions_match,
         empty_exclusion_sets,
         isolate,
         load_exclusion_list,
     )
+    from aethersearch.sources.base import Candidate
 
     question = "Which river flows through Rome ?"  # its key keeps the space before the removed mark
     key = question_key(question)

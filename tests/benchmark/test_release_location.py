@@ -17,11 +17,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from aethersearch.curation.build import build_from_config
-from aethersearch.sources.demo import write_demo_sources
-from aethersearch.release.replay import replay_release
 from aethersearch.cli import app
+from aethersearch.curation.build import build_from_config
 from aethersearch.jsonl import read_jsonl
+from aethersearch.release.replay import replay_release
+from aethersearch.sources.demo import write_demo_sources
 
 
 def _configure(data_config: Path, folder: Path) -> Path:

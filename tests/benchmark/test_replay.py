@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from aethersearch.curation.build import build_from_config
-from aethersearch.sources.demo import write_demo_sources
-from aethersearch.release.replay import default_output, replay_release
 from aethersearch.errors import ReviewRequired
 from aethersearch.jsonl import read_jsonl, sha256_file
-from aethersearch.text import question_key
+from aethersearch.release.replay import default_output, replay_release
 from aethersearch.release_layout import release_layout
+from aethersearch.sources.demo import write_demo_sources
+from aethersearch.text import question_key
 
 # Strict enough that the demo world's template-heavy questions do not flag each other,
 # loose enough to flag the planted one-word edit; the pool pass must not remove it.

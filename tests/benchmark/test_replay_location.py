@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from aethersearch.release.replay import default_output, replay_release
 from aethersearch.cli import app
 from aethersearch.errors import AetherError, ConfigError
+from aethersearch.release.replay import default_output, replay_release
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "aethersearch" / "release"
 

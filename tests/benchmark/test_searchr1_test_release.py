@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from aethersearch.cli import app
 from aethersearch.jsonl import read_jsonl
 from aethersearch.release_layout import release_layout
-from typer.testing import CliRunner
-
 from tests.conftest import require_shared
 
 runner = CliRunner()

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.selection.sampling import PlanEntry, compute_quotas, sample, sampling_order
 from aethersearch.sources.base import Candidate
-from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.text import question_key
 
 CARD = ["nq", "triviaqa", "popqa", "hotpotqa", "2wikimultihopqa", "musique", "bamboogle"]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.sources import FORMATS, read_source
 from aethersearch.errors import ConfigError, DataError
+from aethersearch.sources import FORMATS, read_source
 from tests.conftest import require_shared
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aethersearch.sources.base import Candidate
+from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.isolation.training import (
     Exclusion,
     build_exclusion_sets,
@@ -16,8 +16,8 @@ from aethersearch.isolation.training import (
     load_exclusion_list,
     load_registry,
 )
-from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import sha256_file
+from aethersearch.sources.base import Candidate
 from aethersearch.text import question_key
 
 

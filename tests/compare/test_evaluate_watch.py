@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate, evaluate_run
 from aethersearch.compare.watch import Checkpoint, discover, read_history, watch
 from aethersearch.environment import ToolResult
@@ -16,6 +15,7 @@ from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Document, EvalRow, ToolCall
 from aethersearch.release_layout import release_layout
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from tests.scoring.factory import eval_rows, write_release
 
 
@@ -228,8 +228,8 @@ def test_aether_watch_against_a_dead_endpoint_writes_no_score(tmp_path: Path, de
 
 def test_evaluate_with_samples_rolls_each_question_out_k_times_with_its_own_seeds(tmp_path: Path,
                                                                                    demo_release: Path) -> None:
-    from aethersearch.testing.scripted_server import question_of
     from aethersearch.records import Decoding
+    from aethersearch.testing.scripted_server import question_of
 
     rows = [EvalRow.model_validate(row) for row in read_jsonl(release_layout(demo_release).eval)]
     answers = {r.question.rstrip("?"): r.answers[0] for r in rows}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
 from collections import Counter
+from itertools import pairwise
 
 import pytest
 
@@ -13,9 +13,9 @@ from aethersearch.construct.chain_semantics import (
     compose,
     demo_chain_validator,
 )
-from aethersearch.construct.typed_facts import TypedGraph
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree
 from aethersearch.construct.triples import QATriple, demo_triples
+from aethersearch.construct.typed_facts import TypedGraph
 from aethersearch.construct.validate import Candidate, ChainValidator, RuleBasedValidator
 from aethersearch.corpus.demo_world import generate_world
 from aethersearch.corpus.graph import LinkGraph

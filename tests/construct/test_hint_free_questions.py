@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.commands.construct import parse_hop_mix
 from aethersearch.construct.hint_screen import SPECIFICATION_THRESHOLD, specification
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree
@@ -15,6 +14,7 @@ from aethersearch.construct.typed_facts import TypedGraph, extract_facts, fact_s
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError
 from aethersearch.records import Document
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 
 
 def _triple(tid: str, question: str, subject: str, answer_page: str, answers: list[str],

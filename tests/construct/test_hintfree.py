@@ -7,9 +7,9 @@ scipy matrix from the pages' links, deletes v0 -> vn, and runs
 
 from __future__ import annotations
 
-from itertools import pairwise
 import re
 import subprocess
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,6 @@ from scipy.sparse.csgraph import shortest_path
 
 from aethersearch.construct.build import build_demo_release
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree
-from aethersearch.release.verify import verify_release
 from aethersearch.construct.triples import QATriple
 from aethersearch.construct.validate import Candidate, RuleBasedValidator, Verdict
 from aethersearch.corpus.demo_world import generate_world
@@ -27,6 +26,7 @@ from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import loads, read_jsonl, read_records
 from aethersearch.records import DiagnosticsRow, Document, EvalRow
+from aethersearch.release.verify import verify_release
 from aethersearch.sandbox.mask import ChainMask
 
 

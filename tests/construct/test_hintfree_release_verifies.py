@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aethersearch.release.verify import verify_release
 from aethersearch.construct.build import build_demo_sandbox_release
+from aethersearch.release.verify import verify_release
 
 
 @pytest.fixture(scope="module")

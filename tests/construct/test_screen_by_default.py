@@ -11,8 +11,8 @@ import pytest
 
 from aethersearch.commands.construct import model_checks
 from aethersearch.construct import shipped_screen
-from aethersearch.construct.page_release import build_page_release
 from aethersearch.construct.hintfree import ConstructionConfig
+from aethersearch.construct.page_release import build_page_release
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Document

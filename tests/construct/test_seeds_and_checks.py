@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree, hop_statement
 from aethersearch.construct.llm_checks import (
     INVALID_REASON,
@@ -22,6 +21,7 @@ from aethersearch.construct.validate import RuleBasedValidator
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import EndpointError
 from aethersearch.records import Document
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.conftest import SHARED_DATA
 
 PAGES = {d.id: d for d in [

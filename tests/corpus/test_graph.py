@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
+
 import numpy as np
 import pytest
 import scipy.sparse as sp

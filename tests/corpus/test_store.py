@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aethersearch.corpus.base import DocumentStore
 from aethersearch.corpus.hashing import OPTIONAL_FIELDS, canonical_document_bytes, corpus_hash
 from aethersearch.corpus.store import DocumentNotFound, build_store, open_store
-from aethersearch.corpus.base import DocumentStore
 from aethersearch.errors import ConfigError, DataError, IntegrityError
 from aethersearch.jsonl import dumps
 from aethersearch.records import Document

@@ -16,8 +16,8 @@ from aethersearch.demo import SANDBOX_DEMO_BUDGET
 from aethersearch.environment import ToolResult
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Decoding, Document, RolloutQuestion, ToolCall
-from aethersearch.text import normalize_answer
 from aethersearch.release_layout import release_layout
+from aethersearch.text import normalize_answer
 
 
 def test_reading_grammar_types_statements_about_the_page_only() -> None:
@@ -43,18 +43,18 @@ def test_question_intents() -> None:
 def entailing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A demo release constructed with the relation-chain validator, run with the browse agent in the sandbox."""
     from aethersearch.construct.chain_semantics import demo_chain_validator
-    from aethersearch.construct.typed_facts import TypedGraph
     from aethersearch.construct.hintfree import ConstructionConfig, construct_hintfree
     from aethersearch.construct.release_writer import write_hintfree_release
     from aethersearch.construct.triples import demo_triples
+    from aethersearch.construct.typed_facts import TypedGraph
     from aethersearch.construct.validate import RuleBasedValidator
     from aethersearch.corpus.demo_world import generate_world
     from aethersearch.corpus.graph import LinkGraph
     from aethersearch.corpus.importers import import_corpus
+    from aethersearch.diagnostics.probes import factorise_run, load_traces
     from aethersearch.rollout.fingerprint import build_fingerprint, release_info
     from aethersearch.rollout.runner import run_questions
     from aethersearch.sandbox.episode import open_sandbox
-    from aethersearch.diagnostics.probes import factorise_run, load_traces
     from aethersearch.search.index_dir import build_index
 
     root = tmp_path_factory.mktemp("browse")

@@ -15,10 +15,10 @@ from typing import ClassVar
 import pytest
 
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
+from aethersearch.diagnostics.probes import distractor_probe, load_traces
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 from aethersearch.rollout.fingerprint import build_fingerprint, release_info
 from aethersearch.rollout.runner import run_questions
-from aethersearch.diagnostics.probes import distractor_probe, load_traces
 
 BUDGET = Budget(max_tool_calls=12, max_turns=12)
 

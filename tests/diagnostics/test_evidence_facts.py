@@ -9,9 +9,9 @@ import pytest
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.evidence_memory import EvidenceMemory
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.errors import ToolError
 from aethersearch.records import Budget, Outcome
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.diagnostics.evidenceloop_rules import evidenceloop_rule
 from tests.diagnostics.test_evidenceloop import PAGES, QUESTION, _run
 

@@ -9,7 +9,6 @@ import pytest
 from aethersearch.agents.base import Episode, make_agent
 from aethersearch.agents.evidence_memory import EvidenceMemory
 from aethersearch.agents.llm import LLM, OpenAIClient
-from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.environment import ToolResult
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
 from aethersearch.records import (
@@ -21,6 +20,7 @@ from aethersearch.records import (
     ToolCall,
 )
 from aethersearch.rollout.budget import BudgetedEnvironment, BudgetedLLM, BudgetTracker
+from aethersearch.testing.scripted_server import ScriptedServer
 from tests.diagnostics.evidenceloop_rules import evidenceloop_rule
 
 PAGES = [

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import ScriptedServer
+from aethersearch.diagnostics.probes import factorise_run, load_traces
 from aethersearch.jsonl import write_jsonl
 from aethersearch.records import Budget, Decoding, Outcome, RolloutQuestion
 from aethersearch.rollout.fingerprint import build_fingerprint, release_info
 from aethersearch.rollout.runner import run_questions
-from aethersearch.diagnostics.probes import factorise_run, load_traces
+from aethersearch.testing.scripted_server import ScriptedServer
 from tests.diagnostics.evidenceloop_rules import sandbox_path_rule
 
 

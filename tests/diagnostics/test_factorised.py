@@ -8,6 +8,16 @@ from collections.abc import Iterator
 import pytest
 
 from aethersearch.corpus.base import DocumentStore
+from aethersearch.diagnostics.chain_evidence import chain_mask, served_pages
+from aethersearch.diagnostics.factorised import (
+    episode_from_sandbox,
+    episode_from_text,
+    factorise,
+    factorised_metrics,
+    gathered_ids,
+    good_refusal_f1,
+    knowledge_utilisation_f1,
+)
 from aethersearch.errors import DataError
 from aethersearch.records import (
     DiagnosticsRow,
@@ -19,16 +29,6 @@ from aethersearch.records import (
 )
 from aethersearch.sandbox.episode import DictStore
 from aethersearch.sandbox.mask import ChainMask
-from aethersearch.diagnostics.chain_evidence import chain_mask, served_pages
-from aethersearch.diagnostics.factorised import (
-    episode_from_sandbox,
-    episode_from_text,
-    factorise,
-    factorised_metrics,
-    gathered_ids,
-    good_refusal_f1,
-    knowledge_utilisation_f1,
-)
 
 GOLD = ["Graham Cornes"]
 # chain p0 -> p1 -> p2: hop 1 is stated on p0 ("His brother is Chad Cornes."), hop 2 on p1
@@ -338,9 +338,9 @@ def test_text_mode_unknown_document_names_the_episode() -> None:
 
 
 def test_a_release_without_evidence_chains_needs_the_corpus() -> None:
+    from aethersearch.diagnostics.probes import episodes_for_run
     from aethersearch.errors import ConfigError
     from aethersearch.records import EvalRow
-    from aethersearch.diagnostics.probes import episodes_for_run
 
     gold = {"h1": EvalRow(id="h1", question="?", answers=GOLD, source_dataset="nq", source_split="dev",
                           source_id=None, source_row_number=1, source_file="nq.jsonl")}

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from aethersearch.diagnostics.factorised import episode_from_text, factorise
 from aethersearch.records import (
     DiagnosticsRow,
     Document,
@@ -14,7 +15,6 @@ from aethersearch.records import (
     ToolCall,
     Trace,
 )
-from aethersearch.diagnostics.factorised import episode_from_text, factorise
 from tests.conftest import require_shared
 from tests.diagnostics.test_factorised import MemoryStore
 

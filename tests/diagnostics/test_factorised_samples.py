@@ -6,14 +6,14 @@ import pytest
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import ScriptedServer
+from aethersearch.diagnostics.factorised import EpisodeEvidence, factorise
+from aethersearch.diagnostics.probes import factorise_run, load_traces
 from aethersearch.errors import DataError
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 from aethersearch.rollout.fingerprint import build_fingerprint, release_info
 from aethersearch.rollout.runner import run_questions
-from aethersearch.diagnostics.factorised import EpisodeEvidence, factorise
-from aethersearch.diagnostics.probes import factorise_run, load_traces
 from aethersearch.scoring.reducers import mean_over_samples
+from aethersearch.testing.scripted_server import ScriptedServer
 from tests.diagnostics.evidenceloop_rules import sandbox_path_rule
 
 BUDGET = Budget(max_tool_calls=24, max_turns=60)

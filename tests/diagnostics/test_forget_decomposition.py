@@ -6,11 +6,11 @@ import re
 
 import pytest
 
+from aethersearch.diagnostics.factorised import ANSWER_REQUIREMENT
+from aethersearch.diagnostics.forget import decomposition_hops, hop_questions
 from aethersearch.errors import DataError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Budget, Decoding, DiagnosticsRow, RolloutQuestion
-from aethersearch.diagnostics.factorised import ANSWER_REQUIREMENT
-from aethersearch.diagnostics.forget import decomposition_hops, hop_questions
 
 
 def _row(steps, pages=()) -> DiagnosticsRow:
@@ -49,12 +49,12 @@ def test_bad_decompositions_name_the_row_and_step(steps, needle) -> None:
 def test_forget_probe_runs_on_a_seven_source_release_and_credits_parametric_pages(tmp_path) -> None:
     from aethersearch.agents.base import make_agent
     from aethersearch.agents.llm import OpenAIClient
-    from aethersearch.testing.scripted_server import Reply, ScriptedServer, question_of
     from aethersearch.corpus.store import open_store
     from aethersearch.demo import build_demo_inputs
+    from aethersearch.diagnostics.probes import factorise_run, forget_probe
     from aethersearch.rollout.fingerprint import build_fingerprint, release_info
     from aethersearch.rollout.runner import NoEnvironment, run_questions
-    from aethersearch.diagnostics.probes import factorise_run, forget_probe
+    from aethersearch.testing.scripted_server import Reply, ScriptedServer, question_of
 
     release, _ = build_demo_inputs(tmp_path / "demo")
     from aethersearch.release_layout import release_layout

@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 import pytest
 
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
+from aethersearch.diagnostics.probes import factorise_run, lead_astray_probe, load_traces, read_probes
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 from aethersearch.rollout.fingerprint import build_fingerprint, release_info
 from aethersearch.rollout.runner import run_questions
-from aethersearch.diagnostics.probes import factorise_run, lead_astray_probe, load_traces, read_probes
 
 BUDGET = Budget(max_tool_calls=12, max_turns=12)
 

@@ -15,9 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aethersearch.records import DiagnosticsRow, Document, EvalRow, Outcome
-from aethersearch.sandbox.episode import DictStore
-from aethersearch.sandbox.mask import ChainMask
 from aethersearch.diagnostics.factorised import (
     EpisodeEvidence,
     episode_from_sandbox,
@@ -25,6 +22,9 @@ from aethersearch.diagnostics.factorised import (
     factorised_metrics,
 )
 from aethersearch.diagnostics.probes import episodes_for_run
+from aethersearch.records import DiagnosticsRow, Document, EvalRow, Outcome
+from aethersearch.sandbox.episode import DictStore
+from aethersearch.sandbox.mask import ChainMask
 from tests.diagnostics.test_factorised import CHAIN, DIAG, FULL, GOLD, HALF, trace
 
 

@@ -6,11 +6,6 @@ import pytest
 
 from aethersearch.agents.base import make_agent
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import ScriptedServer
-from aethersearch.jsonl import loads
-from aethersearch.records import Budget, Decoding, RolloutQuestion
-from aethersearch.rollout.fingerprint import build_fingerprint, release_info
-from aethersearch.rollout.runner import run_questions
 from aethersearch.diagnostics.forget import probe_questions
 from aethersearch.diagnostics.probes import (
     distractor_probe,
@@ -20,6 +15,11 @@ from aethersearch.diagnostics.probes import (
     load_diagnostics,
     load_traces,
 )
+from aethersearch.jsonl import loads
+from aethersearch.records import Budget, Decoding, RolloutQuestion
+from aethersearch.rollout.fingerprint import build_fingerprint, release_info
+from aethersearch.rollout.runner import run_questions
+from aethersearch.testing.scripted_server import ScriptedServer
 from tests.diagnostics.evidenceloop_rules import sandbox_path_rule
 
 BUDGET = Budget(max_tool_calls=24, max_turns=60)

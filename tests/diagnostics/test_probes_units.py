@@ -6,16 +6,12 @@ import asyncio
 
 import pytest
 
-from aethersearch.environment import ToolResult
-from aethersearch.errors import ConfigError, DataError
-from aethersearch.records import DiagnosticsRow, Document, Outcome, ToolCall
-from aethersearch.sandbox.episode import DictStore
-from aethersearch.diagnostics.factorised import EpisodeEvidence
 from aethersearch.diagnostics.distractors import (
     NoisyEnvironment,
     distractor_count,
     distractor_summary,
 )
+from aethersearch.diagnostics.factorised import EpisodeEvidence
 from aethersearch.diagnostics.forget import (
     agent_text,
     failure_hop,
@@ -25,6 +21,10 @@ from aethersearch.diagnostics.forget import (
     probe_questions,
     rollout_rows,
 )
+from aethersearch.environment import ToolResult
+from aethersearch.errors import ConfigError, DataError
+from aethersearch.records import DiagnosticsRow, Document, Outcome, ToolCall
+from aethersearch.sandbox.episode import DictStore
 
 ROW = DiagnosticsRow(
     id="q1", source_dataset="hintfree", path=["a", "b", "c"], hops=2, evidence=["b", "c"],

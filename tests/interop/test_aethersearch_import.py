@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from aethersearch.cli import app
 from aethersearch.scoring.api import score_run
-from typer.testing import CliRunner
 
 runner = CliRunner()
 PREDICTIONS = Path(__file__).parent / "fixtures" / "aethersearch_demo_predictions.jsonl"

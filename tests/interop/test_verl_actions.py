@@ -13,12 +13,13 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from aethersearch.agents.aethersearch_protocol import check_action, split_response
 from aethersearch.cli import app
 from aethersearch.errors import AetherError
 from aethersearch.scoring.aethersearch_compat import episode_score
 from aethersearch.scoring.api import score_run
-from typer.testing import CliRunner
 
 runner = CliRunner()
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 from aethersearch.cli import app
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.interop.metric_keys import validation_metrics
-from aethersearch.scoring.api import score_run
-from aethersearch.scoring.scores_file import read_scores
 from aethersearch.interop.verl_import import import_generations
 from aethersearch.interop.verl_reward import compute_score
 from aethersearch.jsonl import iter_jsonl, loads
+from aethersearch.scoring.api import score_run
 from aethersearch.scoring.extract import searchr1_prompt
+from aethersearch.scoring.scores_file import read_scores
 from tests.scoring.factory import eval_rows, write_release
 
 runner = CliRunner()

@@ -38,10 +38,10 @@ SOURCES = ("nq", "hotpotqa", "bamboogle")  # one question each: a handful that f
 
 def _tiny_demo(out: Path) -> tuple[Path, Path]:
     """The demo world's corpus and BM25 index, and a release of one question per source in SOURCES."""
-    from aethersearch.curation.build import build_from_config
-    from aethersearch.sources.demo import write_demo_sources
     from aethersearch.corpus.importers import import_corpus
+    from aethersearch.curation.build import build_from_config
     from aethersearch.search.index_dir import build_index
+    from aethersearch.sources.demo import write_demo_sources
 
     store = import_corpus("demo", "demo", out / "corpus", seed=0, overwrite=True).store
     build_index(store, "bm25", out / "index", config={"numba": False}, overwrite=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-from html import unescape as html_unescape
 import sys
+from html import unescape as html_unescape
 from pathlib import Path
 
 import httpx
@@ -14,12 +14,11 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aethersearch.jsonl import read_jsonl
 from aethersearch.report.viewer.app import create_app, load_viewer
 from aethersearch.report.viewer.questions import PAGE_SIZE, QuestionQuery, QuestionRow, RunCell, query_questions
 from aethersearch.report.viewer.trace_view import mark_golds
-from aethersearch.jsonl import read_jsonl
-from tests.report.viewer_fixtures import (CHAIN_QUESTIONS, ViewerRuns, make_sampled_demo_run, make_viewer_runs,
-                                          mixed_question, snapshot, trace, write_bad_runs)
+from tests.report.viewer_fixtures import CHAIN_QUESTIONS, ViewerRuns, make_sampled_demo_run, make_viewer_runs, mixed_question, snapshot, trace, write_bad_runs
 from tests.serving import free_port, wait_for_json
 
 

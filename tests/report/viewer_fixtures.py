@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.corpus.store import build_store
+from aethersearch.diagnostics.factorised import episodes_from_rows, factorise
 from aethersearch.jsonl import atomic_write_json, read_jsonl, write_jsonl
 from aethersearch.records import Document, EvalRow
 from aethersearch.scoring.api import score_run
-from aethersearch.diagnostics.factorised import episodes_from_rows, factorise
 from tests.scoring.factory import eval_rows, eval_sha256, fingerprint, write_checksums, write_release
 
 PER_SOURCE = 30

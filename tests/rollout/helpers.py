@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aethersearch.testing.scripted_server import search_r1_rule
 from aethersearch.jsonl import write_jsonl
 from aethersearch.records import Budget, Decoding, RolloutQuestion, RunFingerprint
 from aethersearch.rollout.fingerprint import build_fingerprint, rollout_file_info
+from aethersearch.testing.scripted_server import search_r1_rule
 
 
 def questions(n: int) -> list[RolloutQuestion]:

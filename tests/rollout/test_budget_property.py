@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from aethersearch.agents.llm import OpenAIClient
 from aethersearch.agents.react import ReactAgent
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.records import Budget, Decoding, RolloutQuestion
 from aethersearch.rollout.runner import run_episode
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 
 TOOL_CALL = st.one_of(

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aethersearch.testing.scripted_server import ScriptedRequest, ScriptedServer, question_of
 from aethersearch.jsonl import read_jsonl, read_jsonl_tolerant
 from aethersearch.rollout.samples import derive_seed
+from aethersearch.testing.scripted_server import ScriptedRequest, ScriptedServer, question_of
 from tests.rollout import helpers
 
 SCRIPT = Path(__file__).with_name("crash_runner.py")

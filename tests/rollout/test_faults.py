@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import Faults, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import EndpointError
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Budget, Decoding
 from aethersearch.rollout.runner import run_questions
+from aethersearch.testing.scripted_server import Faults, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 

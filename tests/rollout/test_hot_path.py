@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient, _chat_choice, _completion_choice
-from aethersearch.testing.scripted_server import ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.jsonl import read_jsonl
 from aethersearch.records import Budget, Decoding, Outcome, Record, Trace, Usage
 from aethersearch.rollout.runner import Progress, run_episode, run_gc_policy, run_questions
 from aethersearch.rollout.store import RunStore
+from aethersearch.testing.scripted_server import ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 

@@ -9,12 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from aethersearch import pipeline
-from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
 from aethersearch.cli import app
 from aethersearch.demo import DEMO_BUDGET, build_demo_inputs
 from aethersearch.records import RunFingerprint
 from aethersearch.release_layout import release_layout
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 
 
 @pytest.fixture(scope="module")

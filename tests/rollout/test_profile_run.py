@@ -8,6 +8,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from typer.testing import CliRunner
+
 from aethersearch.cli import app
 from aethersearch.compare.fingerprints import check_contract
 from aethersearch.demo import build_demo_inputs
@@ -15,8 +17,6 @@ from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.records import RunFingerprint, Trace
 from aethersearch.rollout.profile_run import apply_profile
 from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer, search_r1_rule
-from typer.testing import CliRunner
-
 from tests.agents.aethersearch_behaviours import behaviours
 
 PROFILES = Path(__file__).parents[2] / "src" / "aethersearch" / "agents" / "profiles"

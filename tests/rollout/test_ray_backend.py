@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import sys
-
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import Faults, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import read_jsonl
+from aethersearch.records import Budget
 from aethersearch.rollout.ray_backend import ray_available, run_shard, run_sharded, shard_questions
 from aethersearch.rollout.runner import run_questions
-from aethersearch.records import Budget
+from aethersearch.testing.scripted_server import Faults, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 
@@ -131,8 +130,8 @@ def test_ray_workers_write_the_same_run_directory(tmp_path: Path) -> None:
 
 def test_sharded_samples_send_the_same_seeded_requests_as_one_process(tmp_path: Path) -> None:
     """K = 3 over 2 shards: every (id, sample) once, each with the seed a single process sends."""
-    from aethersearch.testing.scripted_server import question_of
     from aethersearch.records import Decoding
+    from aethersearch.testing.scripted_server import question_of
 
     qs, rollout = _setup(tmp_path, 8)
     agent = SearchR1Agent()

@@ -20,7 +20,6 @@ import orjson
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import Faults, Reply, ScriptedServer, search_r1_rule
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.api import evaluate
 from aethersearch.demo import build_demo_inputs
@@ -30,6 +29,7 @@ from aethersearch.records import Budget, Decoding, RunLimits
 from aethersearch.rollout.health import enforce_error_rate
 from aethersearch.rollout.runner import run_questions
 from aethersearch.rollout.store import RunStore
+from aethersearch.testing.scripted_server import Faults, Reply, ScriptedServer, search_r1_rule
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 

@@ -8,13 +8,13 @@ import orjson
 import pytest
 
 from aethersearch.agents.llm import OpenAIClient
-from aethersearch.testing.scripted_server import ScriptedRequest, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.jsonl import read_jsonl, sha256_file
 from aethersearch.records import Budget, Outcome
 from aethersearch.rollout.fingerprint import load_rollout_questions, release_info
 from aethersearch.rollout.runner import run_questions
+from aethersearch.testing.scripted_server import ScriptedRequest, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout import helpers
 

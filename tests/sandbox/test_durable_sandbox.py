@@ -18,8 +18,8 @@ import pytest
 
 from aethersearch.sandbox.action_log import read_episodes
 from aethersearch.sandbox.client import SandboxClient
-from aethersearch.sandbox.episode import Sandbox
 from aethersearch.sandbox.environment import HttpSandboxFactory
+from aethersearch.sandbox.episode import Sandbox
 from aethersearch.sandbox.server import SandboxLimits, create_app
 from aethersearch.search.http_guard import HttpTimeouts
 

@@ -21,10 +21,10 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from aethersearch.records import Document, ToolCall
-from aethersearch.sandbox.episode import Sandbox, SandboxEpisode
 from aethersearch.environment import ToolResult
+from aethersearch.records import Document, ToolCall
 from aethersearch.sandbox.action_log import read_episodes
+from aethersearch.sandbox.episode import Sandbox, SandboxEpisode
 from aethersearch.sandbox.mask import ChainMask, drop_sentences
 from aethersearch.sandbox.server import create_app
 from aethersearch.sandbox.serving import SNIPPET_SENTENCES, render_page, search_hit, sentences, snippet

@@ -11,8 +11,8 @@ import pytest
 from aethersearch.construct.build import build_demo_sandbox_release
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import read_jsonl
-from aethersearch.sandbox.episode import open_sandbox
 from aethersearch.release_layout import release_layout
+from aethersearch.sandbox.episode import open_sandbox
 
 
 @pytest.fixture(scope="module")

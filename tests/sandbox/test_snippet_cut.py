@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from aethersearch.records import Document
-from aethersearch.sandbox.mask import ChainMask
 from aethersearch.sandbox import serving
+from aethersearch.sandbox.mask import ChainMask
 from aethersearch.sandbox.serving import SNIPPET_SENTENCE_CHARS, cut_sentence, search_hit, sentences, snippet
 from tests.construct.conftest import wikispeedia_documents  # noqa: F401  (the real pages, imported once)
 

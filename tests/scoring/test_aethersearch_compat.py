@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from aethersearch.agents.aethersearch_protocol import check_action
 from aethersearch.scoring.aethersearch_compat import (
     AETHERSEARCH_COMMIT,
@@ -21,8 +24,6 @@ from aethersearch.scoring.aethersearch_compat import (
     episode_score,
     set_token_f1,
 )
-from hypothesis import given, strategies as st
-
 from tests.scoring.aethersearch_kinds import ANSWER_KINDS, PROTOCOL_KINDS
 
 FIXTURE = Path(__file__).parent / "fixtures" / "aethersearch_parity.json.gz"
@@ -108,7 +109,6 @@ def test_score_run_compat_aethersearch_scores_each_step_text(tmp_path: Path) -> 
     """Stop strings the server removed count as written; tool errors void R_task; their keys land in scores.json."""
     from aethersearch.jsonl import write_jsonl
     from aethersearch.scoring.api import read_scores, score_run
-
     from tests.scoring.factory import eval_rows, write_release, write_run
 
     rows = eval_rows(2)

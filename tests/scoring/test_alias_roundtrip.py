@@ -20,16 +20,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from aethersearch.api import evaluate_run
+from aethersearch.jsonl import read_jsonl, read_records, sha256_bytes
+from aethersearch.records import EvalRow
 from aethersearch.release.manifest import (
     encode_release_rows,
 )
 from aethersearch.release.verify import verify_release
-from aethersearch.jsonl import read_jsonl, read_records, sha256_bytes
-from aethersearch.records import EvalRow
-from aethersearch.scoring.api import read_scores
 from aethersearch.release_layout import release_layout
+from aethersearch.scoring.api import read_scores
+from aethersearch.testing.scripted_server import ScriptedServer, search_r1_rule
 from tests.compare.test_evaluate_watch import OnePageEnvironment
 
 REFUSAL_SHAPED = ["Unknown", "Don't Know Why", "I Can't Tell You Why", 'I Cannot Say "Farewell"', "I don't know",

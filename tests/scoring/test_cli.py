@@ -58,11 +58,10 @@ def test_watch_once_on_an_empty_endpoint_list(tmp_path: Path) -> None:
 
 
 def test_watch_evaluates_served_checkpoints_appends_history_and_plots_the_curve(tmp_path: Path) -> None:
-    from aethersearch.testing.scripted_server import Reply, ScriptedServer, question_of
-
     from aethersearch.curation.build import build_from_config
-    from aethersearch.sources.demo import write_demo_sources
     from aethersearch.jsonl import read_jsonl
+    from aethersearch.sources.demo import write_demo_sources
+    from aethersearch.testing.scripted_server import Reply, ScriptedServer, question_of
 
     # watch evaluates through the one run path, which verifies the release: a real (demo) release
     release = build_from_config(write_demo_sources(tmp_path / "src"), tmp_path / "release").release_dir

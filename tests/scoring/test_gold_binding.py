@@ -19,8 +19,8 @@ import pytest
 
 from aethersearch.errors import DataError, IntegrityError
 from aethersearch.jsonl import read_jsonl, sha256_file, write_jsonl
-from aethersearch.scoring.api import ScoreRefused, read_scores, score_run
 from aethersearch.release_layout import release_layout
+from aethersearch.scoring.api import ScoreRefused, read_scores, score_run
 from tests.scoring.factory import eval_rows, write_checksums, write_release, write_run
 
 REPO = Path(__file__).resolve().parents[2]

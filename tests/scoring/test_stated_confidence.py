@@ -10,7 +10,6 @@ import pytest
 
 from aethersearch.agents.llm import OpenAIClient
 from aethersearch.agents.prompts import SEARCH_R1_CONFIDENCE_PROMPT, SEARCH_R1_PROMPT
-from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from aethersearch.agents.search_r1 import SearchR1Agent
 from aethersearch.compare.checkpoints import compare_runs
 from aethersearch.compare.fingerprints import check_contract
@@ -20,6 +19,7 @@ from aethersearch.rollout.runner import run_episode
 from aethersearch.scoring.api import score_run
 from aethersearch.scoring.risk_coverage import expected_calibration_error, risk_coverage
 from aethersearch.stated_confidence import split_confidence
+from aethersearch.testing.scripted_server import Reply, ScriptedRequest, ScriptedServer
 from tests.agents.fakes import FakeSearchEnv
 from tests.rollout.helpers import fingerprint as run_fingerprint
 from tests.scoring.factory import eval_rows, trace, write_release, write_run

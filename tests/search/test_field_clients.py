@@ -20,15 +20,13 @@ from aethersearch.corpus.chunking import ChunkConfig
 from aethersearch.corpus.importers import import_corpus
 from aethersearch.search.index_dir import build_index
 from aethersearch.search.server import ServerLimits, create_app
-from tests.serving import serving_app as serving
 from tests.search.field_clients import (
     asearcher_access,
     asearcher_query,
     searchr1_batch_search,
     searchr1_passages2string,
 )
-
-
+from tests.serving import serving_app as serving
 
 
 def _turn(demo_world: Any, n: int) -> list[str]:

@@ -7,11 +7,11 @@ from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
+
 from aethersearch.errors import ConfigError
 from aethersearch.search.modes import parse_mode_aliases
 from aethersearch.search.server import create_app
-from typer.testing import CliRunner
-
 from tests.search.field_clients import aethersearch_retrieve
 from tests.search.test_field_clients import serving
 

@@ -11,8 +11,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
-from schemathesis.generation import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,

@@ -105,13 +105,12 @@ def test_a_reason_phrase_is_one_safe_ascii_line() -> None:
 
 
 def test_the_sandbox_refusals_carry_their_reason_too(tmp_path: Any) -> None:
-    from aethersearch.sandbox.server import create_app as sandbox_app
-    from tests.sandbox.conftest import PAGES, make_masks
-    from tests.serving import serving_app
-
     from aethersearch.corpus.store import build_store
     from aethersearch.sandbox.episode import Sandbox
+    from aethersearch.sandbox.server import create_app as sandbox_app
     from aethersearch.search.index_dir import build_index
+    from tests.sandbox.conftest import PAGES, make_masks
+    from tests.serving import serving_app
 
     opened = build_index(build_store(PAGES, tmp_path / "store"), "bm25", tmp_path / "index")
     app = sandbox_app(Sandbox(make_masks(), opened.index, opened.store), action_log=tmp_path / "actions.jsonl")

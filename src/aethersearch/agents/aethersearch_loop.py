@@ -47,14 +47,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from aethersearch.agents.aethersearch_protocol import INFORMATION_CLOSE, INFORMATION_OPEN, check_action
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
-from aethersearch.agents.llm import LLM
-from aethersearch.agents.served import ServedModel, TokenRoute
 from aethersearch.agents.formatting import check_prompt_settings, render_chat_prompt, resolve_format, template_text
+from aethersearch.agents.llm import LLM
 from aethersearch.agents.prompts import SEARCH_R1_PROMPT, search_r1_question
+from aethersearch.agents.served import ServedModel, TokenRoute
 from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, Outcome
-from aethersearch.agents.aethersearch_protocol import INFORMATION_CLOSE, INFORMATION_OPEN, check_action
+
+__all__ = ["AetherSearchAgent", "CONTINUATIONS"]
 
 #: ``auto``: token ids where the server is probed to allow it, else text; ``text``: always text
 CONTINUATIONS = ("auto", "text")

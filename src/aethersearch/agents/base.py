@@ -41,16 +41,8 @@ from aethersearch.records import (
 )
 from aethersearch.registry import resolve
 
-__all__ = [
-    "AGENTS",
-    "Agent",
-    "AgentOutput",
-    "Episode",
-    "NO_MODEL",
-    "finish",
-    "finish_from_text",
-    "make_agent",
-]
+__all__ = ["AGENTS", "Agent", "AgentOutput", "Episode", "NO_MODEL", "finish", "finish_from_text", "finish_reply",
+    "make_agent"]
 
 AGENTS: dict[str, str] = {
     "search-r1": "aethersearch.agents.search_r1:SearchR1Agent",

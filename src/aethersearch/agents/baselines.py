@@ -34,6 +34,8 @@ from aethersearch.agents.stops import generate
 from aethersearch.agents.tokenizers import check_tokenizer_spec, observation_tokenizer
 from aethersearch.records import Decoding
 
+__all__ = ["DirectAgent", "NaiveRagAgent"]
+
 _ANSWER_STOP = ["</answer>"]
 
 

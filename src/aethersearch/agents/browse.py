@@ -27,6 +27,8 @@ from aethersearch.agents.lexical import answer_type, candidates, content_terms
 from aethersearch.errors import ConfigError
 from aethersearch.records import Document
 
+__all__ = ["ANSWER", "LexicalBrowseAgent", "Statement", "question_intent", "read_statements"]
+
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 

@@ -21,6 +21,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+__all__ = ["AGGREGATOR_JSON_PROMPT", "ANALYSIS_CHARS", "ANSWER_CHARS", "CLAIM_CHARS", "EXTRACTOR_JSON_PROMPT",
+    "FACTS_PER_DOC", "FACT_CHARS", "FINAL_JSON_PROMPT", "INVALID_JSON_ACTION", "MAX_CLAIMS", "QUERY_CHARS",
+    "SOLVER_JSON_PROMPT", "SUPPORT", "VERDICTS", "VERIFIER_JSON_PROMPT", "aggregator_schema", "extractor_schema",
+    "final_schema", "parse_action", "parse_facts", "parse_final", "parse_object", "parse_proposal", "parse_verdicts",
+    "schema_templates", "solver_schema", "verifier_schema"]
+
 #: longest search query / page title, fact, answer, claim and analysis a reply may hold (characters)
 QUERY_CHARS = 100
 FACT_CHARS = 200

@@ -22,6 +22,8 @@ from typing import NamedTuple
 from aethersearch.errors import ToolError
 from aethersearch.records import Document
 
+__all__ = ["EID_PREFIX", "EvidenceItem", "EvidenceMemory"]
+
 EID_PREFIX = "E"
 
 

@@ -21,6 +21,10 @@ from aethersearch.agents.llm import RESPONSE_FORMS, ConstrainedDecoding, respons
 from aethersearch.agents.prompts import FORCED_FINAL_PROMPT, extract_answer
 from aethersearch.records import Decoding
 
+__all__ = ["AGGREGATOR_PROMPT", "EXTRACTOR_PROMPT", "FINAL_PROMPT", "INVALID_ACTION", "JSON_PROMPTS", "JsonReplies",
+    "Prompts", "REFUSAL", "Replies", "SOLVER_PROMPT", "STRUCTURED", "TEXT_PROMPTS", "TextReplies", "VERIFIER_PROMPT",
+    "replies_for", "tag_answer"]
+
 #: What the loop answers when no proposal survives verification.
 REFUSAL = "I don't know"
 

@@ -62,6 +62,8 @@ from aethersearch.agents.llm import Completion
 from aethersearch.errors import BudgetExhausted, ConfigError, ToolError
 from aethersearch.records import Decoding, ToolCall
 
+__all__ = ["EvidenceLoopAgent", "Proposal", "SolverResult", "VALID_ACTIONS", "Verification", "trace_summary"]
+
 #: solver actions that are valid moves (``invalid`` is the only other kind)
 VALID_ACTIONS = ("search", "visit", "fetch", "done")
 

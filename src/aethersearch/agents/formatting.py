@@ -32,6 +32,9 @@ from aethersearch.errors import ConfigError
 if TYPE_CHECKING:
     from aethersearch.agents.llm import LLM
 
+__all__ = ["PROMPT_FORMATS", "PromptFormat", "SERVED", "check_prompt_settings", "render_chat_prompt",
+    "resolve_format", "template_text"]
+
 PROMPT_FORMATS = ("auto", "chat", "raw")
 SERVED = "served"
 

@@ -44,6 +44,9 @@ from typing import Any, NamedTuple
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
 from aethersearch.records import Document
 
+__all__ = ["Candidate", "LexicalAgent", "SAMPLED_CHOICES", "STOPWORDS", "WH_WORDS", "answer_type", "candidates",
+    "choose", "content_terms"]
+
 STOPWORDS = frozenset("""a an the of in on at to for from by with and or is was were are be been being
 as that this these those which who whom whose what when where why how did do does done it its into
 than then there their they he she his her him them name named also has have had not no yes one

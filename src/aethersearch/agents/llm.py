@@ -32,6 +32,9 @@ from aethersearch.agents.served import LLAMA_CPP, ServedModel, ServerFacts, comp
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding, LLMCall, RunLimits
 
+__all__ = ["Completion", "ConstrainedDecoding", "LLM", "OpenAIClient", "RESPONSE_FORMS", "TOKEN_ROUTES",
+    "TRANSIENT_STATUS", "TokenCompletion", "decoding_body", "response_format"]
+
 TRANSIENT_STATUS = frozenset({408, 409, 429})
 P = TypeVar("P")
 R = TypeVar("R")

@@ -22,6 +22,11 @@ from aethersearch.errors import ConfigError
 from aethersearch.records import Document
 from aethersearch.stated_confidence import PROMPT_VARIANTS
 
+__all__ = ["CHAT_TEMPLATES", "DIRECT_PROMPT", "FORCED_FINAL_PROMPT", "NAIVE_RAG_PROMPT", "REACT_SYSTEM_PROMPT",
+    "SEARCH_R1_CONFIDENCE_PROMPT", "SEARCH_R1_INVALID_ACTION", "SEARCH_R1_PROMPT", "SEARCH_R1_STOP",
+    "apply_chat_template", "extract_answer", "render_search_r1_docs", "search_r1_observation",
+    "search_r1_prompt_for", "search_r1_question"]
+
 SEARCH_R1_PROMPT = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first "
     "every time you get new information. After reasoning, if you find you lack some knowledge, "

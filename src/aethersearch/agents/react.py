@@ -33,6 +33,9 @@ from aethersearch.agents.tokenizers import check_tokenizer_spec, observation_tok
 from aethersearch.environment import ToolResult
 from aethersearch.records import Outcome, ToolCall
 
+__all__ = ["ReactAgent", "TOOL_FUNCTIONS", "access", "search", "tool_error_message", "tool_schema",
+    "validate_tool_call", "visit"]
+
 
 def search(query: str) -> None:
     """Search the document collection and return the most relevant passages, each with its title.

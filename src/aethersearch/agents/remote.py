@@ -16,6 +16,8 @@ from typing import Any, ClassVar, NamedTuple
 from aethersearch.agents.base import Agent, AgentOutput, Episode, finish
 from aethersearch.errors import BudgetExhausted, ToolError
 
+__all__ = ["Channel", "Hit", "RemoteAgent", "ToolReply", "ToolRequest"]
+
 
 class ToolRequest(NamedTuple):
     """One call from the client: the tool, its arguments, and where its result goes."""

@@ -28,6 +28,8 @@ from aethersearch.agents.llm import LLM, Completion, OpenAIClient
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding
 
+__all__ = ["ReplicaPool", "_T", "split_endpoints"]
+
 _T = TypeVar("_T")
 
 

@@ -54,8 +54,8 @@ from aethersearch.agents.prompts import (
     SEARCH_R1_INVALID_ACTION,
     SEARCH_R1_STOP,
     render_search_r1_docs,
-    search_r1_prompt_for,
     search_r1_observation,
+    search_r1_prompt_for,
     search_r1_question,
 )
 from aethersearch.agents.stops import STOP_MODES, generate
@@ -68,6 +68,8 @@ from aethersearch.stated_confidence import (
     STATED_CONFIDENCE,
     split_confidence,
 )
+
+__all__ = ["SearchR1Agent", "parse_action", "postprocess_response"]
 
 _ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
 

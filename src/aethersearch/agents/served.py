@@ -35,6 +35,9 @@ import orjson
 from aethersearch.errors import EndpointError
 from aethersearch.records import Record
 
+__all__ = ["LLAMA_CPP", "ProbedOnce", "ServedModel", "ServerClient", "ServerFacts", "TokenRoute", "UNKNOWN", "VLLM",
+    "completion_stop_type"]
+
 P = TypeVar("P")
 
 T = TypeVar("T")

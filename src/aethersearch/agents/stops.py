@@ -44,6 +44,8 @@ from aethersearch.agents.llm import LLM, Completion
 from aethersearch.agents.served import ServedModel
 from aethersearch.records import Decoding
 
+__all__ = ["Generation", "PROBE_TOKENS", "STOP_MODES", "generate"]
+
 STOP_MODES = ("server", "client")
 PROBE_TOKENS = 8
 

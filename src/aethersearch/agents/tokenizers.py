@@ -26,6 +26,9 @@ from aethersearch.errors import ConfigError
 if TYPE_CHECKING:
     from aethersearch.agents.llm import LLM
 
+__all__ = ["HFTokenizer", "LocalCut", "ObservationTokenizer", "RegexTokenizer", "ServedCut", "Tokenizer",
+    "check_tokenizer_spec", "get_tokenizer", "observation_tokenizer"]
+
 _REGEX_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD, _SPACE = re.compile(r"\w", re.UNICODE), re.compile(r"\s", re.UNICODE)
 

@@ -45,6 +45,9 @@ from aethersearch.agents.hermes import FunctionCall, parse_hermes
 from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding
 
+__all__ = ["SEARCH_TOOL", "SYSTEM_PROMPT", "TRUNCATE_SIDES", "USER_PROMPT", "VerlSearchAgent", "passages_text",
+    "truncate_tool_response"]
+
 SYSTEM_PROMPT = "You are a helpful and harmless assistant."
 USER_PROMPT = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you get "

@@ -22,6 +22,8 @@ from aethersearch.agents.llm import LLM, Completion, ConstrainedDecoding
 from aethersearch.errors import ConfigError, EndpointError
 from aethersearch.records import Decoding
 
+__all__ = ["VLLMEngine"]
+
 
 class VLLMEngine(LLM):
     """``vllm.LLM`` behind the async ``complete``/``chat`` interface, with micro-batching."""

@@ -30,6 +30,8 @@ from scipy import sparse
 
 from aethersearch.audit.similarity import check_threshold, scorer_function
 
+__all__ = ["BLOCKING_RULE", "BlockedPairs", "GramIndex", "blocked_similarity", "build_gram_index"]
+
 BLOCKING_RULE = "char {n}-gram blocking: candidates share >= 1 of the query's {k} rarest n-grams"
 
 _BASE = np.uint64(0x100000001B3)

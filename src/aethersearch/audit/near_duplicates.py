@@ -28,21 +28,26 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aethersearch.audit.blocking import blocked_similarity, build_gram_index
+from aethersearch.audit.rare_tokens import SCORE_FORMULA, build_token_index, rare_token_pairs
 from aethersearch.audit.review import (
     FlaggedPair,
     ReviewDecision,
-    pair_key,
     load_reviews,
+    pair_key,
     require_reviews,
     resolve_reviews,
 )
 from aethersearch.audit.similarity import exhaustive_similarity
-from aethersearch.audit.rare_tokens import SCORE_FORMULA, build_token_index, rare_token_pairs
 from aethersearch.errors import ConfigError
 from aethersearch.text import question_key
 
 if TYPE_CHECKING:  # the builder's types; imported lazily at run time
     from aethersearch.sources.base import Candidate
+
+__all__ = ["AUDIT_SCHEMA_VERSION", "AuditHooks", "AuditSettings", "PoolSettings", "QuestionAudit",
+    "RareTokenSettings", "Report", "SimilaritySettings", "StandaloneAudit", "TrainingUnion", "audit_pool",
+    "audit_questions", "audit_selection_file", "make_audit_hooks", "parse_settings", "read_selection",
+    "recorded_audit"]
 
 AUDIT_SCHEMA_VERSION = 1
 
@@ -368,7 +373,6 @@ def read_selection(target: Path) -> list[tuple[str | None, str]]:
     """``(id, question)`` rows of a release directory (its eval file) or a JSONL selection file."""
     from aethersearch.errors import DataError
     from aethersearch.jsonl import iter_jsonl
-
     from aethersearch.release_layout import release_layout
 
     target = Path(target)

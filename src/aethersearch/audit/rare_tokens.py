@@ -29,6 +29,9 @@ from scipy import sparse
 
 from aethersearch.errors import ConfigError
 
+__all__ = ["SCORE_FORMULA", "TokenIndex", "TokenPairs", "build_token_index", "rare_token_pairs", "tokenize",
+    "tokenize_many"]
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STEMMER = Stemmer.Stemmer("english")
 

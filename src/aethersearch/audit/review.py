@@ -32,6 +32,9 @@ from aethersearch.errors import DataError, ReviewRequired
 from aethersearch.release.verify_release_template import PERSON
 from aethersearch.text import question_key
 
+__all__ = ["AUTO_REVIEW_REASON", "FlaggedPair", "PairKey", "Resolution", "ReviewDecision", "TODO",
+    "apply_review_file", "load_reviews", "pair_key", "require_reviews", "resolve_reviews", "write_review_template"]
+
 AUTO_REVIEW_REASON = "auto-review policy: unreviewed flagged pair excluded"
 TODO = "TODO: exclude or retain"
 

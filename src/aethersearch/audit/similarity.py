@@ -24,6 +24,9 @@ from rapidfuzz import process
 from aethersearch.errors import ConfigError
 from aethersearch.registry import resolve
 
+__all__ = ["DEFAULT_BLOCK_BYTES", "PROGRESS_ROWS", "SCORERS", "SimilarityPairs", "check_threshold",
+    "exhaustive_similarity", "rows_per_block", "scorer_function"]
+
 # Scorers are named, never passed as bare callables, so the manifest records
 # exactly which one ran (docs/design/conventions.md, code convention 2).
 SCORERS: dict[str, str] = {

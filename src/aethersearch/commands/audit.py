@@ -5,13 +5,14 @@ Thin commands: parse options, call one public function, print with rich.
 
 from __future__ import annotations
 
-from aethersearch.commands.progress import make_console
-
+from pathlib import Path
 from typing import Any
 
-from pathlib import Path
-
 import typer
+
+from aethersearch.commands.progress import make_console
+
+__all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:

@@ -5,19 +5,21 @@ Thin commands: parse options, call one public function, print with rich.
 
 from __future__ import annotations
 
-from aethersearch.commands.progress import make_console
-
 import importlib.util
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from aethersearch.commands.progress import make_console
+
+__all__ = ["register"]
+
 
 def _build_with_progress(config: Path, out: Path, auto_review: bool) -> Any:
     """Build with one progress display per stage (and per audit step): a rich bar on a terminal, plain lines in a log."""
-    from aethersearch.curation.build import build_from_config
     from aethersearch.commands.progress import stage_progress
+    from aethersearch.curation.build import build_from_config
 
     with stage_progress("build") as report:
         return build_from_config(config, out, auto_review=auto_review, progress=report)

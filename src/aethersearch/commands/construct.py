@@ -5,8 +5,6 @@ Heavy imports stay inside the command functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
-from aethersearch.commands.progress import make_console
-
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,8 +14,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from aethersearch.commands.progress import make_console
+
 if TYPE_CHECKING:
     from aethersearch.construct.hintfree import BuiltRelease
+
+__all__ = ["DETOURS", "FACT_SEEDS", "FORCE", "GROUNDING", "HOPS", "KEEP_MEMORISED", "KEY_ENV", "MAX_ALTERNATIVES",
+    "MAX_HOPS", "MAX_QUESTIONS", "MEMORISED_OUT", "MIN_HOPS", "NO_SCREEN", "OUT", "REVIEW", "SCREEN_ENDPOINT",
+    "SCREEN_MODEL", "SEED", "UNLINKED", "VALIDATOR_ENDPOINT", "VALIDATOR_MODEL", "construction_progress",
+    "model_checks", "parse_hop_mix", "register", "summary_table"]
 
 console = make_console()
 

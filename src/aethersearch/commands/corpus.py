@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from aethersearch.commands.progress import make_console
 from rich.markup import escape
 
 from aethersearch.commands.options import parse_key_values
+from aethersearch.commands.progress import make_console
+
+__all__ = ["faiss_settings", "index_option", "register"]
 
 console = make_console()
 

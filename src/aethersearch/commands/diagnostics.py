@@ -7,12 +7,14 @@ Heavy imports stay inside the functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
-from aethersearch.commands.progress import make_console
-
 from pathlib import Path
 from typing import Any
 
 import typer
+
+from aethersearch.commands.progress import make_console
+
+__all__ = ["ROWS", "budget_text", "print_factorised", "print_probe", "register"]
 
 #: the factorised table's rows: the paper's six, then the project's evidence coverage (labels: scoring.metric_names)
 ROWS = ("pass_at_1", "knowledge_sufficiency", "search_score", "evidence_coverage", "f1_good_refusal",
@@ -86,8 +88,8 @@ def _judge(url: str | None, model: str, key_env: str | None) -> Any:
 
 def _llm(endpoint: str | None, model: str | None, run: Path) -> Any:
     """An LLM client for the probes: the given endpoint/model, else the run's own (None if it had none)."""
-    from aethersearch.errors import ConfigError
     from aethersearch.diagnostics.probes import load_fingerprint
+    from aethersearch.errors import ConfigError
 
     fingerprint = load_fingerprint(run)
     endpoint = endpoint or fingerprint.endpoint
@@ -169,8 +171,8 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency", min=1),
     ) -> None:
         """Re-ask the run's sufficient-evidence failures with only the clean hop statements they were served."""
-        from aethersearch.diagnostics.rerun import agent_for
         from aethersearch.diagnostics.probes import lead_astray_probe
+        from aethersearch.diagnostics.rerun import agent_for
 
         summary = lead_astray_probe(run, release, store=_store(corpus), llm=_llm(endpoint, model, run),
                                     concurrency=concurrency, agent=agent_for(run))
@@ -191,8 +193,8 @@ def register(app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency", min=1),
     ) -> None:
         """Robustness probe (not the paper's Lead-astray): rerun with seeded corpus distractors injected."""
-        from aethersearch.diagnostics.rerun import agent_for, environment_factory_for
         from aethersearch.diagnostics.probes import distractor_probe
+        from aethersearch.diagnostics.rerun import agent_for, environment_factory_for
 
         store = _store(corpus)
         factory = environment_factory_for(run, release, store, index)

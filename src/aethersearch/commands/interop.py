@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from aethersearch.commands.progress import make_console
 from rich.markup import escape
+
+from aethersearch.commands.progress import make_console
+
+__all__ = ["register", "register_sandbox_import"]
 
 console = make_console()
 
@@ -29,7 +32,8 @@ def register(app: typer.Typer) -> None:
         One row per question; verl samples each val_kwargs.n times (set val_kwargs.do_sample=True and a
         temperature > 0 for n > 1) and logs reward/mean@n; `aether import verl` reads the n as K samples.
         """
-        from aethersearch.interop.exports import aethersearch_pins, export_verl as run, sidecar_path
+        from aethersearch.interop.exports import aethersearch_pins, sidecar_path
+        from aethersearch.interop.exports import export_verl as run
 
         sidecar = run(release, out)
         console.print(f"[green]wrote[/] {sidecar.rows:,} rows of release {escape(sidecar.release_id)} to "
@@ -47,7 +51,8 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="jsonl file to write"),  # noqa: B008
     ) -> None:
         """FlashRAG dataset jsonl (id, question, golden_answers)."""
-        from aethersearch.interop.exports import export_flashrag as run, sidecar_path
+        from aethersearch.interop.exports import export_flashrag as run
+        from aethersearch.interop.exports import sidecar_path
 
         sidecar = run(release, out)
         console.print(f"[green]wrote[/] {sidecar.rows:,} rows of release {escape(sidecar.release_id)} to "

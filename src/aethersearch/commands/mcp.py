@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+__all__ = ["register"]
+
 
 def register(app: typer.Typer) -> None:
     """Add ``mcp`` to the CLI."""
@@ -33,8 +35,8 @@ def register(app: typer.Typer) -> None:
         import asyncio
 
         from aethersearch import sandbox_eval
-        from aethersearch.errors import ConfigError
         from aethersearch.agents.remote import RemoteAgent
+        from aethersearch.errors import ConfigError
         from aethersearch.mcp_bridge.server import Bridge, serve
         from aethersearch.rollout.budget import resolve_budget
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["parse_key_values"]
+
 
 def parse_key_values(pairs: list[str] | None, *, flag: str, example: str) -> dict[str, Any]:
     """Repeatable ``KEY=VALUE`` options; a value is parsed as JSON when it can be (``1.2``, ``null``).

@@ -17,6 +17,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
+__all__ = ["INTERVAL_ENV", "PIPED_WIDTH", "PlainProgress", "QUIET", "REFRESH_PER_SECOND", "StageReport",
+    "interval_s", "make_console", "progress", "set_quiet", "stage_progress"]
+
 QUIET = False
 """Set by ``aether --quiet``: no progress output at all."""
 INTERVAL_ENV = "AETHER_PROGRESS_INTERVAL"

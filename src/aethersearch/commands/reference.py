@@ -15,6 +15,8 @@ import typer
 from typer.cli import get_docs_for_click
 from typer.models import Context
 
+__all__ = ["PAGE", "PREAMBLE", "TITLE", "cli_reference", "main"]
+
 #: where the generated page lives, relative to the repository root
 PAGE = Path("docs/reference/cli-options.md")
 TITLE = "Every command and option"

@@ -7,8 +7,6 @@ Heavy imports stay inside the command functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
-from aethersearch.commands.progress import make_console
-
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,12 @@ import typer
 from rich.markup import escape
 
 from aethersearch.commands.options import parse_key_values
+from aethersearch.commands.progress import make_console
 from aethersearch.records import DEFAULT_CONCURRENCY, RunLimits
+
+__all__ = ["CALL_TIMEOUT_HELP", "CORPUS_HELP", "DEADLINE_HELP", "ENDPOINT_HELP", "ERROR_RATE_HELP", "INDEX_HELP",
+    "NEXT_STEPS", "PRESET_HELP", "PROBES_HELP", "PROFILE_HELP", "PROMPT_VARIANT_HELP", "RETRIES_HELP",
+    "RUN_AGENT_DEFAULT", "SAMPLES_HELP", "SANDBOX_URL_HELP", "STOP_HELP", "TOOLS_HELP", "register"]
 
 console = make_console()
 _LIMITS = RunLimits()
@@ -278,9 +281,9 @@ def register(app: typer.Typer) -> None:
         With no RELEASE: the embedded demo (demo world, demo release, lexical agent), no model server needed.
         """
         from aethersearch import demo, pipeline, sandbox_eval
-        from aethersearch.release.manifest import is_hintfree_release
         from aethersearch.errors import ConfigError
         from aethersearch.records import Decoding
+        from aethersearch.release.manifest import is_hintfree_release
         from aethersearch.rollout.profile_run import apply_profile
 
         if release is not None:

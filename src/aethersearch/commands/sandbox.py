@@ -5,12 +5,14 @@ Heavy imports stay inside the command functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
-from aethersearch.commands.progress import make_console
-
 from pathlib import Path
 
 import typer
 from rich.markup import escape
+
+from aethersearch.commands.progress import make_console
+
+__all__ = ["register"]
 
 console = make_console()
 
@@ -45,11 +47,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve create-episode / search / visit / close / trace for the release's questions."""
         from aethersearch.sandbox.episode import open_sandbox
-        from aethersearch.sandbox.server import serve as run_server
-        from aethersearch.search.index_dir import open_index
-
         from aethersearch.sandbox.server import SandboxLimits, bounded_limits
+        from aethersearch.sandbox.server import serve as run_server
         from aethersearch.search.http_guard import record_from_options
+        from aethersearch.search.index_dir import open_index
 
         caps = {"max_actions": max_actions, "max_episode_memory_mb": max_episode_memory_mb,
                 **({} if max_open_episodes is None else {"max_open_episodes": max_open_episodes})}

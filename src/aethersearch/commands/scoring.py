@@ -6,8 +6,6 @@ Heavy imports stay inside the functions so ``aether --help`` stays fast.
 
 from __future__ import annotations
 
-from aethersearch.commands.progress import make_console
-
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,10 +13,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from aethersearch.commands.progress import make_console
 from aethersearch.report.viewer import VIEWER_URL
 
 if TYPE_CHECKING:
     from aethersearch.scoring.scores_file import JudgeSummary, MetricEstimate, Scores
+
+__all__ = ["print_aethersearch", "print_comparison", "print_disagreement", "print_scores", "print_selective",
+    "register"]
 
 
 def _pct(value: float | None) -> str:

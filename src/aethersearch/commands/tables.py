@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
+__all__ = ["Column", "MAX_TABLE_WIDTH", "fitted_tables", "print_fitted"]
+
 #: the widest table a command prints, in terminal columns
 MAX_TABLE_WIDTH = 100
 

@@ -12,6 +12,8 @@ import typer
 
 from aethersearch.report.viewer import VIEWER_HOST, VIEWER_PORT
 
+__all__ = ["register"]
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``view`` command to ``app``."""

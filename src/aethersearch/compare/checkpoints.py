@@ -37,10 +37,13 @@ from aethersearch.compare.paired import (
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json
 from aethersearch.scoring.metrics import BINARY_METRICS
+from aethersearch.scoring.reducers import MAJ, MEAN, parse_reducer
 from aethersearch.scoring.risk_coverage import RiskInputs, aurc_bootstrap_difference, ece_bootstrap_difference
 from aethersearch.scoring.run_confidence import run_inputs
-from aethersearch.scoring.reducers import MAJ, MEAN, parse_reducer
 from aethersearch.scoring.scores_file import Scores, read_scores
+
+__all__ = ["DEFAULT_METRICS", "OVERALL", "compare_aurc", "compare_pair", "compare_runs", "mark_serving_noise",
+    "noise_verdict", "reducer_for", "run_names"]
 
 DEFAULT_METRICS: tuple[str, ...] = ("em", "f1")
 OVERALL = "overall"

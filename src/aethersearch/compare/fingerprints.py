@@ -22,6 +22,9 @@ from aethersearch.errors import ConfigError, DataError, IntegrityError
 from aethersearch.jsonl import loads, validate_row
 from aethersearch.records import RunFingerprint
 
+__all__ = ["ContractCheck", "FieldDifference", "NEVER_ALLOWED", "REDUCER_FIX", "RUN_FILE", "SAMPLES",
+    "check_contract", "differences", "load_fingerprint", "validate_allow"]
+
 RUN_FILE = "run.json"
 #: Contract fields that cannot be overridden: the runs would not share the questions a paired test needs.
 NEVER_ALLOWED: frozenset[str] = frozenset({"release_id", "release_data_sha256", "rollout_sha256", "question_count"})

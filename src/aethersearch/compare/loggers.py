@@ -17,6 +17,8 @@ from typing import Any, Literal, Protocol, cast
 
 from aethersearch.errors import ConfigError
 
+__all__ = ["LOGGERS", "MetricLogger", "TensorBoardLogger", "WandbLogger", "available", "make_loggers"]
+
 LOGGERS: tuple[str, ...] = ("wandb", "tensorboard")
 
 

@@ -54,8 +54,9 @@ from aethersearch.records import ERROR_OUTCOMES, Record, RunLimits
 from aethersearch.scoring.aggregate import estimate
 from aethersearch.scoring.scores_file import MetricEstimate
 
-__all__ = ["NOISE_FILE", "NOISE_METRICS", "MetricNoise", "NoiseBinding", "NoiseFile", "QuestionNoise", "RerunBinding",
-           "concurrency_levels", "flip_rates", "metric_flip_rate", "measure_noise", "noise_floor", "read_noise"]
+__all__ = ["MetricNoise", "NOISE_FILE", "NOISE_METRICS", "NoiseBinding", "NoiseFile", "QuestionNoise",
+    "RerunBinding", "concurrency_levels", "flip_rates", "measure_noise", "metric_flip_rate", "noise_floor",
+    "read_noise", "serving_noise_mark"]
 
 NOISE_FILE = "noise.json"
 #: the metrics a measurement also scores its reruns on: those ``compare`` shows by default

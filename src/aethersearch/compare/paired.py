@@ -27,6 +27,9 @@ from scipy import stats
 
 from aethersearch.scoring.aggregate import bootstrap_means, percentile_interval, rng_for
 
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_POWER", "EXACT_LIMIT", "McNemar", "PairedBootstrap", "flips", "holm", "mcnemar",
+    "mde_binary", "mde_continuous", "paired_bootstrap"]
+
 EXACT_LIMIT = 25
 DEFAULT_ALPHA = 0.05
 DEFAULT_POWER = 0.8

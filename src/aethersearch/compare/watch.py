@@ -26,14 +26,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.compare.loggers import MetricLogger
+from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.jsonl import (
     DurableAppender,
     atomic_write_text,
     read_jsonl_tolerant,
     truncate_to,
 )
+
+__all__ = ["Checkpoint", "Evaluator", "WatchResult", "discover", "plot_history", "read_history", "read_history_rows",
+    "retry_delay", "watch"]
 
 _STEP = re.compile(r"(\d+)$")
 

@@ -23,6 +23,8 @@ from aethersearch.construct.validate import ChainValidator, RuleBasedValidator
 from aethersearch.corpus.graph import LinkGraph
 from aethersearch.records import Document
 
+__all__ = ["build_demo_release", "build_demo_sandbox_release", "build_wikispeedia_release"]
+
 
 def build_demo_release(out_dir: str | Path, *, seed: int = 0, config: ConstructionConfig | None = None,
                        overwrite: bool = False,

@@ -66,15 +66,17 @@ Rejection reasons (counted by the construction summary):
 
 from __future__ import annotations
 
-from itertools import pairwise
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from aethersearch.construct.validate import ACCEPT, Candidate, Verdict
 
 if TYPE_CHECKING:
     from aethersearch.corpus.demo_world import DemoWorld
+
+__all__ = ["DEFAULT_RULES", "Edge", "RelationChainValidator", "compose", "demo_chain_validator"]
 
 Edge = tuple[str, str, str]
 

@@ -59,6 +59,9 @@ from typing import Any, NamedTuple
 
 from aethersearch.construct.statements import mention_pattern
 
+__all__ = ["PARTICIPLES", "SPECIFICATION_THRESHOLD", "Specification", "narrated_pages", "screen_record",
+    "specification"]
+
 SPECIFICATION_THRESHOLD = 2
 
 _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -50,9 +50,9 @@ questions resolved to ``(q, v0, vn)``; the question text is the seed's).
 from __future__ import annotations
 
 import random
-from itertools import pairwise
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -70,6 +70,10 @@ from aethersearch.errors import ConfigError
 from aethersearch.records import Document, Record
 from aethersearch.sandbox.mask import ChainMask
 from aethersearch.text import question_key
+
+__all__ = ["BuiltRelease", "ConstructedQuestion", "ConstructionConfig", "ConstructionResult", "EntailmentJudge",
+    "PATH_LIMIT", "PageSource", "chain_entailment", "construct_hintfree", "hop_caps", "hop_mix_report",
+    "seed_pair_distances"]
 
 
 class ConstructionConfig(Record):

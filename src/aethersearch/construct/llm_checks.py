@@ -54,6 +54,9 @@ from aethersearch.errors import EndpointError
 from aethersearch.records import Document
 from aethersearch.text import normalize_answer
 
+__all__ = ["ATTEMPTS", "CHAIN_PROMPT", "ChatEndpoint", "INVALID_REASON", "LLMChainValidator", "SCREEN_PROMPT",
+    "UNPARSEABLE_REASON", "cover_match", "exact_match", "parametric_screen", "parse_verdict", "screen_counts"]
+
 CHAIN_PROMPT = (
     "You check multi-hop questions for a benchmark.\n"
     "Question: {question}\nAnswer: {answer}\n"
@@ -77,7 +80,7 @@ def parse_verdict(reply: str) -> str | None:
     return word if word in ("VALID", "INVALID") else None
 
 
-class _Endpoint:
+class ChatEndpoint:
     """One OpenAI-compatible chat endpoint with bounded retries; a persistent failure raises EndpointError."""
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None, timeout_s: float,
@@ -131,7 +134,7 @@ class LLMChainValidator:
         self.base_url = base_url
         self.enforce = enforce
         self.name = "llm" if enforce else "llm-advisory"
-        self._endpoint = _Endpoint(base_url, model, api_key_env=api_key_env, timeout_s=timeout_s,
+        self._endpoint = ChatEndpoint(base_url, model, api_key_env=api_key_env, timeout_s=timeout_s,
                                    purpose="LLM chain validator", option="--validator-endpoint",
                                    backoff_s=backoff_s)
         #: triple id -> ``{triple_id, path, verdict ("valid"|"invalid"|"unparseable"), reply}``
@@ -189,7 +192,7 @@ def parametric_screen(questions: Sequence[ConstructedQuestion], base_url: str, m
     ``on_question(done, total)`` reports progress.
     """
     out: dict[str, dict[str, Any]] = {}
-    endpoint = _Endpoint(base_url, model, api_key_env=api_key_env, timeout_s=timeout_s,
+    endpoint = ChatEndpoint(base_url, model, api_key_env=api_key_env, timeout_s=timeout_s,
                          purpose="parametric screen", option="--screen-endpoint", backoff_s=backoff_s)
     try:
         for number, q in enumerate(questions, start=1):

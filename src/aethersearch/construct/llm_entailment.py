@@ -31,8 +31,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from aethersearch.construct.llm_checks import _Endpoint
+from aethersearch.construct.llm_checks import ChatEndpoint
 from aethersearch.construct.triples import QATriple
+
+__all__ = ["LLMEntailmentJudge", "PROMPT", "parse_yes_no"]
 
 PROMPT = (
     "You check multi-hop questions for a benchmark.\n"
@@ -59,7 +61,7 @@ class LLMEntailmentJudge:
                  backoff_s: float = 1.0) -> None:
         self.model = model
         self.name = f"llm:{model}"
-        self._endpoint = _Endpoint(base_url, model, api_key_env=api_key_env, timeout_s=timeout_s,
+        self._endpoint = ChatEndpoint(base_url, model, api_key_env=api_key_env, timeout_s=timeout_s,
                                    purpose="LLM entailment validator", option="--validator-endpoint",
                                    backoff_s=backoff_s)
         self.judged = 0

@@ -59,6 +59,9 @@ from aethersearch.corpus.graph import LinkGraph
 from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.records import Document, InfoboxHop
 
+__all__ = ["Screen", "SeedPool", "WithNames", "apply_screen", "build_page_release", "census_note", "gather_seeds",
+    "no_questions", "screen_accuracy"]
+
 Screen = Callable[[Sequence[ConstructedQuestion]], Mapping[str, dict[str, Any]]]
 
 

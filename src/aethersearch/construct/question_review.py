@@ -27,6 +27,8 @@ from aethersearch.audit.review import TODO, ReviewDecision, load_reviews, pair_k
 from aethersearch.construct.hintfree import ConstructedQuestion
 from aethersearch.jsonl import dumps_pretty
 
+__all__ = ["ReviewOutcome", "TEMPLATE_NAME", "UNDECIDED", "apply_question_review"]
+
 UNDECIDED = "construction (no human decision yet)"
 TEMPLATE_NAME = "question_review.todo.json"
 

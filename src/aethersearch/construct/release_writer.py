@@ -15,13 +15,19 @@ renamed into place: a reader sees the old release, none, or the new one.
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Mapping
 import shutil
 import tempfile
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from aethersearch.construct.diversity import distributions, goals
+from aethersearch.construct.hintfree import ConstructionConfig, ConstructionResult
+from aethersearch.corpus.graph import LinkGraph
+from aethersearch.errors import ConfigError, ShortageError
+from aethersearch.jsonl import dumps_pretty, sha256_bytes
+from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow
 from aethersearch.release.manifest import (
     HINTFREE_MANIFEST_KIND,
     HintfreeManifest,
@@ -30,12 +36,8 @@ from aethersearch.release.manifest import (
     verifier_source,
     write_release_files,
 )
-from aethersearch.construct.hintfree import ConstructionConfig, ConstructionResult
-from aethersearch.construct.diversity import distributions, goals
-from aethersearch.corpus.graph import LinkGraph
-from aethersearch.errors import ConfigError, ShortageError
-from aethersearch.jsonl import dumps_pretty, sha256_bytes
-from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow
+
+__all__ = ["MANIFEST_KIND", "companion_path", "graph_hash", "release_rows", "write_hintfree_release"]
 
 MANIFEST_KIND = HINTFREE_MANIFEST_KIND
 

@@ -40,6 +40,9 @@ from aethersearch.errors import DataError
 from aethersearch.records import Document
 from aethersearch.text import normalize_answer
 
+__all__ = ["MATCH_RULE", "MAX_TITLE_TOKENS", "SEED_SOURCES", "SeedQuestion", "SeedResolution", "TitleIndex",
+    "read_seed_questions", "resolve_seeds"]
+
 MAX_TITLE_TOKENS = 6
 MATCH_RULE = (
     "answer: a gold answer equals a page title after Search-R1 normalisation (lower, no ASCII punctuation, no "

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from aethersearch.records import Document
 
+__all__ = ["MAX_STATEMENT_WORDS", "hop_statement", "is_prose", "mention_pattern"]
+
 _LIST_DUMP = re.compile(r"(?:[^,;]*[,;]){4,}")  # four or more separators: a list, not a statement
 _BULLET = re.compile(r"(?:^|\s)[*•]\s")  # "... Germany * Via Claudia Augusta ...": bullet items run together
 #: Wikipedia-for-Schools image captions survive in the plain text as "<caption> Enlarge <caption>"

@@ -28,6 +28,9 @@ from typing import Any, NamedTuple
 from aethersearch.corpus.demo_world import DemoWorld
 from aethersearch.records import Document, Record
 
+__all__ = ["QATriple", "RELATION_PATTERNS", "SENTENCE_SPLIT", "TripleSet", "about_subject", "demo_triples",
+    "object_page", "wikispeedia_triples"]
+
 
 class QATriple(Record):
     """One single-hop question about ``subject`` (v0) answered by page ``answer_page`` (vn)."""

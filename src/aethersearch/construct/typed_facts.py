@@ -48,6 +48,10 @@ from aethersearch.construct.triples import (
 )
 from aethersearch.records import Document, InfoboxHop
 
+__all__ = ["CONTAINMENT", "CONTAINMENT_LEVEL", "FactSeeds", "FactSet", "IMPLIED", "KINDS", "KIND_MISMATCH",
+    "NOT_OWN_CLAUSE", "PATH_LIMIT", "PERSON_SEEDS", "RELATION_QUESTIONS", "SEED_QUESTIONS", "TYPE_MISMATCH",
+    "TypedFact", "TypedGraph", "contains", "extract_facts", "fact_seeds", "own_clause"]
+
 #: "in West Africa", "of southern Europe": a compass word before the object page's title is skipped, unless
 #: a linked page's title begins with it
 _DIRECTION = re.compile(r"^(?:(?:north|south|east|west|central|northern|southern|eastern|western|"

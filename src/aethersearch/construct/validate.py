@@ -26,9 +26,9 @@ serves it*, i.e. after :meth:`ChainMask.render`, titles included):
 
 from __future__ import annotations
 
-from itertools import pairwise
 import re
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from aethersearch.construct.infobox import short_name
@@ -37,6 +37,8 @@ from aethersearch.construct.triples import QATriple
 from aethersearch.corpus.page_texts import LruCache
 from aethersearch.records import Document
 from aethersearch.sandbox.mask import ChainMask, split_sentences
+
+__all__ = ["ACCEPT", "CACHE_CHARS", "Candidate", "ChainValidator", "RuleBasedValidator", "Verdict"]
 
 
 class Candidate(NamedTuple):

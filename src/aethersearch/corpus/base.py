@@ -7,6 +7,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from aethersearch.records import Document
 
+__all__ = ["DocumentStore", "RowStore"]
+
 
 class RowStore(Protocol):
     """Row-addressed access to a store whose documents sit in a fixed order (0-based store rows).

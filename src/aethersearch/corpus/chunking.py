@@ -19,6 +19,8 @@ from pydantic import Field, model_validator
 from aethersearch.errors import ConfigError
 from aethersearch.records import Document, Record
 
+__all__ = ["ChunkConfig", "PASSAGE_SEPARATOR", "chunk_document", "chunk_documents", "passage_id", "passage_page"]
+
 PASSAGE_SEPARATOR = "#"
 _PARAGRAPH = re.compile(r"\n\s*\n")
 

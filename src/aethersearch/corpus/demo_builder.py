@@ -17,6 +17,9 @@ from typing import Any, Literal, NamedTuple
 
 from aethersearch.records import Document, Record
 
+__all__ = ["BasePlaces", "CITY_SUFFIXES", "DemoFact", "DemoMultiHop", "Entity", "Names", "OCCUPATIONS",
+    "WorldBuilder", "join_names", "slugify"]
+
 # ----------------------------------------------------------------------------- records
 
 

@@ -35,7 +35,10 @@ appended after the old ones.
 from __future__ import annotations
 
 import random
+
 from aethersearch.corpus.demo_builder import CITY_SUFFIXES, OCCUPATIONS, Entity, Names, WorldBuilder, join_names
+
+__all__ = ["FAMILY_SHAPES", "REGIONS_PER_COUNTRY", "TOWNS_PER_REGION", "add_structures"]
 
 _REGION_KINDS = ("Highlands", "Valley", "Coast", "Lowlands", "Plains", "Marches")
 _LANDMARK_KINDS = ("Bridge", "Tower", "Abbey", "Lighthouse", "Gate", "Fountain", "Aqueduct", "Amphitheatre")

@@ -39,6 +39,8 @@ from aethersearch.errors import ConfigError
 from aethersearch.jsonl import atomic_write_json, atomic_write_text, write_jsonl
 from aethersearch.records import Document
 
+__all__ = ["DemoWorld", "WorldFiles", "generate_world", "write_world"]
+
 # ----------------------------------------------------------------------------- records
 
 

@@ -33,6 +33,8 @@ import scipy.sparse as sp
 from aethersearch.errors import AetherError, DataError
 from aethersearch.records import Document
 
+__all__ = ["BFSResult", "Edge", "LinkGraph", "UnknownPageError"]
+
 Edge = tuple[int, int]
 
 # Below this fraction of the node count a new frontier is de-duplicated by

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from aethersearch.jsonl import dumps
 from aethersearch.records import Document
 
+__all__ = ["CorpusHasher", "HASH_SCHEME", "OPTIONAL_FIELDS", "canonical_document_bytes", "corpus_hash", "id_hash64"]
+
 HASH_SCHEME = "sha256-canonical-jsonl-v1"
 
 

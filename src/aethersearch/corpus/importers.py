@@ -42,6 +42,10 @@ from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import iter_jsonl
 from aethersearch.records import Document
 
+__all__ = ["FORMATS", "ImportResult", "import_corpus", "iter_dpr_tsv", "iter_jsonl_corpus", "iter_pages",
+    "iter_wikiextractor", "iter_wikispeedia", "load_links", "parse_contents", "read_links_tsv", "row_contents",
+    "wikispeedia_paths"]
+
 
 def parse_contents(contents: str) -> tuple[str, str]:
     """Split Search-R1 ``contents`` (``"Title"\\nText``) into ``(title, text)``."""

@@ -227,5 +227,5 @@ def with_rows(text: str, statements: list[str]) -> str:
     return f"{lead}\n\n{block}\n\n{rest}" if sep else f"{lead}\n\n{block}"
 
 
-__all__ = ["FIELD_RELATIONS", "FIRST_LINK", "PLACE_ONLY", "PLACE_TEMPLATES", "SINGLE_VALUED", "InfoboxRow", "infobox_rows",
-           "plain_value", "with_rows"]
+__all__ = ["FIELD_RELATIONS", "FIRST_LINK", "InfoboxRow", "PLACE_ONLY", "PLACE_TEMPLATES", "SINGLE_VALUED",
+    "field_key", "infobox_rows", "plain_value", "with_rows"]

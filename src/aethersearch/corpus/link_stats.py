@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+__all__ = ["LinkStats"]
+
 
 @dataclass
 class LinkStats:

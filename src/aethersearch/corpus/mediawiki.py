@@ -254,4 +254,4 @@ def read_dump(path: str | Path) -> Iterator[DumpPage]:
     return iter(DumpReader(path))
 
 
-__all__ = ["CHUNK", "DumpPage", "DumpReader", "SiteInfo", "open_dump", "read_dump"]
+__all__ = ["CHUNK", "DumpPage", "DumpReader", "MAX_PAGE_BYTES", "SiteInfo", "open_dump", "read_dump"]

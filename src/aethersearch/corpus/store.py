@@ -45,6 +45,8 @@ from aethersearch.errors import AetherError, ConfigError, DataError, IntegrityEr
 from aethersearch.jsonl import atomic_write_json, dumps_pretty, sha256_file
 from aethersearch.records import SCHEMA_VERSION, Document
 
+__all__ = ["DocumentNotFound", "JsonlStore", "MANIFEST", "RECENT_IDS", "STORE_KIND", "build_store", "open_store"]
+
 STORE_KIND = "aethersearch-document-store"
 MANIFEST = "store.json"
 #: the build's id hashes in row order, sorted into the id index and deleted before the store is renamed in

@@ -50,8 +50,6 @@ number of articles (``docs/wikipedia-dump.md`` has the figures and the command).
 
 from __future__ import annotations
 
-from enum import IntEnum
-
 import itertools
 import multiprocessing
 import shutil
@@ -61,6 +59,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 

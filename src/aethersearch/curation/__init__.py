@@ -2,3 +2,5 @@
 
 The stages are packages of their own, in order: ``sources``, ``isolation``, ``selection``, ``audit``, ``release``.
 """
+
+__all__: list[str] = []

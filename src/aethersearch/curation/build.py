@@ -20,8 +20,26 @@ from typing import Any, NamedTuple
 import orjson
 
 from aethersearch import __version__
-from aethersearch.release.card import dataset_card
 from aethersearch.curation.config import LoadedConfig, SourceConfig, load_config
+from aethersearch.errors import AetherError, ConfigError, IntegrityError
+from aethersearch.isolation.training import (
+    ExclusionSets,
+    IsolationResult,
+    Removal,
+    build_exclusion_sets,
+    check_exclusions_match,
+    empty_exclusion_sets,
+    final_overlap,
+    isolate,
+    load_exclusion_list,
+    load_registry,
+    parse_exclusions,
+    registry_content_sha256,
+    resolve_exclusions,
+)
+from aethersearch.jsonl import sha256_bytes, sha256_file
+from aethersearch.records import DiagnosticsRow, EvalRow
+from aethersearch.release.card import dataset_card
 from aethersearch.release.manifest import (
     SAMPLING_DESCRIPTION,
     ExclusionRecord,
@@ -42,6 +60,8 @@ from aethersearch.release.manifest import (
     verifier_source,
     write_release_files,
 )
+from aethersearch.release.verify import VerifyReport, verify_release
+from aethersearch.release_layout import layout_names
 from aethersearch.selection.sampling import (
     AuditDecision,
     PlanEntry,
@@ -53,26 +73,8 @@ from aethersearch.selection.sampling import (
 )
 from aethersearch.sources import PATH_OPTIONS, read_source
 from aethersearch.sources.base import ROW_NUMBER_CONVENTION, Candidate, SourceRows
-from aethersearch.isolation.training import (
-    ExclusionSets,
-    IsolationResult,
-    Removal,
-    build_exclusion_sets,
-    check_exclusions_match,
-    empty_exclusion_sets,
-    final_overlap,
-    isolate,
-    load_exclusion_list,
-    load_registry,
-    registry_content_sha256,
-    parse_exclusions,
-    resolve_exclusions,
-)
-from aethersearch.release.verify import VerifyReport, verify_release
-from aethersearch.errors import AetherError, ConfigError, IntegrityError
-from aethersearch.jsonl import sha256_bytes, sha256_file
-from aethersearch.records import DiagnosticsRow, EvalRow
-from aethersearch.release_layout import layout_names
+
+__all__ = ["BuildResult", "STAGES", "StageReport", "build_from_config", "build_release"]
 
 STAGES = ("read_sources", "exclusion_sets", "dedup", "select", "write", "replay", "verify")
 StageReport = Callable[[str, int, "int | None"], None]

@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from aethersearch.config_files import read_mapping, validation_message
 
+__all__ = ["BuildConfig", "LoadedConfig", "SourceConfig", "load_config", "parse_config"]
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 

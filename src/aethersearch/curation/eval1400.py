@@ -33,9 +33,12 @@ from typing import Any, Literal
 import orjson
 import yaml
 
-from aethersearch.release.verify_release_template import card_quotas
 from aethersearch.errors import ConfigError
 from aethersearch.jsonl import atomic_write_bytes
+from aethersearch.release.verify_release_template import card_quotas
+
+__all__ = ["AUDIT_SECTION", "CITATIONS", "POPQA_FILES", "POPQA_ROWS", "REFERENCE_CARD", "SOURCES", "TRAINING",
+    "VARIANTS", "popqa_deviation", "write_eval1400_config"]
 
 POPQA_FILES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "parquet200": ("search_r1_processed/graphrag_r2_popqa_test_200.parquet", "searchr1_parquet", {}),

@@ -26,6 +26,8 @@ import yaml
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_bytes, sha256_file
 
+__all__ = ["CITATION", "source_counts", "write_searchr1_test_config"]
+
 CITATION = ("Jin et al., \"Search-R1: Training LLMs to Reason and Leverage Search Engines with Reinforcement "
             "Learning\", 2025; merged test parquet of PeterJinGo/nq_hotpotqa_train "
             "(scripts/data_process/qa_search_test_merge.py)")

@@ -45,6 +45,9 @@ from aethersearch.sandbox.serving import (
     states_hop,
 )
 
+__all__ = ["ChainEvidence", "Edge", "Route", "SERVING_TOOLS", "Served", "chain_evidence", "chain_mask",
+    "edges_served", "hops_gathered", "route_found", "served_pages"]
+
 SERVING_TOOLS = ("search", "visit", "access")
 
 

@@ -29,10 +29,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from aethersearch.corpus.base import DocumentStore
+from aethersearch.diagnostics.factorised import EpisodeEvidence
 from aethersearch.environment import Environment, ToolResult
 from aethersearch.errors import ConfigError
 from aethersearch.records import Document
-from aethersearch.diagnostics.factorised import EpisodeEvidence
+
+__all__ = ["NoisyEnvironment", "distractor_count", "distractor_summary"]
 
 
 def _title_key(title: str) -> str:

@@ -40,13 +40,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from aethersearch.corpus.base import DocumentStore
+from aethersearch.diagnostics.chain_evidence import chain_evidence, edges_served, hops_gathered, route_found
 from aethersearch.errors import DataError
 from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Trace
-from aethersearch.diagnostics.chain_evidence import chain_evidence, edges_served, hops_gathered, route_found
 from aethersearch.scoring.extract import resolve_trace
 from aethersearch.scoring.metric_names import definitions
 from aethersearch.scoring.metrics import em
 from aethersearch.text import normalize_answer
+
+__all__ = ["ANSWER_REQUIREMENT", "DEFINITIONS", "EpisodeEvidence", "PAGE_PREFIX", "RATE_KEYS", "YES_NO",
+    "alias_in_text", "episode_from_sandbox", "episode_from_text", "episode_rows", "episodes_from_rows",
+    "evidence_of", "factorise", "factorised_metrics", "gathered_ids", "gen_score", "good_refusal_f1", "is_correct",
+    "knowledge_utilisation_f1", "knowledge_utilisation_f1_on_sufficient", "supporting_titles", "text_requirements"]
 
 ANSWER_REQUIREMENT = "answer"
 PAGE_PREFIX = "page:"

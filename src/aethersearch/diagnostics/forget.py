@@ -48,8 +48,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from aethersearch.errors import DataError
-from aethersearch.records import DiagnosticsRow, RolloutQuestion, Trace
 from aethersearch.diagnostics.factorised import (
     ANSWER_REQUIREMENT,
     PAGE_PREFIX,
@@ -57,6 +55,11 @@ from aethersearch.diagnostics.factorised import (
     evidence_of,
     is_correct,
 )
+from aethersearch.errors import DataError
+from aethersearch.records import DiagnosticsRow, RolloutQuestion, Trace
+
+__all__ = ["ForgetResult", "HOP_SEPARATOR", "HopQuestion", "agent_text", "decomposition_hops", "failure_hop",
+    "forget_over_failures", "forget_summary", "hop_questions", "probe_questions", "rollout_rows"]
 
 HOP_SEPARATOR = "#hop"
 _REFERENCE = re.compile(r"#(\d+)")

@@ -32,10 +32,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aethersearch.environment import ToolResult
-from aethersearch.records import ERROR_OUTCOMES, Document, ToolCall, Trace
 from aethersearch.diagnostics.chain_evidence import ChainEvidence, edges_served
 from aethersearch.diagnostics.factorised import EpisodeEvidence
+from aethersearch.environment import ToolResult
+from aethersearch.records import ERROR_OUTCOMES, Document, ToolCall, Trace
+
+__all__ = ["CleanEvidenceEnvironment", "NO_PAGE", "clean_evidence", "lead_astray_summary", "sufficient_failures"]
 
 NO_PAGE = "no such page: only the evidence served earlier in this question is available"
 

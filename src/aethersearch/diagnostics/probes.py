@@ -32,6 +32,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aethersearch.corpus.base import DocumentStore
+from aethersearch.diagnostics.chain_evidence import chain_evidence
+from aethersearch.diagnostics.distractors import NoisyEnvironment, distractor_summary
+from aethersearch.diagnostics.factorised import (
+    EpisodeEvidence,
+    episode_from_sandbox,
+    episode_from_text,
+    episode_rows,
+    factorise,
+    is_correct,
+    supporting_titles,
+)
+from aethersearch.diagnostics.forget import (
+    agent_text,
+    failure_hop,
+    forget_over_failures,
+    forget_summary,
+    probe_questions,
+    rollout_rows,
+)
+from aethersearch.diagnostics.lead_astray import (
+    CleanEvidenceEnvironment,
+    clean_evidence,
+    lead_astray_summary,
+    sufficient_failures,
+)
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import (
@@ -54,37 +79,17 @@ from aethersearch.records import (
 from aethersearch.release_layout import release_layout
 from aethersearch.rollout.samples import unit_label
 from aethersearch.scoring.extract import Extraction, resolve_trace
-from aethersearch.diagnostics.factorised import (
-    EpisodeEvidence,
-    episode_from_sandbox,
-    episode_from_text,
-    episode_rows,
-    factorise,
-    is_correct,
-    supporting_titles,
-)
 from aethersearch.scoring.join import load_release
 from aethersearch.scoring.judge import JudgeCase, JudgeConfig, judge_cases
-from aethersearch.diagnostics.chain_evidence import chain_evidence
-from aethersearch.diagnostics.distractors import NoisyEnvironment, distractor_summary
 from aethersearch.scoring.reducers import SAMPLE_MEAN_RULE, mean_over_samples
-from aethersearch.diagnostics.forget import (
-    agent_text,
-    failure_hop,
-    forget_over_failures,
-    forget_summary,
-    probe_questions,
-    rollout_rows,
-)
-from aethersearch.diagnostics.lead_astray import (
-    CleanEvidenceEnvironment,
-    clean_evidence,
-    lead_astray_summary,
-    sufficient_failures,
-)
 
 if TYPE_CHECKING:
     from aethersearch.agents.llm import LLM
+
+__all__ = ["DIAGNOSTICS_FILE", "FACTORISED_FILE", "FACTORISED_ROWS_FILE", "InnerFactory", "PROBES_FILE",
+    "ROLLOUT_FILE", "RUN_FILE", "TRACES_FILE", "degradation", "distractor_probe", "episodes_for_run",
+    "factorise_run", "forget_probe", "judged_correct", "lead_astray_probe", "load_diagnostics", "load_fingerprint",
+    "load_sample_traces", "load_traces", "parametric_from_probes", "read_probes", "scored_judge_correct"]
 
 FACTORISED_FILE = "factorised.json"
 FACTORISED_ROWS_FILE = "factorised_questions.jsonl"

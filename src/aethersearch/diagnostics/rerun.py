@@ -17,6 +17,8 @@ from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError
 from aethersearch.records import RolloutQuestion
 
+__all__ = ["agent_for", "environment_factory_for"]
+
 
 def agent_for(run_dir: Path) -> Agent:
     """The agent a run used, rebuilt from its run.json (``agent`` + ``agent_config``) through the registry."""

@@ -4,3 +4,5 @@ Everything here reads gold by design (a trainer's validation file carries its
 targets), so this package sits beside ``compare``/``report`` above ``scoring`` and
 is never imported by ``agents`` or ``rollout``.
 """
+
+__all__: list[str] = []

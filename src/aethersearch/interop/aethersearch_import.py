@@ -31,6 +31,8 @@ from aethersearch.interop.verl_import import refuse_occupied, write_imported_run
 from aethersearch.jsonl import iter_jsonl, sha256_file
 from aethersearch.records import LLMCall, Outcome, Step, ToolCall, Trace
 
+__all__ = ["AGENT", "AetherSearchImport", "import_predictions", "prediction_trace"]
+
 AGENT = "aethersearch (imported)"
 _REQUIRED = ("dataset_row_id", "domain", "model_actions", "queries", "answer", "system_valid")
 

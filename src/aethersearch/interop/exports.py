@@ -42,6 +42,10 @@ from aethersearch.release_layout import release_layout
 from aethersearch.scoring.extract import searchr1_prompt
 from aethersearch.scoring.join import load_release
 
+__all__ = ["ABILITY", "EXPORT_KIND", "ExportSidecar", "ReleaseRows", "SIDECAR_SUFFIX", "SPLIT", "aethersearch_pins",
+    "export_flashrag", "export_verl", "flashrag_rows", "question_as_searchr1_sees_it", "read_release",
+    "sidecar_path", "verl_rows"]
+
 SIDECAR_SUFFIX = ".aether.json"
 EXPORT_KIND = "aethersearch-export"
 ABILITY = "fact-reasoning"

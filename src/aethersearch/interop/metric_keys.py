@@ -16,6 +16,8 @@ from aethersearch.errors import ConfigError
 if TYPE_CHECKING:
     from aethersearch.scoring.scores_file import MetricEstimate, Scores
 
+__all__ = ["OVERALL", "SEARCHR1_KEY", "STYLES", "Style", "VERL_KEY", "check_style", "validation_metrics"]
+
 Style = Literal["searchr1", "verl", "both"]
 STYLES: tuple[str, ...] = ("searchr1", "verl", "both")
 OVERALL = "all"

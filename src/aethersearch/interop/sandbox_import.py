@@ -28,9 +28,9 @@ from aethersearch.errors import ConfigError, DataError, IntegrityError
 from aethersearch.interop.verl_import import refuse_occupied, write_imported_run
 from aethersearch.jsonl import sha256_file
 from aethersearch.records import ErrorKind, Outcome, Step, Trace, Usage
-from aethersearch.rollout.fingerprint import load_rollout_questions, release_info
 from aethersearch.release.manifest import hintfree_corpus_hash
 from aethersearch.release_layout import release_layout
+from aethersearch.rollout.fingerprint import load_rollout_questions, release_info
 from aethersearch.sandbox.action_log import NO_ANSWER, LoggedEpisode, read_episodes, read_served
 from aethersearch.sandbox.contract import MASK_POLICY, sandbox_contract
 from aethersearch.sandbox.serving import public_call

@@ -46,6 +46,9 @@ from aethersearch.rollout.samples import unit_label
 from aethersearch.scoring.extract import SEARCHR1_PROMPT
 from aethersearch.text import question_key
 
+__all__ = ["DEFAULT_EOS_TEXT", "IMPORT_FILE", "ImportResult", "import_generations", "refuse_occupied",
+    "with_actions", "write_imported_run"]
+
 IMPORT_FILE = "import.json"
 #: The end-of-sequence text of Qwen2.5, the family AetherSearch and Search-R1 train (``--eos-text``).
 DEFAULT_EOS_TEXT = "<|im_end|>"

@@ -27,6 +27,8 @@ from aethersearch.scoring.api import score_row
 from aethersearch.scoring.extract import resolve_trace
 from aethersearch.scoring.join import JoinedRow
 
+__all__ = ["AGENT", "REWARD_METRIC", "ROW_KEY", "compute_score", "golds_of", "response_trace", "score_response"]
+
 AGENT = "verl"
 REWARD_METRIC = "em"
 #: Keys every sample's dict carries (verl requires the same keys across a batch).

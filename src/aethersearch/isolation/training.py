@@ -20,11 +20,16 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aethersearch.config_files import read_mapping, validation_message
-from aethersearch.sources import read_source
-from aethersearch.sources.base import Candidate
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import sha256_bytes, sha256_file
+from aethersearch.sources import read_source
+from aethersearch.sources.base import Candidate
 from aethersearch.text import question_key, template_key_of_key
+
+__all__ = ["Exclusion", "ExclusionSets", "IsolationResult", "Removal", "STAGES", "Stage", "TrainingFile",
+    "TrainingRegistry", "build_exclusion_sets", "candidate_template", "check_exclusions_match", "check_hashes",
+    "empty_exclusion_sets", "final_overlap", "isolate", "load_exclusion_list", "load_registry", "parse_exclusions",
+    "registry_content_sha256", "resolve_exclusions", "sort_key"]
 
 Stage = Literal["SFT", "DPO", "RL"]
 STAGES: tuple[str, ...] = ("SFT", "DPO", "RL")

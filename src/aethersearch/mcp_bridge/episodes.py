@@ -33,6 +33,8 @@ from aethersearch.rollout.runner import run_episode
 from aethersearch.rollout.session import RunSettings, SearchSetup, prepare_run
 from aethersearch.rollout.store import RunStore
 
+__all__ = ["OpenEpisode", "RemoteRun"]
+
 
 class OpenEpisode(NamedTuple):
     """A started question: its channel and the task running its episode."""

@@ -40,6 +40,8 @@ from aethersearch.mcp_bridge.episodes import RemoteRun
 from aethersearch.records import Budget
 from aethersearch.rollout.session import SearchSetup
 
+__all__ = ["Bridge", "ClosedStreamNoise", "INSTRUCTIONS", "MAX_QUERY", "MAX_TOPK", "QuestionId", "serve"]
+
 #: the longest query the sandbox accepts (``sandbox.tools.MAX_QUERY_CHARS``); the same limit here
 MAX_QUERY = 512
 MAX_TOPK = 50

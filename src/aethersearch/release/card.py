@@ -22,6 +22,8 @@ from typing import Any
 from aethersearch.release import verify_release_template as standalone
 from aethersearch.release.manifest import Manifest
 
+__all__ = ["CONTRACT", "FILES", "SCHEMA", "TAGS", "dataset_card"]
+
 #: The card's ``tags`` (the Eval-1400 card's, less its project-specific ``sft-eval``).
 TAGS = ("aethersearch", "agentic-search", "retrieval-augmented-generation", "multi-hop-question-answering",
         "evaluation", "benchmark")

@@ -21,11 +21,18 @@ from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError
 
-from aethersearch.release import verify_release_template as standalone
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_bytes, encode_jsonl, sha256_bytes
 from aethersearch.records import SCHEMA_VERSION, DiagnosticsRow, EvalRow, Record, RolloutQuestion
+from aethersearch.release import verify_release_template as standalone
 from aethersearch.release_layout import LEGACY_NAMES, MANIFEST_SUFFIX, release_layout
+
+__all__ = ["CHECKSUMS", "ExclusionRecord", "FileDigest", "FileRef", "HINTFREE_MANIFEST_KIND", "HintfreeManifest",
+    "MANIFEST_KIND", "MANIFEST_MODELS", "Manifest", "PoolFilterRemoval", "SAMPLING_DESCRIPTION", "SourceRecord",
+    "TrainingFileRecord", "TrainingSummary", "attribution", "checksums_text", "encode_release_rows",
+    "exclusion_audit_bytes", "hintfree_corpus_hash", "is_hintfree_release", "load_hintfree_manifest",
+    "load_manifest", "manifest_bytes", "manifest_core_sha256", "row_digests", "row_id", "verifier_source",
+    "write_release_files"]
 
 MANIFEST_KIND = "aethersearch-benchmark-release"
 CHECKSUMS = "checksums.sha256"

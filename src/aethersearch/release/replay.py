@@ -33,12 +33,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from aethersearch.release.replay_readers import RawRow, read_original
-from aethersearch.release.verify_release_template import card_quotas, manifest_core_sha256, pretty_json
 from aethersearch.errors import AetherError, ConfigError, DataError
 from aethersearch.jsonl import atomic_write_bytes
+from aethersearch.release.replay_readers import RawRow, read_original
+from aethersearch.release.verify_release_template import card_quotas, manifest_core_sha256, pretty_json
 from aethersearch.release_layout import release_layout
 from aethersearch.text import question_key
+
+__all__ = ["InputRoots", "OUTPUT", "ReplayCheck", "ReplayReport", "check_exclusion_sets", "check_rows",
+    "check_sampling", "check_source_hashes", "check_training_hashes", "default_output", "find_roots",
+    "replay_quotas", "replay_release", "replay_report", "replay_selection", "source_dir_candidates"]
 
 OUTPUT = "independent_validation.json"
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)

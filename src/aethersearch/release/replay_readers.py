@@ -27,6 +27,10 @@ from typing import Any, NamedTuple
 
 from aethersearch.errors import DataError
 
+__all__ = ["READERS", "RawRow", "read_2wiki_json", "read_bamboogle_csv", "read_dpr_tsv", "read_flashrag",
+    "read_hotpotqa_json", "read_musique", "read_nq_open", "read_original", "read_popqa_tsv", "read_qa_list",
+    "read_question_answer_jsonl", "read_searchr1_parquet", "read_triviaqa_json"]
+
 
 class RawRow(NamedTuple):
     """One question exactly as the original file has it."""

@@ -15,12 +15,14 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from aethersearch.release import verify_release_template as standalone
-from aethersearch.release.manifest import MANIFEST_MODELS
 from aethersearch.errors import DataError
 from aethersearch.jsonl import iter_jsonl, loads, validate_row
 from aethersearch.records import DiagnosticsRow, EvalRow
+from aethersearch.release import verify_release_template as standalone
+from aethersearch.release.manifest import MANIFEST_MODELS
 from aethersearch.release_layout import ReleaseLayout, release_layout
+
+__all__ = ["CheckResult", "VerifyReport", "verify_release"]
 
 
 class CheckResult(NamedTuple):

@@ -1,1 +1,3 @@
 """Static, self-contained HTML reports."""
+
+__all__: list[str] = []

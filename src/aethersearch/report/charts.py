@@ -15,6 +15,9 @@ from typing import Any
 
 import matplotlib
 
+__all__ = ["bars_by_source", "budget_curve_chart", "correct_histogram_chart", "decoupling_chart", "delta_chart",
+    "outcome_chart", "per_hop_chart", "risk_coverage_chart", "risk_label", "training_curve", "usage_chart"]
+
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402

@@ -33,11 +33,13 @@ from aethersearch.report import charts
 from aethersearch.report.layout import display_labels, fmt, has_model_usage, release_groups, source_matrix
 from aethersearch.report.metric_names import DECOUPLING_AXES, PER_HOP_METRICS
 from aethersearch.report.paper import RAW_TITLES, Cell, run_metrics, shown_columns
-from aethersearch.report.viewer import VIEWER_URL
 from aethersearch.report.samples_view import samples_view
+from aethersearch.report.viewer import VIEWER_URL
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
 from aethersearch.scoring.api import read_fingerprint, score_run
 from aethersearch.scoring.scores_file import MetricEstimate, Scores, read_scores
+
+__all__ = ["CHART_METRICS", "DEFAULT_VIEWER_URL", "TABLE_METRICS", "TEMPLATES", "write_report"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DEFAULT_VIEWER_URL = VIEWER_URL

@@ -15,6 +15,9 @@ from typing import Any, NamedTuple
 from aethersearch.records import RunFingerprint
 from aethersearch.scoring.scores_file import Scores
 
+__all__ = ["ReleaseGroup", "display_labels", "fmt", "has_model_usage", "release_groups", "run_labels",
+    "source_matrix"]
+
 #: Fingerprint fields that never make a useful label (hashes of the release, software version).
 _UNLABELLED = frozenset({"schema_version", "release_id", "release_data_sha256", "rollout_sha256", "question_count",
                          "software_version", "endpoint", "served_model", "sent_decoding", "limits"})

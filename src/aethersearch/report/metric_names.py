@@ -18,6 +18,9 @@ from typing import NamedTuple
 
 from aethersearch.scoring.metric_names import FACTORISED, PROBES
 
+__all__ = ["ANSWER_METRICS", "DECOUPLING_AXES", "PAPER_METRICS", "PER_HOP_METRICS", "PaperMetric", "QA_METRICS",
+    "paper_metric"]
+
 
 class PaperMetric(NamedTuple):
     """A metric as a paper prints it: its label, where its value is read, and what it means."""

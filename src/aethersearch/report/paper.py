@@ -21,12 +21,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from aethersearch.diagnostics.factorised import episodes_from_rows, factorised_metrics
 from aethersearch.errors import DataError
 from aethersearch.jsonl import iter_jsonl, loads
 from aethersearch.report.metric_names import PAPER_METRICS, PER_HOP_METRICS, QA_METRICS, PaperMetric, paper_metric
 from aethersearch.scoring.aggregate import DEFAULT_SEED, estimate, percentile_interval, rng_for
-from aethersearch.diagnostics.factorised import episodes_from_rows, factorised_metrics
 from aethersearch.scoring.scores_file import Scores
+
+__all__ = ["Cell", "FACTORISED_FILE", "FACTORISED_RESAMPLES", "FACTORISED_ROWS", "PROBES_FILE", "RAW_TITLES",
+    "RunMetrics", "run_metrics", "shown_columns"]
 
 FACTORISED_FILE = "factorised.json"
 FACTORISED_ROWS = "factorised_questions.jsonl"

@@ -15,6 +15,8 @@ from typing import Any
 from aethersearch.report import charts
 from aethersearch.scoring.scores_file import Scores
 
+__all__ = ["HISTOGRAM_METRIC", "correct_histogram", "samples_view"]
+
 #: the 0/1 metric whose c of K the histogram counts (Search-R1's EM)
 HISTOGRAM_METRIC = "em"
 

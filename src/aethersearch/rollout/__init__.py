@@ -1,1 +1,3 @@
 """Rollout runner: tool budget, resumable run store, settings fingerprint. Never reads gold."""
+
+__all__: list[str] = []

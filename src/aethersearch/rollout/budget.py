@@ -32,6 +32,8 @@ from aethersearch.environment import Environment, ToolResult, tool_failure
 from aethersearch.errors import BudgetExhausted, ConfigError, EndpointError
 from aethersearch.records import Budget, Decoding
 
+__all__ = ["BudgetTracker", "BudgetedEnvironment", "BudgetedLLM", "DEFAULT_BUDGET", "PRESETS", "resolve_budget"]
+
 
 class BudgetTracker:
     """Counts one episode's tool calls, model calls and completion tokens against a Budget."""

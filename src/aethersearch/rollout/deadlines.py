@@ -23,6 +23,8 @@ from collections import deque
 from types import TracebackType
 from typing import Any
 
+__all__ = ["Deadline", "Deadlines"]
+
 
 class Deadline:
     """One question's deadline (loop time ``when``): a context manager around the question's guarded block.

@@ -26,6 +26,9 @@ from aethersearch.records import (
 )
 from aethersearch.release_layout import release_layout
 
+__all__ = ["RESUME_IGNORED", "ROLLOUT_FILE", "ReleaseInfo", "build_fingerprint", "fingerprint_diff",
+    "load_rollout_questions", "release_info", "rollout_file_info"]
+
 ROLLOUT_FILE = "rollout_questions.jsonl"
 #: Fields that may differ on resume: the same model served at another address, run with other
 #: parallelism or patience, is the same run (run.json is rewritten with the latest values).

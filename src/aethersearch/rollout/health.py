@@ -32,6 +32,8 @@ from aethersearch.records import (
 )
 from aethersearch.rollout.samples import SampleKey, unit_label
 
+__all__ = ["ErrorReport", "FIXES", "NOT_RUN", "check_rate", "enforce_error_rate", "error_report", "trace_kind"]
+
 #: Kind of a question that has no trace at all (the run stopped before it).
 NOT_RUN = "not_run"
 

@@ -48,8 +48,8 @@ from aethersearch.records import (
     Trace,
 )
 from aethersearch.rollout.health import error_report
-from aethersearch.rollout.samples import pending_units, sample_keys
 from aethersearch.rollout.runner import EnvironmentFactory, RunSummary, run_questions
+from aethersearch.rollout.samples import pending_units, sample_keys
 from aethersearch.rollout.store import TRACES, RunStore
 
 SHARDS_DIR = "shards"

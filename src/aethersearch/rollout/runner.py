@@ -49,12 +49,12 @@ from aethersearch.errors import AetherError, BudgetExhausted, DataError, Endpoin
 from aethersearch.records import (
     DETERMINISTIC_KINDS,
     ERROR_OUTCOMES,
+    SCHEMA_VERSION,
     Budget,
     Decoding,
     ErrorKind,
     Outcome,
     RolloutQuestion,
-    SCHEMA_VERSION,
     RunFingerprint,
     Trace,
     Usage,
@@ -64,6 +64,10 @@ from aethersearch.rollout.deadlines import Deadlines
 from aethersearch.rollout.health import ErrorReport, error_report
 from aethersearch.rollout.samples import pending_units, sample_decoding, sample_keys
 from aethersearch.rollout.store import RunStore, kept_summary
+
+__all__ = ["ENDPOINT_DOWN_KINDS", "EnvironmentFactory", "NoEnvironment", "Progress", "RUN_GC_THRESHOLD",
+    "RunSummary", "TOOL_DOWN_KINDS", "endpoint_error_kind", "run_episode", "run_gc_policy", "run_questions",
+    "run_questions_async"]
 
 EnvironmentFactory = Callable[[RolloutQuestion], "Environment | Awaitable[Environment]"]
 

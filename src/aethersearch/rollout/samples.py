@@ -22,6 +22,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from aethersearch.errors import ConfigError
 from aethersearch.records import Decoding, RolloutQuestion
 
+__all__ = ["SEED_MODULUS", "SampleKey", "check_samples", "derive_seed", "pending_units", "sample_decoding",
+    "sample_keys", "sample_seed", "unit_label"]
+
 #: (question id, sample index): one rollout of a run
 SampleKey = tuple[str, int]
 

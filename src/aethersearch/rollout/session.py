@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from aethersearch.agents.base import Agent
     from aethersearch.agents.llm import LLM
 
+__all__ = ["PreparedRun", "RunSettings", "SearchSetup", "VLLM_OFFLINE", "execute_run", "make_llm", "prepare_run",
+    "served_model", "start_run", "with_served_model"]
+
 #: ``--endpoint vllm-offline --model PATH``: generate with ``vllm.LLM`` in this process, no server.
 VLLM_OFFLINE = "vllm-offline"
 

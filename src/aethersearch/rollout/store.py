@@ -51,6 +51,9 @@ from aethersearch.records import (
 from aethersearch.rollout.fingerprint import fingerprint_diff
 from aethersearch.rollout.samples import SampleKey, sample_keys
 
+__all__ = ["COMMIT_INTERVAL_S", "COMMIT_MAX_ROWS", "LOCK", "PREDICTIONS", "RUN_JSON", "RunLock", "RunStore",
+    "TRACES", "TraceWriter", "encode_line", "export_predictions", "kept_summary"]
+
 RUN_JSON = "run.json"
 TRACES = "traces.jsonl"
 PREDICTIONS = "predictions.jsonl"

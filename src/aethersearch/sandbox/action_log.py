@@ -48,6 +48,10 @@ from aethersearch.errors import DataError
 from aethersearch.jsonl import GroupCommitWriter, plain_line_encoder, truncate_to
 from aethersearch.records import Record, ToolCall
 
+__all__ = ["ActionEvent", "ActionLog", "CallEvent", "CloseEvent", "EVENTS", "LOG", "LoggedEpisode", "NO_ANSWER",
+    "OpenEvent", "REMEMBERED_OFFSETS", "Recovered", "RefusedEvent", "SeenIds", "ServeEvent", "read_episodes",
+    "read_events", "read_served", "recover"]
+
 LOG = logging.getLogger("uvicorn.error.aethersearch")
 #: open-event offsets remembered for reading back recent closed episodes quickly (bounded memory)
 REMEMBERED_OFFSETS = 4_096

@@ -29,6 +29,9 @@ import orjson
 
 from aethersearch.records import ToolCall
 
+__all__ = ["ActionRecord", "CUT_KEY", "EPISODE_BYTES", "MEMORY_ARGUMENT_BYTES", "MEMORY_ERROR_BYTES", "STATUS_BYTES",
+    "TRACE_SLOT_BYTES", "VISITED_PAGE_BYTES", "episode_ceiling_bytes", "worst_action_bytes"]
+
 #: JSON bytes of one action's arguments kept in memory: a valid search (512 characters of up to 4 UTF-8 bytes
 #: each, plus ``k``) always fits; only a malformed request's arguments are longer, and those are cut here
 MEMORY_ARGUMENT_BYTES = 2_200

@@ -33,6 +33,8 @@ from aethersearch.environment import ToolResult
 from aethersearch.errors import EndpointError, ToolUnavailable
 from aethersearch.records import Document, ErrorKind, ToolCall
 
+__all__ = ["HttpSandboxEpisode", "Reply", "SandboxClient"]
+
 _JSON = {"content-type": "application/json"}
 #: failures before a byte of the request reached the server (refused, not accepted in time): any request may go again
 _NEVER_SENT: tuple[type[BaseException], ...] = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)

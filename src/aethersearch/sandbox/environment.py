@@ -17,6 +17,8 @@ from aethersearch.sandbox.client import SandboxClient
 from aethersearch.sandbox.episode import PageStore, Sandbox, open_sandbox
 from aethersearch.sandbox.tools import SearchBackend
 
+__all__ = ["EpisodeFactory", "HttpSandboxFactory", "InProcessSandboxFactory"]
+
 
 @runtime_checkable
 class EpisodeFactory(Protocol):

@@ -44,6 +44,9 @@ from aethersearch.sandbox.tools import (
     validate_query,
 )
 
+__all__ = ["DictStore", "MAX_K", "PageStore", "Sandbox", "SandboxEpisode", "load_masks", "open_sandbox",
+    "unknown_page_message", "visited_pages"]
+
 MAX_K = 50
 
 

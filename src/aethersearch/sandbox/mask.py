@@ -40,6 +40,8 @@ from typing import Any
 from aethersearch.errors import DataError
 from aethersearch.records import Document
 
+__all__ = ["ChainMask", "drop_sentences", "mention_pattern", "split_sentences"]
+
 # A sentence ends at . ! ? followed by whitespace, or at a line break; lines
 # without final punctuation (infobox rows, headings) count as sentences.
 _SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+(?=\s|$)|[.!?]+|\n|$)")

@@ -20,6 +20,8 @@ from aethersearch.jsonl import loads
 from aethersearch.sandbox.tools import MAX_PAGE_NAME, MAX_QUERY_CHARS
 from aethersearch.search.http_guard import json_integer
 
+__all__ = ["MAX_BODY_CHARS", "check_body", "clip"]
+
 # Request fields longer than this are refused (422, logged with the argument cut to this length) so the log
 # never stores a huge argument; anything shorter reaches the episode, whose own limits refuse and log it.
 MAX_BODY_CHARS = 4 * max(MAX_QUERY_CHARS, MAX_PAGE_NAME)

@@ -50,9 +50,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from array import array
 import secrets
 import tempfile
+from array import array
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -68,9 +68,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from aethersearch.errors import AetherError, ConfigError, ToolError
 from aethersearch.records import Document, Record, ToolCall
-from aethersearch.sandbox.contract import MASK_POLICY, SANDBOX_SERVICE
 from aethersearch.sandbox.action_log import NO_ANSWER, ActionLog, LoggedEpisode, recover
 from aethersearch.sandbox.action_record import episode_ceiling_bytes
+from aethersearch.sandbox.contract import MASK_POLICY, SANDBOX_SERVICE
 from aethersearch.sandbox.episode import MAX_K, Sandbox, SandboxEpisode
 from aethersearch.sandbox.request_body import MAX_BODY_CHARS, check_body
 from aethersearch.sandbox.serving import PUBLIC_CALL_EXCLUDE
@@ -80,14 +80,18 @@ from aethersearch.search.http_guard import (
     GuardMiddleware,
     HTTPProblem,
     HttpTimeouts,
-    json_integer,
     RefusalLog,
     install_problem_handlers,
     json_body,
+    json_integer,
     problem_responses,
     read_body,
     uvicorn_options,
 )
+
+__all__ = ["ActionReply", "CloseBody", "CreateEpisode", "Created", "EpisodeTable", "Health", "Live", "LoggedRefusal",
+    "MAX_ANSWER_CHARS", "MAX_EPISODE_MEMORY_MB", "MAX_OPEN_EPISODES", "RECENTLY_CLOSED", "SandboxLimits",
+    "SearchBody", "Seq", "TraceReply", "VisitBody", "bounded_limits", "create_app", "serve"]
 
 MAX_OPEN_EPISODES = 10_000
 #: the default ceiling of what open episodes may hold (``--max-episode-memory-mb``)

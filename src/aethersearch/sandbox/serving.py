@@ -43,6 +43,9 @@ from collections.abc import Iterable, Sequence
 from aethersearch.records import Document, ToolCall
 from aethersearch.sandbox.mask import ChainMask, mention_pattern, split_sentences
 
+__all__ = ["PUBLIC_CALL_EXCLUDE", "SNIPPET_SENTENCES", "SNIPPET_SENTENCE_CHARS", "cut_sentence", "hop_statements",
+    "public_call", "render_page", "route_statements", "search_hit", "sentences", "snippet", "states_hop"]
+
 SNIPPET_SENTENCES = 2
 SNIPPET_SENTENCE_CHARS = 240
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -19,6 +19,9 @@ from typing import Any, Protocol, runtime_checkable
 from aethersearch.errors import ToolError
 from aethersearch.records import Document
 
+__all__ = ["MAX_PAGE_NAME", "MAX_QUERY_CHARS", "PageResolver", "QUERY_PATTERN", "SEARCH_TOOL", "SearchBackend",
+    "TOOL_SPECS", "VISIT_TOOL", "page_name_pattern", "render_documents", "validate_page_name", "validate_query"]
+
 MAX_PAGE_NAME = 256
 MAX_QUERY_CHARS = 512
 #: what :func:`validate_query` needs besides the length, as a JSON Schema ``pattern``: a non-space character

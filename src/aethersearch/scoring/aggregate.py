@@ -42,6 +42,11 @@ import numpy as np
 from aethersearch.records import ERROR_OUTCOMES, Outcome
 from aethersearch.scoring.reducers import within_variance_share
 
+__all__ = ["BUDGET_STOP", "Clusters", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "Estimate", "LEVEL", "MACRO_LABEL",
+    "MICRO_LABEL", "OUTCOME_LABELS", "QuestionReductions", "UNRECORDED", "USAGE_FIELDS", "aggregate",
+    "bootstrap_means", "budget_summary", "error_count", "estimate", "hit_budget", "outcome_counts",
+    "percentile_interval", "rng_for", "usage_summary"]
+
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
 LEVEL = 0.95

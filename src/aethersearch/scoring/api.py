@@ -70,16 +70,8 @@ from aethersearch.scoring.scores_file import (
 )
 from aethersearch.stated_confidence import elicits_confidence
 
-__all__ = [
-    "QUESTIONS_FILE",
-    "SCORES_FILE",
-    "ScoreRefused",
-    "Scores",
-    "read_fingerprint",
-    "read_scores",
-    "score_run",
-    "searchr1_metrics",
-]
+__all__ = ["QUESTIONS_FILE", "SCORES_FILE", "ScoreRefused", "Scores", "per_question_rows", "read_fingerprint",
+    "read_scores", "score_row", "score_run", "searchr1_metrics"]
 
 RUN_FILE = "run.json"
 SEARCHR1_KEY = "val/test_score/{source}"

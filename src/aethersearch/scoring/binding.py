@@ -30,6 +30,9 @@ from aethersearch.jsonl import loads, sha256_bytes, sha256_file
 from aethersearch.records import Record, RunFingerprint
 from aethersearch.release_layout import release_layout
 
+__all__ = ["CHECKSUMS_FILE", "EVAL_FILE", "GoldBinding", "MANIFEST_FILE", "RUN_FILE", "bind_gold", "read_checksums",
+    "verify_release_files"]
+
 CHECKSUMS_FILE = "checksums.sha256"
 MANIFEST_FILE = "manifest.json"
 EVAL_FILE = "eval.jsonl"

@@ -27,6 +27,8 @@ from aethersearch.errors import DataError
 from aethersearch.records import RunFingerprint
 from aethersearch.scoring.scores_file import QuestionScore
 
+__all__ = ["Price", "PriceTable", "load_prices", "priced", "run_cost"]
+
 
 class Price(BaseModel):
     """What one model costs per million prompt (input) and completion (output) tokens."""

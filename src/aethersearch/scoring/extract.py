@@ -45,6 +45,10 @@ from aethersearch.scoring.aethersearch_compat import check_trajectory, trace_act
 from aethersearch.scoring.metrics import Golds, em
 from aethersearch.stated_confidence import split_confidence
 
+__all__ = ["ANSWER_SPAN", "COMPAT_MODES", "Extraction", "INFORMATION_BLOCK", "NON_TAG_AGENTS", "SEARCHR1_PROMPT",
+    "check_compat", "check_compat_agent", "extract_answer", "extract_searchr1", "resolve_prediction",
+    "resolve_trace", "searchr1_prompt", "settle", "with_stated_confidence"]
+
 ANSWER_SPAN = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 #: Observation blocks the harness appended to the response: retrieved text, not the model's words.
 INFORMATION_BLOCK = re.compile(r"<information>.*?</information>", re.DOTALL)

@@ -35,6 +35,9 @@ from aethersearch.scoring.extract import (
     settle,
 )
 
+__all__ = ["EVAL_FILE", "JoinResult", "JoinedRow", "MISSING", "PREDICTIONS_FILE", "RunEntry", "RunFile",
+    "TRACES_FILE", "has_actions", "join", "load_release", "load_run", "recorded_usage", "run_samples"]
+
 TRACES_FILE = "traces.jsonl"
 PREDICTIONS_FILE = "predictions.jsonl"
 EVAL_FILE = "eval.jsonl"

@@ -35,6 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import DurableAppender, dumps, read_jsonl_tolerant, sha256_bytes
 
+__all__ = ["JUDGE_PROMPT", "JudgeCase", "JudgeConfig", "PARSERS", "PLACEHOLDERS", "PROMPT_HASH", "Parser",
+    "VERDICTS", "Verdict", "build_judges", "cache_key", "disagreement_table", "fill", "judge_cases",
+    "judge_cases_async", "load_cache", "load_prompt_file", "parse_verdict"]
+
 JUDGE_PROMPT = """You are grading an answer to a question against a list of gold answers.
 
 Question: {question}

@@ -32,6 +32,9 @@ from aethersearch.records import Outcome, RunFingerprint
 from aethersearch.scoring.judge import JudgeCase, JudgeConfig, Verdict, disagreement_table, judge_cases
 from aethersearch.scoring.scores_file import QuestionScore
 
+__all__ = ["ERROR", "JUDGE_METRIC", "JudgedRun", "agreement", "apply_to_questions", "check_not_self", "cohen_kappa",
+    "is_judge_metric", "judge_rows", "judge_summaries", "metric_key", "reducible"]
+
 #: the metric key of the first judge; the others are ``judge:<name>``
 JUDGE_METRIC = "judge"
 ERROR = "error"

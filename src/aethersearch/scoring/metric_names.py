@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+__all__ = ["DOCS_PAGE", "FACTORISED", "MetricName", "PROBES", "SETS", "definitions", "label"]
+
 
 class MetricName(NamedTuple):
     """One reported key: what it is called on screen, in the paper (or ``None``), and its formula."""

@@ -1,1 +1,3 @@
 """Search: the SearchIndex protocol, its backends, the HTTP server and client."""
+
+__all__: list[str] = []

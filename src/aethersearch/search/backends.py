@@ -12,6 +12,8 @@ from typing import Any
 
 from aethersearch.registry import resolve
 
+__all__ = ["INDEX_BACKENDS", "backend_class"]
+
 INDEX_BACKENDS: dict[str, str] = {
     "bm25": "aethersearch.search.bm25:BM25Index",
     "bm25-maxscore": "aethersearch.search.bm25_maxscore:BM25MaxScoreIndex",

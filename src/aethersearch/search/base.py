@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from aethersearch.search.wire import WireRows
 
+__all__ = ["IndexIdentity", "SearchIndex", "StoreRowsIndex"]
+
 
 class SearchIndex(Protocol):
     """A retrieval index over a fixed, hashed corpus.

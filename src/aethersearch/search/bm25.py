@@ -40,6 +40,8 @@ from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 from aethersearch.search.base import StoreRowsIndex
 
+__all__ = ["BM25Config", "BM25Index", "BM25_DIR", "Tokenizer", "TokenizerSettings", "document_text"]
+
 BM25_DIR = "bm25"
 
 

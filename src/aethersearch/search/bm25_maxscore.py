@@ -47,6 +47,8 @@ from aethersearch.search.impact_build import (
 )
 from aethersearch.search.maxscore import maxscore_topk, numba_available
 
+__all__ = ["BM25MaxScoreConfig", "BM25MaxScoreIndex", "INDEX_DIR", "VOCAB"]
+
 INDEX_DIR = "bm25-maxscore"
 VOCAB = "vocab.json"
 

@@ -27,6 +27,8 @@ from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 from aethersearch.search.base import StoreRowsIndex
 
+__all__ = ["DENSE_DIR", "DenseConfig", "DenseIndex", "PACKAGED_MODELS", "model_location"]
+
 DENSE_DIR = "dense"
 
 

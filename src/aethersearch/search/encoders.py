@@ -32,6 +32,8 @@ from pydantic import Field
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
 
+__all__ = ["BGE_QUERY_INSTRUCTION", "EncoderConfig", "SEARCHR1_POOLING", "TransformerEncoder", "searchr1_conventions"]
+
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 # index_builder.py's MODEL2POOLING: the pooling a retriever name implies (first match wins; default mean).
 SEARCHR1_POOLING = {"e5": "mean", "bge": "cls", "contriever": "mean", "jina": "mean"}

@@ -22,6 +22,8 @@ from aethersearch.records import Document, ToolCall
 from aethersearch.search.base import SearchIndex
 from aethersearch.search.client import SearchClient
 
+__all__ = ["IndexEnvironment", "KNOWN_TOOLS", "RetrievalServerEnvironment", "refused_call", "served_call"]
+
 KNOWN_TOOLS = ("search", "visit")
 
 

@@ -41,6 +41,9 @@ from aethersearch.search.base import StoreRowsIndex
 from aethersearch.search.encoders import EncoderConfig, TransformerEncoder
 from aethersearch.search.wire import WireRows, write_wire_rows
 
+__all__ = ["FAISS_DIR", "FaissConfig", "FaissIndex", "INDEX_FILE", "LOG", "apply_search_knobs", "faiss_module",
+    "import_searchr1", "measure_recall", "read_faiss_file", "recall_at_k", "served_type"]
+
 FAISS_DIR = "faiss"
 INDEX_FILE = "index.faiss"
 LOG = logging.getLogger(__name__)

@@ -42,6 +42,12 @@ from aethersearch.records import Record
 from aethersearch.search import http_reason
 from aethersearch.search.http_reason import reason_for, reason_phrase
 
+__all__ = ["CONNECTION_EVENTS", "ConnectionEvents", "GuardMiddleware", "HEADER_TIMEOUT", "HEADER_TIMEOUT_ENV",
+    "HTTPProblem", "HttpTimeouts", "KEEP_ALIVE_IDLE", "LISTEN_BACKLOG", "LOG", "MALFORMED", "Problem", "REASONS",
+    "RateLimitedLines", "RefusalLog", "TimedH11Protocol", "install_problem_handlers", "json_body", "json_int",
+    "json_integer", "kernel_listen_drops", "problem_body", "problem_responses", "raise_open_files_limit",
+    "read_body", "record_from_options", "uvicorn_options"]
+
 R = TypeVar("R", bound=BaseModel)
 LOG = logging.getLogger("uvicorn.error.aethersearch")
 #: how the header deadline reaches uvicorn's protocol objects (also in worker processes)

@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+__all__ = ["MAX_REASON_BYTES", "install", "installed", "reason_for", "reason_phrase", "standard_phrase"]
+
 #: the longest reason phrase sent: long enough for every message of both servers' limits, short
 #: enough for any client's status-line limit (aiohttp reads 8,190 bytes, http.client 65,536)
 MAX_REASON_BYTES = 400

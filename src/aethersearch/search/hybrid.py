@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -31,6 +29,8 @@ from aethersearch.jsonl import atomic_write_json, loads
 from aethersearch.records import Record
 from aethersearch.search.base import IndexIdentity, SearchIndex
 from aethersearch.search.modes import DENSE_BACKENDS, SPARSE_BACKENDS
+
+__all__ = ["HYBRID_DIR", "HybridConfig", "HybridIndex", "MINMAX_DEPTH", "minmax", "minmax_fuse", "rrf_fuse"]
 
 HYBRID_DIR = "hybrid"
 MINMAX_DEPTH = 20

@@ -28,6 +28,9 @@ import numpy.typing as npt
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.search.maxscore import Blocks, OffGridError, block_maxima, snap
 
+__all__ = ["BLOCK_FILES", "BuildStats", "NpyFile", "bytes_per_posting", "idf", "impacts_of", "load_csr",
+    "tokenise_into_runs", "write_blocks", "write_csr"]
+
 INDPTR, DOCS, IMPACTS, MAX_IMPACT = "indptr.npy", "docs.npy", "impacts.npy", "max_impact.npy"
 # the pruning bounds, one file per field of maxscore.Blocks, in its order
 BLOCK_FILES = ("block_ptr.npy", "block_max.npy", "block_first.npy", "block_last.npy", "term_kth.npy",

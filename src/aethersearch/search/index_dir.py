@@ -23,8 +23,8 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -36,6 +36,9 @@ from aethersearch.jsonl import atomic_write_json, dumps, sha256_bytes, sha256_fi
 from aethersearch.records import SCHEMA_VERSION
 from aethersearch.search.backends import backend_class
 from aethersearch.search.base import SearchIndex
+
+__all__ = ["INDEX_KIND", "INDEX_MANIFEST", "OpenedIndex", "build_index", "compute_index_hash", "open_index",
+    "read_manifest"]
 
 INDEX_KIND = "aethersearch-index"
 INDEX_MANIFEST = "index.json"

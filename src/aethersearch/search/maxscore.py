@@ -52,6 +52,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["BLOCK", "Blocks", "FloatArray", "GRID", "IntArray", "LADDER", "MERGE_RATIO", "OffGridError", "SCALE",
+    "WINDOW", "block_maxima", "exhaustive_topk", "kth_impacts", "maxscore_topk", "numba_available", "off_grid",
+    "quantise", "snap"]
+
 # Scores are fixed point: each float32 impact counts as the integer round(impact * SCALE), so a
 # sum is exact whatever the order of its terms, and pruned and exhaustive scoring agree bit for bit.
 # With impacts below 2**6 and queries under 2**7 tokens, sums stay below 2**53 (exact in float64 too).

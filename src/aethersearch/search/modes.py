@@ -25,12 +25,14 @@ each run's ``run.json``; without it the 400 names the flag that would declare it
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Sequence
+from typing import Any
 
 from aethersearch.errors import ConfigError
 from aethersearch.search.base import SearchIndex
+
+__all__ = ["DENSE_BACKENDS", "RETRIEVAL_MODES", "SPARSE_BACKENDS", "health_facts", "parse_mode_aliases",
+    "resolve_mode_aliases", "retrieval_modes"]
 
 RETRIEVAL_MODES = ("hybrid", "dense", "sparse")
 DENSE_BACKENDS = frozenset({"faiss", "dense"})

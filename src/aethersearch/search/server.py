@@ -66,11 +66,11 @@ from aethersearch.search.http_guard import (
     GuardMiddleware,
     HTTPProblem,
     HttpTimeouts,
-    json_int,
-    json_integer,
     RefusalLog,
     install_problem_handlers,
     json_body,
+    json_int,
+    json_integer,
     problem_body,
     problem_responses,
     read_body,
@@ -79,6 +79,12 @@ from aethersearch.search.http_guard import (
 )
 from aethersearch.search.modes import RETRIEVAL_MODES, health_facts, resolve_mode_aliases, retrieval_modes
 from aethersearch.search.wire import DEFAULT_URL_PREFIX, WireRows, wire_hit, wire_id
+
+__all__ = ["AccessPage", "AccessRequest", "AccessResponse", "HealthResponse", "JSON", "LIMIT_OPTIONS",
+    "MicroBatcher", "RETRIEVAL_SERVICE", "ResponseBudget", "ResponseTooLarge", "RetrieveFastPath", "RetrieveRequest",
+    "RetrieveResponse", "Retriever", "SERVE_ENV", "ScoredHit", "ServerLimits", "WireDocument", "announce_when_ready",
+    "app_from_env", "check_bindable", "create_app", "declared_requests", "id_candidates", "limits_from_options",
+    "serve", "too_large"]
 
 JSON = "application/json"
 #: What ``aether serve`` calls itself in ``/health`` (so a client can tell it from the masked sandbox).

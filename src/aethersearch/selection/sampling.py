@@ -27,10 +27,10 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from aethersearch.sources.base import Candidate
+from aethersearch.errors import ConfigError, ShortageError
 from aethersearch.isolation.training import sort_key
 from aethersearch.release.verify_release_template import card_quotas
-from aethersearch.errors import ConfigError, ShortageError
+from aethersearch.sources.base import Candidate
 
 __all__ = [
     "AuditDecision", "Candidate", "PlanEntry", "PoolFilter", "SelectionAudit", "compute_quotas",

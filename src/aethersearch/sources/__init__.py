@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aethersearch.sources.base import Candidate, SourceContext, SourceRows
 from aethersearch.errors import ConfigError
 from aethersearch.registry import resolve
+from aethersearch.sources.base import Candidate, SourceContext, SourceRows
 
 FORMATS: dict[str, str] = {
     "nq_open_jsonl": "aethersearch.sources.nq_open:read",
@@ -59,4 +59,4 @@ def read_source(fmt: str, path: Path, *, dataset: str, split: str, source_file: 
     return rows
 
 
-__all__ = ["FORMATS", "Candidate", "SourceContext", "SourceRows", "option_names", "read_source"]
+__all__ = ["Candidate", "FORMATS", "PATH_OPTIONS", "SourceContext", "SourceRows", "option_names", "read_source"]

@@ -17,6 +17,8 @@ from __future__ import annotations
 import csv
 import io
 
+from aethersearch.errors import DataError
+from aethersearch.jsonl import iter_jsonl
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -26,8 +28,8 @@ from aethersearch.sources.base import (
     require_mapping,
     require_str,
 )
-from aethersearch.errors import DataError
-from aethersearch.jsonl import iter_jsonl
+
+__all__ = ["read_csv", "read_jsonl"]
 
 
 def read_csv(ctx: SourceContext) -> SourceRows:

@@ -26,6 +26,10 @@ import orjson
 from aethersearch.errors import DataError
 from aethersearch.text import question_key
 
+__all__ = ["Candidate", "ROW_NUMBER_CONVENTION", "SourceContext", "SourceRows", "load_json", "make_candidate",
+    "optional_id", "read_text_lines", "require_answers", "require_list", "require_mapping", "require_str",
+    "unique_in_order"]
+
 ROW_NUMBER_CONVENTION = (
     "1-based index of the data record in file order; header lines and blank lines are not "
     "counted; JSON list / TriviaQA Data[] element index + 1; parquet row index + 1"

@@ -30,6 +30,8 @@ from aethersearch.corpus.demo_builder import DemoFact, DemoMultiHop
 from aethersearch.corpus.demo_world import DemoWorld, generate_world
 from aethersearch.jsonl import atomic_write_bytes, atomic_write_text, encode_jsonl, sha256_file
 
+__all__ = ["BAMBOOGLE_ROWS", "PER_SOURCE_ROWS", "PLANNED", "write_demo_sources"]
+
 PER_SOURCE_ROWS = 30
 BAMBOOGLE_ROWS = 11
 PLANNED = 20

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aethersearch.jsonl import iter_jsonl
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -21,7 +22,8 @@ from aethersearch.sources.base import (
     require_mapping,
     require_str,
 )
-from aethersearch.jsonl import iter_jsonl
+
+__all__ = ["metadata_diagnostics", "read"]
 
 
 def metadata_diagnostics(metadata: Any) -> dict[str, Any]:

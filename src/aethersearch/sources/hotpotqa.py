@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aethersearch.errors import DataError
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -23,7 +24,8 @@ from aethersearch.sources.base import (
     require_str,
     unique_in_order,
 )
-from aethersearch.errors import DataError
+
+__all__ = ["context_titles", "parse_supporting_facts", "read"]
 
 
 def parse_supporting_facts(ctx: SourceContext, row: int, value: Any) -> list[tuple[str, int]]:

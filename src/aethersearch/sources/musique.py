@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aethersearch.errors import DataError
+from aethersearch.jsonl import iter_jsonl
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -25,8 +27,8 @@ from aethersearch.sources.base import (
     require_str,
     unique_in_order,
 )
-from aethersearch.errors import DataError
-from aethersearch.jsonl import iter_jsonl
+
+__all__ = ["read"]
 
 
 def _records(ctx: SourceContext) -> list[tuple[int, Any]]:

@@ -9,6 +9,8 @@ Official file: google-research-datasets/natural-questions ``nq_open/NQ-open.dev.
 
 from __future__ import annotations
 
+from aethersearch.errors import DataError
+from aethersearch.jsonl import iter_jsonl
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -17,8 +19,8 @@ from aethersearch.sources.base import (
     require_mapping,
     require_str,
 )
-from aethersearch.errors import DataError
-from aethersearch.jsonl import iter_jsonl
+
+__all__ = ["read"]
 
 
 def read(ctx: SourceContext) -> SourceRows:

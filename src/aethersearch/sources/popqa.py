@@ -16,6 +16,7 @@ import io
 
 import orjson
 
+from aethersearch.errors import DataError
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -24,7 +25,8 @@ from aethersearch.sources.base import (
     require_answers,
     require_str,
 )
-from aethersearch.errors import DataError
+
+__all__ = ["METADATA", "REQUIRED", "read"]
 
 REQUIRED = ("id", "question", "possible_answers")
 METADATA = ("subj", "prop", "obj", "s_wiki_title", "o_wiki_title", "s_pop", "o_pop", "s_uri", "o_uri")

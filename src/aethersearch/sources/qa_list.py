@@ -22,6 +22,8 @@ from aethersearch.sources.base import (
     require_str,
 )
 
+__all__ = ["read"]
+
 
 def read(ctx: SourceContext) -> SourceRows:
     """Read a JSON list of question/answer objects."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from aethersearch.errors import DataError
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -25,7 +26,8 @@ from aethersearch.sources.base import (
     require_str,
 )
 from aethersearch.sources.flashrag import metadata_diagnostics
-from aethersearch.errors import DataError
+
+__all__ = ["read"]
 
 _COLUMNS = ("id", "question", "golden_answers", "answer", "reward_model", "data_source", "metadata")
 

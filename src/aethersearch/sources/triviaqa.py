@@ -21,6 +21,7 @@ import ast
 import csv
 import io
 
+from aethersearch.errors import DataError
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -33,7 +34,8 @@ from aethersearch.sources.base import (
     require_str,
     unique_in_order,
 )
-from aethersearch.errors import DataError
+
+__all__ = ["parse_alias_list", "read_dpr_tsv", "read_official"]
 
 
 def read_official(ctx: SourceContext) -> SourceRows:

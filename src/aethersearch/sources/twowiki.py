@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aethersearch.errors import DataError
+from aethersearch.jsonl import iter_jsonl
 from aethersearch.sources.base import (
     SourceContext,
     SourceRows,
@@ -27,8 +29,8 @@ from aethersearch.sources.base import (
     unique_in_order,
 )
 from aethersearch.sources.hotpotqa import context_titles, parse_supporting_facts
-from aethersearch.errors import DataError
-from aethersearch.jsonl import iter_jsonl
+
+__all__ = ["read", "read_aliases"]
 
 
 def read_aliases(path: Path) -> dict[str, dict[str, list[str]]]:

@@ -5,3 +5,5 @@ loopback (real HTTP, seeded faults). Nothing under ``aethersearch`` outside this
 package imports it (``tests/test_architecture.py`` enforces that), so no product
 path can end up talking to a double.
 """
+
+__all__: list[str] = []

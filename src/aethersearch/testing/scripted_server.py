@@ -47,6 +47,9 @@ from typing import Any, NamedTuple
 import orjson
 from aiohttp import web
 
+__all__ = ["Faults", "Reply", "Responder", "SCRIPTED_EOS", "ScriptedRequest", "ScriptedServer", "ServerStats",
+    "apply_stop", "count_tokens", "question_of", "request_text", "search_r1_rule", "serve_in_process"]
+
 _TOKEN = re.compile(r"\S+\s*")
 #: the end-of-sequence text ``/props`` names when the server continues by token ids
 SCRIPTED_EOS = "<|im_end|>"

@@ -28,11 +28,13 @@ from aethersearch.errors import AetherError
 from aethersearch.report.layout import display_labels
 from aethersearch.report.metric_names import ANSWER_METRICS
 from aethersearch.report.viewer import VIEWER_HOST, VIEWER_PORT
-from aethersearch.report.viewer.questions import (QuestionQuery, build_rows, check_query, page_json,
-                                                  query_questions)
+from aethersearch.report.viewer.questions import QuestionQuery, build_rows, check_query, page_json, query_questions
 from aethersearch.report.viewer.runs import LoadedRun, Release, against_release, find_release, load_run, run_keys
 from aethersearch.report.viewer.trace_view import Corpus, trace_view
 from aethersearch.scoring.aggregate import OUTCOME_LABELS
+
+__all__ = ["HERE", "SORTABLE_COLUMNS", "Viewer", "create_app", "load_viewer", "open_corpus", "query_string", "serve",
+    "templates"]
 
 HERE = Path(__file__).resolve().parent
 SORTABLE_COLUMNS: tuple[tuple[str, str], ...] = (

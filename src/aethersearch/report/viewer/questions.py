@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from aethersearch.report.viewer.runs import LoadedRun, Release
 from aethersearch.scoring.metrics import em
 
+__all__ = ["PAGE_SIZE", "Page", "QuestionQuery", "QuestionRow", "RunCell", "SORTABLE", "SortColumn", "build_rows",
+    "check_query", "page_json", "query_questions"]
+
 PAGE_SIZE = 50
 #: the columns the list sorts by (a ``sort`` parameter naming another is an error page)
 SortColumn = Literal["id", "source", "question", "outcome", "em", "f1", "c_of_k", "tool_calls", "tokens", "wall_s"]

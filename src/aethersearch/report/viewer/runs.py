@@ -24,6 +24,9 @@ from aethersearch.jsonl import loads, sha256_file
 from aethersearch.records import DiagnosticsRow, RunFingerprint
 from aethersearch.scoring.scores_file import QuestionScore, Scores, read_scores
 
+__all__ = ["FACTORISED_ROWS", "LoadedRun", "Release", "RunProblem", "TRACES_FILE", "TraceSummary", "against_release",
+    "find_release", "index_traces", "load_run", "run_keys"]
+
 TRACES_FILE = "traces.jsonl"
 FACTORISED_ROWS = "factorised_questions.jsonl"
 
@@ -181,9 +184,9 @@ def _release_candidates(recorded: str, run_dir: Path) -> list[Path]:
 
 def find_release(explicit: Path | None, runs: Sequence[LoadedRun]) -> Release | None:
     """The release to show gold from: ``--release``, else the one the first scored run recorded (None if absent)."""
+    from aethersearch.diagnostics.probes import load_diagnostics
     from aethersearch.release_layout import release_layout
     from aethersearch.scoring.join import load_release
-    from aethersearch.diagnostics.probes import load_diagnostics
 
     candidates: list[Path] = [Path(explicit)] if explicit is not None else []
     if explicit is None:

@@ -18,13 +18,16 @@ from typing import Any, NamedTuple
 
 from markupsafe import Markup, escape
 
-from aethersearch.errors import AetherError
 from aethersearch.agents.prompts import SEARCH_R1_CONFIDENCE_PROMPT
+from aethersearch.errors import AetherError
 from aethersearch.records import DiagnosticsRow, Document, Outcome, Trace
 from aethersearch.report.viewer.runs import LoadedRun
 from aethersearch.sandbox.mask import ChainMask
 from aethersearch.scoring.extract import resolve_trace, searchr1_prompt
 from aethersearch.stated_confidence import elicits_confidence
+
+__all__ = ["Corpus", "PROMPTS_KNOWN", "Segment", "TAG", "chain_view", "mark_golds", "pick_trace", "segments",
+    "trace_view"]
 
 TAG = re.compile(r"<(think|search|answer|information|tool_call)>(.*?)</\1>", re.DOTALL)
 PROMPTS_KNOWN = {"search-r1": searchr1_prompt}
