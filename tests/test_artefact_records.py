@@ -28,9 +28,16 @@ from aethersearch.compare.noise import (
     RerunBinding,
     read_noise,
 )
+from aethersearch.diagnostics.factorised import (
+    EpisodeEvidence,
+    FactorisedRow,
+    episode_rows,
+    episodes_from_rows,
+    read_factorised_rows,
+)
 from aethersearch.errors import DataError
-from aethersearch.jsonl import atomic_write_json, dumps_pretty, sha256_file
-from aethersearch.records import ToolCall
+from aethersearch.jsonl import atomic_write_json, dumps_pretty, sha256_file, write_jsonl
+from aethersearch.records import Outcome, ToolCall
 from aethersearch.sandbox.action_log import (
     EVENTS,
     NO_ANSWER,
@@ -75,6 +82,13 @@ FROZEN: dict[type[BaseModel], dict[str, dict[str, str]]] = {
                                  "reruns": "array[RerunBinding]"},
                 "QuestionNoise": {"id": "string", "correct": "array[number | null]", "flip_rate": "number | null"},
                 "RerunBinding": {"dir": "string", "concurrency": "integer", "traces_sha256": "string"}},
+    FactorisedRow: {"FactorisedRow": {"id": "string", "source": "string", "hops": "integer | null",
+                                      "evidence": "array[string]", "gathered": "array[string]",
+                                      "parametric?": "array[string]", "sufficient": "boolean",
+                                      "search_score": "integer", "evidence_coverage": "number", "outcome": "Outcome",
+                                      "correct": "boolean", "sample?": "integer | null"},
+                    "Outcome": {"enum": "answered | abstained | no_answer_tag | budget | endpoint_error | tool_error "
+                                        "| truncated | request_rejected"}},
 }
 
 
@@ -99,6 +113,9 @@ def shape(model: type[BaseModel]) -> dict[str, dict[str, str]]:
     schema = model.model_json_schema()
     found: dict[str, dict[str, str]] = {}
     for name, part in [(schema["title"], schema), *sorted(schema.get("$defs", {}).items())]:
+        if "enum" in part:  # an enumeration a field takes (an outcome): its values are part of the format
+            found[name] = {"enum": " | ".join(map(str, part["enum"]))}
+            continue
         required = set(part.get("required", []))
         found[name] = {(field if field in required else f"{field}?"): _type(prop)
                        for field, prop in part["properties"].items()}
@@ -233,3 +250,25 @@ def test_noise_json_round_trips_through_its_record(tmp_path: Path) -> None:
     atomic_write_json(tmp_path / NOISE_FILE, written)
     assert (tmp_path / NOISE_FILE).read_bytes() == dumps_pretty(before)  # the bytes the dict-built file had
     assert read_noise(tmp_path) == written
+
+
+def test_factorised_rows_round_trip_and_carry_a_sample_only_when_there_is_one(tmp_path: Path) -> None:
+    episode = EpisodeEvidence(id="q1", source="webdetective", hops=2, evidence=("A", "B"), gathered=frozenset({"A"}),
+                              parametric=frozenset({"B"}), outcome=Outcome.ANSWERED, correct=True, searched_route=True)
+    single, sampled = episode_rows([episode]), episode_rows([episode], sample=1)
+    assert "sample" not in single[0].line() and sampled[0].line()["sample"] == 1
+    write_jsonl(tmp_path / "rows.jsonl", [row.line() for row in single + sampled])
+    back = read_factorised_rows(tmp_path / "rows.jsonl")
+    assert back == single + sampled and episodes_from_rows(back)[0] == episode
+    # the exact line a K = 1 run writes (keys sorted, no sample)
+    assert (tmp_path / "rows.jsonl").read_text().splitlines()[0] == (
+        '{"correct":true,"evidence":["A","B"],"evidence_coverage":1.0,"gathered":["A"],"hops":2,"id":"q1",'
+        '"outcome":"answered","parametric":["B"],"search_score":1,"source":"webdetective","sufficient":true}')
+
+
+def test_a_factorised_row_that_is_not_one_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": "q1", "source": "x"}\n')
+    with pytest.raises(DataError, match=r"rows.jsonl:1: not a factorised row") as info:
+        read_factorised_rows(path)
+    assert "aether factorise" in info.value.fix

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from aethersearch.corpus.store import build_store
-from aethersearch.diagnostics.factorised import episodes_from_rows, factorise
-from aethersearch.jsonl import atomic_write_json, read_jsonl, write_jsonl
+from aethersearch.diagnostics.factorised import episodes_from_rows, factorise, read_factorised_rows
+from aethersearch.jsonl import atomic_write_json, write_jsonl
 from aethersearch.records import Document, EvalRow
 from aethersearch.scoring.api import score_run
 from tests.scoring.factory import eval_rows, eval_sha256, fingerprint, write_checksums, write_release
@@ -108,7 +108,7 @@ def write_traced_run(path: Path, rows: list[EvalRow], correct: set[str], model: 
                                                      release_data_sha256=release_data_sha256 or eval_sha256(rows)))
     write_jsonl(path / "factorised_questions.jsonl", factorised_rows(rows, correct, chains))
     atomic_write_json(path / "factorised.json",
-                      factorise(episodes_from_rows(read_jsonl(path / "factorised_questions.jsonl"))))
+                      factorise(episodes_from_rows(read_factorised_rows(path / "factorised_questions.jsonl"))))
     led = sorted(correct)[:3]
     atomic_write_json(path / "probes.json", {"lead_astray": {"lead_astray_rate": len(led) / 12, "n_led_astray": len(led),
                                                              "n_eligible": 12, "led_astray_ids": led},

@@ -22,9 +22,13 @@ from typing import Any
 import numpy as np
 
 from aethersearch.compare.noise import NoiseFile, serving_noise_mark
-from aethersearch.diagnostics.factorised import episodes_from_rows, factorised_metrics
-from aethersearch.errors import DataError
-from aethersearch.jsonl import iter_jsonl
+from aethersearch.diagnostics.factorised import (
+    FACTORISED_ROWS_FILE,
+    FactorisedRow,
+    episodes_from_rows,
+    factorised_metrics,
+    read_factorised_rows,
+)
 from aethersearch.scoring.aggregate import percentile_interval, rng_for
 
 __all__ = ["FACTORISED_COMPARED", "compare_factorised"]
@@ -32,22 +36,17 @@ __all__ = ["FACTORISED_COMPARED", "compare_factorised"]
 #: The paper's metrics compared between checkpoints (``factorised.json`` keys).
 FACTORISED_COMPARED = ("pass_at_1", "knowledge_sufficiency", "search_score", "f1_good_refusal",
                        "f1_knowledge_utilisation", "gen_score")
-ROWS_FILE = "factorised_questions.jsonl"
 
 
-def _rows(run_dir: Path) -> dict[str, dict[str, Any]] | str:
+def _rows(run_dir: Path) -> dict[str, FactorisedRow] | str:
     """A run's factorised rows by question id, or why they cannot be compared."""
-    path = Path(run_dir) / ROWS_FILE
+    path = Path(run_dir) / FACTORISED_ROWS_FILE
     if not path.is_file():
         return f"{path} is missing: run `aether factorise` (or `aether eval`) on the run first"
-    rows: dict[str, dict[str, Any]] = {}
-    for line, row in iter_jsonl(path):
-        if not isinstance(row, dict) or "id" not in row:
-            raise DataError(path, "each row must be an object with an id", line=line, fix="rerun `aether factorise`")
-        if "sample" in row:
-            return f"{path} holds K samples per question; the paired comparison of factorised metrics takes K = 1"
-        rows[str(row["id"])] = row
-    return rows
+    rows = read_factorised_rows(path)
+    if any(row.sample is not None for row in rows):
+        return f"{path} holds K samples per question; the paired comparison of factorised metrics takes K = 1"
+    return {row.id: row for row in rows}
 
 
 def _value(metrics: dict[str, Any], key: str) -> float:

@@ -37,21 +37,26 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
+
+from pydantic import ValidationError
 
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.diagnostics.chain_evidence import chain_evidence, edges_served, hops_gathered, route_found
 from aethersearch.errors import DataError
-from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Trace
+from aethersearch.jsonl import iter_jsonl
+from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Record, Trace
 from aethersearch.scoring.extract import resolve_trace
 from aethersearch.scoring.metric_names import definitions
 from aethersearch.scoring.metrics import em
 from aethersearch.text import normalize_answer
 
-__all__ = ["ANSWER_REQUIREMENT", "DEFINITIONS", "EpisodeEvidence", "PAGE_PREFIX", "RATE_KEYS", "YES_NO",
-    "alias_in_text", "episode_from_sandbox", "episode_from_text", "episode_rows", "episodes_from_rows",
-    "evidence_of", "factorise", "factorised_metrics", "gathered_ids", "gen_score", "good_refusal_f1", "is_correct",
-    "knowledge_utilisation_f1", "knowledge_utilisation_f1_on_sufficient", "supporting_titles", "text_requirements"]
+__all__ = ["ANSWER_REQUIREMENT", "DEFINITIONS", "EpisodeEvidence", "FACTORISED_ROWS_FILE", "FactorisedRow",
+    "PAGE_PREFIX", "RATE_KEYS", "YES_NO", "alias_in_text", "episode_from_sandbox", "episode_from_text",
+    "episode_rows", "episodes_from_rows", "evidence_of", "factorise", "factorised_metrics", "gathered_ids",
+    "gen_score", "good_refusal_f1", "is_correct", "knowledge_utilisation_f1",
+    "knowledge_utilisation_f1_on_sufficient", "read_factorised_rows", "supporting_titles", "text_requirements"]
 
 ANSWER_REQUIREMENT = "answer"
 PAGE_PREFIX = "page:"
@@ -442,37 +447,68 @@ def factorise(episodes: Sequence[EpisodeEvidence]) -> dict[str, Any]:
     }
 
 
-def episode_rows(episodes: Sequence[EpisodeEvidence]) -> list[dict[str, Any]]:
-    """Per-question classification rows (for ``factorised_questions.jsonl``)."""
-    return [
-        {
-            "id": ep.id,
-            "source": ep.source,
-            "hops": ep.hops,
-            "evidence": list(ep.evidence),
-            "gathered": sorted(ep.gathered),
-            "parametric": sorted(ep.parametric),
-            "sufficient": ep.sufficient,
-            "search_score": int(ep.searched_route),
-            "evidence_coverage": ep.evidence_coverage,
-            "outcome": ep.outcome.value,
-            "correct": ep.correct,
-        }
-        for ep in episodes
-    ]
+#: the per-question rows beside ``factorised.json`` (one :class:`FactorisedRow` a line)
+FACTORISED_ROWS_FILE = "factorised_questions.jsonl"
 
 
-def episodes_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[EpisodeEvidence]:
+class FactorisedRow(Record):
+    """One line of ``factorised_questions.jsonl``: how one question (of one sample) was classified.
+
+    Written by ``aether factorise``; read back by the report's and the paired
+    comparison's bootstraps (:func:`episodes_from_rows`) and by the viewer. ``sample``
+    is on the line only when the run has K > 1 samples (one line per question and
+    sample); ``parametric`` is absent from files written before the Forget probe fed it.
+    """
+
+    id: str
+    source: str
+    hops: int | None
+    evidence: list[str]
+    gathered: list[str]
+    parametric: list[str] = []
+    sufficient: bool
+    search_score: int
+    evidence_coverage: float
+    outcome: Outcome
+    correct: bool
+    sample: int | None = None
+
+    def line(self) -> dict[str, Any]:
+        """The JSON fields written (``sample`` only when there is one)."""
+        return self.model_dump(mode="json", exclude={"sample"} if self.sample is None else None)
+
+
+def episode_rows(episodes: Sequence[EpisodeEvidence], sample: int | None = None) -> list[FactorisedRow]:
+    """Per-question classification rows (for ``factorised_questions.jsonl``); ``sample`` when K > 1."""
+    return [FactorisedRow(id=ep.id, source=ep.source, hops=ep.hops, evidence=list(ep.evidence),
+                          gathered=sorted(ep.gathered), parametric=sorted(ep.parametric), sufficient=ep.sufficient,
+                          search_score=int(ep.searched_route), evidence_coverage=ep.evidence_coverage,
+                          outcome=ep.outcome, correct=ep.correct, sample=sample)
+            for ep in episodes]
+
+
+def read_factorised_rows(path: Path) -> list[FactorisedRow]:
+    """The rows of a ``factorised_questions.jsonl``; a line that is not one is a DataError naming it."""
+    rows = []
+    for line, value in iter_jsonl(path):
+        try:
+            rows.append(FactorisedRow.model_validate(value))
+        except ValidationError as exc:
+            raise DataError(path, f"not a factorised row: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}",
+                            line=line, fix="rerun `aether factorise` on the run") from None
+    return rows
+
+
+def episodes_from_rows(rows: Sequence[FactorisedRow]) -> list[EpisodeEvidence]:
     """The inverse of :func:`episode_rows`: episodes read back from ``factorised_questions.jsonl``.
 
     Why: a report draws confidence intervals for the factorised metrics by
     resampling questions and recomputing :func:`factorised_metrics`, so the
     interval always belongs to the same definition as the published point.
     """
-    return [EpisodeEvidence(id=str(row["id"]), source=str(row["source"]), hops=row.get("hops"),
-                            evidence=tuple(row["evidence"]), gathered=frozenset(row["gathered"]),
-                            parametric=frozenset(row.get("parametric") or ()), outcome=Outcome(row["outcome"]),
-                            correct=bool(row["correct"]), searched_route=bool(row["search_score"]))
+    return [EpisodeEvidence(id=row.id, source=row.source, hops=row.hops, evidence=tuple(row.evidence),
+                            gathered=frozenset(row.gathered), parametric=frozenset(row.parametric),
+                            outcome=row.outcome, correct=row.correct, searched_route=bool(row.search_score))
             for row in rows]
 
 

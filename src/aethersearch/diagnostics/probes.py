@@ -35,7 +35,9 @@ from aethersearch.corpus.base import DocumentStore
 from aethersearch.diagnostics.chain_evidence import chain_evidence
 from aethersearch.diagnostics.distractors import NoisyEnvironment, distractor_summary
 from aethersearch.diagnostics.factorised import (
+    FACTORISED_ROWS_FILE,
     EpisodeEvidence,
+    FactorisedRow,
     episode_from_sandbox,
     episode_from_text,
     episode_rows,
@@ -92,7 +94,6 @@ __all__ = ["DIAGNOSTICS_FILE", "FACTORISED_FILE", "FACTORISED_ROWS_FILE", "Inner
     "load_sample_traces", "load_traces", "parametric_from_probes", "read_probes", "scored_judge_correct"]
 
 FACTORISED_FILE = "factorised.json"
-FACTORISED_ROWS_FILE = "factorised_questions.jsonl"
 PROBES_FILE = "probes.json"
 DIAGNOSTICS_FILE = "diagnostics.jsonl"
 TRACES_FILE = "traces.jsonl"
@@ -310,7 +311,7 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
     by_sample, gold = load_sample_traces(run_dir), _gold(release_dir)
     diagnostics = load_diagnostics(release_dir)
     per_sample: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[FactorisedRow] = []
     missing: list[str] = []
     for sample in range(fingerprint.samples):  # each sample index is one replicate of the whole evaluation
         traces = by_sample.get(sample, {})
@@ -320,7 +321,7 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
         episodes = episodes_for_run(traces, diagnostics, gold, environment=fingerprint.environment, store=store,
                                     parametric=parametric, gathering_tools=gathering_tools, correct=correct)
         per_sample.append(factorise(episodes))
-        rows.extend({**row, "sample": sample} if fingerprint.samples > 1 else row for row in episode_rows(episodes))
+        rows.extend(episode_rows(episodes, sample if fingerprint.samples > 1 else None))
         # questions the run has no trace for cannot be classified: listed, never silently dropped
         missing.extend(unit_label((qid, sample)) for qid in gold if qid not in traces)
     result = per_sample[0] if fingerprint.samples == 1 else {
@@ -337,7 +338,7 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
         {"judge": judge.model, "base_url": judge.base_url, "prompt_sha256": judge.prompt_sha256,
          "parser": judge.parser, "judge_errors": "exact match"} if judge is not None else "exact match")
     if write:
-        write_jsonl(run_dir / FACTORISED_ROWS_FILE, rows)
+        write_jsonl(run_dir / FACTORISED_ROWS_FILE, [row.line() for row in rows])
         atomic_write_json(run_dir / FACTORISED_FILE, result)
     return result
 

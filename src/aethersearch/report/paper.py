@@ -21,18 +21,22 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from aethersearch.diagnostics.factorised import episodes_from_rows, factorised_metrics
+from aethersearch.diagnostics.factorised import (
+    FACTORISED_ROWS_FILE,
+    episodes_from_rows,
+    factorised_metrics,
+    read_factorised_rows,
+)
 from aethersearch.errors import DataError
-from aethersearch.jsonl import iter_jsonl, loads
+from aethersearch.jsonl import loads
 from aethersearch.report.metric_names import PAPER_METRICS, PER_HOP_METRICS, QA_METRICS, PaperMetric, paper_metric
 from aethersearch.scoring.aggregate import DEFAULT_SEED, estimate, percentile_interval, rng_for
 from aethersearch.scoring.scores_file import Scores
 
-__all__ = ["Cell", "FACTORISED_FILE", "FACTORISED_RESAMPLES", "FACTORISED_ROWS", "PROBES_FILE", "RAW_TITLES",
+__all__ = ["Cell", "FACTORISED_FILE", "FACTORISED_RESAMPLES", "PROBES_FILE", "RAW_TITLES",
     "RunMetrics", "run_metrics", "shown_columns"]
 
 FACTORISED_FILE = "factorised.json"
-FACTORISED_ROWS = "factorised_questions.jsonl"
 PROBES_FILE = "probes.json"
 RAW_TITLES = {FACTORISED_FILE: "Factorised metrics", PROBES_FILE: "Probes (Forget / Lead-astray)"}
 """What each diagnostics file is called where the report shows it raw."""
@@ -78,10 +82,10 @@ def _number(value: Any) -> float | None:
 
 def _factorised_boots(run_dir: Path, keys: Sequence[str], resamples: int, seed: int) -> dict[str, np.ndarray]:
     """Bootstrap draws of each factorised metric, recomputed on questions resampled with replacement."""
-    path = run_dir / FACTORISED_ROWS
+    path = run_dir / FACTORISED_ROWS_FILE
     if not path.is_file():
         return {}
-    episodes = episodes_from_rows([row for _, row in iter_jsonl(path)])
+    episodes = episodes_from_rows(read_factorised_rows(path))
     if not episodes:
         return {}
     rng = rng_for(seed, "factorised")

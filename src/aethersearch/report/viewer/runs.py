@@ -19,16 +19,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from aethersearch.diagnostics.factorised import FACTORISED_ROWS_FILE, FactorisedRow, read_factorised_rows
 from aethersearch.errors import AetherError, DataError, IntegrityError
 from aethersearch.jsonl import loads, sha256_file
 from aethersearch.records import DiagnosticsRow, RunFingerprint
 from aethersearch.scoring.scores_file import QuestionScore, Scores, read_scores
 
-__all__ = ["FACTORISED_ROWS", "LoadedRun", "Release", "RunProblem", "TRACES_FILE", "TraceSummary", "against_release",
+__all__ = ["LoadedRun", "Release", "RunProblem", "TRACES_FILE", "TraceSummary", "against_release",
     "find_release", "index_traces", "load_run", "run_keys"]
 
 TRACES_FILE = "traces.jsonl"
-FACTORISED_ROWS = "factorised_questions.jsonl"
 
 
 class RunProblem(NamedTuple):
@@ -59,7 +59,7 @@ class LoadedRun(NamedTuple):
     scores: Scores | None = None
     questions: dict[str, QuestionScore] = {}
     traces: dict[str, TraceSummary] = {}
-    factorised: dict[str, dict[str, Any]] = {}
+    factorised: dict[str, FactorisedRow] = {}
 
     def read_traces(self, qid: str) -> list[dict[str, Any]]:
         """Every recorded trace line of ``qid`` (attempts and samples), read from disk by offset."""
@@ -123,13 +123,9 @@ def index_traces(path: Path) -> dict[str, TraceSummary]:
     return found
 
 
-def _factorised_rows(run_dir: Path) -> dict[str, dict[str, Any]]:
-    from aethersearch.jsonl import iter_jsonl
-
-    path = run_dir / FACTORISED_ROWS
-    if not path.is_file():
-        return {}
-    return {row["id"]: row for _, row in iter_jsonl(path) if isinstance(row, dict) and "id" in row}
+def _factorised_rows(run_dir: Path) -> dict[str, FactorisedRow]:
+    path = run_dir / FACTORISED_ROWS_FILE
+    return {row.id: row for row in read_factorised_rows(path)} if path.is_file() else {}
 
 
 def load_run(key: str, run_dir: Path, label: str) -> LoadedRun:

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from markupsafe import Markup, escape
 
 from aethersearch.agents.prompts import SEARCH_R1_CONFIDENCE_PROMPT
+from aethersearch.diagnostics.factorised import FactorisedRow
 from aethersearch.errors import AetherError
 from aethersearch.records import DiagnosticsRow, Document, Outcome, Trace
 from aethersearch.report.viewer.runs import LoadedRun
@@ -144,7 +145,7 @@ def _extraction(trace: Mapping[str, Any], compat: str | None, golds: Sequence[st
     return {"prediction": found.prediction, "outcome": found.outcome.value, "rule": rule}
 
 
-def chain_view(diagnostics: DiagnosticsRow | None, trace: Mapping[str, Any], factorised: Mapping[str, Any] | None
+def chain_view(diagnostics: DiagnosticsRow | None, trace: Mapping[str, Any], factorised: FactorisedRow | None
                ) -> dict[str, Any] | None:
     """The question's chain v0 -> ... -> vn with each page visited, unlocked or still masked, and the outcome.
 
@@ -160,8 +161,8 @@ def chain_view(diagnostics: DiagnosticsRow | None, trace: Mapping[str, Any], fac
                 visited.update(call.get("returned_ids") or [])
     mask_json = diagnostics.extra.get("mask")
     mask = ChainMask.from_json(mask_json) if isinstance(mask_json, dict) else None
-    gathered = set((factorised or {}).get("gathered") or [])
-    evidence = set((factorised or {}).get("evidence") or diagnostics.evidence)
+    gathered = set(factorised.gathered if factorised is not None else ())
+    evidence = set(factorised.evidence if factorised is not None and factorised.evidence else diagnostics.evidence)
     nodes = []
     for position, page in enumerate(diagnostics.path):
         locked = mask.is_locked(page, visited) if mask is not None else False
@@ -170,12 +171,11 @@ def chain_view(diagnostics: DiagnosticsRow | None, trace: Mapping[str, Any], fac
                       "role": "subject" if position == 0 else "answer" if position == len(diagnostics.path) - 1
                       else f"hop {position}"})
     outcome = None
-    if factorised:
-        refused = factorised.get("outcome") == Outcome.ABSTAINED.value
-        sufficient = bool(factorised.get("sufficient"))
-        outcome = {"sufficient": sufficient, "refused": refused,
-                   "utilised": bool(factorised.get("correct")) if sufficient else None,
-                   "search_credit": factorised.get("search_credit"), "hops": factorised.get("hops")}
+    if factorised is not None:
+        sufficient = factorised.sufficient
+        outcome = {"sufficient": sufficient, "refused": factorised.outcome == Outcome.ABSTAINED,
+                   "utilised": factorised.correct if sufficient else None,
+                   "search_credit": factorised.search_score, "hops": factorised.hops}
     return {"nodes": nodes, "outcome": outcome}
 
 
