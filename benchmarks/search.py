@@ -79,8 +79,8 @@ def _build(corpus: str, fmt: str, out: str, queue: multiprocessing.Queue) -> Non
     store = import_corpus(fmt, corpus, Path(out) / "store").store
     imported = time.perf_counter() - started
     manifest = build_index(store, "bm25", Path(out) / "bm25").manifest
-    queue.put({"import_s": imported, "index_s": manifest["build_stats"]["seconds"],
-               "documents": manifest["corpus_size"], "vocabulary": manifest["build_stats"]["vocabulary"],
+    queue.put({"import_s": imported, "index_s": manifest.build_stats["seconds"],
+               "documents": manifest.corpus_size, "vocabulary": manifest.build_stats["vocabulary"],
                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
 

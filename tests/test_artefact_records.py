@@ -2,7 +2,9 @@
 
 Why: each of these files is written in one place and read in another (a sandbox's
 action log by ``aether import sandbox`` and the restart, ``noise.json`` by
-``compare`` and the report), and was a dict built by hand on each side. A field
+``compare`` and the report, ``factorised_questions.jsonl`` by the report, the paired
+comparison and the viewer, an index's ``index.json`` by every backend), and was a
+dict built by hand on each side. A field
 renamed, retyped or dropped changes a format users hold on disk. The tables below
 are each record's JSON schema (field names, their types, ``?`` where a reader
 accepts the key absent), nested records included: a change to any of them is a
@@ -52,6 +54,7 @@ from aethersearch.sandbox.action_log import (
     read_served,
 )
 from aethersearch.scoring.scores_file import MetricEstimate
+from aethersearch.search.base import IndexManifest
 
 TOOL_CALL = {"tool": "string", "arguments?": "object", "returned_ids?": "array[string]",
              "suppressed_ids?": "array[string]", "error?": "string | null", "elapsed_s?": "number",
@@ -89,6 +92,10 @@ FROZEN: dict[type[BaseModel], dict[str, dict[str, str]]] = {
                                       "correct": "boolean", "sample?": "integer | null"},
                     "Outcome": {"enum": "answered | abstained | no_answer_tag | budget | endpoint_error | tool_error "
                                         "| truncated | request_rejected"}},
+    IndexManifest: {"IndexManifest": {"kind": "'aethersearch-index'", "schema_version": "integer", "backend": "string",
+                                      "config": "object", "corpus_hash": "string", "corpus_size": "integer",
+                                      "store": "string", "build_stats": "object", "artefacts": "object[string]",
+                                      "index_hash": "string"}},
 }
 
 

@@ -103,9 +103,9 @@ def test_stemming_and_stopwords_are_configurable(tmp_path: Path) -> None:
 
 def test_manifest_hashes_and_reload(tmp_path: Path, plain_index) -> None:  # type: ignore[no-untyped-def]
     manifest = plain_index.manifest
-    assert manifest["corpus_hash"] == plain_index.store.content_hash
-    assert manifest["index_hash"].startswith("sha256:")
-    assert manifest["config"]["k1"] == 1.5 and manifest["build_stats"]["documents"] == len(CORPUS)
+    assert manifest.corpus_hash == plain_index.store.content_hash
+    assert manifest.index_hash.startswith("sha256:")
+    assert manifest.config["k1"] == 1.5 and manifest.build_stats["documents"] == len(CORPUS)
     store = build_store([Document(id=i, title=t, text=x) for i, t, x in CORPUS], tmp_path / "s2")
     again = build_index(store, "bm25", tmp_path / "again", config={"stemmer": None, "stopwords": None,
                                                                     "dtype": "float64"})

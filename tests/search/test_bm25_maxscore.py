@@ -333,7 +333,7 @@ def test_streaming_chunks_give_the_same_index_as_one_chunk(tmp_path: Path) -> No
     texts = [" ".join(rng.choice(WORDS, size=rng.integers(1, 30))) for _ in range(300)]
     one = _build(tmp_path / "one", texts, chunk_tokens=10**9, range_postings=10**9).index
     many = _build(tmp_path / "many", texts, chunk_tokens=37, range_postings=11)
-    assert many.manifest["build_stats"]["chunks"] > 50
+    assert many.manifest.build_stats["chunks"] > 50
     for name in ("indptr", "docs", "impacts", "max_impact"):
         assert np.array_equal(getattr(one, name), getattr(many.index, name)), name
     for field, a, b in zip(maxscore.Blocks._fields, one.blocks, many.index.blocks, strict=True):
@@ -369,9 +369,9 @@ def test_reopened_index_has_the_same_hash_and_results(tmp_path: Path) -> None:
     texts = ["red fox jumps", "lazy dog sleeps", "red dog runs"]
     built = _build(tmp_path, texts)
     again = open_index(tmp_path / "idx", verify=True)
-    assert again.manifest["index_hash"] == built.manifest["index_hash"]
+    assert again.manifest.index_hash == built.manifest.index_hash
     assert again.index.search(["red dog"], 3) == built.index.search(["red dog"], 3)
-    assert built.manifest["build_stats"]["postings"] == 9
+    assert built.manifest.build_stats["postings"] == 9
 
 
 def test_without_numba_the_fallback_gives_the_same_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -399,7 +399,7 @@ def test_cli_builds_it_and_the_server_serves_it(tmp_path: Path) -> None:
                                 "bm25-maxscore", "--out", str(tmp_path / "idx"), "--set", "k1=1.2"])
     assert built.exit_code == 0, built.output
     opened = open_index(tmp_path / "idx")
-    assert opened.manifest["backend"] == "bm25-maxscore" and opened.manifest["config"]["k1"] == 1.2
+    assert opened.manifest.backend == "bm25-maxscore" and opened.manifest.config["k1"] == 1.2
     title = opened.store.doc_at(7).title
     server = _open_app(str(tmp_path / "idx"), None, None)
 

@@ -24,7 +24,7 @@ def test_demo_import_build_search(tmp_path: Path) -> None:
     assert built.exit_code == 0, built.output
     assert "index hash sha256:" in built.output
     opened = open_index(tmp_path / "idx")
-    assert opened.manifest["config"]["k1"] == 1.2
+    assert opened.manifest.config["k1"] == 1.2
     title = opened.store.doc_at(5).title
     found = runner.invoke(app, ["search", str(tmp_path / "idx"), title, "-k", "2"])
     assert found.exit_code == 0 and opened.store.doc_at(5).id in found.output

@@ -82,7 +82,7 @@ def test_searchr1_index_served_with_their_ids_and_scores(searchr1_built: Path, s
     from aethersearch.search.index_dir import open_index
 
     opened = open_index(out)
-    assert opened.manifest["build_stats"]["index_type"] == "IndexFlatIP"
+    assert opened.manifest.build_stats["index_type"] == "IndexFlatIP"
     reply = _post(create_app(opened.index, opened.store),
                   {"queries": expected["queries"], "topk": expected["topk"], "return_scores": True})
     assert reply.status_code == 200
@@ -118,12 +118,12 @@ def test_cli_builds_each_index_kind_and_records_recall(tmp_path: Path, searchr1_
     from aethersearch.search.index_dir import open_index
 
     opened = open_index(tmp_path / "idx")
-    stats = opened.manifest["build_stats"]
-    assert stats["wire_rows"]["rows"] == 64 and "wire_rows.jsonl" in str(opened.manifest["artefacts"])
+    stats = opened.manifest.build_stats
+    assert stats["wire_rows"]["rows"] == 64 and "wire_rows.jsonl" in str(opened.manifest.artefacts)
     assert _get(create_app(opened.index, opened.store), "/health").json()["wire_rows"] == "used"
     assert stats["index_type"] == index_type and stats["dimension"] == 384 and stats["documents"] == 64
     assert min_recall <= stats["recall_at_10_vs_flat"] <= 1.0
-    assert opened.manifest["config"]["factory"] == kind  # the kind is part of index_hash
+    assert opened.manifest.config["factory"] == kind  # the kind is part of index_hash
     hits = opened.index.search(["Which city is the capital of Morulistan?", ""], 3)
     assert hits[1] == [] and len(hits[0]) == 3 and all(h[0] in opened.store for h in hits[0])
 
@@ -159,7 +159,7 @@ def test_modes_answer_from_their_side_and_fuse_as_aethersearch(hybrid_app: Any) 
     from aethersearch.search.hybrid import minmax_fuse
 
     app, dense, bm25, hybrid = hybrid_app
-    assert hybrid.manifest["config"]["depth"] == 20 and hybrid.manifest["config"]["alpha"] == 0.5
+    assert hybrid.manifest.config["depth"] == 20 and hybrid.manifest.config["alpha"] == 0.5
     query = "Which city is the capital of Morulistan?"
     ids = {mode: [h["document"]["id"] for h in _post(app, {"queries": [query], "topk": 3, "return_scores": True,
                                                           "mode": mode}).json()["result"][0]]

@@ -41,7 +41,7 @@ def test_hybrid_index_fuses_components_and_tracks_them(tmp_path: Path) -> None:
     got = hybrid.index.search(queries, 3)
     for q, hits in zip(queries, got, strict=True):
         assert hits == rrf_fuse([stem.index.search([q], 100)[0], raw.index.search([q], 100)[0]], 3, 60)
-    assert hybrid.manifest["index_hash"] != stem.manifest["index_hash"]
+    assert hybrid.manifest.index_hash != stem.manifest.index_hash
     assert open_index(tmp_path / "hybrid").index.search(queries, 3) == got
     build_index(store, "bm25", tmp_path / "stem", config={"k1": 0.9}, overwrite=True)
     with pytest.raises(IntegrityError, match="rebuild the hybrid"):
@@ -80,7 +80,7 @@ def test_dense_index_ranks_by_meaning_with_exact_cosines(dense_built) -> None:  
     reference = sorted(((float(np.dot(docs[i], query)), f"d{i}") for i in range(len(DOCS))), reverse=True)[:2]
     assert [d for d, _ in hits[0]] == [d for _, d in reference]
     assert [s for _, s in hits[0]] == pytest.approx([s for s, _ in reference], abs=1e-5)
-    assert dense.manifest["config"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"  # portable name
+    assert dense.manifest.config["model"] == "sentence-transformers/all-MiniLM-L6-v2"  # portable name
     reloaded = open_index(root / "dense").index.search(["jogging competition"], 2)[0]
     # Same hits after a reload; scores to float rounding (alone vs padded in a batch of two: different matmul shapes).
     assert [d for d, _ in reloaded] == [d for d, _ in hits[0]]

@@ -122,11 +122,11 @@ def register(app: typer.Typer) -> None:
             opened = build_index(corpus, backend, out, config=config, corpus_format=fmt,
                                  links=links, overwrite=force, on_document=report)
             if current:
-                current["update"](opened.manifest["corpus_size"], opened.manifest["corpus_size"])
-        stats = opened.manifest["build_stats"]
-        console.print(f"[green]built[/] {backend} index of {opened.manifest['corpus_size']:,} documents in "
+                current["update"](opened.manifest.corpus_size, opened.manifest.corpus_size)
+        stats = opened.manifest.build_stats
+        console.print(f"[green]built[/] {backend} index of {opened.manifest.corpus_size:,} documents in "
                       f"{stats['seconds']:.1f}s (peak RSS {stats['peak_rss_mb']:.0f} MB) -> {escape(str(out))}")
-        console.print(f"index hash {opened.manifest['index_hash']}", soft_wrap=True)
+        console.print(f"index hash {opened.manifest.index_hash}", soft_wrap=True)
 
     @index_app.command("import")
     def index_import(
@@ -151,10 +151,10 @@ def register(app: typer.Typer) -> None:
         with console.status("importing the corpus and checking the index..."):
             opened = import_searchr1(faiss_file, corpus, encoder, out, retriever_name=retriever_name, overwrite=force,
                                      wire_rows_url_prefix=DEFAULT_URL_PREFIX if wire_rows else None)
-        stats = opened.manifest["build_stats"]
+        stats = opened.manifest.build_stats
         console.print(f"[green]imported[/] {stats['index_type']} of {stats['documents']:,} vectors x "
                       f"{stats['dimension']} -> {escape(str(out))}", soft_wrap=True)
-        console.print(f"index hash {opened.manifest['index_hash']}", soft_wrap=True)
+        console.print(f"index hash {opened.manifest.index_hash}", soft_wrap=True)
 
     @app.command("search")
     def search(

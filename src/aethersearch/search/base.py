@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from aethersearch.records import Record
 
 if TYPE_CHECKING:
     from aethersearch.search.wire import WireRows
 
-__all__ = ["IndexIdentity", "SearchIndex", "StoreRowsIndex"]
+__all__ = ["IndexIdentity", "IndexManifest", "SearchIndex", "StoreRowsIndex"]
 
 
 class SearchIndex(Protocol):
@@ -104,3 +106,27 @@ class StoreRowsIndex(IndexIdentity):
         """Top-``k`` ``(doc_id, score)`` per query: :meth:`search_rows` with each row named by its id."""
         id_at = self._store.id_at
         return [[(id_at(row), score) for row, score in found] for found in self.search_rows(queries, k)]
+
+
+class IndexManifest(Record):
+    """``index.json`` of an index directory: what the index was built from, with which settings, and its hash.
+
+    Written once by ``build_index`` and read by every backend's ``load``, the
+    ``/health`` route and the CLI. ``config`` is the backend's own settings (its
+    ``config_model`` validates them on load); ``build_stats`` what the build measured
+    (timings and memory vary run to run and are not hashed); ``artefacts`` the sha256
+    of each file the backend wrote, by relative path; ``store`` the document store's
+    path (absolute, or ``store`` inside the directory).
+    """
+
+    kind: Literal["aethersearch-index"]
+    schema_version: int
+    backend: str
+    config: dict[str, Any]
+    corpus_hash: str
+    corpus_size: int
+    store: str
+    build_stats: dict[str, Any]
+    artefacts: dict[str, str]
+    index_hash: str
+

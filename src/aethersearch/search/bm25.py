@@ -38,7 +38,7 @@ from pydantic import Field
 from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
-from aethersearch.search.base import StoreRowsIndex
+from aethersearch.search.base import IndexManifest, StoreRowsIndex
 
 __all__ = ["BM25Config", "BM25Index", "BM25_DIR", "Tokenizer", "TokenizerSettings", "document_text"]
 
@@ -209,16 +209,16 @@ class BM25Index(StoreRowsIndex):
                 "numba": use_numba}
 
     @classmethod
-    def load(cls, index_dir: Path, manifest: dict[str, Any], store: JsonlStore) -> BM25Index:
+    def load(cls, index_dir: Path, manifest: IndexManifest, store: JsonlStore) -> BM25Index:
         """Open a saved index memory-mapped (``bm25s.BM25.load(..., mmap=True)``)."""
         import bm25s
 
-        config = BM25Config.model_validate(manifest["config"])
-        use_numba = bool(manifest.get("build_stats", {}).get("numba")) and (
+        config = BM25Config.model_validate(manifest.config)
+        use_numba = bool(manifest.build_stats.get("numba")) and (
             _numba_available() if config.numba is None else config.numba)
         retriever = bm25s.BM25.load(str(index_dir / BM25_DIR), mmap=True, show_progress=False,
                                     backend="numba" if use_numba else "numpy")
-        return cls(retriever, store, config, manifest["corpus_hash"], manifest["index_hash"])
+        return cls(retriever, store, config, manifest.corpus_hash, manifest.index_hash)
 
     # ------------------------------------------------------------------ search
     def warm_up(self) -> None:

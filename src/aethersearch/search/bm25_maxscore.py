@@ -37,7 +37,7 @@ from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_bytes
 from aethersearch.records import Record
-from aethersearch.search.base import StoreRowsIndex
+from aethersearch.search.base import IndexManifest, StoreRowsIndex
 from aethersearch.search.bm25 import Tokenizer, document_text
 from aethersearch.search.impact_build import (
     bytes_per_posting,
@@ -125,10 +125,10 @@ class BM25MaxScoreIndex(StoreRowsIndex):
                 "numba": numba_available()}
 
     @classmethod
-    def load(cls, index_dir: Path, manifest: dict[str, Any], store: JsonlStore) -> BM25MaxScoreIndex:
+    def load(cls, index_dir: Path, manifest: IndexManifest, store: JsonlStore) -> BM25MaxScoreIndex:
         """Open a saved index; the posting arrays are memory-mapped."""
-        config = BM25MaxScoreConfig.model_validate(manifest["config"])
-        return cls(index_dir / INDEX_DIR, store, config, manifest["corpus_hash"], manifest["index_hash"])
+        config = BM25MaxScoreConfig.model_validate(manifest.config)
+        return cls(index_dir / INDEX_DIR, store, config, manifest.corpus_hash, manifest.index_hash)
 
     # ------------------------------------------------------------------ search
     def warm_up(self) -> None:

@@ -25,7 +25,7 @@ from pydantic import Field
 from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError
 from aethersearch.records import Record
-from aethersearch.search.base import StoreRowsIndex
+from aethersearch.search.base import IndexManifest, StoreRowsIndex
 
 __all__ = ["DENSE_DIR", "DenseConfig", "DenseIndex", "PACKAGED_MODELS", "model_location"]
 
@@ -128,11 +128,11 @@ class DenseIndex(StoreRowsIndex):
         return {"documents": len(store), "dimension": dim}
 
     @classmethod
-    def load(cls, index_dir: Path, manifest: dict[str, Any], store: JsonlStore) -> DenseIndex:
+    def load(cls, index_dir: Path, manifest: IndexManifest, store: JsonlStore) -> DenseIndex:
         """Map the embeddings and load the encoder."""
-        config = DenseConfig.model_validate(manifest["config"])
+        config = DenseConfig.model_validate(manifest.config)
         embeddings = np.load(index_dir / DENSE_DIR / "embeddings.npy", mmap_mode="r")
-        return cls(_encoder(config), embeddings, store, config, manifest["corpus_hash"], manifest["index_hash"])
+        return cls(_encoder(config), embeddings, store, config, manifest.corpus_hash, manifest.index_hash)
 
     def search_rows(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
         """Top-``k`` ``(store row, cosine)`` per query; empty queries return no hits."""

@@ -37,7 +37,7 @@ from aethersearch.corpus.importers import row_contents
 from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.records import Record
-from aethersearch.search.base import StoreRowsIndex
+from aethersearch.search.base import IndexManifest, StoreRowsIndex
 from aethersearch.search.encoders import EncoderConfig, TransformerEncoder
 from aethersearch.search.wire import WireRows, write_wire_rows
 
@@ -256,18 +256,18 @@ class FaissIndex(StoreRowsIndex):
                 "imported_from": str(source), "index_bytes": source.stat().st_size}
 
     @classmethod
-    def load(cls, index_dir: Path, manifest: dict[str, Any], store: JsonlStore) -> FaissIndex:
+    def load(cls, index_dir: Path, manifest: IndexManifest, store: JsonlStore) -> FaissIndex:
         """Read (memory-mapped where possible) the index file, move it to GPU when possible, load the encoder."""
         faiss = faiss_module()
-        config = FaissConfig.model_validate(manifest["config"])
+        config = FaissConfig.model_validate(manifest.config)
         cpu_index = read_faiss_file(faiss, index_dir / FAISS_DIR / INDEX_FILE)
         apply_search_knobs(faiss, cpu_index, config)
         cpu_type = served_type(faiss, cpu_index)
         index, on_gpu = _to_device(faiss, cpu_index, config.gpu)
         wire_rows = (WireRows(index_dir / FAISS_DIR, config.wire_rows_url_prefix, len(store))
                      if config.wire_rows_url_prefix is not None else None)
-        return cls(index, TransformerEncoder(config.encoder), store, config, manifest["corpus_hash"],
-                   manifest["index_hash"], gpu_enabled=on_gpu, cpu_type=cpu_type, wire_rows=wire_rows)
+        return cls(index, TransformerEncoder(config.encoder), store, config, manifest.corpus_hash,
+                   manifest.index_hash, gpu_enabled=on_gpu, cpu_type=cpu_type, wire_rows=wire_rows)
 
     def _row_hits(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         x = np.ascontiguousarray(vectors, dtype=np.float32)

@@ -27,7 +27,7 @@ from aethersearch.corpus.store import JsonlStore
 from aethersearch.errors import ConfigError, IntegrityError
 from aethersearch.jsonl import atomic_write_json, loads
 from aethersearch.records import Record
-from aethersearch.search.base import IndexIdentity, SearchIndex
+from aethersearch.search.base import IndexIdentity, IndexManifest, SearchIndex
 from aethersearch.search.modes import DENSE_BACKENDS, SPARSE_BACKENDS
 
 __all__ = ["HYBRID_DIR", "HybridConfig", "HybridIndex", "MINMAX_DEPTH", "minmax", "minmax_fuse", "rrf_fuse"]
@@ -128,26 +128,26 @@ class HybridIndex(IndexIdentity):
         """Check the components share ``store`` and record their hashes (nothing is re-indexed)."""
         opened = cls._open(config, store)
         atomic_write_json(out_dir / HYBRID_DIR / "components.json",
-                          [{"path": p, "backend": o.manifest["backend"], "index_hash": o.manifest["index_hash"]}
+                          [{"path": p, "backend": o.manifest.backend, "index_hash": o.manifest.index_hash}
                            for p, o in zip(config.indexes, opened, strict=True)])
         if on_document is not None:
             on_document(len(store))
         return {"documents": len(store), "components": len(opened)}
 
     @classmethod
-    def load(cls, index_dir: Path, manifest: dict[str, Any], store: JsonlStore) -> HybridIndex:
+    def load(cls, index_dir: Path, manifest: IndexManifest, store: JsonlStore) -> HybridIndex:
         """Open every component against the shared store; refuse if one was rebuilt since."""
-        config = HybridConfig.model_validate(manifest["config"])
+        config = HybridConfig.model_validate(manifest.config)
         opened = cls._open(config, store)
         recorded = loads((index_dir / HYBRID_DIR / "components.json").read_bytes())
         if len(recorded) != len(opened):
             raise IntegrityError(f"{index_dir}: the hybrid records {len(recorded)} components but its config names {len(opened)}",
                                  fix="rebuild the hybrid index")
         for entry, component in zip(recorded, opened, strict=True):
-            if entry["index_hash"] != component.manifest["index_hash"]:
+            if entry["index_hash"] != component.manifest.index_hash:
                 raise IntegrityError(f"{index_dir}: component {entry['path']} changed since the hybrid was built",
                                      fix="rebuild the hybrid index")
-        return cls([o.index for o in opened], config, manifest["corpus_hash"], manifest["index_hash"])
+        return cls([o.index for o in opened], config, manifest.corpus_hash, manifest.index_hash)
 
     def warm_up(self) -> None:
         """Warm every component that can be warmed (numba compile before serving)."""

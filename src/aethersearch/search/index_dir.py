@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
+from pydantic import ValidationError
 
 from aethersearch.corpus.store import MANIFEST as STORE_MANIFEST
 from aethersearch.corpus.store import JsonlStore, open_store
@@ -35,12 +36,12 @@ from aethersearch.errors import ConfigError, DataError, IntegrityError
 from aethersearch.jsonl import atomic_write_json, dumps, sha256_bytes, sha256_file
 from aethersearch.records import SCHEMA_VERSION
 from aethersearch.search.backends import backend_class
-from aethersearch.search.base import SearchIndex
+from aethersearch.search.base import IndexManifest, SearchIndex
 
 __all__ = ["INDEX_KIND", "INDEX_MANIFEST", "OpenedIndex", "build_index", "compute_index_hash", "open_index",
     "read_manifest"]
 
-INDEX_KIND = "aethersearch-index"
+INDEX_KIND: Literal["aethersearch-index"] = "aethersearch-index"
 INDEX_MANIFEST = "index.json"
 
 
@@ -54,7 +55,7 @@ class OpenedIndex:
 
     index: SearchIndex
     store: JsonlStore
-    manifest: dict[str, Any]
+    manifest: IndexManifest
 
 
 def _peak_rss_mb() -> float:
@@ -109,14 +110,11 @@ def build_index(corpus: str | Path | JsonlStore, backend: str, out_dir: str | Pa
         stats = cls.build(store, settings, tmp, report_index)
         artefacts = _artefacts(tmp, backend)
         config_json = settings.model_dump(mode="json")
-        manifest = {
-            "kind": INDEX_KIND, "schema_version": SCHEMA_VERSION, "backend": backend, "config": config_json,
-            "corpus_hash": store.content_hash, "corpus_size": total, "store": store_ref,
-            "build_stats": {**stats, "seconds": round(time.perf_counter() - started, 3),
-                            "peak_rss_mb": _peak_rss_mb()},
-            "artefacts": artefacts,
-            "index_hash": compute_index_hash(backend, config_json, store.content_hash, artefacts),
-        }
+        manifest = IndexManifest(
+            kind=INDEX_KIND, schema_version=SCHEMA_VERSION, backend=backend, config=config_json,
+            corpus_hash=store.content_hash, corpus_size=total, store=store_ref,
+            build_stats={**stats, "seconds": round(time.perf_counter() - started, 3), "peak_rss_mb": _peak_rss_mb()},
+            artefacts=artefacts, index_hash=compute_index_hash(backend, config_json, store.content_hash, artefacts))
         atomic_write_json(tmp / INDEX_MANIFEST, manifest)
         if out.exists():
             shutil.rmtree(out)
@@ -127,16 +125,22 @@ def build_index(corpus: str | Path | JsonlStore, backend: str, out_dir: str | Pa
     return open_index(out)
 
 
-def read_manifest(index_dir: str | Path) -> dict[str, Any]:
-    """The ``index.json`` of an index directory, checked for kind."""
+def read_manifest(index_dir: str | Path) -> IndexManifest:
+    """The ``index.json`` of an index directory, checked for kind and fields."""
     path = Path(index_dir) / INDEX_MANIFEST
     if not path.is_file():
         raise DataError(path, "not an index directory (index.json missing)",
                         fix="build one with `aether index build <corpus> --backend bm25 --out <dir>`")
-    manifest: dict[str, Any] = orjson.loads(path.read_bytes())
-    if manifest.get("kind") != INDEX_KIND:
-        raise DataError(path, f"kind is {manifest.get('kind')!r}, expected {INDEX_KIND!r}")
-    return manifest
+    data = orjson.loads(path.read_bytes())
+    if not isinstance(data, dict) or data.get("kind") != INDEX_KIND:
+        kind = data.get("kind") if isinstance(data, dict) else None
+        raise DataError(path, f"kind is {kind!r}, expected {INDEX_KIND!r}")
+    try:
+        return IndexManifest.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise DataError(path, f"not an index manifest: {'.'.join(map(str, problem['loc']))}: {problem['msg']}",
+                        fix="rebuild the index with `aether index build`") from None
 
 
 def open_index(index_dir: str | Path, store: JsonlStore | None = None, *, verify: bool = False) -> OpenedIndex:
@@ -147,19 +151,19 @@ def open_index(index_dir: str | Path, store: JsonlStore | None = None, *, verify
     directory = Path(index_dir)
     manifest = read_manifest(directory)
     if store is None:
-        ref = Path(manifest["store"])
+        ref = Path(manifest.store)
         store = open_store(ref if ref.is_absolute() else directory / ref)
-    if store.content_hash != manifest["corpus_hash"]:
-        raise IntegrityError(f"{directory}: index was built from corpus {manifest['corpus_hash']} "
+    if store.content_hash != manifest.corpus_hash:
+        raise IntegrityError(f"{directory}: index was built from corpus {manifest.corpus_hash} "
                              f"but the store holds {store.content_hash}",
                              fix="rebuild the index from this store, or pass the store it was built from")
     if verify:
         store.verify()
-        actual = _artefacts(directory, manifest["backend"])
-        if actual != manifest["artefacts"]:
-            changed = sorted(k for k in set(actual) | set(manifest["artefacts"])
-                             if actual.get(k) != manifest["artefacts"].get(k))
+        actual = _artefacts(directory, manifest.backend)
+        if actual != manifest.artefacts:
+            changed = sorted(k for k in set(actual) | set(manifest.artefacts)
+                             if actual.get(k) != manifest.artefacts.get(k))
             raise IntegrityError(f"{directory}: index files changed since the build: {changed}",
                                  fix="rebuild the index")
-    cls = backend_class(manifest["backend"])
+    cls = backend_class(manifest.backend)
     return OpenedIndex(cls.load(directory, manifest, store), store, manifest)
