@@ -3,8 +3,8 @@
 Why: each of these files is written in one place and read in another (a sandbox's
 action log by ``aether import sandbox`` and the restart, ``noise.json`` by
 ``compare`` and the report, ``factorised_questions.jsonl`` by the report, the paired
-comparison and the viewer, an index's ``index.json`` by every backend), and was a
-dict built by hand on each side. A field
+comparison and the viewer, ``probes.json`` by ``factorise`` and the report, an index's
+``index.json`` by every backend), and was a dict built by hand on each side. A field
 renamed, retyped or dropped changes a format users hold on disk. The tables below
 are each record's JSON schema (field names, their types, ``?`` where a reader
 accepts the key absent), nested records included: a change to any of them is a
@@ -37,6 +37,7 @@ from aethersearch.diagnostics.factorised import (
     episodes_from_rows,
     read_factorised_rows,
 )
+from aethersearch.diagnostics.probes_file import ProbesFile, read_probes, write_probes
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_json, dumps_pretty, sha256_file, write_jsonl
 from aethersearch.records import Outcome, ToolCall
@@ -96,6 +97,53 @@ FROZEN: dict[type[BaseModel], dict[str, dict[str, str]]] = {
                                       "config": "object", "corpus_hash": "string", "corpus_size": "integer",
                                       "store": "string", "build_stats": "object", "artefacts": "object[string]",
                                       "index_hash": "string"}},
+    ProbesFile: {
+        "ProbesFile": {"forget?": "ForgetProbe | null", "lead_astray?": "LeadAstrayProbe | null",
+                       "distractors?": "DistractorProbe | null",
+                       "degradation?": "Degradation | null"},
+        "Degradation": {"forget_rate?": "number | null", "forget_n_eligible?": "integer | null",
+                        "lead_astray_rate?": "number | null",
+                        "lead_astray_n_eligible?": "integer | null",
+                        "forget_minus_lead_astray?": "number | null",
+                        "difference_reason?": "string | null"},
+        "DistractorProbe": {"ratio?": "number | null", "seed?": "integer | null", "n?": "integer | null",
+                            "n_eligible?": "integer | null",
+                            "n_distracted?": "integer | null",
+                            "distractor_rate?": "number | null",
+                            "pass_at_1_clean?": "number | null",
+                            "pass_at_1_noisy?": "number | null",
+                            "pass_at_1_drop?": "number | null",
+                            "distracted_ids?": "array[string] | null",
+                            "definition?": "string | null",
+                            "probe_dir?": "string | null"},
+        "ForgetProbe": {"applicable?": "boolean | null", "n_hops?": "integer | null",
+                        "forget_rate?": "number | null",
+                        "n_eligible?": "integer | null",
+                        "eligible_ids?": "array[string] | null",
+                        "reason?": "string | null", "n_forget?": "integer | null",
+                        "forget_ids?": "array[string] | null",
+                        "forget_rate_reason?": "string | null",
+                        "definition?": "string | null",
+                        "n_known_in_isolation?": "integer | null",
+                        "n_forgotten?": "integer | null",
+                        "known_hop_forget_rate?": "number | null",
+                        "isolated_accuracy?": "number | null",
+                        "n_questions_with_known_hop?": "integer | null",
+                        "n_questions_forgetting?": "integer | null",
+                        "question_forget_rate?": "number | null",
+                        "forgotten?": "array[string] | null",
+                        "failed_at?": "object[integer | null] | null",
+                        "known_hop_definition?": "string | null",
+                        "model?": "string | null", "probe_dir?": "string | null",
+                        "parametric?": "object[array[string]] | null"},
+        "LeadAstrayProbe": {"applicable?": "boolean | null", "n_eligible?": "integer | null",
+                            "n_led_astray?": "integer | null",
+                            "lead_astray_rate?": "number | null",
+                            "eligible_ids?": "array[string] | null",
+                            "led_astray_ids?": "array[string] | null",
+                            "clean_pages?": "object[integer] | null",
+                            "definition?": "string | null",
+                            "probe_dir?": "string | null"}},
 }
 
 
@@ -279,3 +327,17 @@ def test_a_factorised_row_that_is_not_one_names_its_line(tmp_path: Path) -> None
     with pytest.raises(DataError, match=r"rows.jsonl:1: not a factorised row") as info:
         read_factorised_rows(path)
     assert "aether factorise" in info.value.fix
+
+
+def test_probes_json_keeps_each_summary_s_fields_as_written_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    written = {"forget": {"applicable": False, "n_hops": 3, "forget_rate": None, "n_eligible": None,
+                          "eligible_ids": None, "reason": "no model"},
+               "lead_astray": {"lead_astray_rate": 0.25, "n_eligible": 4}}  # an older, shorter summary still reads
+    atomic_write_json(tmp_path / "probes.json", written)
+    probes = read_probes(tmp_path)
+    assert probes.line() == written  # a null stays null, an absent field stays absent
+    write_probes(tmp_path, probes)
+    assert read_probes(tmp_path).line() == written
+    atomic_write_json(tmp_path / "probes.json", {"forget": {"rate": 0.1}})
+    with pytest.raises(DataError, match="forget.rate"):
+        read_probes(tmp_path)

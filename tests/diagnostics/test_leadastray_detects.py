@@ -77,6 +77,6 @@ def test_lead_astray_counts_failures_fixed_by_clean_evidence(demo_sandbox, tmp_p
         assert summary["lead_astray_rate"] == 0.0 and summary["led_astray_ids"] == []
     else:
         assert summary["lead_astray_rate"] == 1.0 and summary["led_astray_ids"] == ids
-    degradation = read_probes(run_dir)["degradation"]
+    degradation = read_probes(run_dir).line()["degradation"]
     assert degradation["lead_astray_rate"] == summary["lead_astray_rate"]
     assert degradation["lead_astray_n_eligible"] == 3 and degradation["forget_minus_lead_astray"] is None

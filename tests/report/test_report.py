@@ -33,8 +33,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"overall": {"knowledge_sufficiency": 0.41, "genscore": 0.23},
          "by_hops": {"2": {"knowledge_sufficiency": 0.5}, "3": {"knowledge_sufficiency": 0.3}},
          "by_source": {"hotpotqa": {"genscore": 0.2}}}))
-    (rl / "probes.json").write_text(json.dumps({"forget": {"rate": 0.125, "n": 16},
-                                                "lead_astray": {"rate": 0.0625, "n": 16}}))
+    (rl / "probes.json").write_text(json.dumps({"forget": {"forget_rate": 0.125, "n_eligible": 16},
+                                                "lead_astray": {"lead_astray_rate": 0.0625, "n_eligible": 16}}))
     history = root / "history.jsonl"
     history.write_text("".join(json.dumps({"checkpoint": f"global_step_{s}", "location": str(s), "step": s,
                                            "metrics": {"val/test_score/nq": i / 10, "val/test_score/hotpotqa": i / 20}})

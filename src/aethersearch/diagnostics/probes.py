@@ -59,6 +59,16 @@ from aethersearch.diagnostics.lead_astray import (
     lead_astray_summary,
     sufficient_failures,
 )
+from aethersearch.diagnostics.probes_file import (
+    PROBES_FILE,
+    Degradation,
+    DistractorProbe,
+    ForgetProbe,
+    LeadAstrayProbe,
+    ProbesFile,
+    read_probes,
+    write_probes,
+)
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import (
@@ -94,7 +104,6 @@ __all__ = ["DIAGNOSTICS_FILE", "FACTORISED_FILE", "FACTORISED_ROWS_FILE", "Inner
     "load_sample_traces", "load_traces", "parametric_from_probes", "read_probes", "scored_judge_correct"]
 
 FACTORISED_FILE = "factorised.json"
-PROBES_FILE = "probes.json"
 DIAGNOSTICS_FILE = "diagnostics.jsonl"
 TRACES_FILE = "traces.jsonl"
 RUN_FILE = "run.json"
@@ -155,44 +164,42 @@ def load_fingerprint(run_dir: Path) -> RunFingerprint:
     return validate_row(path, 1, value, RunFingerprint)
 
 
-def read_probes(run_dir: Path) -> dict[str, Any]:
-    """``probes.json`` of a run, or ``{}``."""
-    path = Path(run_dir) / PROBES_FILE
-    if not path.is_file():
-        return {}
-    try:
-        return dict(loads(path.read_bytes()))
-    except ValueError as exc:
-        raise DataError(path, f"invalid JSON: {exc}", fix="delete it and rerun the probes") from None
-
-
-def degradation(probes: Mapping[str, Any]) -> dict[str, Any]:
+def degradation(probes: ProbesFile) -> Degradation:
     """Forget and Lead-astray side by side, and Forget minus Lead-astray when both are over the same failures."""
-    forget, astray = probes.get("forget") or {}, probes.get("lead_astray") or {}
-    f_rate, l_rate = forget.get("forget_rate"), astray.get("lead_astray_rate")
-    same = forget.get("eligible_ids") is not None and forget.get("eligible_ids") == astray.get("eligible_ids")
-    out: dict[str, Any] = {"forget_rate": f_rate, "forget_n_eligible": forget.get("n_eligible"),
-                           "lead_astray_rate": l_rate, "lead_astray_n_eligible": astray.get("n_eligible"),
-                           "forget_minus_lead_astray": (f_rate - l_rate) if same and f_rate is not None
-                           and l_rate is not None else None}
-    if out["forget_minus_lead_astray"] is None:
-        out["difference_reason"] = ("both rates are needed, over the same sufficient-evidence failures (run the "
-                                    "Forget probe first: its parametric evidence decides sufficiency)")
-    return out
+    forget, astray = probes.forget, probes.lead_astray
+    f_rate = forget.forget_rate if forget is not None else None
+    l_rate = astray.lead_astray_rate if astray is not None else None
+    same = (forget is not None and astray is not None and forget.eligible_ids is not None
+            and forget.eligible_ids == astray.eligible_ids)
+    difference = (f_rate - l_rate) if same and f_rate is not None and l_rate is not None else None
+    fields: dict[str, Any] = {
+        "forget_rate": f_rate, "forget_n_eligible": forget.n_eligible if forget is not None else None,
+        "lead_astray_rate": l_rate, "lead_astray_n_eligible": astray.n_eligible if astray is not None else None,
+        "forget_minus_lead_astray": difference}
+    if difference is None:
+        fields["difference_reason"] = ("both rates are needed, over the same sufficient-evidence failures (run the "
+                                       "Forget probe first: its parametric evidence decides sufficiency)")
+    return Degradation(**fields)
 
 
-def _write_probe(run_dir: Path, key: str, summary: dict[str, Any]) -> dict[str, Any]:
-    probes = read_probes(run_dir)
-    probes[key] = summary
-    probes["degradation"] = degradation(probes)
-    atomic_write_json(Path(run_dir) / PROBES_FILE, probes)
+#: the record each probe's summary is checked against before it is written
+_SECTIONS: dict[str, type[ForgetProbe | LeadAstrayProbe | DistractorProbe]] = {
+    "forget": ForgetProbe, "lead_astray": LeadAstrayProbe, "distractors": DistractorProbe}
+
+
+def _write_probe(run_dir: Path, key: str, summary: dict[str, Any]) -> ProbesFile:
+    """Merge one probe's summary into ``probes.json`` (typed: a summary field the record lacks is refused)."""
+    probes = read_probes(run_dir).model_copy(update={key: _SECTIONS[key].model_validate(summary)})
+    probes = probes.model_copy(update={"degradation": degradation(probes)})
+    write_probes(run_dir, probes)
     return probes
 
 
 def parametric_from_probes(run_dir: Path) -> dict[str, frozenset[str]]:
     """Confirmed parametric evidence per question recorded by an earlier Forget probe."""
-    forget = read_probes(run_dir).get("forget") or {}
-    return {qid: frozenset(pages) for qid, pages in (forget.get("parametric") or {}).items()}
+    forget = read_probes(run_dir).forget
+    parametric = forget.parametric if forget is not None else None
+    return {qid: frozenset(pages) for qid, pages in (parametric or {}).items()}
 
 
 def _scored(traces: Mapping[str, Trace]) -> dict[str, Extraction]:

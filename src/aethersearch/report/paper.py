@@ -27,6 +27,7 @@ from aethersearch.diagnostics.factorised import (
     factorised_metrics,
     read_factorised_rows,
 )
+from aethersearch.diagnostics.probes_file import PROBES_FILE, read_probes
 from aethersearch.errors import DataError
 from aethersearch.jsonl import loads
 from aethersearch.report.metric_names import PAPER_METRICS, PER_HOP_METRICS, QA_METRICS, PaperMetric, paper_metric
@@ -37,7 +38,6 @@ __all__ = ["Cell", "FACTORISED_FILE", "FACTORISED_RESAMPLES", "PROBES_FILE", "RA
     "RunMetrics", "run_metrics", "shown_columns"]
 
 FACTORISED_FILE = "factorised.json"
-PROBES_FILE = "probes.json"
 RAW_TITLES = {FACTORISED_FILE: "Factorised metrics", PROBES_FILE: "Probes (Forget / Lead-astray)"}
 """What each diagnostics file is called where the report shows it raw."""
 FACTORISED_RESAMPLES = 200
@@ -122,7 +122,8 @@ def run_metrics(run_dir: Path, label: str, scores: Scores, *, resamples: int = F
         cells[metric.label] = (Cell(found.mean, found.ci_low, found.ci_high)
                                if found is not None and found.mean is not None else None)
     factorised = _read_json(run_dir / FACTORISED_FILE)
-    probes = _read_json(run_dir / PROBES_FILE)
+    # read through its record (a malformed file is refused, naming the field); the table looks metrics up by name
+    probes = read_probes(run_dir).line() if (run_dir / PROBES_FILE).is_file() else None
     overall = factorised.get("overall", {}) if isinstance(factorised, dict) else {}
     wanted = [m.where[-1] for m in PAPER_METRICS if m.where[0] == "factorised"]
     boots = _factorised_boots(run_dir, wanted, resamples, seed) if overall else {}
