@@ -3,8 +3,9 @@
 Why: each of these files is written in one place and read in another (a sandbox's
 action log by ``aether import sandbox`` and the restart, ``noise.json`` by
 ``compare`` and the report, ``factorised_questions.jsonl`` by the report, the paired
-comparison and the viewer, ``probes.json`` by ``factorise`` and the report, an index's
-``index.json`` by every backend), and was a dict built by hand on each side. A field
+comparison and the viewer, ``probes.json`` by ``factorise`` and the report,
+``factorised.json`` by the report, an index's ``index.json`` by every backend), and
+was a dict built by hand on each side. A field
 renamed, retyped or dropped changes a format users hold on disk. The tables below
 are each record's JSON schema (field names, their types, ``?`` where a reader
 accepts the key absent), nested records included: a change to any of them is a
@@ -37,7 +38,14 @@ from aethersearch.diagnostics.factorised import (
     episodes_from_rows,
     read_factorised_rows,
 )
-from aethersearch.diagnostics.probes_file import ProbesFile, read_probes, write_probes
+from aethersearch.diagnostics.probes_file import (
+    FactorisedFile,
+    ProbesFile,
+    read_factorised,
+    read_probes,
+    write_factorised,
+    write_probes,
+)
 from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_json, dumps_pretty, sha256_file, write_jsonl
 from aethersearch.records import Outcome, ToolCall
@@ -97,6 +105,13 @@ FROZEN: dict[type[BaseModel], dict[str, dict[str, str]]] = {
                                       "config": "object", "corpus_hash": "string", "corpus_size": "integer",
                                       "store": "string", "build_stats": "object", "artefacts": "object[string]",
                                       "index_hash": "string"}},
+    FactorisedFile: {"FactorisedFile": {
+        "overall?": "object[number | integer | null] | null",
+        "by_hops?": "object[object[number | integer | null]] | null",
+        "by_source?": "object[object[number | integer | null]] | null", "n?": "integer | number | null",
+        "definitions?": "object[string] | null", "samples?": "integer | null", "reduced?": "string | null",
+        "missing?": "array[string] | null", "run?": "object | null", "parametric_source?": "string | null",
+        "correctness?": "string | object | null"}},
     ProbesFile: {
         "ProbesFile": {"forget?": "ForgetProbe | null", "lead_astray?": "LeadAstrayProbe | null",
                        "distractors?": "DistractorProbe | null",
@@ -341,3 +356,15 @@ def test_probes_json_keeps_each_summary_s_fields_as_written_and_refuses_an_unkno
     atomic_write_json(tmp_path / "probes.json", {"forget": {"rate": 0.1}})
     with pytest.raises(DataError, match="forget.rate"):
         read_probes(tmp_path)
+
+
+def test_factorised_json_keeps_integer_counts_and_sample_means_as_written(tmp_path: Path) -> None:
+    figures = {"overall": {"knowledge_sufficiency": 0.5, "n": 4, "f1_good_refusal": None}, "n": 4.0, "samples": 2,
+               "reduced": "mean", "by_hops": {"2": {"n": 2}}, "correctness": "exact match"}
+    write_factorised(tmp_path, figures)
+    read = read_factorised(tmp_path)
+    assert read is not None and read.line() == figures
+    assert isinstance(read.line()["overall"]["n"], int) and isinstance(read.line()["n"], float)
+    atomic_write_json(tmp_path / "factorised.json", {"overall": {"knowledge_sufficiency": "high"}})
+    with pytest.raises(DataError, match="overall.knowledge_sufficiency"):
+        read_factorised(tmp_path)

@@ -60,6 +60,7 @@ from aethersearch.diagnostics.lead_astray import (
     sufficient_failures,
 )
 from aethersearch.diagnostics.probes_file import (
+    FACTORISED_FILE,
     PROBES_FILE,
     Degradation,
     DistractorProbe,
@@ -67,12 +68,12 @@ from aethersearch.diagnostics.probes_file import (
     LeadAstrayProbe,
     ProbesFile,
     read_probes,
+    write_factorised,
     write_probes,
 )
 from aethersearch.environment import Environment
 from aethersearch.errors import ConfigError, DataError
 from aethersearch.jsonl import (
-    atomic_write_json,
     iter_jsonl,
     loads,
     validate_row,
@@ -103,7 +104,6 @@ __all__ = ["DIAGNOSTICS_FILE", "FACTORISED_FILE", "FACTORISED_ROWS_FILE", "Inner
     "factorise_run", "forget_probe", "judged_correct", "lead_astray_probe", "load_diagnostics", "load_fingerprint",
     "load_sample_traces", "load_traces", "parametric_from_probes", "read_probes", "scored_judge_correct"]
 
-FACTORISED_FILE = "factorised.json"
 DIAGNOSTICS_FILE = "diagnostics.jsonl"
 TRACES_FILE = "traces.jsonl"
 RUN_FILE = "run.json"
@@ -346,7 +346,7 @@ def factorise_run(run_dir: Path, release_dir: Path, *, store: DocumentStore | No
          "parser": judge.parser, "judge_errors": "exact match"} if judge is not None else "exact match")
     if write:
         write_jsonl(run_dir / FACTORISED_ROWS_FILE, [row.line() for row in rows])
-        atomic_write_json(run_dir / FACTORISED_FILE, result)
+        write_factorised(run_dir, result)
     return result
 
 

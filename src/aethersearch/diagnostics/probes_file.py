@@ -1,4 +1,5 @@
-"""``probes.json``: one typed record per probe summary, written and read through :class:`ProbesFile`.
+"""``probes.json`` and ``factorised.json``: typed records, written and read through :class:`ProbesFile` and
+:class:`FactorisedFile`.
 
 Why typed: the file is written by three probes (each merging its summary into the
 file) and read by ``aether factorise`` (Forget's parametric evidence), the degradation
@@ -21,10 +22,12 @@ from aethersearch.errors import DataError
 from aethersearch.jsonl import atomic_write_json, loads
 from aethersearch.records import Record
 
-__all__ = ["PROBES_FILE", "Degradation", "DistractorProbe", "ForgetProbe", "LeadAstrayProbe", "ProbesFile",
-           "read_probes", "write_probes"]
+__all__ = ["Degradation", "DistractorProbe", "FACTORISED_FILE", "FactorisedFile", "Figures", "ForgetProbe",
+    "LeadAstrayProbe", "PROBES_FILE", "ProbesFile", "read_factorised", "read_probes", "write_factorised",
+    "write_probes"]
 
 PROBES_FILE = "probes.json"
+FACTORISED_FILE = "factorised.json"
 
 
 class ForgetProbe(Record):
@@ -122,12 +125,71 @@ def read_probes(run_dir: Path) -> ProbesFile:
         return ProbesFile()
     try:
         return ProbesFile.model_validate(loads(path.read_bytes()))
-    except ValueError as exc:  # invalid JSON, or a ValidationError (a ValueError too)
-        detail = (f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']}"
-                  if isinstance(exc, ValidationError) else f"invalid JSON: {exc}")
-        raise DataError(path, f"not a probes file: {detail}", fix="delete it and rerun the probes") from None
+    except ValueError as exc:
+        raise DataError(path, f"not a probes file: {_detail(exc)}", fix="delete it and rerun the probes") from None
+
+
+def _detail(exc: ValueError) -> str:
+    """What was wrong: the first field a ValidationError names, or the JSON error (a ValidationError is a
+    ValueError too)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return f"invalid JSON: {exc}"
 
 
 def write_probes(run_dir: Path, probes: ProbesFile) -> None:
     """Write ``probes.json`` atomically."""
     atomic_write_json(Path(run_dir) / PROBES_FILE, probes.line())
+
+
+#: one group's factorised figures (Knowledge Sufficiency, Search Score, the F1s, GenScore, their counts)
+Figures = dict[str, float | int | None]
+
+
+class FactorisedFile(Record):
+    """A run's ``factorised.json``: the factorised metrics overall, by hop count and by source, and their binding.
+
+    Written by ``aether factorise``; read by the report. ``run`` binds the figures to
+    the run (agent, model, environment, release, agent settings, budget);
+    ``correctness`` says what decided a correct answer (exact match, or a judge);
+    ``samples`` and ``reduced`` appear when the figures are means over K > 1 samples.
+    Fields keep the values they were written with (an integer count stays an integer,
+    a mean over samples a float).
+    """
+
+    overall: Figures | None = None
+    by_hops: dict[str, Figures] | None = None
+    by_source: dict[str, Figures] | None = None
+    n: int | float | None = None
+    definitions: dict[str, str] | None = None
+    samples: int | None = None
+    reduced: str | None = None
+    missing: list[str] | None = None
+    run: dict[str, Any] | None = None
+    parametric_source: str | None = None
+    correctness: str | dict[str, Any] | None = None
+
+    def line(self) -> dict[str, Any]:
+        """The JSON written: the fields it was given."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def read_factorised(run_dir: Path) -> FactorisedFile | None:
+    """``factorised.json`` of a run, None when ``aether factorise`` has not run; a file that is not one is a
+    DataError naming the field."""
+    path = Path(run_dir) / FACTORISED_FILE
+    if not path.is_file():
+        return None
+    try:
+        return FactorisedFile.model_validate(loads(path.read_bytes()))
+    except ValueError as exc:
+        raise DataError(path, f"not a factorised file: {_detail(exc)}",
+                        fix="rerun `aether factorise` on the run") from None
+
+
+def write_factorised(run_dir: Path, figures: dict[str, Any]) -> FactorisedFile:
+    """Check ``figures`` against :class:`FactorisedFile` and write ``factorised.json`` atomically."""
+    record = FactorisedFile.model_validate(figures)
+    atomic_write_json(Path(run_dir) / FACTORISED_FILE, record.line())
+    return record

@@ -27,9 +27,7 @@ from aethersearch.diagnostics.factorised import (
     factorised_metrics,
     read_factorised_rows,
 )
-from aethersearch.diagnostics.probes_file import PROBES_FILE, read_probes
-from aethersearch.errors import DataError
-from aethersearch.jsonl import loads
+from aethersearch.diagnostics.probes_file import FACTORISED_FILE, PROBES_FILE, read_factorised, read_probes
 from aethersearch.report.metric_names import PAPER_METRICS, PER_HOP_METRICS, QA_METRICS, PaperMetric, paper_metric
 from aethersearch.scoring.aggregate import DEFAULT_SEED, estimate, percentile_interval, rng_for
 from aethersearch.scoring.scores_file import Scores
@@ -37,7 +35,6 @@ from aethersearch.scoring.scores_file import Scores
 __all__ = ["Cell", "FACTORISED_FILE", "FACTORISED_RESAMPLES", "PROBES_FILE", "RAW_TITLES",
     "RunMetrics", "run_metrics", "shown_columns"]
 
-FACTORISED_FILE = "factorised.json"
 RAW_TITLES = {FACTORISED_FILE: "Factorised metrics", PROBES_FILE: "Probes (Forget / Lead-astray)"}
 """What each diagnostics file is called where the report shows it raw."""
 FACTORISED_RESAMPLES = 200
@@ -62,16 +59,6 @@ class RunMetrics(NamedTuple):
     by_hops: dict[str, dict[str, float | None]]
     raw: dict[str, Any]
     """``factorised.json`` and ``probes.json`` as written, for the disclosure under the table."""
-
-
-def _read_json(path: Path) -> Any:
-    if not path.is_file():
-        return None
-    try:
-        return loads(path.read_bytes())
-    except ValueError as exc:
-        raise DataError(path, f"invalid JSON: {exc}", fix=f"regenerate {path.name} with `aether factorise`/"
-                                                         "`aether probe`") from None
 
 
 def _number(value: Any) -> float | None:
@@ -121,7 +108,8 @@ def run_metrics(run_dir: Path, label: str, scores: Scores, *, resamples: int = F
         found = scores.overall.micro.metrics.get(metric.where[-1])
         cells[metric.label] = (Cell(found.mean, found.ci_low, found.ci_high)
                                if found is not None and found.mean is not None else None)
-    factorised = _read_json(run_dir / FACTORISED_FILE)
+    read = read_factorised(run_dir)  # through its record: a malformed file is refused, naming the field
+    factorised = read.line() if read is not None else None
     # read through its record (a malformed file is refused, naming the field); the table looks metrics up by name
     probes = read_probes(run_dir).line() if (run_dir / PROBES_FILE).is_file() else None
     overall = factorised.get("overall", {}) if isinstance(factorised, dict) else {}
