@@ -4,8 +4,8 @@ Why: each of these files is written in one place and read in another (a sandbox'
 action log by ``aether import sandbox`` and the restart, ``noise.json`` by
 ``compare`` and the report, ``factorised_questions.jsonl`` by the report, the paired
 comparison and the viewer, ``probes.json`` by ``factorise`` and the report,
-``factorised.json`` by the report, an index's ``index.json`` by every backend), and
-was a dict built by hand on each side. A field
+``factorised.json`` by the report, a ``watch`` history by the report and the restart,
+an index's ``index.json`` by every backend), and was a dict built by hand on each side. A field
 renamed, retyped or dropped changes a format users hold on disk. The tables below
 are each record's JSON schema (field names, their types, ``?`` where a reader
 accepts the key absent), nested records included: a change to any of them is a
@@ -31,6 +31,7 @@ from aethersearch.compare.noise import (
     RerunBinding,
     read_noise,
 )
+from aethersearch.compare.watch import HistoryRow
 from aethersearch.diagnostics.factorised import (
     EpisodeEvidence,
     FactorisedRow,
@@ -112,6 +113,11 @@ FROZEN: dict[type[BaseModel], dict[str, dict[str, str]]] = {
         "definitions?": "object[string] | null", "samples?": "integer | null", "reduced?": "string | null",
         "missing?": "array[string] | null", "run?": "object | null", "parametric_source?": "string | null",
         "correctness?": "string | object | null"}},
+    HistoryRow: {"HistoryRow": {"checkpoint": "string", "location?": "string | null", "kind?": "string | null",
+                                "step?": "integer | null", "status?": "string", "metrics?": "object | null",
+                                "error?": "string | null", "attempt?": "integer | null",
+                                "will_retry?": "boolean | null", "evaluated_at?": "string | null",
+                                "elapsed_s?": "number | null"}},
     ProbesFile: {
         "ProbesFile": {"forget?": "ForgetProbe | null", "lead_astray?": "LeadAstrayProbe | null",
                        "distractors?": "DistractorProbe | null",

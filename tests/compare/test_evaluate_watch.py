@@ -116,9 +116,9 @@ def test_watch_evaluates_each_new_checkpoint_once_and_appends_history(tmp_path: 
 
     result = watch(listing, fake_evaluate, history=history, plot=tmp_path / "curve.svg", poll_s=0,
                    max_polls=2, sleep=add_checkpoint)
-    assert [r["checkpoint"] for r in result.evaluated] == ["step-100", "step-200"]
-    assert [f["checkpoint"] for f in result.failed] == ["broken"]
-    assert [r["metrics"]["val/test_score/nq"] for r in read_history(history)] == [0.1, 0.2]
+    assert [r.checkpoint for r in result.evaluated] == ["step-100", "step-200"]
+    assert [f.checkpoint for f in result.failed] == ["broken"]
+    assert [(r.metrics or {})["val/test_score/nq"] for r in read_history(history)] == [0.1, 0.2]
     assert (tmp_path / "curve.svg").read_text().lstrip().startswith("<svg")
     # a restarted watcher skips what the history already holds, retrying only the failure
     calls.clear()
@@ -133,7 +133,7 @@ def test_watch_recovers_from_a_torn_history_line(tmp_path: Path) -> None:
     history.write_text(json.dumps({"checkpoint": "a", "location": "http://127.0.0.1:1/v1", "metrics": {}})
                        + '\n{"checkpoint": "b", "locat')
     watch(listing, lambda c: {"x": 1.0}, history=history, max_polls=1, sleep=lambda s: None)
-    assert [r["checkpoint"] for r in read_history(history)] == ["a", "b"]
+    assert [r.checkpoint for r in read_history(history)] == ["a", "b"]
 
 
 def test_models_served_at_one_url_are_distinct_checkpoints(tmp_path: Path) -> None:
@@ -177,12 +177,12 @@ def test_watch_records_a_failed_checkpoint_as_failed_and_retries_it_with_backoff
     result = watch(listing, flaky, history=history, plot=tmp_path / "curve.svg", poll_s=1000, max_polls=3,
                    sleep=sleep, clock=lambda: now[0], retry_base_s=30, retry_cap_s=3600)
     assert sleeps == [30, 60]  # backoff doubles, and is shorter than the poll interval
-    assert [f["attempt"] for f in result.failed] == [1, 2]
-    assert [r["metrics"] for r in result.evaluated] == [{"em": 0.4}]
+    assert [f.attempt for f in result.failed] == [1, 2]
+    assert [r.metrics for r in result.evaluated] == [{"em": 0.4}]
     rows = read_history_rows(history)
-    assert [r["status"] for r in rows] == ["failed", "failed", "ok"]
-    assert all("metrics" not in r and "140 of 140" in r["error"] for r in rows[:2])
-    assert [r["metrics"]["em"] for r in read_history(history)] == [0.4]  # the curve never shows a failure as 0
+    assert [r.status for r in rows] == ["failed", "failed", "ok"]
+    assert all(r.metrics is None and "140 of 140" in (r.error or "") for r in rows[:2])
+    assert [(r.metrics or {})["em"] for r in read_history(history)] == [0.4]  # the curve never shows a failure as 0
     assert (tmp_path / "curve.svg").read_text().lstrip().startswith("<svg")  # redrawn from scored rows only
 
 
@@ -221,8 +221,8 @@ def test_aether_watch_against_a_dead_endpoint_writes_no_score(tmp_path: Path, de
                                       "--once"])
     assert result.exit_code == 3
     rows = read_history_rows(history)
-    assert [(r["checkpoint"], r["status"]) for r in rows] == [("step-100", "failed")]
-    assert "metrics" not in rows[0] and "connection" in rows[0]["error"]
+    assert [(r.checkpoint, r.status) for r in rows] == [("step-100", "failed")]
+    assert "metrics" not in rows[0].line() and "connection" in (rows[0].error or "")
     assert read_history(history) == []
 
 
@@ -246,3 +246,13 @@ def test_evaluate_with_samples_rolls_each_question_out_k_times_with_its_own_seed
     assert len(keys) == 3 * len(rows)  # three distinct seeded requests per question
     assert got["val-core/all/reward/mean@3"] == pytest.approx(1.0)
     assert json.loads((tmp_path / "run" / "run.json").read_text())["samples"] == 3
+
+
+def test_a_history_line_that_is_not_a_row_is_refused_with_its_line(tmp_path: Path) -> None:
+    from aethersearch.compare.watch import read_history_rows
+    from aethersearch.errors import DataError
+
+    history = tmp_path / "history.jsonl"
+    history.write_text('{"checkpoint": "a", "metrics": {"em": 0.1}}\n{"checkpoint": "b", "metric": {"em": 0.2}}\n')
+    with pytest.raises(DataError, match=r"history.jsonl:2: not a history row: metric"):
+        read_history_rows(history)

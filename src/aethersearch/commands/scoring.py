@@ -466,12 +466,11 @@ def register(app: typer.Typer) -> None:
             for opened in loggers:
                 opened.close()
         for row in result.evaluated:
-            typer.echo(f"{row['checkpoint']} (step {row['step']}): em={row['metrics']['em']:.3f}")
+            typer.echo(f"{row.checkpoint} (step {row.step}): em={(row.metrics or {})['em']:.3f}")
         if result.evaluated:
             typer.echo(f"history: {history}  curve: {plot}")
         for failure in result.failed:  # recorded in the history as failed, never as a score
-            then = "will retry with backoff" if failure["will_retry"] else "giving up"
-            typer.echo(f"FAILED {failure['checkpoint']} (attempt {failure['attempt']}, {then}): {failure['error']}",
-                       err=True)
+            then = "will retry with backoff" if failure.will_retry else "giving up"
+            typer.echo(f"FAILED {failure.checkpoint} (attempt {failure.attempt}, {then}): {failure.error}", err=True)
         if once and result.failed:
             raise typer.Exit(3)

@@ -24,7 +24,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
+
+from pydantic import ValidationError
 
 from aethersearch.compare.loggers import MetricLogger
 from aethersearch.errors import AetherError, ConfigError, DataError
@@ -34,9 +36,10 @@ from aethersearch.jsonl import (
     read_jsonl_tolerant,
     truncate_to,
 )
+from aethersearch.records import Record
 
-__all__ = ["Checkpoint", "Evaluator", "WatchResult", "discover", "plot_history", "read_history", "read_history_rows",
-    "retry_delay", "watch"]
+__all__ = ["Checkpoint", "Evaluator", "HistoryRow", "WatchResult", "discover", "plot_history", "read_history",
+    "read_history_rows", "retry_delay", "watch"]
 
 _STEP = re.compile(r"(\d+)$")
 
@@ -116,19 +119,62 @@ def discover(target: Path, *, settle_s: float = 30.0, now: float | None = None) 
 OK, FAILED = "ok", "failed"
 
 
-def read_history_rows(path: Path) -> list[dict[str, Any]]:
-    """Every row of a history JSONL, failed attempts included, oldest first (a torn last line is ignored)."""
-    return [row for row in read_jsonl_tolerant(path).rows if isinstance(row, dict)]
+class HistoryRow(Record):
+    """One line of a ``watch`` history: a checkpoint's evaluation, or a failed attempt at one.
+
+    A scored row has ``metrics`` (whatever the evaluator returned: figures by name);
+    a failed one ``status: failed``, the ``error``, the ``attempt`` and whether it
+    ``will_retry``, and no metrics. A row written by hand or by an older version may
+    carry only ``checkpoint``, ``location``, ``step`` and ``metrics`` (``status`` then
+    reads as ``ok``). Written with the fields it was given.
+    """
+
+    checkpoint: str
+    location: str | None = None
+    kind: str | None = None
+    step: int | None = None
+    status: Literal["ok", "failed"] = "ok"
+    metrics: dict[str, Any] | None = None
+    error: str | None = None
+    attempt: int | None = None
+    will_retry: bool | None = None
+    evaluated_at: str | None = None
+    elapsed_s: float | None = None
+
+    @property
+    def scored(self) -> bool:
+        """A point of the curve: evaluated, with metrics."""
+        return self.status == OK and self.metrics is not None
+
+    def line(self) -> dict[str, Any]:
+        """The JSON fields written (the ones it was given)."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
-def read_history(path: Path) -> list[dict[str, Any]]:
+def read_history_rows(path: Path) -> list[HistoryRow]:
+    """Every row of a history JSONL, failed attempts included, oldest first (a torn last line is ignored; a
+    line that is not a history row is a DataError naming it)."""
+    read = read_jsonl_tolerant(path)
+    rows = []
+    for number, row in enumerate(read.rows, start=1):
+        try:
+            rows.append(HistoryRow.model_validate(row))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise DataError(path, f"not a history row: {'.'.join(map(str, first['loc']))}: {first['msg']}",
+                            line=number, fix="each line is a row `aether watch` appends (checkpoint, status, "
+                                             "metrics or error)") from None
+    return rows
+
+
+def read_history(path: Path) -> list[HistoryRow]:
     """The scored rows of a history JSONL, oldest first: what curves and tables may plot.
 
     A failed evaluation is recorded in the history (``status: failed``, an
     ``error``, no ``metrics``) but is never a point of the curve: plotting it
     as 0 would draw a collapse that did not happen.
     """
-    return [row for row in read_history_rows(path) if row.get("status", OK) == OK and "metrics" in row]
+    return [row for row in read_history_rows(path) if row.scored]
 
 
 def plot_history(history: Path, out_path: Path) -> Path:
@@ -136,7 +182,7 @@ def plot_history(history: Path, out_path: Path) -> Path:
     from aethersearch.report.charts import training_curve
 
     rows = read_history(history)
-    keys = sorted({k for row in rows for k, v in row.get("metrics", {}).items() if isinstance(v, int | float)})
+    keys = sorted({k for row in rows for k, v in (row.metrics or {}).items() if isinstance(v, int | float)})
     atomic_write_text(out_path, training_curve(rows, keys))
     return out_path
 
@@ -144,8 +190,8 @@ def plot_history(history: Path, out_path: Path) -> Path:
 class WatchResult(NamedTuple):
     """What one ``watch`` call did: rows appended this call, checkpoints that failed, polls made."""
 
-    evaluated: list[dict[str, Any]]
-    failed: list[dict[str, Any]]
+    evaluated: list[HistoryRow]
+    failed: list[HistoryRow]
     polls: int
 
 
@@ -181,15 +227,15 @@ def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None
         truncate_to(history, existing.valid_bytes)  # a crash mid-append: drop the torn row, keep the rest
     # A checkpoint is (name, location): one server may serve several models at one URL
     # (``sft http://h/v1`` and ``rl http://h/v1``), each its own checkpoint.
-    rows = [row for row in existing.rows if isinstance(row, dict)]
-    done = {(row.get("checkpoint"), row.get("location")) for row in rows if row.get("status", OK) == OK}
+    rows = read_history_rows(history)
+    done = {(row.checkpoint, row.location) for row in rows if row.status == OK}
     retries: dict[tuple[str, str], _Retry] = {}
     for row in rows:  # a restart retries at once, but remembers how often each checkpoint failed
-        key = (str(row.get("checkpoint")), str(row.get("location")))
-        if row.get("status") == FAILED and key not in done:
+        key = (row.checkpoint, str(row.location))
+        if row.status == FAILED and key not in done:
             retries[key] = _Retry(retries.get(key, _Retry(0, 0.0)).attempts + 1, 0.0)
-    evaluated: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []
+    evaluated: list[HistoryRow] = []
+    failed: list[HistoryRow] = []
     polls = 0
     while True:
         polls += 1
@@ -199,26 +245,26 @@ def watch(target: Path, evaluate: Evaluator, *, history: Path, plot: Path | None
             if key in done or (retry is not None and (retry.attempts >= max_attempts or clock() < retry.not_before)):
                 continue
             started = time.monotonic()
-            base = {"checkpoint": checkpoint.name, "location": checkpoint.location, "kind": checkpoint.kind,
-                    "step": checkpoint.step}
+            where = HistoryRow(checkpoint=checkpoint.name, location=checkpoint.location, kind=checkpoint.kind,
+                               step=checkpoint.step)
             try:
                 metrics = dict(evaluate(checkpoint))
             except AetherError as exc:
                 attempts = (retry.attempts if retry else 0) + 1
                 retries[key] = _Retry(attempts, clock() + retry_delay(attempts, retry_base_s, retry_cap_s))
-                row = {**base, "status": FAILED, "error": str(exc), "attempt": attempts,
-                       "will_retry": attempts < max_attempts,
-                       "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                       "elapsed_s": round(time.monotonic() - started, 3)}
+                row = where.model_copy(update={
+                    "status": FAILED, "error": str(exc), "attempt": attempts, "will_retry": attempts < max_attempts,
+                    "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "elapsed_s": round(time.monotonic() - started, 3)})
                 with DurableAppender(history) as appender:
-                    appender.append(row)
+                    appender.append(row.line())
                 failed.append(row)
                 continue
-            row = {**base, "status": OK, "metrics": metrics,
-                   "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                   "elapsed_s": round(time.monotonic() - started, 3)}
+            row = where.model_copy(update={
+                "status": OK, "metrics": metrics, "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "elapsed_s": round(time.monotonic() - started, 3)})
             with DurableAppender(history) as appender:
-                appender.append(row)
+                appender.append(row.line())
             done.add(key)
             retries.pop(key, None)
             evaluated.append(row)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import matplotlib
 
-__all__ = ["bars_by_source", "budget_curve_chart", "correct_histogram_chart", "decoupling_chart", "delta_chart",
-    "outcome_chart", "per_hop_chart", "risk_coverage_chart", "risk_label", "training_curve", "usage_chart"]
+__all__ = ["CurvePoint", "bars_by_source", "budget_curve_chart", "correct_histogram_chart", "decoupling_chart",
+    "delta_chart", "outcome_chart", "per_hop_chart", "risk_coverage_chart", "risk_label", "training_curve",
+    "usage_chart"]
 
 matplotlib.use("Agg")
 
@@ -217,12 +218,26 @@ def budget_curve_chart(runs: Mapping[str, Scores]) -> str:
     return _svg(fig)
 
 
-def training_curve(history: Sequence[Mapping[str, Any]], metric_keys: Sequence[str]) -> str:
+class CurvePoint(Protocol):
+    """A point of a training curve: a ``watch`` history row (:class:`~aethersearch.compare.watch.HistoryRow`)."""
+
+    @property
+    def step(self) -> int | None:
+        """The checkpoint's training step."""
+        ...
+
+    @property
+    def metrics(self) -> dict[str, Any] | None:
+        """The checkpoint's figures by name."""
+        ...
+
+
+def training_curve(history: Sequence[CurvePoint], metric_keys: Sequence[str]) -> str:
     """One line per metric key over checkpoint steps (the periodic-evaluation curve)."""
     fig, ax = plt.subplots(figsize=(7.0, 3.2))
-    steps = [_finite(row.get("step")) for row in history]
+    steps = [_finite(row.step) for row in history]
     for index, key in enumerate(metric_keys):
-        values = [_finite(row.get("metrics", {}).get(key)) for row in history]
+        values = [_finite((row.metrics or {}).get(key)) for row in history]
         ax.plot(steps, values, marker="o", label=key, color=_PALETTE[index % len(_PALETTE)])
     ax.set_xlabel("checkpoint step")
     ax.set_ylabel("score")

@@ -198,11 +198,11 @@ def _history_view(history: Path | None) -> dict[str, Any] | None:
     rows = read_history(history)
     if not rows:
         return None
-    keys = sorted({k for row in rows for k, v in row.get("metrics", {}).items()
+    keys = sorted({k for row in rows for k, v in (row.metrics or {}).items()
                    if isinstance(v, int | float) and not isinstance(v, bool)})
     return {"chart": charts.training_curve(rows, keys), "columns": keys,
-            "rows": [{"name": row.get("checkpoint"), "step": row.get("step"),
-                      "cells": [fmt(row.get("metrics", {}).get(k)) for k in keys]} for row in rows]}
+            "rows": [{"name": row.checkpoint, "step": row.step,
+                      "cells": [fmt((row.metrics or {}).get(k)) for k in keys]} for row in rows]}
 
 
 def _current_scores(run_dir: Path, release_dir: Path | None) -> Scores:
