@@ -22,28 +22,10 @@ from pydantic import BaseModel, ValidationError
 
 from aethersearch.errors import DataError
 
-__all__ = [
-    "DurableAppender",
-    "GroupCommitWriter",
-    "TolerantRead",
-    "atomic_write_bytes",
-    "atomic_write_json",
-    "atomic_write_text",
-    "dumps",
-    "dumps_pretty",
-    "encode_jsonl",
-    "iter_jsonl",
-    "loads",
-    "plain_line_encoder",
-    "read_jsonl",
-    "read_jsonl_tolerant",
-    "read_records",
-    "sha256_bytes",
-    "sha256_file",
-    "truncate_to",
-    "validate_row",
-    "write_jsonl",
-]
+__all__ = ["DurableAppender", "GroupCommitWriter", "TolerantRead", "atomic_write_bytes", "atomic_write_json",
+    "atomic_write_text", "dumps", "dumps_pretty", "encode_jsonl", "iter_jsonl", "loads", "plain_line_encoder",
+    "read_jsonl", "read_jsonl_tolerant", "read_records", "sha256_bytes", "sha256_file", "truncate_to",
+    "validate_row", "validation_problem", "write_jsonl"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -138,6 +120,16 @@ def validate_row(path: str | Path, line: int, value: Any, model: type[M]) -> M:
         field = ".".join(str(part) for part in first["loc"]) or None
         raise DataError(path, f"{model.__name__}: {first['msg']}", line=line, field=field,
                         fix=f"see the {model.__name__} schema") from None
+
+
+def validation_problem(exc: ValueError) -> str:
+    """What a failed read of a typed file found, for its DataError: the first field a ValidationError names
+    and why (``forget.rate: Extra inputs are not permitted``), or the JSON error (a ValidationError is a
+    ValueError too, so one ``except ValueError`` serves both)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return f"invalid JSON: {exc}"
 
 
 class TolerantRead(NamedTuple):

@@ -18,33 +18,10 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = [
-    "Budget",
-    "DEFAULT_CONCURRENCY",
-    "DETERMINISTIC_KINDS",
-    "Decoding",
-    "DiagnosticsRow",
-    "Document",
-    "ERROR_OUTCOMES",
-    "ErrorKind",
-    "EvalRow",
-    "InfoboxHop",
-    "LLMCall",
-    "Outcome",
-    "Prediction",
-    "RETRIED_OUTCOMES",
-    "Record",
-    "RolloutQuestion",
-    "RunFingerprint",
-    "RunLimits",
-    "SCHEMA_VERSION",
-    "SearchHit",
-    "Step",
-    "ToolCall",
-    "Trace",
-    "Usage",
-    "SandboxContract",
-]
+__all__ = ["Budget", "DEFAULT_CONCURRENCY", "DETERMINISTIC_KINDS", "Decoding", "DiagnosticsRow", "Document",
+    "ERROR_OUTCOMES", "ErrorKind", "EvalRow", "InfoboxHop", "LLMCall", "Outcome", "Prediction", "RETRIED_OUTCOMES",
+    "Record", "RolloutQuestion", "RunFingerprint", "RunLimits", "SCHEMA_VERSION", "SandboxContract", "SearchHit",
+    "SparseRecord", "Step", "ToolCall", "Trace", "Usage"]
 
 SCHEMA_VERSION = 1
 
@@ -132,6 +109,20 @@ def _trusted_constructor(cls: type[Record], names: list[str]) -> Any:
 
 
 # ----------------------------------------------------------------------------- release rows
+
+
+class SparseRecord(Record):
+    """A record written with exactly the fields it was given, and read back with the same ones.
+
+    Why: some files have variants that differ in which keys are present (a probe
+    that did not apply, a failed checkpoint, a row written by an older version); a
+    null and an absent key are different bytes, so such a file keeps the keys as
+    given (``exclude_unset``) rather than writing every field.
+    """
+
+    def line(self) -> dict[str, Any]:
+        """The JSON written: the fields given when the record was made (or read)."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class EvalRow(Record):

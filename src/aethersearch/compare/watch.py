@@ -35,8 +35,9 @@ from aethersearch.jsonl import (
     atomic_write_text,
     read_jsonl_tolerant,
     truncate_to,
+    validation_problem,
 )
-from aethersearch.records import Record
+from aethersearch.records import SparseRecord
 
 __all__ = ["Checkpoint", "Evaluator", "HistoryRow", "WatchResult", "discover", "plot_history", "read_history",
     "read_history_rows", "retry_delay", "watch"]
@@ -119,7 +120,7 @@ def discover(target: Path, *, settle_s: float = 30.0, now: float | None = None) 
 OK, FAILED = "ok", "failed"
 
 
-class HistoryRow(Record):
+class HistoryRow(SparseRecord):
     """One line of a ``watch`` history: a checkpoint's evaluation, or a failed attempt at one.
 
     A scored row has ``metrics`` (whatever the evaluator returned: figures by name);
@@ -146,10 +147,6 @@ class HistoryRow(Record):
         """A point of the curve: evaluated, with metrics."""
         return self.status == OK and self.metrics is not None
 
-    def line(self) -> dict[str, Any]:
-        """The JSON fields written (the ones it was given)."""
-        return self.model_dump(mode="json", exclude_unset=True)
-
 
 def read_history_rows(path: Path) -> list[HistoryRow]:
     """Every row of a history JSONL, failed attempts included, oldest first (a torn last line is ignored; a
@@ -160,10 +157,9 @@ def read_history_rows(path: Path) -> list[HistoryRow]:
         try:
             rows.append(HistoryRow.model_validate(row))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            raise DataError(path, f"not a history row: {'.'.join(map(str, first['loc']))}: {first['msg']}",
-                            line=number, fix="each line is a row `aether watch` appends (checkpoint, status, "
-                                             "metrics or error)") from None
+            raise DataError(path, f"not a history row: {validation_problem(exc)}", line=number,
+                            fix="each line is a row `aether watch` appends (checkpoint, status, metrics or error)"
+                            ) from None
     return rows
 
 

@@ -45,7 +45,7 @@ from pydantic import ValidationError
 from aethersearch.corpus.base import DocumentStore
 from aethersearch.diagnostics.chain_evidence import chain_evidence, edges_served, hops_gathered, route_found
 from aethersearch.errors import DataError
-from aethersearch.jsonl import iter_jsonl
+from aethersearch.jsonl import iter_jsonl, validation_problem
 from aethersearch.records import ERROR_OUTCOMES, DiagnosticsRow, Outcome, Record, Trace
 from aethersearch.scoring.extract import resolve_trace
 from aethersearch.scoring.metric_names import definitions
@@ -494,8 +494,8 @@ def read_factorised_rows(path: Path) -> list[FactorisedRow]:
         try:
             rows.append(FactorisedRow.model_validate(value))
         except ValidationError as exc:
-            raise DataError(path, f"not a factorised row: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}",
-                            line=line, fix="rerun `aether factorise` on the run") from None
+            raise DataError(path, f"not a factorised row: {validation_problem(exc)}", line=line,
+                            fix="rerun `aether factorise` on the run") from None
     return rows
 
 

@@ -16,11 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from aethersearch.errors import DataError
-from aethersearch.jsonl import atomic_write_json, loads
-from aethersearch.records import Record
+from aethersearch.jsonl import atomic_write_json, loads, validation_problem
+from aethersearch.records import SparseRecord
 
 __all__ = ["Degradation", "DistractorProbe", "FACTORISED_FILE", "FactorisedFile", "Figures", "ForgetProbe",
     "LeadAstrayProbe", "PROBES_FILE", "ProbesFile", "read_factorised", "read_probes", "write_factorised",
@@ -30,7 +28,7 @@ PROBES_FILE = "probes.json"
 FACTORISED_FILE = "factorised.json"
 
 
-class ForgetProbe(Record):
+class ForgetProbe(SparseRecord):
     """``probes.json["forget"]``: the paper's Forget rate over sufficient-evidence failures, and its parts.
 
     Not applicable (an agent without a model): ``applicable`` False with the ``reason``.
@@ -63,7 +61,7 @@ class ForgetProbe(Record):
     parametric: dict[str, list[str]] | None = None
 
 
-class LeadAstrayProbe(Record):
+class LeadAstrayProbe(SparseRecord):
     """``probes.json["lead_astray"]``: the paper's Lead-astray rate over sufficient-evidence failures."""
 
     applicable: bool | None = None
@@ -77,7 +75,7 @@ class LeadAstrayProbe(Record):
     probe_dir: str | None = None
 
 
-class DistractorProbe(Record):
+class DistractorProbe(SparseRecord):
     """``probes.json["distractors"]``: this project's robustness probe (seeded corpus distractors)."""
 
     ratio: float | None = None
@@ -94,7 +92,7 @@ class DistractorProbe(Record):
     probe_dir: str | None = None
 
 
-class Degradation(Record):
+class Degradation(SparseRecord):
     """``probes.json["degradation"]``: Forget and Lead-astray side by side, and their difference when comparable."""
 
     forget_rate: float | None = None
@@ -105,17 +103,13 @@ class Degradation(Record):
     difference_reason: str | None = None
 
 
-class ProbesFile(Record):
+class ProbesFile(SparseRecord):
     """A run's ``probes.json``: the summary of each probe run on it so far."""
 
     forget: ForgetProbe | None = None
     lead_astray: LeadAstrayProbe | None = None
     distractors: DistractorProbe | None = None
     degradation: Degradation | None = None
-
-    def line(self) -> dict[str, Any]:
-        """The JSON written: each record with the fields it was given."""
-        return self.model_dump(mode="json", exclude_unset=True)
 
 
 def read_probes(run_dir: Path) -> ProbesFile:
@@ -126,16 +120,7 @@ def read_probes(run_dir: Path) -> ProbesFile:
     try:
         return ProbesFile.model_validate(loads(path.read_bytes()))
     except ValueError as exc:
-        raise DataError(path, f"not a probes file: {_detail(exc)}", fix="delete it and rerun the probes") from None
-
-
-def _detail(exc: ValueError) -> str:
-    """What was wrong: the first field a ValidationError names, or the JSON error (a ValidationError is a
-    ValueError too)."""
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
-    return f"invalid JSON: {exc}"
+        raise DataError(path, f"not a probes file: {validation_problem(exc)}", fix="delete it and rerun the probes") from None
 
 
 def write_probes(run_dir: Path, probes: ProbesFile) -> None:
@@ -147,7 +132,7 @@ def write_probes(run_dir: Path, probes: ProbesFile) -> None:
 Figures = dict[str, float | int | None]
 
 
-class FactorisedFile(Record):
+class FactorisedFile(SparseRecord):
     """A run's ``factorised.json``: the factorised metrics overall, by hop count and by source, and their binding.
 
     Written by ``aether factorise``; read by the report. ``run`` binds the figures to
@@ -170,10 +155,6 @@ class FactorisedFile(Record):
     parametric_source: str | None = None
     correctness: str | dict[str, Any] | None = None
 
-    def line(self) -> dict[str, Any]:
-        """The JSON written: the fields it was given."""
-        return self.model_dump(mode="json", exclude_unset=True)
-
 
 def read_factorised(run_dir: Path) -> FactorisedFile | None:
     """``factorised.json`` of a run, None when ``aether factorise`` has not run; a file that is not one is a
@@ -184,7 +165,7 @@ def read_factorised(run_dir: Path) -> FactorisedFile | None:
     try:
         return FactorisedFile.model_validate(loads(path.read_bytes()))
     except ValueError as exc:
-        raise DataError(path, f"not a factorised file: {_detail(exc)}",
+        raise DataError(path, f"not a factorised file: {validation_problem(exc)}",
                         fix="rerun `aether factorise` on the run") from None
 
 

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from aethersearch.corpus.store import MANIFEST as STORE_MANIFEST
 from aethersearch.corpus.store import JsonlStore, open_store
 from aethersearch.errors import ConfigError, DataError, IntegrityError
-from aethersearch.jsonl import atomic_write_json, dumps, sha256_bytes, sha256_file
+from aethersearch.jsonl import atomic_write_json, dumps, sha256_bytes, sha256_file, validation_problem
 from aethersearch.records import SCHEMA_VERSION
 from aethersearch.search.backends import backend_class
 from aethersearch.search.base import IndexManifest, SearchIndex
@@ -138,9 +138,7 @@ def read_manifest(index_dir: str | Path) -> IndexManifest:
     try:
         return IndexManifest.model_validate(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        raise DataError(path, f"not an index manifest: {'.'.join(map(str, problem['loc']))}: {problem['msg']}",
-                        fix="rebuild the index with `aether index build`") from None
+        raise DataError(path, f"not an index manifest: {validation_problem(exc)}", fix="rebuild the index with `aether index build`") from None
 
 
 def open_index(index_dir: str | Path, store: JsonlStore | None = None, *, verify: bool = False) -> OpenedIndex:
