@@ -103,6 +103,3 @@ class VLLMEngine(LLM):
         start = time.monotonic()
         outputs = await asyncio.to_thread(self._llm.chat, [messages], self._params(decoding), use_tqdm=False)
         return self._completion(outputs[0], time.monotonic() - start)
-
-    async def aclose(self) -> None:
-        """Nothing to close (the engine lives as long as the object)."""

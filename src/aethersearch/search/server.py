@@ -265,10 +265,8 @@ class Retriever:
         self.store = store
         self.limits = limits or ServerLimits()
         self.pages_separate = pages_separate  # hits are passages whose url names their page
-        rows = store.rows
-        self._raw = rows.raw_at if rows is not None else None
-        self._raw_rows = rows.raw_rows if rows is not None else None
-        self._row_of = rows.row_of if rows is not None else None
+        #: the store's row access (hits read by row, documents by id through their row); None: by id only
+        self._rows = store.rows
         self.modes = retrieval_modes(index)
         #: declared aliases (``--mode-alias``): requested mode -> the served mode that answers it
         self.aliases = resolve_mode_aliases(mode_aliases or {}, self.modes)
@@ -294,11 +292,11 @@ class Retriever:
 
     def fetch(self, doc_id: str) -> dict[str, Any] | None:
         """``{"id", "contents", "title", "text"}`` of a stored document, or None if absent."""
-        if self._raw is not None and self._row_of is not None:
-            row = self._row_of(doc_id)
+        if self._rows is not None:
+            row = self._rows.row_of(doc_id)
             if row is None:
                 return None
-            raw: dict[str, Any] = self._raw(row)
+            raw: dict[str, Any] = self._rows.raw_at(row)
         else:
             if doc_id not in self.store:
                 return None
@@ -345,8 +343,8 @@ class Retriever:
                     raise ResponseTooLarge()
                 out.append(scored)
                 continue
-            if by_row and self._raw_rows is not None:
-                raws: list[dict[str, Any] | None] = list(self._raw_rows([row for row, _ in hits]))
+            if by_row and self._rows is not None:
+                raws: list[dict[str, Any] | None] = list(self._rows.raw_rows([row for row, _ in hits]))
             else:
                 raws = [self.fetch(doc_id) for doc_id, _ in hits]
             scores = [float(score) for (_, score), raw in zip(hits, raws, strict=True) if raw is not None]
@@ -365,7 +363,7 @@ class Retriever:
 
         Reading a hit by its row skips turning the row into an id and the id back into a row.
         """
-        if self._raw_rows is None or not isinstance(index, StoreRowsIndex) or index.store is not self.store:
+        if self._rows is None or not isinstance(index, StoreRowsIndex) or index.store is not self.store:
             return None
         return index
 
