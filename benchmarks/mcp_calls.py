@@ -9,7 +9,10 @@ in one run: the same queries (one per call, topk 3) sent
   (``ClientSession`` over streamable HTTP), inside one started question whose budget is large
   enough for every call, so each call also goes through the run contract (budgeted
   environment, the episode's step record), and
-* to the same tool over stdio (``aether mcp`` started by the client, as an MCP host starts it).
+* to the same tool by a lean JSON-RPC client over streamable HTTP (aiohttp: the like-for-like
+  reading of the ``/retrieve`` one), and
+* to the same tool over stdio (``aether mcp`` started by the client, as an MCP host starts it),
+  by the SDK's client and by a lean client writing and reading one line per call.
 
 It also times, in this process, what the run contract itself adds to a call: ``RemoteRun.call``
 (the channel to the episode's agent loop, the budgeted environment, the step record) against
@@ -159,6 +162,44 @@ async def stdio_calls(command: list[str], queries: Sequence[str], question_id: s
         cpu[:] = [_cpu(child.pid) - before, time.process_time() - client0]
 
 
+async def lean_stdio_calls(command: list[str], queries: Sequence[str], question_id: str, cpu: list[float]) -> None:
+    """The same searches over stdio sent by a lean client: newline-delimited JSON-RPC on the server's pipes.
+
+    Why: as over HTTP, the SDK's client costs more CPU per call than a whole ``/retrieve`` call; an
+    agent loop that speaks MCP without it writes one line and reads one line per call.
+    """
+    import orjson
+
+    proc = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.DEVNULL, limit=1 << 24)
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    async def send(message: dict[str, object]) -> dict[str, object] | None:
+        stdin.write(orjson.dumps(message) + b"\n")
+        await stdin.drain()
+        if "id" not in message:
+            return None
+        return orjson.loads(await stdout.readline())  # type: ignore[no-any-return]
+
+    try:
+        await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        started = await send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                              "params": {"name": "start", "arguments": {"question_id": question_id}}})
+        assert started is not None and not started["result"]["isError"], started  # type: ignore[index]
+        before, client0 = _cpu(proc.pid), time.process_time()
+        for n, query in enumerate(queries, start=2):
+            reply = await send({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                "params": {"name": "search", "arguments": {"query": query, "topk": 3}}})
+            assert reply is not None and not reply["result"]["isError"], reply  # type: ignore[index]
+        cpu[:] = [_cpu(proc.pid) - before, time.process_time() - client0]
+    finally:
+        stdin.close()
+        await proc.wait()
+
+
 async def contract_overhead(release: Path, index: Path, queries: Sequence[str]) -> tuple[float, float]:
     """CPU per call of the bare in-process search and of the same search through ``RemoteRun.call``."""
     from aethersearch.mcp_bridge.episodes import RemoteRun
@@ -218,7 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             retrieve_url, mcp_url = f"http://127.0.0.1:{retrieve_port}", f"http://127.0.0.1:{mcp_port}/mcp"
             asyncio.run(retrieve_calls(retrieve_url, queries[:50]))  # warm both (imports, JIT, caches)
             asyncio.run(mcp_calls(mcp_url, queries[:50], questions[0].id))
-            results: dict[str, list[Measured]] = {"retrieve": [], "mcp": [], "mcp-lean": [], "mcp-stdio": []}
+            results: dict[str, list[Measured]] = {"retrieve": [], "mcp": [], "mcp-lean": [], "mcp-stdio": [],
+                                                  "stdio-lean": []}
             for rep in range(args.repeats):
                 order = list(results) if rep % 2 == 0 else list(results)[::-1]
                 for name in order:
@@ -235,9 +277,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                             bridge.pid, lambda q=other: lean_mcp_calls(mcp_url, queries, q), args.calls))
                     else:
                         cpu: list[float] = []
-                        command = [*aether, "mcp", str(release), "--out", str(root / f"stdio-{rep}"), "--index",
+                        command = [*aether, "mcp", str(release), "--out", str(root / f"{name}-{rep}"), "--index",
                                    str(index), "--max-tool-calls", str(args.calls + 10)]
-                        asyncio.run(stdio_calls(command, queries, question, cpu))
+                        calls = stdio_calls if name == "mcp-stdio" else lean_stdio_calls
+                        asyncio.run(calls(command, queries, question, cpu))
                         results[name].append(Measured(cpu[0] / args.calls, cpu[1] / args.calls))
             contract = [asyncio.run(contract_overhead(release, index, queries)) for _ in range(args.repeats)]
         finally:
@@ -256,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"in process: bare search {1000 * bare:.3f} ms/call, through the run contract {1000 * bridged:.3f} "
           f"ms/call ({bridged / bare:.2f}x): the rest of the MCP figure is the SDK's transport and session")
     ret = medians["retrieve"]
-    for name in ("mcp", "mcp-lean", "mcp-stdio"):
+    for name in ("mcp", "mcp-lean", "mcp-stdio", "stdio-lean"):
         mcp = medians[name]
         ratio = mcp.total / ret.total
         print(f"{name} / retrieve CPU per call: server {mcp.server / ret.server:.2f}x, client "

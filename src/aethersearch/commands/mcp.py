@@ -32,12 +32,10 @@ def register(app: typer.Typer) -> None:
                                                        help="Seconds an episode may stay open (default none)."),
     ) -> None:
         """Serve search (and visit, in a sandbox) as MCP tools; each question a client starts is an episode of OUT."""
-        import asyncio
-
         from aethersearch import sandbox_eval
         from aethersearch.agents.remote import RemoteAgent
         from aethersearch.errors import ConfigError
-        from aethersearch.mcp_bridge.server import Bridge, serve
+        from aethersearch.mcp_bridge.server import Bridge, run
         from aethersearch.rollout.budget import resolve_budget
 
         if transport not in ("stdio", "http"):
@@ -52,4 +50,4 @@ def register(app: typer.Typer) -> None:
         where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
         print(f"aether mcp: serving {', '.join((*bridge.tools, 'answer'))} for {release} on {where}; "
               f"episodes -> {out}", file=sys.stderr, flush=True)
-        asyncio.run(serve(bridge, transport=transport, host=host, port=port))
+        run(bridge, transport=transport, host=host, port=port)

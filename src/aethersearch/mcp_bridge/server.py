@@ -22,8 +22,10 @@ explicit ``question_id`` for a client that runs several questions on one connect
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,16 +33,18 @@ import anyio
 import uvicorn
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import TextContent
 from pydantic import Field
 
 from aethersearch.errors import AetherError
 from aethersearch.jsonl import dumps, sha256_bytes
 from aethersearch.mcp_bridge.episodes import RemoteRun
+from aethersearch.mcp_bridge.pipes import MAX_LINE_BYTES, stdio_pipes
 from aethersearch.records import Budget
 from aethersearch.rollout.session import SearchSetup
 
-__all__ = ["Bridge", "ClosedStreamNoise", "INSTRUCTIONS", "MAX_QUERY", "MAX_TOPK", "QuestionId", "serve"]
+__all__ = ["Bridge", "ClosedStreamNoise", "INSTRUCTIONS", "MAX_QUERY", "MAX_TOPK", "QuestionId", "run", "serve"]
 
 #: the longest query the sandbox accepts (``sandbox.tools.MAX_QUERY_CHARS``); the same limit here
 MAX_QUERY = 512
@@ -60,6 +64,20 @@ empty string to give no answer."""
 _SDK_STREAMS = logging.getLogger("mcp.server.streamable_http")
 
 
+class _PipedFastMCP(FastMCP):
+    """FastMCP whose stdio transport reads and writes non-blocking pipes where that is safe (``pipes``)."""
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport and server, as ``FastMCP.run_stdio_async`` runs them, with the pipes as files."""
+        files = await stdio_pipes()
+        async with stdio_server(*(files or ())) as (read, write):
+            await self._mcp_server.run(read, write, self._mcp_server.create_initialization_options())
+        if files is not None and files[0].overrun:
+            raise AetherError(f"a message line on standard input was longer than {MAX_LINE_BYTES >> 20} MiB; "
+                              "the session ended there", fix="send tool arguments under that size (a query or a "
+                                                             "page name is at most 512 characters)")
+
+
 class Bridge:
     """The MCP tools of one run: an MCP server whose tools drive :class:`RemoteRun` episodes."""
 
@@ -68,7 +86,7 @@ class Bridge:
         self.release_dir, self.run_dir, self.search = Path(release_dir), Path(run_dir), search
         self.budget, self.sandbox, self.question_timeout_s = budget, sandbox, question_timeout_s
         # WARNING: at INFO the SDK renders a rich log line per request, most of the server CPU of a call
-        self.server = FastMCP("aethersearch", instructions=INSTRUCTIONS, json_response=True, log_level="WARNING")
+        self.server = _PipedFastMCP("aethersearch", instructions=INSTRUCTIONS, json_response=True, log_level="WARNING")
         _SDK_STREAMS.addFilter(_CLOSED_STREAM_NOISE)  # once: a logger keeps one filter object only once
         self.tools: tuple[str, ...] = ("search", "visit") if sandbox else ("search",)
         self._register()
@@ -171,6 +189,24 @@ class Bridge:
         except AetherError as exc:
             raise _tool_error(exc) from None
         return _text({"documents": [hit._asdict() for hit in reply.documents], "tool_calls_left": reply.calls_left})
+
+
+def run(bridge: Bridge, *, transport: str, host: str = "127.0.0.1", port: int = 8200) -> None:
+    """:func:`serve` in a new event loop: uvloop when it is installed, as ``aether serve`` runs (uvicorn's ``auto``).
+
+    Why: most of the server's CPU per tool call is the event loop's own (a call crosses the
+    SDK's memory streams and tasks about twenty times); uvloop runs those iterations in C.
+    """
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        runner.run(serve(bridge, transport=transport, host=host, port=port))
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _text(payload: dict[str, Any]) -> TextContent:
