@@ -111,6 +111,27 @@ async def mcp_calls(url: str, queries: Sequence[str], question_id: str) -> None:
             assert not result.isError, result.content
 
 
+Send = Callable[[dict[str, object]], Awaitable[dict[str, object] | None]]
+
+
+async def lean_session(send: Send, queries: Sequence[str], question_id: str,
+                       on_started: Callable[[], object] | None = None) -> None:
+    """One lean MCP session over any transport's ``send``: initialize, the initialized notification, ``start``
+    the question, then one ``tools/call`` of ``search`` per query (``on_started`` runs before the first)."""
+    await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+    await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    started = await send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "start", "arguments": {"question_id": question_id}}})
+    assert started is not None and not started["result"]["isError"], started  # type: ignore[index]
+    if on_started is not None:
+        on_started()
+    for n, query in enumerate(queries, start=2):
+        reply = await send({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                            "params": {"name": "search", "arguments": {"query": query, "topk": 3}}})
+        assert reply is not None and not reply["result"]["isError"], reply  # type: ignore[index]
+
+
 async def lean_mcp_calls(url: str, queries: Sequence[str], question_id: str) -> None:
     """The same searches as MCP ``search`` calls sent by a lean client: JSON-RPC over streamable HTTP with aiohttp.
 
@@ -131,16 +152,7 @@ async def lean_mcp_calls(url: str, queries: Sequence[str], question_id: str) -> 
                 body = await response.read()
             return orjson.loads(body) if body else None
 
-        await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
-        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        started = await send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                              "params": {"name": "start", "arguments": {"question_id": question_id}}})
-        assert started is not None and not started["result"]["isError"], started  # type: ignore[index]
-        for n, query in enumerate(queries, start=2):
-            reply = await send({"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                                "params": {"name": "search", "arguments": {"query": query, "topk": 3}}})
-            assert reply is not None and not reply["result"]["isError"], reply  # type: ignore[index]
+        await lean_session(send, queries, question_id)
 
 
 async def stdio_calls(command: list[str], queries: Sequence[str], question_id: str, cpu: list[float]) -> None:
@@ -183,18 +195,10 @@ async def lean_stdio_calls(command: list[str], queries: Sequence[str], question_
         return orjson.loads(await stdout.readline())  # type: ignore[no-any-return]
 
     try:
-        await send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
-        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        started = await send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                              "params": {"name": "start", "arguments": {"question_id": question_id}}})
-        assert started is not None and not started["result"]["isError"], started  # type: ignore[index]
-        before, client0 = _cpu(proc.pid), time.process_time()
-        for n, query in enumerate(queries, start=2):
-            reply = await send({"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                                "params": {"name": "search", "arguments": {"query": query, "topk": 3}}})
-            assert reply is not None and not reply["result"]["isError"], reply  # type: ignore[index]
-        cpu[:] = [_cpu(proc.pid) - before, time.process_time() - client0]
+        before: list[float] = []
+        await lean_session(send, queries, question_id,
+                           on_started=lambda: before.extend((_cpu(proc.pid), time.process_time())))
+        cpu[:] = [_cpu(proc.pid) - before[0], time.process_time() - before[1]]
     finally:
         stdin.close()
         await proc.wait()
