@@ -89,6 +89,30 @@ def test_writer_then_birthplace_composes_and_keeps_composing_with_containment() 
     assert compose([["founded_by"], ["born_in"], ["located_in"], ["located_in"]])[0] == {"founder_born_in"}
     assert compose([["father"], ["born_in"], ["located_in"]])[0] == {"father_born_in"}
     assert compose([["spouse"], ["born_in"]])[0] == {"spouse_born_in"}
+    assert compose([["painted_by"], ["born_in"], ["located_in"]])[0] == {"painter_born_in"}
+
+
+def test_a_painting_its_painter_and_the_painters_birthplace_from_real_sentences() -> None:
+    """Prose as enwiki states it ("The Night Watch … is a 1642 painting by Rembrandt van Rijn"), composed to
+    "In which city was the painter of The Night Watch born?"; a painter is a person, never a place."""
+    docs = [Document(id="Night_Watch", title="The Night Watch", links=["Rembrandt", "Amsterdam"],
+                     text="The Night Watch is a 1642 painting by Rembrandt van Rijn. It is in Amsterdam."),
+            Document(id="Rembrandt", title="Rembrandt van Rijn", links=["Leiden"],
+                     text="Rembrandt van Rijn was born in Leiden."),
+            Document(id="Leiden", title="Leiden", links=["Netherlands"], text="Leiden is a city in the Netherlands."),
+            Document(id="Netherlands", title="Netherlands", links=[], text="The Netherlands is a country.")]
+    facts = extract_facts(docs)
+    found = {(f.subject, f.relation, f.object) for f in facts.facts}
+    assert ("Night_Watch", "painted_by", "Rembrandt") in found
+    typed = TypedGraph(facts.facts)
+    assert typed.entails(["Night_Watch", "Rembrandt", "Leiden"], "painter_born_in")
+    seeds = fact_seeds(typed, facts, {d.id: d for d in docs}, source="t", max_hops=2).seeds
+    assert ("In which city was the painter of The Night Watch born?", ["Leiden"]) in [
+        (s.question, s.answers) for s in seeds]
+    # "painted by Amsterdam": a place is no painter
+    place = [Document(id="P", title="P", links=["Amsterdam"], text="P is a painting by Amsterdam."),
+             Document(id="Amsterdam", title="Amsterdam", links=[], text="Amsterdam is a city in the Netherlands.")]
+    assert not [f for f in extract_facts(place).facts if f.relation == "painted_by"]
 
 
 def test_a_country_house_is_no_country() -> None:

@@ -55,6 +55,15 @@ def test_list_wrappers_and_the_first_link() -> None:
     ]
 
 
+def test_an_artworks_artist_is_its_painter_an_albums_its_performer() -> None:
+    assert rows("{{Infobox artwork\n| title = The Night Watch\n| artist = [[Rembrandt]]\n| year = 1642\n}}") == [
+        ("artist", "painted_by", "Rembrandt", "Artist: Rembrandt")]
+    assert rows("{{Infobox album\n| name = Abbey Road\n| artist = [[The Beatles]]\n}}") == [
+        ("artist", "performer", "The Beatles", "Artist: The Beatles")]
+    # one painter asked for: two linked artists are left out, as two spouses are
+    assert rows("{{Infobox painting\n| artist = [[Rubens]] and [[Jan Brueghel the Elder]]\n}}") == []
+
+
 def test_rows_that_would_state_a_false_hop_are_left_out() -> None:
     # a person must begin the value: the year is no spouse
     assert rows("{{Infobox person\n| spouse = Mileva Marić (m. [[1903]])\n}}") == []

@@ -40,7 +40,7 @@ is y's r2 then z is x's r"):
   grandmother forms); ``spouse . father => father_in_law``,
   ``spouse . mother => mother_in_law``.
 * **creative works and organisations**: ``written_by . born_in =>
-  author_born_in`` (likewise ``directed_by``, ``composed_by``,
+  author_born_in`` (likewise ``directed_by``, ``composed_by``, ``painted_by``,
   ``founded_by``), which stays itself when followed by ``located_in``
   ("In which country was the author of X born?"); ``father . born_in =>
   father_born_in`` (``father . died_in``, ``mother . born_in``,
@@ -114,6 +114,8 @@ DEFAULT_RULES: dict[tuple[str, str], str] = {
     ("director_born_in", "located_in"): "director_born_in",
     ("composed_by", "born_in"): "composer_born_in",
     ("composer_born_in", "located_in"): "composer_born_in",
+    ("painted_by", "born_in"): "painter_born_in",
+    ("painter_born_in", "located_in"): "painter_born_in",
     ("founded_by", "born_in"): "founder_born_in",
     ("founder_born_in", "located_in"): "founder_born_in",
     # family and place: where a parent or spouse was born or died

@@ -54,7 +54,8 @@ WIKISPEEDIA_LABELS = ("Father", "Mother", "Spouse", "Consort", "Author", "Writte
 FIELD_RELATIONS: dict[str, str] = {label: FIELDS[field_key(label)] for label in WIKISPEEDIA_LABELS}
 #: relations whose object is a place / never a place
 PLACE_OBJECT = frozenset(("born_in", "died_in", "headquartered_in", "has_capital"))
-PERSON_OBJECT = frozenset(("father", "mother", "spouse", "written_by", "directed_by", "composed_by", "educated_at",
+PERSON_OBJECT = frozenset(("father", "mother", "spouse", "written_by", "directed_by", "composed_by", "painted_by",
+                           "educated_at",
                            # only a dump's infobox rows give these (``corpus/infobox.py``): typed hops, never
                            # seed questions (each has several right answers: a child, a sibling, a cast member)
                            "parent", "child", "sibling", "performer", "employer"))

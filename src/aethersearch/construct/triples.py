@@ -94,6 +94,7 @@ _RELATIONS: tuple[tuple[str, str, str], ...] = (
     ("written_by", r"\b(?:was|is) (?:an? |the )?(?:[\w-]+ ){0,4}?written by ", "Who wrote {s}?"),
     ("composed_by", r"\b(?:was|is) (?:an? |the )?(?:[\w-]+ ){0,4}?composed by ", "Who composed {s}?"),
     ("designed_by", r"\b(?:was|is) (?:an? |the )?(?:[\w-]+ ){0,4}?designed by ", "Who designed {s}?"),
+    ("painted_by", r"\b(?:was|is) (?:an? |the )?(?:[\w-]+ ){0,4}?(?:painted|painting) by ", "Who painted {s}?"),
     ("discovered_by", r"\b(?:was|were) (?:first )?discovered by ", "Who discovered {s}?"),
     ("flows_into", r"\bflows? (?:[\w-]+ ){0,3}?into (?:the )?", "Into what does {s} flow?"),
     ("member_of", r"\bis (?:a )?member (?:state )?of (?:the )?", "What is {s} a member of?"),

@@ -241,6 +241,7 @@ SEED_QUESTIONS = {"located_in": "In which {kind} is {s}?", "born_in_country": "I
                   "author_born_in": "In which {kind} was the writer of {s} born?",
                   "director_born_in": "In which {kind} was the director of {s} born?",
                   "composer_born_in": "In which {kind} was the composer of {s} born?",
+                  "painter_born_in": "In which {kind} was the painter of {s} born?",
                   "founder_born_in": "In which {kind} was the founder of {s} born?",
                   "father_born_in": "In which {kind} was the father of {s} born?",
                   "father_died_in": "In which {kind} did the father of {s} die?",

@@ -27,6 +27,7 @@ author, writer, written by                    written_by         begin the value
 director, directed by                         directed_by        begin the value
 composer, music, music by                     composed_by        begin the value
 starring, artist                              performer          begin the value
+artist, in an artwork's infobox               painted_by         begin the value
 designer                                      designed_by        begin the value
 founder, founders, founded_by                 founded_by         begin the value
 employer                                      employer           begin the value
@@ -47,7 +48,10 @@ Einstein's spouse?" has two right answers. "Begin the value": after list wrapper
 ``{{marriage|``, bullets, emphasis), the value starts with the link, so
 ``spouse = Mileva Marić (m. [[1903]])`` names no spouse page. A place's
 infobox (:data:`PLACE_TEMPLATES`) is one whose name says it describes a place:
-a film's ``country`` is where it was made, not where it lies.
+a film's ``country`` is where it was made, not where it lies. Likewise an
+artwork's infobox (:data:`ARTWORK_TEMPLATES`: ``{{Infobox artwork}}``,
+``{{Infobox painting}}``) reads its fields through :data:`ARTWORK_FIELD_RELATIONS`
+first: there the ``artist`` is the painter, on an album the performer.
 """
 
 from __future__ import annotations
@@ -75,6 +79,12 @@ FIELD_RELATIONS: dict[str, str] = {
 }
 
 
+#: fields that mean another relation in an artwork's infobox (:data:`ARTWORK_TEMPLATES`) than elsewhere
+ARTWORK_FIELD_RELATIONS: dict[str, str] = {"artist": "painted_by"}
+#: words in an infobox template's name that make it an artwork's infobox
+ARTWORK_TEMPLATES = ("artwork", "painting")
+
+
 def field_key(name: str) -> str:
     """A field or label as :data:`FIELD_RELATIONS` keys it ("Alma Mater", "alma mater" -> ``alma_mater``)."""
     return "_".join(name.strip().lower().replace("_", " ").split())
@@ -85,7 +95,7 @@ FIRST_LINK = frozenset(("born_in", "died_in", "headquartered_in", "has_capital",
 #: relations a question may ask with one answer: a row that links two articles or more for one of them (two
 #: spouses, two universities) is left out, as a seed "Who was X's spouse?" would have a false gold
 SINGLE_VALUED = frozenset(("spouse", "father", "mother", "written_by", "directed_by", "composed_by", "designed_by",
-                           "founded_by", "employer", "educated_at"))
+                           "painted_by", "founded_by", "employer", "educated_at"))
 #: relations kept only in a place's infobox
 PLACE_ONLY = frozenset(("located_in",))
 #: words in an infobox template's name that make it a place's infobox
@@ -182,10 +192,12 @@ def infobox_rows(wikitext: str, namespaces: frozenset[str]) -> list[InfoboxRow]:
             continue
         name = wikitext[start + 2:pipes[0]].strip().lower().replace("_", " ")
         place = any(word in name for word in PLACE_TEMPLATES)
+        fields = ({**FIELD_RELATIONS, **ARTWORK_FIELD_RELATIONS} if any(word in name for word in ARTWORK_TEMPLATES)
+                  else FIELD_RELATIONS)
         for at, nxt in zip(pipes, [*pipes[1:], end - 2], strict=True):
             field, equals, value = wikitext[at + 1:nxt].partition("=")
             key = field_key(field)
-            relation = FIELD_RELATIONS.get(key)
+            relation = fields.get(key)
             if not equals or relation is None or key in seen or (relation in PLACE_ONLY and not place):
                 continue
             target = _target(value, namespaces, first_link=relation in FIRST_LINK)
@@ -227,5 +239,5 @@ def with_rows(text: str, statements: list[str]) -> str:
     return f"{lead}\n\n{block}\n\n{rest}" if sep else f"{lead}\n\n{block}"
 
 
-__all__ = ["FIELD_RELATIONS", "FIRST_LINK", "InfoboxRow", "PLACE_ONLY", "PLACE_TEMPLATES", "SINGLE_VALUED",
+__all__ = ["ARTWORK_FIELD_RELATIONS", "ARTWORK_TEMPLATES", "FIELD_RELATIONS", "FIRST_LINK", "InfoboxRow", "PLACE_ONLY", "PLACE_TEMPLATES", "SINGLE_VALUED",
     "field_key", "infobox_rows", "plain_value", "with_rows"]
