@@ -155,20 +155,20 @@ def _first_named(value: str, link_titles: Sequence[tuple[str, str]], *, at_start
     """The linked page named earliest in ``value`` (longest name first at a position); ``at_start``: only a
     name that begins the value, after honorifics ("Consort Edith of Wessex" is not a marriage to Wessex)."""
     folded = value.casefold()
-    skip = _HONORIFIC.match(folded).end() if at_start else 0  # type: ignore[union-attr]
-    folded = folded[skip:]
+    # a name may begin the value with its honorific ("Prince Philip") or after it ("King Henry VIII")
+    starts = {0, _HONORIFIC.match(folded).end()}  # type: ignore[union-attr]
     best: tuple[int, int, str] | None = None
     for name, page in link_titles:
         match = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", folded)
-        if match is not None and (not at_start or match.start() == 0) \
+        if match is not None and (not at_start or match.start() in starts) \
                 and not _OF_BEFORE.search(folded[:match.start()]) \
                 and (best is None or (match.start(), -len(name)) < best[:2]):
             best = (match.start(), -len(name), page)
     if best is None:
         return None
-    start, length = skip + best[0], -best[1]
+    start, length = best[0], -best[1]
     # the row's own spelling of the name (casefolding kept the length), else the linked name as folded
-    surface = value[start:start + length] if len(value.casefold()) == len(value) else folded[best[0]:best[0] + length]
+    surface = value[start:start + length] if len(folded) == len(value) else folded[start:start + length]
     return best[2], surface
 
 

@@ -108,7 +108,10 @@ _COMPILED = tuple((rel, re.compile(pat, re.IGNORECASE), template) for rel, pat, 
 #: (relation, compiled pattern, question template): the project's relation patterns, shared with
 #: ``construct.typed_facts`` (typed facts of every page); ``located_in`` names the kind of place in ``kind``
 RELATION_PATTERNS = _COMPILED
-SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
+#: a sentence ends at ".", "!" or "?" before a capital, but not after a name's initial ("Samuel A. Ward", "J. R. R.
+#: Tolkien": a split there cut the object's name off the sentence that states it); an abbreviation's last letter
+#: ("the U.S. About", "6th century B.C. The") still ends one
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])(?<![\s(][A-Z]\.)\s+(?=[A-Z(\"'])")
 _PRONOUNS = ("he ", "she ", "it ", "they ")
 
 
