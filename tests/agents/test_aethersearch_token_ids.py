@@ -10,6 +10,8 @@ which probe failed. The real served model is checked in
 from __future__ import annotations
 
 import asyncio
+import itertools
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from aethersearch.errors import ConfigError
 from aethersearch.records import Budget, Decoding, Document, RolloutQuestion, ToolCall, Trace
 from aethersearch.rollout.runner import run_episode
 from aethersearch.rollout.session import served_model
+from aethersearch.testing import scripted_server
 from aethersearch.testing.scripted_server import SCRIPTED_EOS, Reply, ScriptedRequest, ScriptedServer
 
 SCRIPT = ["<think>a</think><search> Paris </search>", "<answer> Paris </answer>"]
@@ -85,7 +88,11 @@ def test_token_ids_keep_the_eos_id_in_the_context() -> None:
     assert recorded["continuation"]["route"] == "/completion"
 
 
-def test_without_a_token_route_it_continues_by_text_and_says_why() -> None:
+def test_without_a_token_route_it_continues_by_text_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every reply is created a second after the last: the run's probe and the episode's probe see two
+    # different `created` fields, and the reason they record must still be one (it quoted the field)
+    ticks = itertools.count(1_800_000_000)
+    monkeypatch.setattr(scripted_server, "time", SimpleNamespace(time=lambda: next(ticks)))
     trace, requests, recorded = _episode(token_completion=False)
     assert [r.kind for r in requests] == ["completions", "completions"]
     assert isinstance(requests[1].body["prompt"], str)

@@ -259,7 +259,7 @@ class ServedModel:
                 return TokenRoute(mode="token_ids", route=route, eos_token_id=eos_ids[0], eos_text=eos,
                                   reason=f"POST {route} takes token-id prompts and returns the generated ids "
                                          f"(EOS from {source})")
-            failures.append(f"POST {route}: HTTP {status} {str(reply)[:80]}")
+            failures.append(f"POST {route}: HTTP {status} {_reply_gist(reply)}")
         return TokenRoute(mode="text", eos_token_id=eos_ids[0], eos_text=eos,
                           reason="no route took a token-id prompt and returned the generated ids ("
                                  + "; ".join(failures) + ")")
@@ -387,3 +387,18 @@ def _vllm_ids_reply(reply: Any) -> bool:
     choices = reply.get("choices") if isinstance(reply, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     return isinstance(first, dict) and isinstance(first.get("text"), str) and _int_list(first.get("token_ids"))
+
+
+#: fields of an OpenAI-style reply that change on every call
+_VOLATILE = ("id", "created", "system_fingerprint")
+
+
+def _reply_gist(reply: Any) -> str:
+    """A probe reply's first 80 characters without its per-call fields (id, creation time).
+
+    Why: the reason is recorded in ``run.json`` and in every trace; quoting the reply's
+    timestamp made two probes of one server, a second apart, give two reasons.
+    """
+    if isinstance(reply, dict):
+        reply = {key: value for key, value in reply.items() if key not in _VOLATILE}
+    return str(reply)[:80]
