@@ -81,6 +81,8 @@ FIELD_RELATIONS: dict[str, str] = {
 
 #: fields that mean another relation in an artwork's infobox (:data:`ARTWORK_TEMPLATES`) than elsewhere
 ARTWORK_FIELD_RELATIONS: dict[str, str] = {"artist": "painted_by"}
+#: the field table an artwork's infobox is read with (built once: the importer reads every page's infoboxes)
+_ARTWORK_FIELDS = {**FIELD_RELATIONS, **ARTWORK_FIELD_RELATIONS}
 #: words in an infobox template's name that make it an artwork's infobox
 ARTWORK_TEMPLATES = ("artwork", "painting")
 
@@ -192,8 +194,7 @@ def infobox_rows(wikitext: str, namespaces: frozenset[str]) -> list[InfoboxRow]:
             continue
         name = wikitext[start + 2:pipes[0]].strip().lower().replace("_", " ")
         place = any(word in name for word in PLACE_TEMPLATES)
-        fields = ({**FIELD_RELATIONS, **ARTWORK_FIELD_RELATIONS} if any(word in name for word in ARTWORK_TEMPLATES)
-                  else FIELD_RELATIONS)
+        fields = _ARTWORK_FIELDS if any(word in name for word in ARTWORK_TEMPLATES) else FIELD_RELATIONS
         for at, nxt in zip(pipes, [*pipes[1:], end - 2], strict=True):
             field, equals, value = wikitext[at + 1:nxt].partition("=")
             key = field_key(field)
@@ -239,5 +240,5 @@ def with_rows(text: str, statements: list[str]) -> str:
     return f"{lead}\n\n{block}\n\n{rest}" if sep else f"{lead}\n\n{block}"
 
 
-__all__ = ["ARTWORK_FIELD_RELATIONS", "ARTWORK_TEMPLATES", "FIELD_RELATIONS", "FIRST_LINK", "InfoboxRow", "PLACE_ONLY", "PLACE_TEMPLATES", "SINGLE_VALUED",
-    "field_key", "infobox_rows", "plain_value", "with_rows"]
+__all__ = ["ARTWORK_FIELD_RELATIONS", "ARTWORK_TEMPLATES", "FIELD_RELATIONS", "FIRST_LINK", "InfoboxRow",
+    "PLACE_ONLY", "PLACE_TEMPLATES", "SINGLE_VALUED", "field_key", "infobox_rows", "plain_value", "with_rows"]

@@ -75,7 +75,7 @@ class _PipedFastMCP(FastMCP):
         if files is not None and files[0].overrun:
             raise AetherError(f"a message line on standard input was longer than {MAX_LINE_BYTES >> 20} MiB; "
                               "the session ended there", fix="send tool arguments under that size (a query or a "
-                                                             "page name is at most 512 characters)")
+                                                             f"page name is at most {MAX_QUERY} characters)")
 
 
 class Bridge:
